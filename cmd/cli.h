@@ -1,0 +1,19 @@
+/*
+ * cmd/cli.h - the subcommands of the trainsched binary, one entry point each.
+ *
+ * Each takes argc/argv (argv[0] is the subcommand's name) and the streams to write to, and
+ * returns the process exit status: 0 success, 1 an internal failure (out of memory, I/O on
+ * output), 2 bad usage or bad input (the message on err names the file, position or field).
+ */
+#ifndef CMD_CLI_H
+#define CMD_CLI_H
+
+#include <stdio.h>
+
+/* trainsched render: TrainJobs -> the objects the reconciler would create (a v1 List). */
+int cmd_render(int argc, char **argv, FILE *out, FILE *err);
+
+/* trainsched version: name, version and git revision. */
+int cmd_version(int argc, char **argv, FILE *out, FILE *err);
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * cmd/render.c - `trainsched render`: read TrainJobs and runtimes from files, print what the
+ * reconciler would create, as one Kubernetes v1 List, with no cluster.
+ *
+ * Glue only: loading (common/yaml), runtime lookup (given files, then the built-ins) and
+ * printing; the decisions are trainjob_render's. Output is written only when every TrainJob
+ * rendered, so a failure never leaves partial output.
+ */
+#include <getopt.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/sshkey.h"
+#include "common/yaml.h"
+#include "trainjob/builtin.h"
+#include "trainjob/trainjob.h"
+
+#define MAX_FILES 256
+
+static const char usage[] =
+    "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
+    "                         [-n NAMESPACE]\n"
+    "\n"
+    "Print every object the trainsched reconciler would create for the TrainJobs in FILE:\n"
+    "the runtime snapshot ConfigMap, the MPI Secret and hostfile ConfigMap, the JobSet and the\n"
+    "gang object (coscheduling or Volcano PodGroup), as one v1 List. No cluster is needed.\n"
+    "\n"
+    "Files may hold several YAML or JSON documents: TrainJobs, TrainingRuntimes and\n"
+    "ClusterTrainingRuntimes together. A TrainJob's runtime is looked up among the given\n"
+    "runtimes first, then among the runtimes built in (the ones Kubeflow Trainer ships).\n"
+    "\n"
+    "Options:\n"
+    "  -f, --filename FILE   input file (\"-\" reads standard input); repeatable, required\n"
+    "      --runtime FILE    a file of TrainingRuntimes/ClusterTrainingRuntimes; repeatable\n"
+    "  -o, --output FORMAT   yaml (default) or json\n"
+    "  -n, --namespace NS    namespace for TrainJobs that name none (default \"default\")\n"
+    "      --list-builtin    print the names of the built-in runtimes and exit\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "Exit status: 0 rendered; 2 bad usage or invalid input (the message names the file,\n"
+    "line:column and field); 1 internal error.\n";
+
+struct loaded {
+    struct common_yaml_docs files[MAX_FILES];
+    size_t nfiles;
+    json_t *runtimes; /* array of runtime objects (borrowed from files) */
+    json_t *trainjobs;
+};
+
+static void where(struct loaded *l, const json_t *node, const json_t *doc, char *buf, size_t n)
+{
+    int line, col;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->nfiles; i++) {
+        if ((node && common_yaml_locate(&l->files[i], node, &line, &col) == 0) ||
+            (doc && common_yaml_locate(&l->files[i], doc, &line, &col) == 0)) {
+            snprintf(buf, n, "%s:%d:%d: ", l->files[i].name, line, col);
+            return;
+        }
+    }
+}
+
+static const char *kind_of(const json_t *doc)
+{
+    const char *k = json_string_value(json_object_get(doc, "kind"));
+    return k ? k : "";
+}
+
+static int is_runtime_kind(const char *k)
+{
+    return strcmp(k, "TrainingRuntime") == 0 || strcmp(k, "ClusterTrainingRuntime") == 0;
+}
+
+static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i, int runtimes_only,
+                   FILE *err)
+{
+    const json_t *doc = f->docs[i];
+    const char *kind, *api;
+    int line = f->doc_line[i];
+
+    if (!json_is_object(doc)) {
+        fprintf(err, "error: %s:%d: document %zu is not an object (a Kubernetes manifest)\n",
+                f->name, line, i + 1);
+        return 2;
+    }
+    kind = kind_of(doc);
+    api = json_string_value(json_object_get(doc, "apiVersion"));
+    if (strcmp(kind, "List") == 0 && json_is_array(json_object_get(doc, "items"))) {
+        size_t j;
+        json_t *it;
+        json_array_foreach(json_object_get(doc, "items"), j, it)
+        {
+            const char *k = kind_of(it);
+            if (is_runtime_kind(k) && json_array_append(l->runtimes, it))
+                return 1;
+            if (strcmp(k, "TrainJob") == 0 && !runtimes_only &&
+                json_array_append(l->trainjobs, it))
+                return 1;
+        }
+        return 0;
+    }
+    if (!api || !*kind) {
+        fprintf(err, "error: %s:%d: document %zu has no %s: every manifest needs apiVersion "
+                     "and kind\n",
+                f->name, line, i + 1, !api ? "apiVersion" : "kind");
+        return 2;
+    }
+    if ((is_runtime_kind(kind) || strcmp(kind, "TrainJob") == 0) &&
+        strcmp(api, "trainer.kubeflow.org/v1alpha1") != 0) {
+        fprintf(err,
+                "error: %s:%d: %s: apiVersion \"%s\" is not served; use "
+                "trainer.kubeflow.org/v1alpha1\n",
+                f->name, line, kind, api);
+        return 2;
+    }
+    if (is_runtime_kind(kind))
+        return json_array_append(l->runtimes, (json_t *)doc) ? 1 : 0;
+    if (strcmp(kind, "TrainJob") == 0 && !runtimes_only)
+        return json_array_append(l->trainjobs, (json_t *)doc) ? 1 : 0;
+    fprintf(err,
+            "error: %s:%d: kind \"%s\" is not something render reads: give TrainJob, "
+            "TrainingRuntime or ClusterTrainingRuntime documents%s\n",
+            f->name, line, kind, runtimes_only ? " (--runtime takes runtimes only)" : "");
+    return 2;
+}
+
+static int load(struct loaded *l, const char *path, int runtimes_only, FILE *err)
+{
+    struct common_error e;
+    struct common_yaml_docs *f;
+    int rc;
+
+    if (l->nfiles >= MAX_FILES) {
+        fprintf(err, "error: more than %d input files\n", MAX_FILES);
+        return 2;
+    }
+    f = &l->files[l->nfiles++];
+    memset(f, 0, sizeof(*f));
+    if (common_yaml_load_file(path, NULL, f, &e)) {
+        fprintf(err, "error: %s\n", e.msg);
+        return e.code == COMMON_ENOMEM ? 1 : 2;
+    }
+    if (f->n == 0) {
+        fprintf(err, "error: %s: no documents: the file is empty\n", strcmp(path, "-") ? path : "<stdin>");
+        return 2;
+    }
+    for (size_t i = 0; i < f->n; i++)
+        if ((rc = add_doc(l, f, i, runtimes_only, err)))
+            return rc;
+    return 0;
+}
+
+static const json_t *find_runtime(struct loaded *l, const struct trainjob_ref *ref)
+{
+    size_t i;
+    json_t *rt;
+
+    json_array_foreach(l->runtimes, i, rt)
+    {
+        const char *name = json_string_value(json_object_get(json_object_get(rt, "metadata"), "name"));
+        const char *ns =
+            json_string_value(json_object_get(json_object_get(rt, "metadata"), "namespace"));
+        if (!name || strcmp(name, ref->name) != 0 || strcmp(kind_of(rt), ref->kind) != 0)
+            continue;
+        if (ref->namespace && strcmp(ns ? ns : "default", ref->namespace) != 0)
+            continue;
+        return rt;
+    }
+    return NULL;
+}
+
+static const json_t *builtin_runtime(struct loaded *l, const char *name, FILE *err)
+{
+    const struct trainjob_builtin *b = trainjob_builtin_find(name);
+    struct common_yaml_docs *f;
+    struct common_error e;
+    char label[300];
+
+    if (!b || l->nfiles >= MAX_FILES)
+        return NULL;
+    f = &l->files[l->nfiles++];
+    memset(f, 0, sizeof(*f));
+    snprintf(label, sizeof(label), "builtin:%s", name);
+    if (common_yaml_load(b->yaml, b->len, label, NULL, f, &e) || f->n != 1) {
+        fprintf(err, "error: built-in runtime %s does not load: %s\n", name, e.msg);
+        return NULL;
+    }
+    json_array_append(l->runtimes, f->docs[0]);
+    return f->docs[0];
+}
+
+static int list_builtins(FILE *out)
+{
+    for (const struct trainjob_builtin *b = trainjob_builtins; b->name; b++)
+        fprintf(out, "%s\n", b->name);
+    return 0;
+}
+
+static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t *items,
+                      FILE *err)
+{
+    struct trainjob_ref ref;
+    struct common_error e;
+    struct common_arena *a = common_arena_create(0);
+    struct trainjob_options opts = {ns, NULL, common_sshkey_ecdsa_p521};
+    struct trainjob_output out;
+    const json_t *rt;
+    const char *name = json_string_value(json_object_get(json_object_get(tj, "metadata"), "name"));
+    const char *tns =
+        json_string_value(json_object_get(json_object_get(tj, "metadata"), "namespace"));
+    char pos[600];
+    int status = 0;
+    enum common_rc rc;
+
+    if (!a)
+        return 1;
+    where(l, tj, NULL, pos, sizeof(pos));
+    if (trainjob_runtime_ref(tj, ns, &ref, &e)) {
+        fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
+                e.msg);
+        status = 2;
+        goto out;
+    }
+    if (strcmp(ref.kind, "TrainingRuntime") != 0 && strcmp(ref.kind, "ClusterTrainingRuntime") != 0) {
+        fprintf(err,
+                "error: %sTrainJob %s/%s: spec.runtimeRef: unsupported runtime: %s.%s\n", pos,
+                tns ? tns : ns, name ? name : "?", ref.kind, ref.api_group);
+        status = 2;
+        goto out;
+    }
+    rt = find_runtime(l, &ref);
+    if (!rt && strcmp(ref.kind, "ClusterTrainingRuntime") == 0)
+        rt = builtin_runtime(l, ref.name, err);
+    if (!rt) {
+        fprintf(err,
+                "error: %sTrainJob %s/%s: spec.runtimeRef: %s \"%s\"%s%s%s not found: give it with "
+                "--runtime FILE or in the same file%s\n",
+                pos, tns ? tns : ns, name ? name : "?", ref.kind, ref.name,
+                ref.namespace ? " in namespace \"" : "", ref.namespace ? ref.namespace : "",
+                ref.namespace ? "\"" : "",
+                strcmp(ref.kind, "ClusterTrainingRuntime") == 0
+                    ? " (built-in runtimes: see `trainsched render --list-builtin`)"
+                    : "");
+        status = 2;
+        goto out;
+    }
+    rc = trainjob_render(a, tj, rt, &opts, &out, &e);
+    for (size_t i = 0; i < out.errors.nwarn; i++)
+        fprintf(err, "Warning: TrainJob %s/%s: %s\n", tns ? tns : ns, name ? name : "?",
+                out.errors.warnings[i]);
+    if (rc == COMMON_EINVAL && out.errors.n) {
+        for (size_t i = 0; i < out.errors.n; i++) {
+            const struct trainjob_field_error *fe = &out.errors.items[i];
+            const char *what = fe->doc == tj ? "TrainJob" : kind_of(fe->doc);
+            const json_t *meta = json_object_get(fe->doc, "metadata");
+            const char *oname = json_string_value(json_object_get(meta, "name"));
+            const char *ons = json_string_value(json_object_get(meta, "namespace"));
+            where(l, fe->node, fe->doc, pos, sizeof(pos));
+            if (fe->doc == tj && !ons)
+                ons = ns;
+            fprintf(err, "error: %s%s %s%s%s: %s\n", pos, what, ons ? ons : "", ons ? "/" : "",
+                    oname ? oname : "?", trainjob_errors_format(&out.errors, i));
+        }
+        status = 2;
+        goto out;
+    }
+    if (rc) {
+        fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
+                e.msg);
+        status = rc == COMMON_ENOMEM || rc == COMMON_EIO ? 1 : 2;
+        goto out;
+    }
+    if (out.skipped) {
+        fprintf(err, "note: %s\n", out.skipped);
+        goto out;
+    }
+    if (json_array_extend(items, out.objects))
+        status = 1;
+    json_decref(out.objects);
+out:
+    common_arena_destroy(a);
+    return status;
+}
+
+int cmd_render(int argc, char **argv, FILE *out, FILE *err)
+{
+    static const struct option longopts[] = {
+        {"filename", required_argument, NULL, 'f'}, {"runtime", required_argument, NULL, 'r'},
+        {"output", required_argument, NULL, 'o'},   {"namespace", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},           {"list-builtin", no_argument, NULL, 'l'},
+        {NULL, 0, NULL, 0}};
+    const char *files[MAX_FILES], *rtfiles[MAX_FILES];
+    size_t nf = 0, nr = 0;
+    const char *format = "yaml", *ns = "default";
+    struct loaded *l = NULL;
+    json_t *list = NULL, *items = NULL;
+    int opt, status = 0;
+    size_t i;
+    json_t *tj;
+
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":f:o:n:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'f':
+        case 'r':
+            if ((opt == 'f' ? nf : nr) >= MAX_FILES) {
+                fprintf(err, "error: too many files (at most %d)\n", MAX_FILES);
+                return 2;
+            }
+            if (opt == 'f')
+                files[nf++] = optarg;
+            else
+                rtfiles[nr++] = optarg;
+            break;
+        case 'o':
+            format = optarg;
+            break;
+        case 'n':
+            ns = optarg;
+            break;
+        case 'h':
+            fputs(usage, out);
+            return 0;
+        case 'l':
+            return list_builtins(out);
+        case ':':
+            fprintf(err, "error: option %s needs a value\n%s", argv[optind - 1], usage);
+            return 2;
+        default:
+            fprintf(err, "error: unknown option %s\n%s", argv[optind - 1], usage);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err, "error: unexpected argument \"%s\" (input files go after -f)\n%s",
+                argv[optind], usage);
+        return 2;
+    }
+    if (nf == 0) {
+        fprintf(err, "error: no input: give at least one -f FILE\n%s", usage);
+        return 2;
+    }
+    if (strcmp(format, "yaml") != 0 && strcmp(format, "json") != 0) {
+        fprintf(err, "error: --output \"%s\": use yaml or json\n", format);
+        return 2;
+    }
+    l = common_calloc(1, sizeof(*l));
+    if (!l)
+        return 1;
+    l->runtimes = json_array();
+    l->trainjobs = json_array();
+    items = json_array();
+    if (!l->runtimes || !l->trainjobs || !items) {
+        status = 1;
+        goto out;
+    }
+    for (i = 0; i < nr && !status; i++)
+        status = load(l, rtfiles[i], 1, err);
+    for (i = 0; i < nf && !status; i++)
+        status = load(l, files[i], 0, err);
+    if (status)
+        goto out;
+    if (json_array_size(l->trainjobs) == 0) {
+        fprintf(err, "error: no TrainJob in the input: render needs at least one document of "
+                     "kind TrainJob\n");
+        status = 2;
+        goto out;
+    }
+    json_array_foreach(l->trainjobs, i, tj)
+    {
+        status = render_one(l, tj, ns, items, err);
+        if (status)
+            goto out;
+    }
+    list = json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", items);
+    if (!list) {
+        status = 1;
+        goto out;
+    }
+    if (strcmp(format, "json") == 0) {
+        if (json_dumpf(list, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF)
+            status = 1;
+    } else {
+        struct common_buf b;
+        struct common_error e;
+        common_buf_init(&b, (size_t)1 << 31);
+        if (common_yaml_emit(list, &b, &e)) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = 1;
+        } else if (fwrite(b.data, 1, b.len, out) != b.len) {
+            status = 1;
+        }
+        common_buf_free(&b);
+    }
+    if (fflush(out))
+        status = 1;
+out:
+    json_decref(list);
+    json_decref(items);
+    if (l) {
+        json_decref(l->runtimes);
+        json_decref(l->trainjobs);
+        for (i = 0; i < l->nfiles; i++)
+            common_yaml_docs_free(&l->files[i]);
+        common_free(l);
+    }
+    return status;
+}

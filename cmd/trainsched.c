@@ -1,0 +1,54 @@
+/*
+ * cmd/trainsched.c - the trainsched binary: a table of subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+#include "common/alloc.h"
+
+struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv, FILE *out, FILE *err);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    {"render", cmd_render, "print what a TrainJob becomes (JobSet, PodGroup, ...), no cluster"},
+    {"version", cmd_version, "print the version"},
+};
+
+static void help(FILE *f)
+{
+    fputs("trainsched - the scheduling side of distributed training on Kubernetes\n"
+          "(Kubeflow Trainer TrainJobs, gang scheduling, topology, DRA)\n\n"
+          "Usage: trainsched COMMAND [OPTIONS]\n\nCommands:\n",
+          f);
+    for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+        fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fputs("\nRun `trainsched COMMAND --help` for a command's options.\n"
+          "Global: -h/--help, --version.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    common_alloc_init();
+    if (argc < 2) {
+        help(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        help(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(1, argv + 1, stdout, stderr);
+    for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+        if (strcmp(argv[1], subcommands[i].name) == 0)
+            return subcommands[i].run(argc - 1, argv + 1, stdout, stderr);
+    fprintf(stderr, "trainsched: unknown command \"%s\"\n\n", argv[1]);
+    help(stderr);
+    return 2;
+}

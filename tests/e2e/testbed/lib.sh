@@ -1,0 +1,17 @@
+# Shared settings for the test bed scripts (sourced, not run).
+TESTBED_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+. "$TESTBED_DIR/versions.env"
+TESTBED_CACHE_ROOT="${TRAINSCHED_TESTBED_CACHE:-$HOME/.cache/trainsched-testbed}"
+TESTBED_BIN="${TESTBED_BIN:-$TESTBED_CACHE_ROOT/$K8S_VERSION/bin}"
+TESTBED_RUN="${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed}"
+
+tb_log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+tb_die() { tb_log "ERROR: $*"; exit 1; }
+
+# tb_moddir MODULE@VERSION: prints the module's directory in the Go module cache
+# (downloading it through the module proxy when needed); prints nothing on failure.
+tb_moddir() {
+  (cd / && GOFLAGS=-mod=mod go mod download -json "$1" 2>/dev/null) \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}

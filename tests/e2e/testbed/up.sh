@@ -1,0 +1,395 @@
+#!/usr/bin/env bash
+# Starts a real Kubernetes control plane on 127.0.0.1 for the trainsched end-to-end tests:
+# etcd, kube-apiserver (Node,RBAC authorization, client certificates), kube-scheduler,
+# kube-controller-manager, then installs upstream CRDs read from the Go module cache.
+#
+# Run dir (default /tmp/trainsched-testbed, env TRAINSCHED_TESTBED_RUN) receives:
+#   env                 KEY=VALUE lines (with `export`): KUBECONFIG, TESTBED_SERVER, cert paths, ports
+#   admin.kubeconfig    user in group system:masters; scheduler.kubeconfig; controller-manager.kubeconfig
+#   pki/ logs/ pids/ etcd-data/ crds.txt
+# Environment:
+#   SCHED_CONFIG=FILE   KubeSchedulerConfiguration for kube-scheduler; clientConnection and
+#                       leaderElection are appended when the file does not set them
+#   TESTBED_CRDS="jobset kueue trainer volcano kai coscheduling" (default: all; "none" skips)
+#   TESTBED_KCM=0       do not start kube-controller-manager
+#   TESTBED_KCM_CONTROLLERS=LIST      default '*,-node-lifecycle-controller' (fake nodes have no kubelet)
+#   TESTBED_KWOK=1      also start kwok (if built): it runs pods on nodes annotated kwok.x-k8s.io/node=fake
+#   TESTBED_JOBSET=1    also start the JobSet controller (if built) with its webhooks on 127.0.0.1
+#   APISERVER_EXTRA_ARGS, SCHEDULER_EXTRA_ARGS, KCM_EXTRA_ARGS, ETCD_EXTRA_ARGS  (word-split)
+#   TESTBED_APISERVER_PORT  fixed secure port instead of a free one
+set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RUN="$TESTBED_RUN"
+PKI="$RUN/pki"
+
+# ---------------------------------------------------------------- preconditions
+command -v openssl >/dev/null || tb_die "openssl not found"
+command -v curl >/dev/null || tb_die "curl not found"
+for b in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
+  if [ ! -x "$TESTBED_BIN/$b" ]; then
+    tb_log "$b missing in $TESTBED_BIN: running build.sh"
+    "$TESTBED_DIR/build.sh" >/dev/null
+    break
+  fi
+done
+
+if [ -d "$RUN/pids" ]; then
+  for f in "$RUN"/pids/*.pid; do
+    [ -e "$f" ] || continue
+    if kill -0 "$(cat "$f")" 2>/dev/null; then
+      tb_die "test bed already running in $RUN ($(basename "$f" .pid) pid $(cat "$f")); run down.sh first"
+    fi
+  done
+fi
+rm -rf "$RUN"
+mkdir -p -m 700 "$RUN" "$PKI" "$RUN/logs" "$RUN/pids" "$RUN/etcd-data"
+
+STARTED=()
+on_fail() {
+  local rc=$?
+  tb_log "up.sh failed (exit $rc); stopping what it started; logs kept in $RUN/logs"
+  for name in "${STARTED[@]}"; do
+    tail -n 15 "$RUN/logs/$name.log" 2>/dev/null | sed "s/^/  [$name] /" >&2 || true
+  done
+  TESTBED_KEEP_RUN=1 "$TESTBED_DIR/down.sh" >/dev/null 2>&1 || true
+  exit "$rc"
+}
+trap on_fail ERR
+
+# ---------------------------------------------------------------- ports
+USED_PORTS=" "
+free_port() { # prints a TCP port free on 127.0.0.1, not handed out before by this script
+  local p i
+  for i in $(seq 1 200); do
+    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+    case "$USED_PORTS" in *" $p "*) continue ;; esac
+    if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
+      USED_PORTS+="$p "; echo "$p"; return 0
+    fi
+  done
+  tb_die "no free port found"
+}
+ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port)
+APISERVER_PORT=${TESTBED_APISERVER_PORT:-$(free_port)}
+SCHED_PORT=$(free_port); KCM_PORT=$(free_port); KWOK_PORT=$(free_port)
+SERVER="https://127.0.0.1:$APISERVER_PORT"
+
+# ---------------------------------------------------------------- certificates
+tb_log "generating certificates in $PKI"
+ossl() { openssl "$@" 2>>"$RUN/logs/openssl.log"; }
+ossl ecparam -name prime256v1 -genkey -noout -out "$PKI/ca.key"
+ossl req -x509 -new -key "$PKI/ca.key" -sha256 -days 3650 -subj "/CN=trainsched-testbed-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+  -out "$PKI/ca.crt"
+# front-proxy (request header) CA, as kubeadm sets it up; the scheduler's and controller-manager's
+# delegated authentication reads it from kube-system/extension-apiserver-authentication
+ossl ecparam -name prime256v1 -genkey -noout -out "$PKI/front-proxy-ca.key"
+ossl req -x509 -new -key "$PKI/front-proxy-ca.key" -sha256 -days 3650 -subj "/CN=trainsched-testbed-front-proxy-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+  -out "$PKI/front-proxy-ca.crt"
+# cert NAME SUBJECT EXTKEYUSAGE [SAN] [CA]
+cert() {
+  local name=$1 subj=$2 eku=$3 san=${4:-} ca=${5:-ca}
+  ossl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key"
+  ossl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr"
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$eku"
+    [ -z "$san" ] || echo "subjectAltName=$san"
+  } > "$PKI/$name.ext"
+  ossl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial \
+    -sha256 -days 3650 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt"
+  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+SERVICE_CIDR=${TESTBED_SERVICE_CIDR:-10.0.0.0/24}   # allocation range inside the API only; no traffic
+cert apiserver "/CN=kube-apiserver" serverAuth \
+  "IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+cert admin "/O=system:masters/CN=trainsched-testbed-admin" clientAuth
+cert kube-scheduler "/CN=system:kube-scheduler" clientAuth
+cert kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+cert front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
+# loopback serving certs for the scheduler's and controller-manager's /healthz
+cert scheduler-serving "/CN=kube-scheduler" serverAuth "IP:127.0.0.1,DNS:localhost"
+cert kcm-serving "/CN=kube-controller-manager" serverAuth "IP:127.0.0.1,DNS:localhost"
+# service-account token signing key pair
+ossl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key"
+ossl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
+chmod 600 "$PKI"/*.key
+
+kubeconfig() { # kubeconfig FILE CERTNAME USER
+  local b64='base64 -w0'
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: testbed
+  cluster:
+    server: $SERVER
+    certificate-authority-data: $($b64 < "$PKI/ca.crt")
+users:
+- name: $3
+  user:
+    client-certificate-data: $($b64 < "$PKI/$2.crt")
+    client-key-data: $($b64 < "$PKI/$2.key")
+contexts:
+- name: testbed
+  context:
+    cluster: testbed
+    user: $3
+current-context: testbed
+EOF
+  chmod 600 "$1"
+}
+kubeconfig "$RUN/admin.kubeconfig" admin trainsched-testbed-admin
+kubeconfig "$RUN/scheduler.kubeconfig" kube-scheduler system:kube-scheduler
+kubeconfig "$RUN/controller-manager.kubeconfig" kube-controller-manager system:kube-controller-manager
+KUBECTL=("$TESTBED_BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig")
+
+# ---------------------------------------------------------------- process helpers
+start() { # start NAME BINARY ARGS...
+  local name=$1; shift
+  "$@" >"$RUN/logs/$name.log" 2>&1 </dev/null &
+  echo $! > "$RUN/pids/$name.pid"
+  STARTED+=("$name")
+  tb_log "started $name (pid $!), log $RUN/logs/$name.log"
+}
+wait_for() { # wait_for NAME TIMEOUT_S CMD...   (fails if the process dies or time runs out)
+  local name=$1 timeout=$2 t0=$SECONDS; shift 2
+  until "$@" >/dev/null 2>&1; do
+    kill -0 "$(cat "$RUN/pids/$name.pid")" 2>/dev/null || { tb_log "$name exited"; return 1; }
+    if (( SECONDS - t0 >= timeout )); then tb_log "$name not ready after ${timeout}s"; return 1; fi
+    sleep 0.3
+  done
+  tb_log "$name ready after $((SECONDS - t0)) s"
+}
+curl_ok() { # curl_ok URL EXPECTED-BODY [curl args]
+  local url=$1 want=$2; shift 2
+  [ "$(curl -sS --max-time 5 "$@" "$url")" = "$want" ]
+}
+ADMIN_CURL=(--cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
+
+# ---------------------------------------------------------------- etcd
+# shellcheck disable=SC2086
+start etcd "$TESTBED_BIN/etcd" --name testbed --data-dir "$RUN/etcd-data" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "testbed=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --unsafe-no-fsync --quota-backend-bytes=$((4 * 1024 * 1024 * 1024)) --log-level=warn \
+  ${ETCD_EXTRA_ARGS:-}
+wait_for etcd 30 curl_ok "http://127.0.0.1:$ETCD_PORT/health" '{"health":"true","reason":""}'
+
+# ---------------------------------------------------------------- kube-apiserver
+# TaintNodesByCondition is off: it would put node.kubernetes.io/not-ready on every Node created
+# through the API, and without kubelets nothing would take it off again.
+# --endpoint-reconciler-type=none: the "kubernetes" Endpoints may not hold a loopback address.
+# shellcheck disable=SC2086
+start kube-apiserver "$TESTBED_BIN/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+  --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+  --client-ca-file "$PKI/ca.crt" \
+  --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
+  --endpoint-reconciler-type none \
+  --service-account-issuer "https://kubernetes.default.svc.cluster.local" \
+  --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+  --api-audiences "https://kubernetes.default.svc.cluster.local" \
+  --service-cluster-ip-range "$SERVICE_CIDR" \
+  --authorization-mode Node,RBAC \
+  --enable-admission-plugins NodeRestriction --disable-admission-plugins TaintNodesByCondition \
+  --allow-privileged=true --profiling=false \
+  ${APISERVER_EXTRA_ARGS:-}
+wait_for kube-apiserver 120 curl_ok "$SERVER/readyz" ok "${ADMIN_CURL[@]}"
+
+# ---------------------------------------------------------------- kube-scheduler
+SCHED_CFG="$RUN/scheduler-config.yaml"
+if [ -n "${SCHED_CONFIG:-}" ]; then
+  [ -f "$SCHED_CONFIG" ] || tb_die "SCHED_CONFIG=$SCHED_CONFIG: no such file"
+  cp "$SCHED_CONFIG" "$SCHED_CFG"
+  [ -z "$(tail -c1 "$SCHED_CFG")" ] || echo >> "$SCHED_CFG"
+else
+  printf 'apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n' > "$SCHED_CFG"
+fi
+grep -q '^clientConnection:' "$SCHED_CFG" || printf 'clientConnection:\n  kubeconfig: %s\n' "$RUN/scheduler.kubeconfig" >> "$SCHED_CFG"
+grep -q '^leaderElection:' "$SCHED_CFG" || printf 'leaderElection:\n  leaderElect: false\n' >> "$SCHED_CFG"
+# shellcheck disable=SC2086
+start kube-scheduler "$TESTBED_BIN/kube-scheduler" --config "$SCHED_CFG" \
+  --authentication-kubeconfig "$RUN/scheduler.kubeconfig" --authorization-kubeconfig "$RUN/scheduler.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "$SCHED_PORT" \
+  --tls-cert-file "$PKI/scheduler-serving.crt" --tls-private-key-file "$PKI/scheduler-serving.key" \
+  ${SCHEDULER_EXTRA_ARGS:-}
+
+# ---------------------------------------------------------------- kube-controller-manager
+if [ "${TESTBED_KCM:-1}" != 0 ]; then
+  # shellcheck disable=SC2086
+  start kube-controller-manager "$TESTBED_BIN/kube-controller-manager" \
+    --kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$KCM_PORT" \
+    --tls-cert-file "$PKI/kcm-serving.crt" --tls-private-key-file "$PKI/kcm-serving.key" \
+    --leader-elect=false --use-service-account-credentials=true \
+    --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --controllers "${TESTBED_KCM_CONTROLLERS:-*,-node-lifecycle-controller}" \
+    ${KCM_EXTRA_ARGS:-}
+fi
+
+wait_for kube-scheduler 60 curl_ok "https://127.0.0.1:$SCHED_PORT/healthz" ok --cacert "$PKI/ca.crt"
+if [ "${TESTBED_KCM:-1}" != 0 ]; then
+  wait_for kube-controller-manager 60 curl_ok "https://127.0.0.1:$KCM_PORT/healthz" ok --cacert "$PKI/ca.crt"
+fi
+
+# ---------------------------------------------------------------- CRDs from the Go module cache
+WANT_CRDS=" ${TESTBED_CRDS:-jobset kueue trainer volcano kai coscheduling} "
+: > "$RUN/crds.txt"
+crd_set() { # crd_set NAME MODULE@VERSION-or-DIR FILE...(relative to the module dir, globs allowed)
+  local name=$1 src=$2 dir files=() f
+  shift 2
+  case "$WANT_CRDS" in *" $name "*) ;; *) return 0 ;; esac
+  if [ "${src%@}" != "$src" ]; then
+    tb_log "CRDs $name: no version pinned; skipped"; echo "$name MISSING no version pinned" >> "$RUN/crds.txt"; return 0
+  fi
+  if [ -d "$src" ]; then dir=$src; else dir="$(tb_moddir "$src")"; fi
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    tb_log "CRDs $name: $src not available (module proxy); skipped"
+    echo "$name MISSING $src not served" >> "$RUN/crds.txt"; return 0
+  fi
+  for f in "$@"; do
+    # shellcheck disable=SC2206
+    local g=($dir/$f)
+    for x in "${g[@]}"; do [ -f "$x" ] && grep -q '^kind: CustomResourceDefinition' "$x" && files+=("$x"); done
+  done
+  if [ "${#files[@]}" -eq 0 ]; then
+    tb_log "CRDs $name: no CRD files in $dir ($*); skipped"
+    echo "$name MISSING no CRD files in $src" >> "$RUN/crds.txt"; return 0
+  fi
+  local args=() names
+  for x in "${files[@]}"; do args+=(-f "$x"); done
+  # server-side apply: several of these CRDs exceed the 256 KiB last-applied annotation limit
+  "${KUBECTL[@]}" apply --server-side --force-conflicts --field-manager=trainsched-testbed "${args[@]}" \
+    >>"$RUN/logs/crds.log" 2>&1 || {
+    tb_log "CRDs $name: kubectl apply FAILED (see $RUN/logs/crds.log)"
+    echo "$name FAILED apply $src" >> "$RUN/crds.txt"; return 0; }
+  names=$("${KUBECTL[@]}" get "${args[@]}" -o name)
+  # shellcheck disable=SC2086
+  "${KUBECTL[@]}" wait --for condition=Established --timeout=60s $names >>"$RUN/logs/crds.log" 2>&1 || {
+    tb_log "CRDs $name: not Established (see $RUN/logs/crds.log)"
+    echo "$name FAILED not-established $src" >> "$RUN/crds.txt"; return 0; }
+  tb_log "CRDs $name: $(echo "$names" | wc -l) established from ${src##*/}"
+  echo "$name OK $src $(echo $names | sed 's#customresourcedefinition.apiextensions.k8s.io/##g')" >> "$RUN/crds.txt"
+}
+VOLCANO_DIR="$TESTBED_CACHE_ROOT/$K8S_VERSION/crds/volcano-${VOLCANO_APIS_VERSION:-}"
+crd_set jobset "sigs.k8s.io/jobset@${JOBSET_VERSION:-}" 'config/components/crd/bases/*.yaml'
+crd_set kueue "sigs.k8s.io/kueue@${KUEUE_VERSION:-}" 'config/components/crd/bases/*.yaml'
+crd_set trainer "github.com/kubeflow/trainer/v2@${TRAINER_VERSION:-}" 'manifests/base/crds/*.yaml'
+if [ -d "$VOLCANO_DIR" ]; then
+  crd_set volcano "$VOLCANO_DIR" '*.yaml'
+else
+  case "$WANT_CRDS" in *" volcano "*)
+    tb_log "CRDs volcano: $VOLCANO_DIR missing (build.sh generates it); skipped"
+    echo "volcano MISSING not generated" >> "$RUN/crds.txt" ;;
+  esac
+fi
+crd_set kai "github.com/NVIDIA/KAI-scheduler@${KAI_VERSION:-}" 'deployments/kai-scheduler/crds/*.yaml'
+crd_set coscheduling "sigs.k8s.io/scheduler-plugins@${SCHEDPLUGINS_VERSION:-}" \
+  'config/crd/bases/scheduling.x-k8s.io_podgroups.yaml'
+
+# ---------------------------------------------------------------- kwok (optional)
+if [ "${TESTBED_KWOK:-0}" = 1 ]; then
+  if [ -x "$TESTBED_BIN/kwok" ]; then
+    # kwok plays the kubelet for Nodes annotated kwok.x-k8s.io/node=fake: heartbeats, and pods
+    # bound there become Running (Job pods then Succeeded; deletions complete), per upstream's
+    # stage files read from the module cache (TESTBED_KWOK_STAGES: paths under kustomize/stage/).
+    KWOK_DIR=$(tb_moddir "sigs.k8s.io/kwok@${KWOK_VERSION:-}")
+    kwok_cfg=()
+    for st in ${TESTBED_KWOK_STAGES:-node/fast node/heartbeat pod/fast}; do
+      for f in "$KWOK_DIR/kustomize/stage/$st"/*.yaml; do
+        [ "$(basename "$f")" = kustomization.yaml ] || kwok_cfg+=(--config "$f")
+      done
+    done
+    start kwok "$TESTBED_BIN/kwok" --kubeconfig "$RUN/admin.kubeconfig" "${kwok_cfg[@]}" \
+      --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+      --node-ip=127.0.0.1 --cidr "${TESTBED_KWOK_POD_CIDR:-10.244.0.0/16}" \
+      --server-address "127.0.0.1:$KWOK_PORT"
+    wait_for kwok 60 curl_ok "http://127.0.0.1:$KWOK_PORT/healthz" ok
+  else
+    tb_log "TESTBED_KWOK=1 but kwok was not built; skipped"
+  fi
+fi
+
+# ---------------------------------------------------------------- JobSet controller (optional)
+if [ "${TESTBED_JOBSET:-0}" = 1 ]; then
+  JOBSET_DIR=$(tb_moddir "sigs.k8s.io/jobset@${JOBSET_VERSION:-}")
+  if [ -x "$TESTBED_BIN/jobset-controller" ] && [ -f "$JOBSET_DIR/config/components/webhook/manifests.yaml" ]; then
+    # The controller runs out of cluster with upstream's webhooks served on 127.0.0.1; the
+    # webhook configurations are upstream's manifests with `url:` clientConfigs (plus the pod
+    # objectSelector that upstream's kustomize patches add).
+    JOBSET_WEBHOOK_PORT=$(free_port); JOBSET_HEALTH_PORT=$(free_port)
+    mkdir -p -m 700 "$PKI/jobset-webhook"
+    cert jobset-webhook "/CN=jobset-webhook" serverAuth "IP:127.0.0.1,DNS:localhost"
+    mv "$PKI/jobset-webhook.crt" "$PKI/jobset-webhook/tls.crt"; mv "$PKI/jobset-webhook.key" "$PKI/jobset-webhook/tls.key"
+    cat > "$RUN/jobset-config.yaml" <<EOF
+apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: $JOBSET_WEBHOOK_PORT
+  certDir: $PKI/jobset-webhook
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:$JOBSET_HEALTH_PORT
+EOF
+    KUBECONFIG="$RUN/admin.kubeconfig" start jobset-controller "$TESTBED_BIN/jobset-controller" \
+      --config "$RUN/jobset-config.yaml"
+    wait_for jobset-controller 60 curl_ok "http://127.0.0.1:$JOBSET_HEALTH_PORT/readyz" ok
+    awk -v url="https://127.0.0.1:$JOBSET_WEBHOOK_PORT" -v ca="$(base64 -w0 < "$PKI/ca.crt")" '
+      /^    service:$/ { svc = 1; next }
+      svc && /^      (name|namespace):/ { next }
+      svc && /^      path:/ { print "    url: " url $2; print "    caBundle: " ca; svc = 0; next }
+      { print }
+      /^  name: [mv]pod\.kb\.io$/ {
+        print "  objectSelector:"; print "    matchExpressions:"
+        print "    - key: jobset.sigs.k8s.io/jobset-name"; print "      operator: Exists" }
+    ' "$JOBSET_DIR/config/components/webhook/manifests.yaml" \
+    | sed 's/^  name: \(mutating\|validating\)-webhook-configuration$/  name: jobset-\1-webhook-configuration/' \
+      > "$RUN/jobset-webhooks.yaml"
+    "${KUBECTL[@]}" apply --server-side --field-manager=trainsched-testbed -f "$RUN/jobset-webhooks.yaml" \
+      >>"$RUN/logs/crds.log" 2>&1
+    tb_log "JobSet webhooks registered at https://127.0.0.1:$JOBSET_WEBHOOK_PORT"
+  else
+    tb_log "TESTBED_JOBSET=1 but jobset-controller was not built (or its module is not in the cache); skipped"
+  fi
+fi
+
+# ---------------------------------------------------------------- env file
+cat > "$RUN/env" <<EOF
+export TESTBED_RUN=$RUN
+export TESTBED_BIN=$TESTBED_BIN
+export K8S_VERSION=$K8S_VERSION
+export KUBECONFIG=$RUN/admin.kubeconfig
+export TESTBED_SERVER=$SERVER
+export TESTBED_CA=$PKI/ca.crt
+export TESTBED_ADMIN_CERT=$PKI/admin.crt
+export TESTBED_ADMIN_KEY=$PKI/admin.key
+export TESTBED_SCHEDULER_KUBECONFIG=$RUN/scheduler.kubeconfig
+export TESTBED_SCHEDULER_CONFIG=$SCHED_CFG
+export TESTBED_SCHEDULER_HEALTHZ=https://127.0.0.1:$SCHED_PORT/healthz
+export TESTBED_ETCD=http://127.0.0.1:$ETCD_PORT
+export KUBECTL=$TESTBED_BIN/kubectl
+EOF
+
+trap - ERR
+tb_log "test bed up: $SERVER  (source $RUN/env; stop with down.sh)"
+echo "$RUN/env"

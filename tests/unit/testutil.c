@@ -1,0 +1,43 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/alloc.h"
+
+const char *testutil_path(const char *rel)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof(buf), "%s/%s", TS_FIXTURES, rel);
+    return buf;
+}
+
+char *testutil_read(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *data;
+    long n;
+
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    data = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(fread(data, 1, (size_t)n, f), (size_t)n);
+    data[n] = '\0';
+    fclose(f);
+    return data;
+}
+
+int testutil_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    common_alloc_init();
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

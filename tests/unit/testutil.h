@@ -1,0 +1,25 @@
+/*
+ * tests/unit/testutil.h - helpers shared by the Check unit tests.
+ *
+ * Fixture files live under TS_FIXTURES (tests/fixtures/<area>/<case-name>/). The helpers read
+ * them with the product's own YAML loader, so fixtures are real Kubernetes YAML or JSON.
+ */
+#ifndef TESTUTIL_H
+#define TESTUTIL_H
+
+#include <check.h>
+#include <jansson.h>
+#include <stddef.h>
+
+/* testutil_path - TS_FIXTURES "/" rel, in a static buffer (valid until the next call). */
+const char *testutil_path(const char *rel);
+
+/* testutil_read - whole file as a malloc'd NUL-terminated string (caller frees); aborts the test
+ * when the file cannot be read. */
+char *testutil_read(const char *path);
+
+/* testutil_run_suite - run suite s with CK_NORMAL output; returns the process exit status
+ * (0 when every test passed). */
+int testutil_run_suite(Suite *s);
+
+#endif

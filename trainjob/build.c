@@ -1,0 +1,568 @@
+/*
+ * trainjob/build.c - the render pipeline: validate, build the runtime info, run the ML and
+ * gang policies, write the JobSet and the other objects.
+ *
+ * Source: ../shared/reference/trainer.md §2.2-2.9 (pipeline, JobSet), §3.1-3.3 (PodGroups).
+ */
+#include <openssl/evp.h>
+#include <string.h>
+
+#include "common/yaml.h"
+#include "trainjob/trainjob_int.h"
+
+static void decref_cb(void *p)
+{
+    json_decref((json_t *)p);
+}
+
+/* keep a new reference alive until the arena dies; returns v (NULL stays NULL) */
+static json_t *own(struct common_arena *a, json_t *v)
+{
+    if (v && common_arena_on_destroy(a, decref_cb, v))
+        return NULL;
+    return v;
+}
+
+json_t *own_json(struct tj_ctx *c, json_t *v)
+{
+    return own(c->arena, v);
+}
+
+struct tj_podset *tj_podset(struct tj_ctx *c, const char *name)
+{
+    for (size_t i = 0; i < c->npodsets; i++)
+        if (strcmp(c->podsets[i].name, name) == 0)
+            return &c->podsets[i];
+    return NULL;
+}
+
+struct tj_podset *tj_trainer_podset(struct tj_ctx *c)
+{
+    for (size_t i = 0; i < c->npodsets; i++)
+        if (c->podsets[i].ancestor && strcmp(c->podsets[i].ancestor, "trainer") == 0)
+            return &c->podsets[i];
+    return NULL;
+}
+
+const json_t *tj_gpu_resources(struct tj_ctx *c)
+{
+    struct tj_podset *ps;
+
+    if (c->resources)
+        return c->resources;
+    ps = tj_trainer_podset(c);
+    if (!ps || !c->runtime_trainer_resources)
+        return NULL;
+    return c->runtime_trainer_resources;
+}
+
+json_t *tj_owner_meta(struct tj_ctx *c, const char *name)
+{
+    return json_pack("{s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "name", name, "namespace",
+                     c->ns, "ownerReferences", "apiVersion", TJ_API_VERSION, "kind", "TrainJob",
+                     "name", c->name, "uid", c->uid, "controller", 1, "blockOwnerDeletion", 1);
+}
+
+json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps)
+{
+    const char *sub = tj_str(c->spec, "network.subdomain");
+    json_int_t replicas = json_integer_value(json_object_get(ps->rjob, "replicas"));
+    json_t *list = json_array();
+
+    if (!list)
+        return NULL;
+    if (!sub || !*sub)
+        sub = c->name;
+    if (!json_is_integer(json_object_get(ps->rjob, "replicas")))
+        replicas = 1;
+    for (json_int_t r = 0; r < replicas; r++) {
+        for (int32_t p = 0; p < ps->count; p++) {
+            char buf[600];
+            snprintf(buf, sizeof(buf), "%s-%s-%lld-%d.%s", c->name, ps->name, (long long)r, p,
+                     sub);
+            if (json_array_append_new(list, json_string(buf))) {
+                json_decref(list);
+                return NULL;
+            }
+        }
+    }
+    return list;
+}
+
+/* Deterministic placeholder uid for a TrainJob without metadata.uid: the SHA-256 of
+ * "trainsched-render/<namespace>/<name>" shaped as a version-5-style UUID. */
+static const char *placeholder_uid(struct common_arena *a, const char *ns, const char *name)
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    char *in = common_arena_printf(a, "trainsched-render/%s/%s", ns, name);
+
+    if (!in || !EVP_Digest(in, strlen(in), md, &len, EVP_sha256(), NULL))
+        return NULL;
+    md[6] = (unsigned char)((md[6] & 0x0f) | 0x50);
+    md[8] = (unsigned char)((md[8] & 0x3f) | 0x80);
+    return common_arena_printf(a,
+                               "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+                               "%02x%02x%02x%02x%02x%02x",
+                               md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7], md[8],
+                               md[9], md[10], md[11], md[12], md[13], md[14], md[15]);
+}
+
+enum common_rc trainjob_runtime_ref(const json_t *trainjob, const char *default_namespace,
+                                    struct trainjob_ref *ref, struct common_error *err)
+{
+    const json_t *r = tj_get(trainjob, "spec.runtimeRef");
+
+    memset(ref, 0, sizeof(*ref));
+    ref->name = tj_str(r, "name");
+    ref->kind = tj_str(r, "kind") ? tj_str(r, "kind") : "ClusterTrainingRuntime";
+    ref->api_group = tj_str(r, "apiGroup") ? tj_str(r, "apiGroup") : TJ_GROUP;
+    ref->namespace = tj_str(trainjob, "metadata.namespace");
+    if (!ref->namespace)
+        ref->namespace = default_namespace ? default_namespace : "default";
+    if (strcmp(ref->kind, "ClusterTrainingRuntime") == 0)
+        ref->namespace = NULL;
+    if (!ref->name)
+        return common_error_set(err, COMMON_EINVAL,
+                                "spec.runtimeRef.name: Required value: the TrainJob must name "
+                                "its runtime");
+    return COMMON_OK;
+}
+
+/* ---- context ---- */
+
+static int32_t int_or(const json_t *v, int32_t dflt)
+{
+    return json_is_integer(v) ? (int32_t)json_integer_value(v) : dflt;
+}
+
+static enum common_rc load_ctx(struct tj_ctx *c, const json_t *tj, const json_t *rt)
+{
+    const json_t *trainer = tj_get(tj, "spec.trainer");
+    const json_t *ml = tj_get(rt, "spec.mlPolicy");
+    const json_t *mpi;
+
+    c->trainjob = tj;
+    c->runtime = rt;
+    c->name = tj_str(tj, "metadata.name");
+    c->ns = tj_str(tj, "metadata.namespace");
+    if (!c->ns)
+        c->ns = c->opts && c->opts->default_namespace ? c->opts->default_namespace : "default";
+    c->uid = tj_str(tj, "metadata.uid");
+    if (!c->uid || !*c->uid)
+        c->uid = c->opts && c->opts->placeholder_uid ? c->opts->placeholder_uid
+                                                     : placeholder_uid(c->arena, c->ns, c->name);
+    if (!c->uid)
+        return COMMON_ENOMEM;
+    c->trainer = json_is_object(trainer) ? trainer : NULL;
+    c->has_num_nodes = json_is_integer(json_object_get(trainer, "numNodes"));
+    c->num_nodes = int_or(json_object_get(trainer, "numNodes"), 1);
+    c->has_nppn = json_is_integer(json_object_get(trainer, "numProcPerNode"));
+    c->nppn = int_or(json_object_get(trainer, "numProcPerNode"), 1);
+    c->resources = json_is_object(json_object_get(trainer, "resourcesPerNode"))
+                       ? json_object_get(trainer, "resourcesPerNode")
+                       : NULL;
+    c->suspend = json_is_true(tj_get(tj, "spec.suspend"));
+    c->ml_policy = json_is_object(ml) ? ml : NULL;
+    c->rt_num_nodes = int_or(json_object_get(ml, "numNodes"), 1);
+    c->ml = TJ_ML_PLAIN;
+    if (json_is_object(json_object_get(ml, "torch")))
+        c->ml = TJ_ML_TORCH;
+    else if (json_is_object(json_object_get(ml, "mpi")))
+        c->ml = TJ_ML_MPI;
+    else if (json_is_object(json_object_get(ml, "jax")))
+        c->ml = TJ_ML_JAX;
+    else if (json_is_object(json_object_get(ml, "xgboost")))
+        c->ml = TJ_ML_XGBOOST;
+    else if (json_is_object(json_object_get(ml, "flux")))
+        c->ml = TJ_ML_FLUX;
+    mpi = json_object_get(ml, "mpi");
+    c->mpi_nppn = int_or(json_object_get(mpi, "numProcPerNode"), 1);
+    c->mpi_impl = tj_str(mpi, "mpiImplementation") ? tj_str(mpi, "mpiImplementation") : "OpenMPI";
+    c->mpi_ssh_path =
+        tj_str(mpi, "sshAuthMountPath") ? tj_str(mpi, "sshAuthMountPath") : "/root/.ssh";
+    c->mpi_launcher_as_node = json_is_true(json_object_get(mpi, "runLauncherAsNode"));
+    c->gangs = 0;
+    if (json_is_object(tj_get(rt, "spec.podGroupPolicy.coscheduling")))
+        c->gangs |= 1u << TJ_GANG_COSCHEDULING;
+    if (json_is_object(tj_get(rt, "spec.podGroupPolicy.volcano")))
+        c->gangs |= 1u << TJ_GANG_VOLCANO;
+    return COMMON_OK;
+}
+
+/* §2.3: JobSet metadata, runtime patches, PodSets, resource merge */
+static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
+{
+    const json_t *patches = tj_get(c->trainjob, "spec.runtimePatches");
+    const json_t *tmeta = tj_get(c->runtime, "spec.template.metadata");
+    json_t *rjobs, *it, *p;
+    size_t i;
+
+    c->labels = own(c->arena, json_is_object(json_object_get(tmeta, "labels"))
+                                  ? json_deep_copy(json_object_get(tmeta, "labels"))
+                                  : json_object());
+    c->annotations = own(c->arena, json_is_object(json_object_get(tmeta, "annotations"))
+                                       ? json_deep_copy(json_object_get(tmeta, "annotations"))
+                                       : json_object());
+    c->spec = own(c->arena, json_is_object(tj_get(c->runtime, "spec.template.spec"))
+                                ? json_deep_copy(tj_get(c->runtime, "spec.template.spec"))
+                                : json_object());
+    c->extra = own(c->arena, json_array());
+    if (!c->labels || !c->annotations || !c->spec || !c->extra)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+
+    json_array_foreach(patches, i, p)
+    {
+        const json_t *pm = tj_get(p, "trainingRuntimeSpec.template.metadata");
+        const json_t *ps = tj_get(p, "trainingRuntimeSpec.template.spec");
+        if (json_is_object(json_object_get(pm, "labels")) &&
+            json_object_update(c->labels, json_object_get(pm, "labels")))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (json_is_object(json_object_get(pm, "annotations")) &&
+            json_object_update(c->annotations, json_object_get(pm, "annotations")))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (json_is_object(ps) && tj_strategic_merge(c->spec, ps))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+
+    rjobs = json_object_get(c->spec, "replicatedJobs");
+    c->npodsets = json_array_size(rjobs);
+    c->podsets = common_arena_alloc(c->arena, (c->npodsets + 1) * sizeof(*c->podsets));
+    if (!c->podsets)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    json_array_foreach(rjobs, i, it)
+    {
+        struct tj_podset *ps = &c->podsets[i];
+        json_t *labels = tj_get(it, "template.metadata.labels");
+        json_t *par = tj_get(it, "template.spec.parallelism");
+
+        ps->name = tj_str(it, "name") ? tj_str(it, "name") : "";
+        ps->ancestor = json_string_value(json_object_get(labels, TJ_ANCESTOR_LABEL));
+        ps->rjob = it;
+        ps->podspec = tj_get(it, "template.spec.template.spec");
+        if (!json_is_object(ps->podspec)) {
+            json_t *tmpl = tj_obj(tj_obj(tj_obj(it, "template"), "spec"), "template");
+            ps->podspec = tmpl ? tj_obj(tmpl, "spec") : NULL;
+            if (!ps->podspec)
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
+        ps->count = int_or(par, 1);
+        if (ps->ancestor && strcmp(ps->ancestor, "trainer") == 0 && c->ml_policy)
+            ps->count = c->rt_num_nodes;
+        if (ps->count < 1)
+            ps->count = 1;
+    }
+
+    /* the runtime's own trainer resources, for GPU detection when the TrainJob has none */
+    {
+        struct tj_podset *tp = tj_trainer_podset(c);
+        json_t *node = tp ? tj_container(tp->podspec, "node") : NULL;
+        c->runtime_trainer_resources = node ? json_object_get(node, "resources") : NULL;
+        if (c->runtime_trainer_resources)
+            c->runtime_trainer_resources =
+                own(c->arena, json_deep_copy(c->runtime_trainer_resources));
+    }
+
+    /* merge TrainJob resourcesPerNode into container node */
+    if (c->resources) {
+        for (i = 0; i < c->npodsets; i++) {
+            struct tj_podset *ps = &c->podsets[i];
+            int is_trainer = ps->ancestor && strcmp(ps->ancestor, "trainer") == 0;
+            int is_mpi_node = c->ml == TJ_ML_MPI && c->mpi_launcher_as_node &&
+                              strcmp(ps->name, "node") == 0;
+            json_t *node, *res;
+            if (!((is_trainer && c->ml_policy) || is_mpi_node))
+                continue;
+            node = tj_container(ps->podspec, "node");
+            if (!node)
+                continue;
+            res = tj_obj(node, "resources");
+            if (!res || tj_strategic_merge(res, c->resources))
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
+    }
+    return COMMON_OK;
+}
+
+static enum common_rc set_env(json_t *container, const json_t *env)
+{
+    json_t *list, *e;
+    size_t i;
+
+    if (!json_is_array(env) || json_array_size(env) == 0)
+        return COMMON_OK;
+    list = tj_arr(container, "env");
+    if (!list)
+        return COMMON_ENOMEM;
+    json_array_foreach(env, i, e)
+    {
+        if (tj_upsert(list, "name", json_deep_copy(e)))
+            return COMMON_ENOMEM;
+    }
+    return COMMON_OK;
+}
+
+/* §2.5: parallelism/completions, initializers, trainer job, suspend */
+static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common_error *err)
+{
+    json_t *js, *meta;
+    size_t i;
+
+    for (i = 0; i < c->npodsets; i++) {
+        struct tj_podset *ps = &c->podsets[i];
+        json_t *jspec = tj_obj(tj_obj(ps->rjob, "template"), "spec");
+        const char *anc = ps->ancestor;
+
+        if (!jspec || tj_set(jspec, "parallelism", json_integer(ps->count)) ||
+            tj_set(jspec, "completions", json_integer(ps->count)))
+            goto nomem;
+        if (!anc)
+            continue;
+        if (strcmp(anc, "dataset-initializer") == 0 || strcmp(anc, "model-initializer") == 0) {
+            const json_t *init = tj_get(
+                c->trainjob, strcmp(anc, "dataset-initializer") == 0 ? "spec.initializer.dataset"
+                                                                     : "spec.initializer.model");
+            json_t *ct;
+            if (tj_set(ps->rjob, "replicas", json_integer(1)))
+                goto nomem;
+            ct = tj_container(ps->podspec, anc);
+            if (!json_is_object(init) || !ct)
+                continue;
+            if (tj_str(init, "storageUri")) {
+                json_t *env = tj_arr(ct, "env");
+                if (!env || tj_upsert(env, "name",
+                                      tj_env_value("STORAGE_URI", tj_str(init, "storageUri"))))
+                    goto nomem;
+            }
+            if (set_env(ct, json_object_get(init, "env")))
+                goto nomem;
+            if (json_is_object(json_object_get(init, "secretRef"))) {
+                json_t *ef = tj_arr(ct, "envFrom");
+                const char *sn = tj_str(init, "secretRef.name");
+                if (!ef || json_array_append_new(
+                               ef, json_pack("{s:{s:s}}", "secretRef", "name", sn ? sn : "")))
+                    goto nomem;
+            }
+        } else if (strcmp(anc, "trainer") == 0) {
+            json_t *ct;
+            if (tj_set(ps->rjob, "replicas", json_integer(1)))
+                goto nomem;
+            ct = tj_container(ps->podspec, "node");
+            if (!ct || !c->trainer)
+                continue;
+            if (tj_str(c->trainer, "image") && tj_set(ct, "image", json_string(tj_str(c->trainer, "image"))))
+                goto nomem;
+            if (c->command && tj_set(ct, "command", json_deep_copy(c->command)))
+                goto nomem;
+            if (c->args && tj_set(ct, "args", json_deep_copy(c->args)))
+                goto nomem;
+            if (set_env(ct, json_object_get(c->trainer, "env")))
+                goto nomem;
+        }
+    }
+    if (c->ml == TJ_ML_MPI && c->mpi_launcher_as_node && c->trainer) {
+        struct tj_podset *ps = tj_podset(c, "node");
+        json_t *ct = ps ? tj_container(ps->podspec, "node") : NULL;
+        if (ct && set_env(ct, json_object_get(c->trainer, "env")))
+            goto nomem;
+    }
+    if (tj_set(c->spec, "suspend", json_boolean(c->suspend)))
+        goto nomem;
+
+    meta = tj_owner_meta(c, c->name);
+    if (!meta)
+        goto nomem;
+    /* name, namespace, labels, annotations, ownerReferences */
+    if (json_object_size(c->labels) || json_object_size(c->annotations)) {
+        json_t *owners = json_incref(json_object_get(meta, "ownerReferences"));
+        json_object_del(meta, "ownerReferences");
+        if (json_object_size(c->labels))
+            json_object_set(meta, "labels", c->labels);
+        if (json_object_size(c->annotations))
+            json_object_set(meta, "annotations", c->annotations);
+        json_object_set_new(meta, "ownerReferences", owners);
+    }
+    js = json_pack("{s:s, s:s, s:o, s:O}", "apiVersion", "jobset.x-k8s.io/v1alpha2", "kind",
+                   "JobSet", "metadata", meta, "spec", c->spec);
+    if (!js)
+        goto nomem;
+    *out = js;
+    return COMMON_OK;
+nomem:
+    return common_error_set(err, COMMON_ENOMEM, "out of memory");
+}
+
+static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct common_error *err)
+{
+    struct common_buf yaml;
+    json_t *obj = json_object(), *cm = NULL;
+    const char *k;
+    json_t *v;
+    enum common_rc rc;
+    char *name;
+
+    if (!obj)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    json_object_foreach((json_t *)c->runtime, k, v)
+    {
+        if (strcmp(k, "status") == 0)
+            continue;
+        json_object_set(obj, k, v);
+    }
+    if (json_is_object(json_object_get(obj, "metadata"))) {
+        json_t *m = json_deep_copy(json_object_get(obj, "metadata"));
+        json_object_del(m, "managedFields");
+        json_object_set_new(obj, "metadata", m);
+    }
+    common_buf_init(&yaml, 64u << 20);
+    rc = common_yaml_emit(obj, &yaml, err);
+    json_decref(obj);
+    if (rc) {
+        common_buf_free(&yaml);
+        return rc;
+    }
+    name = common_arena_printf(c->arena, "%s-runtime-snapshot", c->name);
+    if (name)
+        cm = json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                       "metadata", tj_owner_meta(c, name), "data", "runtime", yaml.data);
+    common_buf_free(&yaml);
+    if (!cm)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    *out = cm;
+    return COMMON_OK;
+}
+
+static const char *first_error(struct trainjob_errors *e, struct common_error *err)
+{
+    const char *msg = trainjob_errors_format(e, 0);
+    common_error_set(err, COMMON_EINVAL, "%s%s", msg ? msg : "invalid",
+                     e->n > 1 ? " (and more errors)" : "");
+    return msg;
+}
+
+enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_errors *errs,
+                                         struct common_error *err)
+{
+    const json_t *labels = tj_get(runtime, "metadata.labels");
+    const char *wv = json_string_value(
+        json_object_get(labels, "trainer.kubeflow.org/webhook-validation"));
+
+    tj_schema_check(TJ_SCHEMA_RUNTIME, runtime, errs);
+    if (errs->n == 0)
+        tj_cel_runtime(runtime, errs);
+    if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
+        tj_webhook_runtime(runtime, errs);
+    if (errs->n) {
+        first_error(errs, err);
+        return COMMON_EINVAL;
+    }
+    return COMMON_OK;
+}
+
+enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
+                               const json_t *runtime, const struct trainjob_options *opts,
+                               struct trainjob_output *out, struct common_error *err)
+{
+    struct tj_ctx ctx;
+    struct tj_ctx *c = &ctx;
+    const struct tj_ml_policy *ml;
+    json_t *objs = NULL, *obj = NULL, *rt;
+    enum common_rc rc;
+    const char *managed;
+
+    memset(c, 0, sizeof(*c));
+    memset(out, 0, sizeof(*out));
+    trainjob_errors_init(&out->errors, a);
+    c->arena = a;
+    c->opts = opts;
+    c->errs = &out->errors;
+
+    /* 1. the API server: schema and CEL of both objects */
+    tj_schema_check(TJ_SCHEMA_TRAINJOB, trainjob, c->errs);
+    if (c->errs->n == 0)
+        tj_cel_trainjob(trainjob, c->errs);
+    rc = trainjob_validate_runtime(runtime, c->errs, err);
+    if (c->errs->n) {
+        first_error(c->errs, err);
+        return COMMON_EINVAL;
+    }
+    /* 2. runtime info, then the webhook checks that need it */
+    rt = own(a, tj_default_runtime(runtime));
+    if (!rt)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = load_ctx(c, trainjob, rt);
+    if (rc)
+        return common_error_set(err, rc, "out of memory");
+    rc = runtime_info(c, err);
+    if (rc)
+        return rc;
+    tj_webhook_trainjob(c);
+    ml = tj_ml_policy_for(c->ml);
+    if (ml && ml->validate)
+        ml->validate(c);
+    for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
+        const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
+        if ((c->gangs & (1u << g)) && gp && gp->validate)
+            gp->validate(c);
+    }
+    if (c->errs->n) {
+        first_error(c->errs, err);
+        return COMMON_EINVAL;
+    }
+    managed = tj_str(trainjob, "spec.managedBy");
+    if (managed && strcmp(managed, TJ_CONTROLLER) != 0) {
+        out->skipped = common_arena_printf(
+            a, "TrainJob %s/%s is managed by \"%s\", not by %s: nothing is created", c->ns,
+            c->name, managed, TJ_CONTROLLER);
+        return out->skipped ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    if (c->ml == TJ_ML_FLUX)
+        return common_error_set(err, COMMON_EUNSUPPORTED,
+                                "runtime \"%s\": spec.mlPolicy.flux is not supported yet",
+                                tj_str(rt, "metadata.name") ? tj_str(rt, "metadata.name") : "");
+    if (!ml)
+        return common_error_set(err, COMMON_EUNSUPPORTED, "unknown ML policy");
+
+    /* 3. plugins: counts, ML policy, gang labels */
+    c->command = json_object_get(c->trainer, "command");
+    c->args = json_object_get(c->trainer, "args");
+    if (ml->counts && (rc = ml->counts(c, err)))
+        return rc;
+    if (ml->enforce && (rc = ml->enforce(c, err)))
+        return rc;
+    for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
+        const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
+        if ((c->gangs & (1u << g)) && (rc = gp->enforce(c, err)))
+            return rc;
+    }
+
+    /* 4. objects in apply order */
+    objs = json_array();
+    if (!objs)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = build_snapshot(c, &obj, err);
+    if (rc || json_array_append_new(objs, obj))
+        goto fail;
+    if (json_array_extend(objs, c->extra))
+        goto nomem;
+    rc = build_jobset(c, &obj, err);
+    if (rc || json_array_append_new(objs, obj))
+        goto fail;
+    for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
+        const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
+        if (!(c->gangs & (1u << g)))
+            continue;
+        rc = gp->build(c, &obj, err);
+        if (rc || json_array_append_new(objs, obj))
+            goto fail;
+    }
+    out->objects = objs;
+    return COMMON_OK;
+nomem:
+    rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+fail:
+    if (!rc)
+        rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+    json_decref(objs);
+    return rc;
+}

@@ -1,0 +1,171 @@
+/*
+ * trainjob/podgroup.c - gang objects per podGroupPolicy: the coscheduling PodGroup
+ * (scheduling.x-k8s.io/v1alpha1, as scheduler-plugins defines it) and the Volcano PodGroup
+ * (scheduling.volcano.sh/v1beta1), with the pod label / annotation that ties pods to them.
+ * Source: trainer.md §3.1-3.3, §5.1 check 29, §6 cases 52-56.
+ */
+#include <string.h>
+
+#include "trainjob/trainjob_int.h"
+
+#define COSCHED_LABEL "scheduling.x-k8s.io/pod-group"
+#define VOLCANO_ANNOTATION "scheduling.k8s.io/group-name"
+#define VOLCANO_QUEUE "scheduling.volcano.sh/queue-name"
+
+enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
+                              struct common_error *err)
+{
+    json_t *total = json_object();
+    enum common_rc rc = COMMON_OK;
+
+    *min_member = 0;
+    if (!total)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->npodsets && !rc; i++) {
+        struct tj_podset *ps = &c->podsets[i];
+        json_t *req = NULL;
+        const char *k;
+        json_t *v;
+
+        *min_member += ps->count;
+        rc = tj_pod_requests(ps->podspec, &req, err);
+        if (rc)
+            break;
+        json_object_foreach(req, k, v)
+        {
+            struct common_quantity q, acc;
+            char buf[80];
+            json_t *cur = json_object_get(total, k);
+
+            rc = tj_quantity(v, &q, err);
+            if (!rc)
+                rc = common_quantity_mul(&q, ps->count, err);
+            if (!rc && cur)
+                rc = tj_quantity(cur, &acc, err);
+            if (!rc && cur)
+                rc = common_quantity_add(&acc, &q, err);
+            else if (!rc)
+                acc = q;
+            if (rc)
+                break;
+            if (common_quantity_format(&acc, buf, sizeof(buf)) < 0 ||
+                tj_set(total, k, json_string(buf))) {
+                rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        json_decref(req);
+    }
+    if (rc) {
+        json_decref(total);
+        return rc;
+    }
+    *min_resources = total;
+    return COMMON_OK;
+}
+
+static enum common_rc tag_pods(struct tj_ctx *c, const char *where, const char *key,
+                               struct common_error *err)
+{
+    for (size_t i = 0; i < c->npodsets; i++) {
+        json_t *tmpl = tj_get(c->podsets[i].rjob, "template.spec.template");
+        json_t *meta = tmpl ? tj_obj(tmpl, "metadata") : NULL;
+        json_t *m = meta ? tj_obj(meta, where) : NULL;
+        if (!m || tj_set(m, key, json_string(c->name)))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    return COMMON_OK;
+}
+
+static enum common_rc cosched_enforce(struct tj_ctx *c, struct common_error *err)
+{
+    return tag_pods(c, "labels", COSCHED_LABEL, err);
+}
+
+static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct common_error *err)
+{
+    int64_t mm;
+    json_t *res = NULL;
+    const json_t *timeout =
+        tj_get(c->runtime, "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds");
+    enum common_rc rc = tj_gang_totals(c, &mm, &res, err);
+
+    if (rc)
+        return rc;
+    *obj = json_pack("{s:s, s:s, s:o, s:{s:I, s:o, s:I}}", "apiVersion",
+                     "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata",
+                     tj_owner_meta(c, c->name), "spec", "minMember", (json_int_t)mm,
+                     "minResources", res, "scheduleTimeoutSeconds",
+                     (json_int_t)(json_is_integer(timeout) ? json_integer_value(timeout) : 60));
+    return *obj ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+}
+
+static enum common_rc volcano_enforce(struct tj_ctx *c, struct common_error *err)
+{
+    return tag_pods(c, "annotations", VOLCANO_ANNOTATION, err);
+}
+
+static enum common_rc volcano_build(struct tj_ctx *c, json_t **obj, struct common_error *err)
+{
+    int64_t mm;
+    json_t *res = NULL, *spec;
+    const char *queue = json_string_value(json_object_get(c->annotations, VOLCANO_QUEUE));
+    const char *prio = NULL;
+    const json_t *topo = tj_get(c->runtime, "spec.podGroupPolicy.volcano.networkTopology");
+    enum common_rc rc = tj_gang_totals(c, &mm, &res, err);
+
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < c->npodsets; i++) {
+        const char *p = tj_str(c->podsets[i].podspec, "priorityClassName");
+        if (p && *p)
+            prio = p;
+    }
+    spec = json_pack("{s:I, s:o}", "minMember", (json_int_t)mm, "minResources", res);
+    if (!spec)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if ((queue && tj_set(spec, "queue", json_string(queue))) ||
+        (prio && tj_set(spec, "priorityClassName", json_string(prio))) ||
+        (json_is_object(topo) && tj_set(spec, "networkTopology", json_deep_copy(topo)))) {
+        json_decref(spec);
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    *obj = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "scheduling.volcano.sh/v1beta1",
+                     "kind", "PodGroup", "metadata", tj_owner_meta(c, c->name), "spec", spec);
+    return *obj ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+}
+
+static void volcano_validate(struct tj_ctx *c)
+{
+    json_t *q = json_object_get(c->annotations, VOLCANO_QUEUE);
+
+    if (json_is_string(q) && json_string_length(q) == 0)
+        tj_err(c->errs, c->trainjob, NULL, "Invalid",
+               "spec.annotations[" VOLCANO_QUEUE "]", "Volcano queue name must not be empty");
+}
+
+static const struct tj_gang_policy coscheduling = {
+    .name = "coscheduling",
+    .kind = TJ_GANG_COSCHEDULING,
+    .enforce = cosched_enforce,
+    .build = cosched_build,
+    .validate = NULL,
+};
+
+static const struct tj_gang_policy volcano = {
+    .name = "volcano",
+    .kind = TJ_GANG_VOLCANO,
+    .enforce = volcano_enforce,
+    .build = volcano_build,
+    .validate = volcano_validate,
+};
+
+static const struct tj_gang_policy *const gang_policies[] = {&coscheduling, &volcano};
+
+const struct tj_gang_policy *tj_gang_policy_for(enum tj_gang kind)
+{
+    for (size_t i = 0; i < sizeof(gang_policies) / sizeof(gang_policies[0]); i++)
+        if (gang_policies[i]->kind == kind)
+            return gang_policies[i];
+    return NULL;
+}

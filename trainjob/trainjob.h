@@ -1,0 +1,112 @@
+/*
+ * trainjob/trainjob.h - TrainJob + runtime -> the objects Kubeflow Trainer v2.3 creates.
+ *
+ * This module is pure: it takes decoded JSON (jansson) of one TrainJob
+ * (trainer.kubeflow.org/v1alpha1) and of the TrainingRuntime or ClusterTrainingRuntime it
+ * names, and returns the objects the reconciler applies, in apply order:
+ *   1. ConfigMap <name>-runtime-snapshot (data.runtime = the runtime as YAML),
+ *   2. Secrets and ConfigMaps of the ML policy (MPI: <name>-mpi-ssh-auth, <name>-mpi-hostfile),
+ *   3. the JobSet (jobset.x-k8s.io/v1alpha2) <name>,
+ *   4. the gang object per podGroupPolicy: a coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)
+ *      or a Volcano PodGroup (scheduling.volcano.sh/v1beta1).
+ * Before building it applies what the API server and Trainer's admission webhook would: the
+ * CRD schema (types, unknown fields, bounds, CEL rules; ../shared/reference/trainer.md §1),
+ * schema defaults (§5.0) and the webhook checks (§5.1, §5.2). Every rule and number comes from
+ * ../shared/reference/trainer.md sections 1-3 and 7.
+ *
+ * No I/O, no clock, no globals: randomness (MPI SSH keys) comes in through the options.
+ */
+#ifndef TRAINJOB_TRAINJOB_H
+#define TRAINJOB_TRAINJOB_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "common/arena.h"
+#include "common/error.h"
+
+/* One field error, as the API server or the webhook would report it. */
+struct trainjob_field_error {
+    const char *path;   /* field path, e.g. "spec.trainer.numNodes" */
+    const char *type;   /* "Invalid", "Required", "Forbidden", "NotSupported", "TooLong",
+                           "TooMany", "Duplicate", "Unknown" (an unknown field) */
+    const char *detail; /* what rule was broken, e.g. "must be greater than or equal to 0" */
+    const json_t *node; /* the offending value (for positions), or NULL */
+    const json_t *doc;  /* the document it belongs to (the TrainJob or the runtime) */
+};
+
+/* A list of field errors and warnings; items live in the arena given at init. */
+struct trainjob_errors {
+    struct trainjob_field_error *items;
+    size_t n, cap;
+    const char **warnings;
+    size_t nwarn, capwarn;
+    struct common_arena *arena;
+};
+
+/* trainjob_errors_init - an empty list whose items live in arena a. */
+void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a);
+
+/*
+ * trainjob_errors_format - "path: Type: detail" for error i, in the arena. NULL on no memory.
+ */
+const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i);
+
+/*
+ * MPI SSH key generator: a new key pair as a PEM private key ("EC PRIVATE KEY", ECDSA P-521)
+ * and an authorized_keys line ("ecdsa-sha2-nistp521 AAAA..."), both allocated in arena a.
+ * Returns COMMON_OK or an error with a message. common/sshkey.h provides the OpenSSL one.
+ */
+typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **private_pem,
+                                             char **public_line, struct common_error *err);
+
+struct trainjob_options {
+    const char *default_namespace; /* for a TrainJob without metadata.namespace; "default" */
+    const char *placeholder_uid;   /* used when metadata.uid is missing; NULL: derived from
+                                      namespace/name so output is reproducible */
+    trainjob_keygen_fn keygen;     /* MUST be set for MPI runtimes */
+};
+
+struct trainjob_output {
+    json_t *objects;         /* new reference: array of objects in apply order */
+    const char *skipped;     /* non-NULL when nothing was rendered, with the reason */
+    struct trainjob_errors errors; /* validation errors and warnings */
+};
+
+/*
+ * trainjob_render - validate, default and translate.
+ * In: trainjob = a TrainJob object; runtime = the TrainingRuntime/ClusterTrainingRuntime object
+ * it references (the caller resolves the reference: see trainjob_runtime_key); both borrowed
+ * and not modified. opts may be NULL for defaults (then MPI runtimes fail: no keygen).
+ * Out: *out (zero it first; release objects with json_decref). Everything else lives in a.
+ * Returns COMMON_OK with out->objects set, or with out->skipped set (managedBy names another
+ * controller: nothing is rendered); COMMON_EINVAL when validation failed (out->errors lists
+ * every field error; err has the first); COMMON_EUNSUPPORTED for a runtime policy this version
+ * does not build (flux), err names it; COMMON_ENOMEM.
+ */
+enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
+                               const json_t *runtime, const struct trainjob_options *opts,
+                               struct trainjob_output *out, struct common_error *err);
+
+/*
+ * trainjob_validate_runtime - the schema, CEL and webhook checks (§5.2) of a TrainingRuntime or
+ * ClusterTrainingRuntime on its own. Errors go to *errs (init it first). Returns COMMON_OK or
+ * COMMON_EINVAL (err has the first error), COMMON_ENOMEM.
+ */
+enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_errors *errs,
+                                         struct common_error *err);
+
+/*
+ * trainjob_runtime_ref - the runtime a TrainJob names, after defaulting: kind
+ * ("ClusterTrainingRuntime" unless set), apiGroup ("trainer.kubeflow.org" unless set), name
+ * (NULL when missing) and the namespace to look in (the TrainJob's, NULL for cluster-scoped).
+ * Strings are borrowed from trainjob or static. Returns COMMON_OK, or COMMON_EINVAL when
+ * spec.runtimeRef.name is missing or not a string (err names the field).
+ */
+struct trainjob_ref {
+    const char *kind, *api_group, *name, *namespace;
+};
+enum common_rc trainjob_runtime_ref(const json_t *trainjob, const char *default_namespace,
+                                    struct trainjob_ref *ref, struct common_error *err);
+
+#endif

@@ -1,0 +1,170 @@
+/*
+ * trainjob/trainjob_int.h - shared between the files of trainjob/ only.
+ *
+ * The build keeps the runtime's JobSetSpec as JSON (a deep copy that it edits in place): a
+ * pod template can hold any Kubernetes field, and only the ones Trainer touches are read. The
+ * Trainer-owned knobs (mlPolicy, podGroupPolicy, trainer, initializer) are read into
+ * struct tj_ctx once, after validation, so later steps never meet a wrong type.
+ */
+#ifndef TRAINJOB_INT_H
+#define TRAINJOB_INT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "common/error.h"
+#include "common/quantity.h"
+#include "trainjob/trainjob.h"
+
+#define TJ_CONTROLLER "trainer.kubeflow.org/trainjob-controller"
+#define TJ_GROUP "trainer.kubeflow.org"
+#define TJ_API_VERSION "trainer.kubeflow.org/v1alpha1"
+#define TJ_ANCESTOR_LABEL "trainer.kubeflow.org/trainjob-ancestor-step"
+#define TJ_RANK_FIELD "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+#define TJ_PORT 29500
+
+/* ---- field errors (validate.c) ---- */
+void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
+            const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void tj_warn(struct trainjob_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- schema (schema.c) ---- */
+enum tj_schema_kind { TJ_SCHEMA_TRAINJOB, TJ_SCHEMA_RUNTIME };
+/* Structural check of obj against the kind's schema: types, unknown fields (strict for the
+ * trainer.kubeflow.org types), required fields, bounds, enums, list-map keys. */
+void tj_schema_check(enum tj_schema_kind kind, const json_t *obj, struct trainjob_errors *e);
+
+/* ---- JSON helpers (podspec.c) ---- */
+json_t *tj_get(const json_t *obj, const char *dotted); /* borrowed; NULL when any step missing */
+const char *tj_str(const json_t *obj, const char *dotted); /* NULL unless a string */
+json_t *tj_obj(json_t *parent, const char *key);   /* get or create an object member */
+json_t *tj_arr(json_t *parent, const char *key);   /* get or create an array member */
+json_t *tj_find_named(const json_t *arr, const char *key, const char *value);
+int tj_set(json_t *obj, const char *key, json_t *value); /* steals value; -1 on no memory */
+json_t *tj_env_value(const char *name, const char *value);
+json_t *tj_env_fieldref(const char *name, const char *path);
+/* upsert: replace the element whose key equals the new one's, else append (steals item) */
+int tj_upsert(json_t *arr, const char *key, json_t *item);
+int tj_upsert_port(json_t *container, int port);
+json_t *tj_container(json_t *podspec, const char *name); /* regular containers */
+json_t *tj_any_container(json_t *podspec, const char *name); /* regular, then init */
+
+/* Strategic merge patch of patch onto target (in place), with JobSetSpec's patch metadata:
+ * lists merged by "name" (replicatedJobs, containers, initContainers, volumes, env,
+ * imagePullSecrets, schedulingGates), "mountPath" (volumeMounts), "containerPort" (ports);
+ * other lists (tolerations, args, command) replaced; maps merged key by key; null deletes. */
+int tj_strategic_merge(json_t *target, const json_t *patch);
+
+/* A quantity from a JSON string, integer or real (YAML `cpu: 2.5`). */
+enum common_rc tj_quantity(const json_t *v, struct common_quantity *q, struct common_error *err);
+
+/* Resource helpers. Effective pod requests (sum of containers and sidecars vs the largest init
+ * container, plus overhead) into *out (an object of name -> quantity strings; new ref). */
+enum common_rc tj_pod_requests(const json_t *podspec, json_t **out, struct common_error *err);
+/* GPU count: first resource (by name order) whose name contains "gpu" (any case) in
+ * requests, else in limits; 0 when none. */
+int64_t tj_gpu_count(const json_t *resources);
+
+/* ---- the build context ---- */
+struct tj_podset {
+    const char *name;     /* replicated job name */
+    const char *ancestor; /* value of the ancestor label or NULL */
+    int32_t count;        /* pods of this replicated job (parallelism) */
+    json_t *rjob;         /* the replicatedJobs[] element (borrowed from ctx->spec) */
+    json_t *podspec;      /* its template.spec.template.spec (borrowed) */
+};
+
+enum tj_ml { TJ_ML_PLAIN, TJ_ML_TORCH, TJ_ML_MPI, TJ_ML_JAX, TJ_ML_XGBOOST, TJ_ML_FLUX };
+enum tj_gang { TJ_GANG_NONE, TJ_GANG_COSCHEDULING, TJ_GANG_VOLCANO };
+
+struct tj_ctx {
+    struct common_arena *arena;
+    const json_t *trainjob; /* the defaulted TrainJob (owned by the arena) */
+    const json_t *runtime;  /* the defaulted runtime (owned by the arena) */
+    const char *name, *ns, *uid;
+    /* TrainJob */
+    const json_t *trainer;         /* spec.trainer or NULL */
+    int has_num_nodes;
+    int32_t num_nodes;
+    int has_nppn;
+    int32_t nppn;                  /* spec.trainer.numProcPerNode */
+    const json_t *resources;       /* spec.trainer.resourcesPerNode or NULL */
+    int suspend;
+    /* runtime */
+    const json_t *ml_policy;       /* spec.mlPolicy or NULL */
+    enum tj_ml ml;
+    int32_t rt_num_nodes;          /* mlPolicy.numNodes, 1 when unset */
+    unsigned gangs;                /* bit (1 << enum tj_gang) per gang policy */
+    /* MPI */
+    int32_t mpi_nppn;
+    const char *mpi_impl, *mpi_ssh_path;
+    int mpi_launcher_as_node;
+    /* the JobSet being built */
+    json_t *labels, *annotations;  /* JobSet metadata (owned) */
+    json_t *spec;                  /* JobSetSpec (owned) */
+    struct tj_podset *podsets;
+    size_t npodsets;
+    json_t *extra;                 /* Secrets/ConfigMaps of the ML policy (owned array) */
+    const json_t *runtime_trainer_resources; /* runtime node container resources (copy) */
+    const json_t *command, *args;  /* trainer command/args to write (policies may rewrite) */
+    const struct trainjob_options *opts;
+    struct trainjob_errors *errs;
+};
+
+/* keep a new JSON reference alive until the arena is destroyed; returns v, or NULL when out of
+ * memory (v is released then) */
+json_t *own_json(struct tj_ctx *c, json_t *v);
+struct tj_podset *tj_podset(struct tj_ctx *c, const char *name);
+struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
+/* resources used for GPU detection: TrainJob resourcesPerNode wholesale, else the runtime's
+ * trainer node container resources */
+const json_t *tj_gpu_resources(struct tj_ctx *c);
+json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, ownerRefs} */
+
+/* ---- ML policies (policies.c and policy_*.c): one const struct each ---- */
+struct tj_ml_policy {
+    const char *name;
+    enum tj_ml kind;
+    /* MAY: counts (PodSet numbers) before endpoints are computed */
+    enum common_rc (*counts)(struct tj_ctx *c, struct common_error *err);
+    /* MAY: env, ports, volumes on the pod templates; extra objects into c->extra */
+    enum common_rc (*enforce)(struct tj_ctx *c, struct common_error *err);
+    /* MAY: webhook checks (§5.1) */
+    void (*validate)(struct tj_ctx *c);
+};
+extern const struct tj_ml_policy tj_policy_torch, tj_policy_mpi, tj_policy_jax,
+    tj_policy_xgboost, tj_policy_plain;
+const struct tj_ml_policy *tj_ml_policy_for(enum tj_ml kind);
+enum common_rc tj_trainer_count(struct tj_ctx *c, struct common_error *err);
+enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common_error *err);
+void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *gist);
+
+/* endpoint list "<name>-<rjob>-<replica>-<pod>.<subdomain>" for a podset (array, new ref) */
+json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps);
+
+/* ---- gang objects (podgroup.c) ---- */
+struct tj_gang_policy {
+    const char *name;
+    enum tj_gang kind;
+    /* MUST: label or annotate every pod template */
+    enum common_rc (*enforce)(struct tj_ctx *c, struct common_error *err);
+    /* MUST: the gang object (new ref) */
+    enum common_rc (*build)(struct tj_ctx *c, json_t **obj, struct common_error *err);
+    /* MAY: webhook checks */
+    void (*validate)(struct tj_ctx *c);
+};
+const struct tj_gang_policy *tj_gang_policy_for(enum tj_gang kind);
+/* minMember and minResources over every podset (§3.1) */
+enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
+                              struct common_error *err);
+
+/* ---- validation (validate.c) ---- */
+json_t *tj_default_trainjob(const json_t *tj, const char *default_ns); /* new ref */
+json_t *tj_default_runtime(const json_t *rt);                          /* new ref */
+void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e);
+void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e);
+void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e);
+void tj_webhook_trainjob(struct tj_ctx *c);
+
+#endif

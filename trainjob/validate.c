@@ -1,0 +1,502 @@
+/*
+ * trainjob/validate.c - field errors, schema defaults, CEL rules and the general webhook checks.
+ *
+ * Source: ../shared/reference/trainer.md §1 (schema and CEL), §5.0 (defaults), §5.1 checks 3-14
+ * (TrainJob), §5.2 (runtimes). Policy-specific checks (torch, torchtune, mpi, xgboost,
+ * volcano) live with their policy.
+ */
+#include <regex.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "common/names.h"
+#include "trainjob/trainjob_int.h"
+
+#define DEPRECATION_URL                                                                            \
+    "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
+
+void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a)
+{
+    memset(e, 0, sizeof(*e));
+    e->arena = a;
+}
+
+static int grow(void **items, size_t *cap, size_t n, size_t size, struct common_arena *a)
+{
+    void *p;
+    size_t ncap;
+
+    if (n < *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 8;
+    p = common_arena_alloc(a, ncap * size);
+    if (!p)
+        return -1;
+    if (*items)
+        memcpy(p, *items, n * size);
+    *items = p;
+    *cap = ncap;
+    return 0;
+}
+
+void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
+            const char *path, const char *fmt, ...)
+{
+    struct trainjob_field_error *fe;
+    va_list ap;
+
+    if (grow((void **)&e->items, &e->cap, e->n, sizeof(*e->items), e->arena))
+        return;
+    fe = &e->items[e->n];
+    fe->path = common_arena_strdup(e->arena, path);
+    fe->type = type;
+    va_start(ap, fmt);
+    fe->detail = common_arena_vprintf(e->arena, fmt, ap);
+    va_end(ap);
+    fe->node = node;
+    fe->doc = doc;
+    if (fe->path && fe->detail)
+        e->n++;
+}
+
+void tj_warn(struct trainjob_errors *e, const char *fmt, ...)
+{
+    va_list ap;
+    const char *w;
+
+    if (grow((void **)&e->warnings, &e->capwarn, e->nwarn, sizeof(*e->warnings), e->arena))
+        return;
+    va_start(ap, fmt);
+    w = common_arena_vprintf(e->arena, fmt, ap);
+    va_end(ap);
+    if (w)
+        e->warnings[e->nwarn++] = w;
+}
+
+const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
+{
+    const struct trainjob_field_error *fe = &e->items[i];
+
+    if (strcmp(fe->type, "Unknown") == 0)
+        return common_arena_printf(e->arena, "%s", fe->detail);
+    return common_arena_printf(e->arena, "%s: %s: %s", fe->path[0] ? fe->path : "<root>",
+                               fe->type, fe->detail);
+}
+
+/* ---- defaults (§5.0) ---- */
+
+static void set_default(json_t *obj, const char *key, json_t *value)
+{
+    if (!obj || json_object_get(obj, key)) {
+        json_decref(value);
+        return;
+    }
+    json_object_set_new(obj, key, value);
+}
+
+json_t *tj_default_trainjob(const json_t *tj, const char *default_ns)
+{
+    json_t *d = json_deep_copy(tj);
+    json_t *spec, *ref, *meta;
+
+    if (!d)
+        return NULL;
+    meta = json_object_get(d, "metadata");
+    if (json_is_object(meta))
+        set_default(meta, "namespace", json_string(default_ns ? default_ns : "default"));
+    spec = json_object_get(d, "spec");
+    if (!json_is_object(spec))
+        return d;
+    set_default(spec, "suspend", json_false());
+    set_default(spec, "managedBy", json_string(TJ_CONTROLLER));
+    ref = json_object_get(spec, "runtimeRef");
+    if (json_is_object(ref)) {
+        set_default(ref, "apiGroup", json_string(TJ_GROUP));
+        set_default(ref, "kind", json_string("ClusterTrainingRuntime"));
+    }
+    return d;
+}
+
+json_t *tj_default_runtime(const json_t *rt)
+{
+    json_t *d = json_deep_copy(rt);
+    json_t *mpi, *flux, *cos, *topo;
+
+    if (!d)
+        return NULL;
+    mpi = tj_get(d, "spec.mlPolicy.mpi");
+    if (json_is_object(mpi)) {
+        set_default(mpi, "numProcPerNode", json_integer(1));
+        set_default(mpi, "mpiImplementation", json_string("OpenMPI"));
+        set_default(mpi, "sshAuthMountPath", json_string("/root/.ssh"));
+        set_default(mpi, "runLauncherAsNode", json_false());
+    }
+    flux = tj_get(d, "spec.mlPolicy.flux");
+    if (json_is_object(flux))
+        set_default(flux, "numProcPerNode", json_integer(1));
+    cos = tj_get(d, "spec.podGroupPolicy.coscheduling");
+    if (json_is_object(cos))
+        set_default(cos, "scheduleTimeoutSeconds", json_integer(60));
+    topo = tj_get(d, "spec.podGroupPolicy.volcano.networkTopology");
+    if (json_is_object(topo)) {
+        set_default(topo, "mode", json_string("hard"));
+        set_default(topo, "highestTierAllowed", json_integer(1));
+    }
+    return d;
+}
+
+/* ---- CEL rules (§1.2, §1.5) ---- */
+
+static int uri_ok(const char *s)
+{
+    /* "" or ^[A-Za-z][A-Za-z0-9+.-]*://.+$ */
+    const char *p = s;
+
+    if (!*s)
+        return 1;
+    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
+        return 0;
+    for (p++; *p && *p != ':'; p++) {
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              *p == '+' || *p == '.' || *p == '-'))
+            return 0;
+    }
+    return strncmp(p, "://", 3) == 0 && p[3] != '\0' && p[3] != '\n';
+}
+
+void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e)
+{
+    const json_t *name = tj_get(tj, "metadata.name");
+    const json_t *v;
+    static const char *const inits[] = {"dataset", "model"};
+
+    if (!name) {
+        tj_err(e, tj, tj, "Required", "metadata.name", "Required value: name is required");
+    } else if (json_is_string(name)) {
+        const char *s = json_string_value(name);
+        if (strlen(s) > 63)
+            tj_err(e, tj, name, "Invalid", "metadata.name",
+                   "Invalid value: \"%s\": must be no more than 63 characters", s);
+        else if (common_names_rfc1035_label(s))
+            tj_err(e, tj, name, "Invalid", "metadata.name",
+                   "Invalid value: \"%s\": must match RFC 1035 DNS label format "
+                   "(^[a-z]([-a-z0-9]*[a-z0-9])?$)",
+                   s);
+    }
+    for (int i = 0; i < 2; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "spec.initializer.%s.storageUri", inits[i]);
+        v = tj_get(tj, path);
+        if (json_is_string(v) && !uri_ok(json_string_value(v)))
+            tj_err(e, tj, v, "Invalid", path,
+                   "Invalid value: \"%s\": storageUri must be empty or a URI like scheme://path",
+                   json_string_value(v));
+    }
+    v = tj_get(tj, "spec.trainer.numProcPerNode");
+    if (json_is_integer(v) && json_integer_value(v) < 1)
+        tj_err(e, tj, v, "Invalid", "spec.trainer.numProcPerNode",
+               "Invalid value: %lld: numProcPerNode must be greater than or equal to 1",
+               (long long)json_integer_value(v));
+    v = tj_get(tj, "spec.managedBy");
+    if (json_is_string(v) && strcmp(json_string_value(v), TJ_CONTROLLER) != 0 &&
+        strcmp(json_string_value(v), "kueue.x-k8s.io/multikueue") != 0)
+        tj_err(e, tj, v, "Invalid", "spec.managedBy",
+               "Invalid value: \"%s\": managedBy must be one of \"%s\" or "
+               "\"kueue.x-k8s.io/multikueue\"",
+               json_string_value(v), TJ_CONTROLLER);
+    if (json_is_object(tj_get(tj, "spec")) && json_object_size(tj_get(tj, "spec")) == 0)
+        tj_err(e, tj, tj_get(tj, "spec"), "Required", "spec.runtimeRef", "Required value");
+}
+
+void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e)
+{
+    static const char *const sources[] = {"torch", "mpi", "jax", "xgboost", "flux"};
+    const json_t *ml = tj_get(rt, "spec.mlPolicy");
+    const json_t *spec = tj_get(rt, "spec");
+    const json_t *v, *targets, *rjobs;
+    int nsrc = 0;
+    size_t i;
+    json_t *it;
+
+    if (json_is_object(spec) && json_object_size(spec) == 0)
+        tj_err(e, rt, spec, "Invalid", "spec", "should have at least 1 properties");
+    if (json_is_object(tj_get(rt, "spec.template")) &&
+        json_object_size(tj_get(rt, "spec.template")) == 0)
+        tj_err(e, rt, tj_get(rt, "spec.template"), "Invalid", "spec.template",
+               "should have at least 1 properties");
+    for (int k = 0; k < 5; k++)
+        if (json_object_get(ml, sources[k]) && !json_is_null(json_object_get(ml, sources[k])))
+            nsrc++;
+    if (nsrc > 1)
+        tj_err(e, rt, ml, "Invalid", "spec.mlPolicy", "Only one of the policy can be configured");
+    v = tj_get(rt, "spec.mlPolicy.mpi.numProcPerNode");
+    if (json_is_integer(v) && json_integer_value(v) < 1)
+        tj_err(e, rt, v, "Invalid", "spec.mlPolicy.mpi.numProcPerNode",
+               "Invalid value: %lld: NumProcPerNode in mpiPolicy must be >= 1",
+               (long long)json_integer_value(v));
+    v = tj_get(rt, "spec.mlPolicy.flux.numProcPerNode");
+    if (json_is_integer(v) && json_integer_value(v) < 1)
+        tj_err(e, rt, v, "Invalid", "spec.mlPolicy.flux.numProcPerNode",
+               "Invalid value: %lld: numProcPerNode in fluxPolicy must be >= 1",
+               (long long)json_integer_value(v));
+    targets = tj_get(rt, "spec.mlPolicy.torch.envInjection.targets");
+    json_array_foreach(targets, i, it)
+    {
+        size_t j;
+        json_t *cn;
+        json_array_foreach(json_object_get(it, "containerNames"), j, cn)
+        {
+            if (json_is_string(cn) && strcmp(json_string_value(cn), "node") == 0) {
+                char path[128];
+                snprintf(path, sizeof(path),
+                         "spec.mlPolicy.torch.envInjection.targets[%zu].containerNames", i);
+                tj_err(e, rt, cn, "Invalid", path,
+                       "containerNames must not contain \"node\": PET environment variables are "
+                       "always injected into the node container");
+            }
+        }
+        if (json_array_size(json_object_get(it, "containerNames")) == 0) {
+            char path[128];
+            snprintf(path, sizeof(path),
+                     "spec.mlPolicy.torch.envInjection.targets[%zu].containerNames", i);
+            tj_err(e, rt, it, "Invalid", path, "should have at least 1 items");
+        }
+    }
+    /* JobSet: InOrder startup and dependsOn are mutually exclusive */
+    rjobs = tj_get(rt, "spec.template.spec.replicatedJobs");
+    v = tj_get(rt, "spec.template.spec.startupPolicy.startupPolicyOrder");
+    if (json_is_string(v) && strcmp(json_string_value(v), "InOrder") == 0) {
+        json_array_foreach(rjobs, i, it)
+        {
+            if (json_array_size(json_object_get(it, "dependsOn")) > 0) {
+                tj_err(e, rt, it, "Invalid", "spec.template.spec",
+                       "StartupPolicy and DependsOn APIs are mutually exclusive");
+                break;
+            }
+        }
+    }
+    /* dependsOn must name an earlier replicated job */
+    json_array_foreach(rjobs, i, it)
+    {
+        size_t j;
+        json_t *d;
+        json_array_foreach(json_object_get(it, "dependsOn"), j, d)
+        {
+            const char *dn = tj_str(d, "name");
+            int found = 0;
+            for (size_t k = 0; dn && k < i; k++)
+                if (json_is_string(tj_get(json_array_get(rjobs, k), "name")) &&
+                    strcmp(tj_str(json_array_get(rjobs, k), "name"), dn) == 0)
+                    found = 1;
+            if (dn && !found) {
+                char path[128];
+                snprintf(path, sizeof(path), "spec.template.spec.replicatedJobs[%zu].dependsOn",
+                         i);
+                tj_err(e, rt, d, "Invalid", path,
+                       "dependsOn must name a replicated job listed before this one: \"%s\"", dn);
+            }
+        }
+    }
+}
+
+/* ---- runtime webhook (§5.2) ---- */
+
+static const char *required_container(const char *ancestor)
+{
+    if (!ancestor)
+        return NULL;
+    if (strcmp(ancestor, "trainer") == 0)
+        return "node";
+    if (strcmp(ancestor, "dataset-initializer") == 0 || strcmp(ancestor, "model-initializer") == 0)
+        return ancestor;
+    return NULL;
+}
+
+void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e)
+{
+    const json_t *rjobs = tj_get(rt, "spec.template.spec.replicatedJobs");
+    const char *kind = tj_str(rt, "kind");
+    size_t i;
+    json_t *it;
+
+    json_array_foreach(rjobs, i, it)
+    {
+        const json_t *labels = tj_get(it, "template.metadata.labels");
+        const char *anc = json_string_value(json_object_get(labels, TJ_ANCESTOR_LABEL));
+        const char *need;
+        const json_t *rep = json_object_get(it, "replicas");
+        char path[160];
+
+        need = required_container(anc);
+        if (!need)
+            continue;
+        if (json_is_integer(rep) && json_integer_value(rep) != 1) {
+            snprintf(path, sizeof(path), "spec.template.spec.replicatedJobs[%zu].replicas", i);
+            tj_err(e, rt, rep, "Invalid", path, "Invalid value: %lld: always must be 1",
+                   (long long)json_integer_value(rep));
+        }
+        if (!tj_container(tj_get(it, "template.spec.template.spec"), need)) {
+            snprintf(path, sizeof(path),
+                     "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec."
+                     "containers",
+                     i);
+            tj_err(e, rt, it, "Invalid", path,
+                   "must contain the required container for the ancestor: %s", anc);
+        }
+    }
+    if (kind && strcmp(kind, "ClusterTrainingRuntime") == 0) {
+        const char *sup =
+            json_string_value(json_object_get(tj_get(rt, "metadata.labels"),
+                                              "trainer.kubeflow.org/support"));
+        if (sup && strcmp(sup, "deprecated") == 0)
+            tj_warn(e,
+                    "ClusterTrainingRuntime \"%s\" is deprecated and will be removed in a future "
+                    "release of Kubeflow Trainer. See runtime deprecation policy: " DEPRECATION_URL,
+                    tj_str(rt, "metadata.name") ? tj_str(rt, "metadata.name") : "");
+    }
+}
+
+/* ---- TrainJob webhook, general checks (§5.1: 3-14) ---- */
+
+static int manager_ok(const char *m)
+{
+    const char *slash = strchr(m, '/');
+    char domain[254];
+    size_t n;
+
+    if (!slash || slash[1] == '\0')
+        return 0;
+    n = (size_t)(slash - m);
+    if (n == 0 || n >= sizeof(domain))
+        return 0;
+    memcpy(domain, m, n);
+    domain[n] = '\0';
+    return common_names_dns1123_subdomain(domain) == NULL;
+}
+
+static void check_initializer(struct tj_ctx *c, const char *which, const char *job,
+                              const char *what)
+{
+    const json_t *tj = c->trainjob;
+    char path[64];
+    struct tj_podset *ps;
+    json_t *ct;
+    size_t i;
+    json_t *m;
+    int mounted = 0;
+
+    snprintf(path, sizeof(path), "spec.initializer.%s", which);
+    if (!json_is_object(tj_get(tj, path)))
+        return;
+    ps = tj_podset(c, job);
+    if (!ps) {
+        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+               "must have %s job when trainJob is configured with input %s", job, what);
+        return;
+    }
+    ct = tj_any_container(ps->podspec, job);
+    if (!ct) {
+        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+               "must have container with name - %s in the %s job", job, job);
+        return;
+    }
+    json_array_foreach(json_object_get(ct, "volumeMounts"), i, m)
+    {
+        if (json_is_string(json_object_get(m, "name")) &&
+            strcmp(tj_str(m, "name"), "initializer") == 0)
+            mounted = 1;
+    }
+    if (!mounted)
+        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+               "must have volumeMount with name - initializer in the %s container", job);
+}
+
+static int has_name(const json_t *arr, const char *name)
+{
+    return tj_find_named(arr, "name", name) != NULL;
+}
+
+void tj_webhook_trainjob(struct tj_ctx *c)
+{
+    const json_t *tj = c->trainjob;
+    const json_t *patches = tj_get(tj, "spec.runtimePatches");
+    size_t i;
+    json_t *p;
+    const char *kind = tj_str(c->runtime, "kind");
+    const char *sup = json_string_value(
+        json_object_get(tj_get(c->runtime, "metadata.labels"), "trainer.kubeflow.org/support"));
+
+    if (kind && strcmp(kind, "ClusterTrainingRuntime") == 0 && sup &&
+        strcmp(sup, "deprecated") == 0)
+        tj_warn(c->errs,
+                "Referenced ClusterTrainingRuntime \"%s\" is deprecated and will be removed in a "
+                "future release of Kubeflow Trainer. See runtime deprecation policy: "
+                DEPRECATION_URL,
+                tj_str(c->runtime, "metadata.name"));
+
+    check_initializer(c, "dataset", "dataset-initializer", "datasetConfig");
+    check_initializer(c, "model", "model-initializer", "modelConfig");
+
+    json_array_foreach(patches, i, p)
+    {
+        const char *mgr = tj_str(p, "manager");
+        const json_t *rjobs = tj_get(p, "trainingRuntimeSpec.template.spec.replicatedJobs");
+        size_t j;
+        json_t *rj;
+        char path[200];
+
+        if (mgr && !manager_ok(mgr)) {
+            snprintf(path, sizeof(path), "spec.runtimePatches[%zu].manager", i);
+            tj_err(c->errs, tj, json_object_get(p, "manager"), "Invalid", path,
+                   "Invalid value: \"%s\": must be a domain-prefixed path (such as "
+                   "\"kueue.x-k8s.io/manager\")",
+                   mgr);
+        }
+        json_array_foreach(rjobs, j, rj)
+        {
+            const char *jn = tj_str(rj, "name");
+            struct tj_podset *ps = jn ? tj_podset(c, jn) : NULL;
+            const json_t *ps_spec = tj_get(rj, "template.spec.template.spec");
+            size_t k;
+            json_t *ct;
+
+            snprintf(path, sizeof(path),
+                     "spec.runtimePatches[%zu].trainingRuntimeSpec.template.spec.replicatedJobs[%zu]",
+                     i, j);
+            if (!ps) {
+                tj_err(c->errs, tj, rj, "Invalid", path,
+                       "replicated job \"%s\" doesn't exist in the runtime template",
+                       jn ? jn : "");
+                continue;
+            }
+            json_array_foreach(json_object_get(ps_spec, "initContainers"), k, ct)
+            {
+                const char *cn = tj_str(ct, "name");
+                if (cn && !has_name(json_object_get(ps->podspec, "initContainers"), cn) &&
+                    !has_name(json_object_get(ps->podspec, "containers"), cn))
+                    tj_err(c->errs, tj, ct, "Invalid", path,
+                           "must not have initContainer \"%s\" that doesn't exist in the runtime "
+                           "job %s",
+                           cn, jn);
+            }
+            json_array_foreach(json_object_get(ps_spec, "containers"), k, ct)
+            {
+                const char *cn = tj_str(ct, "name");
+                if (cn && !has_name(json_object_get(ps->podspec, "containers"), cn)) {
+                    tj_err(c->errs, tj, ct, "Invalid", path,
+                           "must not have container \"%s\" that doesn't exist in the runtime job "
+                           "%s",
+                           cn, jn);
+                    continue;
+                }
+                if (cn && json_object_get(ct, "env") &&
+                    (strcmp(cn, "node") == 0 || strcmp(cn, "dataset-initializer") == 0 ||
+                     strcmp(cn, "model-initializer") == 0))
+                    tj_err(c->errs, tj, json_object_get(ct, "env"), "Invalid", path,
+                           "must not have envs for the dataset-initializer, model-initializer, "
+                           "node containers (container \"%s\")",
+                           cn);
+            }
+        }
+    }
+}
