@@ -36,9 +36,9 @@ static enum common_rc timed_keygen(struct common_arena *a, char **priv, char **p
     return rc;
 }
 
-static const char *const runtimes[] = {"torch-distributed", "jax-distributed",
+static const char *const runtimes[] = {"torch-distributed",   "jax-distributed",
                                        "xgboost-distributed", "deepspeed-distributed",
-                                       "mlx-distributed", "torchtune-llama3.2-1b"};
+                                       "mlx-distributed",     "torchtune-llama3.2-1b"};
 #define NRT (sizeof(runtimes) / sizeof(runtimes[0]))
 
 static char *trainjob_text(int i)
@@ -125,8 +125,8 @@ int main(int argc, char **argv)
 
     printf("bench_render: %ld TrainJobs over %zu built-in runtimes, %.1f MB of output\n", n, NRT,
            (double)bytes / 1e6);
-    printf("  render (parse + validate + build + print): %8.3f s  %10.0f TrainJobs/s\n",
-           t_render, (double)n / t_render);
+    printf("  render (parse + validate + build + print): %8.3f s  %10.0f TrainJobs/s\n", t_render,
+           (double)n / t_render);
     printf("    of which MPI SSH key generation:         %8.3f s  (%.0f%%)\n", keygen_seconds,
            100.0 * keygen_seconds / t_render);
     printf("  floor (jansson parse + print only):        %8.3f s  %10.0f TrainJobs/s\n", t_floor,

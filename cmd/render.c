@@ -96,15 +96,15 @@ static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i,
             const char *k = kind_of(it);
             if (is_runtime_kind(k) && json_array_append(l->runtimes, it))
                 return 1;
-            if (strcmp(k, "TrainJob") == 0 && !runtimes_only &&
-                json_array_append(l->trainjobs, it))
+            if (strcmp(k, "TrainJob") == 0 && !runtimes_only && json_array_append(l->trainjobs, it))
                 return 1;
         }
         return 0;
     }
     if (!api || !*kind) {
-        fprintf(err, "error: %s:%d: document %zu has no %s: every manifest needs apiVersion "
-                     "and kind\n",
+        fprintf(err,
+                "error: %s:%d: document %zu has no %s: every manifest needs apiVersion "
+                "and kind\n",
                 f->name, line, i + 1, !api ? "apiVersion" : "kind");
         return 2;
     }
@@ -144,7 +144,8 @@ static int load(struct loaded *l, const char *path, int runtimes_only, FILE *err
         return e.code == COMMON_ENOMEM ? 1 : 2;
     }
     if (f->n == 0) {
-        fprintf(err, "error: %s: no documents: the file is empty\n", strcmp(path, "-") ? path : "<stdin>");
+        fprintf(err, "error: %s: no documents: the file is empty\n",
+                strcmp(path, "-") ? path : "<stdin>");
         return 2;
     }
     for (size_t i = 0; i < f->n; i++)
@@ -160,7 +161,8 @@ static const json_t *find_runtime(struct loaded *l, const struct trainjob_ref *r
 
     json_array_foreach(l->runtimes, i, rt)
     {
-        const char *name = json_string_value(json_object_get(json_object_get(rt, "metadata"), "name"));
+        const char *name =
+            json_string_value(json_object_get(json_object_get(rt, "metadata"), "name"));
         const char *ns =
             json_string_value(json_object_get(json_object_get(rt, "metadata"), "namespace"));
         if (!name || strcmp(name, ref->name) != 0 || strcmp(kind_of(rt), ref->kind) != 0)
@@ -199,8 +201,7 @@ static int list_builtins(FILE *out)
     return 0;
 }
 
-static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t *items,
-                      FILE *err)
+static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t *items, FILE *err)
 {
     struct trainjob_ref ref;
     struct common_error e;
@@ -224,9 +225,9 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
         status = 2;
         goto out;
     }
-    if (strcmp(ref.kind, "TrainingRuntime") != 0 && strcmp(ref.kind, "ClusterTrainingRuntime") != 0) {
-        fprintf(err,
-                "error: %sTrainJob %s/%s: spec.runtimeRef: unsupported runtime: %s.%s\n", pos,
+    if (strcmp(ref.kind, "TrainingRuntime") != 0 &&
+        strcmp(ref.kind, "ClusterTrainingRuntime") != 0) {
+        fprintf(err, "error: %sTrainJob %s/%s: spec.runtimeRef: unsupported runtime: %s.%s\n", pos,
                 tns ? tns : ns, name ? name : "?", ref.kind, ref.api_group);
         status = 2;
         goto out;
@@ -287,11 +288,13 @@ out:
 
 int cmd_render(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct option longopts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"runtime", required_argument, NULL, 'r'},
-        {"output", required_argument, NULL, 'o'},   {"namespace", required_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},           {"list-builtin", no_argument, NULL, 'l'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"filename", required_argument, NULL, 'f'},
+                                             {"runtime", required_argument, NULL, 'r'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"namespace", required_argument, NULL, 'n'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"list-builtin", no_argument, NULL, 'l'},
+                                             {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES];
     size_t nf = 0, nr = 0;
     const char *format = "yaml", *ns = "default";

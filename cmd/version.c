@@ -14,4 +14,3 @@ int cmd_version(int argc, char **argv, FILE *out, FILE *err)
     fprintf(out, "trainsched %s (git %s)\n", TS_VERSION, TS_GIT);
     return 0;
 }
-

@@ -45,6 +45,7 @@ void common_arena_destroy(struct common_arena *a)
         struct arena_cleanup *c = a->cleanups;
         a->cleanups = c->next;
         c->fn(c->ptr);
+        common_free(c);
     }
     while (a->blocks) {
         struct arena_block *b = a->blocks;

@@ -33,8 +33,7 @@ enum common_rc common_sshkey_ecdsa_p521(struct common_arena *a, char **private_p
     key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-521");
     if (!key)
         goto out;
-    if (!EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof(point),
-                                         &plen))
+    if (!EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof(point), &plen))
         goto out;
     bio = BIO_new(BIO_s_mem());
     if (!bio || !PEM_write_bio_PrivateKey_traditional(bio, key, NULL, NULL, 0, NULL, NULL))

@@ -17,7 +17,8 @@ static enum common_rc fake_keygen(struct common_arena *a, char **priv, char **pu
                                   struct common_error *err)
 {
     (void)err;
-    *priv = common_arena_strdup(a, "-----BEGIN EC PRIVATE KEY-----\n-----END EC PRIVATE KEY-----\n");
+    *priv =
+        common_arena_strdup(a, "-----BEGIN EC PRIVATE KEY-----\n-----END EC PRIVATE KEY-----\n");
     *pub = common_arena_strdup(a, "ecdsa-sha2-nistp521 AAAA");
     return *priv && *pub ? COMMON_OK : COMMON_ENOMEM;
 }
@@ -61,9 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             struct trainjob_options opts = {"default", NULL, fake_keygen};
             const json_t *rt;
             const char *k = json_string_value(json_object_get(d.docs[i], "kind"));
-            const char *rn = json_string_value(
-                json_object_get(json_object_get(json_object_get(d.docs[i], "spec"), "runtimeRef"),
-                                "name"));
+            const char *rn = json_string_value(json_object_get(
+                json_object_get(json_object_get(d.docs[i], "spec"), "runtimeRef"), "name"));
             enum common_rc rc;
 
             if (!k || strcmp(k, "TrainJob") != 0)

@@ -78,8 +78,7 @@ json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps)
     for (json_int_t r = 0; r < replicas; r++) {
         for (int32_t p = 0; p < ps->count; p++) {
             char buf[600];
-            snprintf(buf, sizeof(buf), "%s-%s-%lld-%d.%s", c->name, ps->name, (long long)r, p,
-                     sub);
+            snprintf(buf, sizeof(buf), "%s-%s-%lld-%d.%s", c->name, ps->name, (long long)r, p, sub);
             if (json_array_append_new(list, json_string(buf))) {
                 json_decref(list);
                 return NULL;
@@ -104,8 +103,8 @@ static const char *placeholder_uid(struct common_arena *a, const char *ns, const
     return common_arena_printf(a,
                                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
                                "%02x%02x%02x%02x%02x%02x",
-                               md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7], md[8],
-                               md[9], md[10], md[11], md[12], md[13], md[14], md[15]);
+                               md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7], md[8], md[9],
+                               md[10], md[11], md[12], md[13], md[14], md[15]);
 }
 
 enum common_rc trainjob_runtime_ref(const json_t *trainjob, const char *default_namespace,
@@ -268,8 +267,8 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
         for (i = 0; i < c->npodsets; i++) {
             struct tj_podset *ps = &c->podsets[i];
             int is_trainer = ps->ancestor && strcmp(ps->ancestor, "trainer") == 0;
-            int is_mpi_node = c->ml == TJ_ML_MPI && c->mpi_launcher_as_node &&
-                              strcmp(ps->name, "node") == 0;
+            int is_mpi_node =
+                c->ml == TJ_ML_MPI && c->mpi_launcher_as_node && strcmp(ps->name, "node") == 0;
             json_t *node, *res;
             if (!((is_trainer && c->ml_policy) || is_mpi_node))
                 continue;
@@ -319,9 +318,9 @@ static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common
         if (!anc)
             continue;
         if (strcmp(anc, "dataset-initializer") == 0 || strcmp(anc, "model-initializer") == 0) {
-            const json_t *init = tj_get(
-                c->trainjob, strcmp(anc, "dataset-initializer") == 0 ? "spec.initializer.dataset"
-                                                                     : "spec.initializer.model");
+            const json_t *init = tj_get(c->trainjob, strcmp(anc, "dataset-initializer") == 0
+                                                         ? "spec.initializer.dataset"
+                                                         : "spec.initializer.model");
             json_t *ct;
             if (tj_set(ps->rjob, "replicas", json_integer(1)))
                 goto nomem;
@@ -330,8 +329,8 @@ static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common
                 continue;
             if (tj_str(init, "storageUri")) {
                 json_t *env = tj_arr(ct, "env");
-                if (!env || tj_upsert(env, "name",
-                                      tj_env_value("STORAGE_URI", tj_str(init, "storageUri"))))
+                if (!env ||
+                    tj_upsert(env, "name", tj_env_value("STORAGE_URI", tj_str(init, "storageUri"))))
                     goto nomem;
             }
             if (set_env(ct, json_object_get(init, "env")))
@@ -350,7 +349,8 @@ static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common
             ct = tj_container(ps->podspec, "node");
             if (!ct || !c->trainer)
                 continue;
-            if (tj_str(c->trainer, "image") && tj_set(ct, "image", json_string(tj_str(c->trainer, "image"))))
+            if (tj_str(c->trainer, "image") &&
+                tj_set(ct, "image", json_string(tj_str(c->trainer, "image"))))
                 goto nomem;
             if (c->command && tj_set(ct, "command", json_deep_copy(c->command)))
                 goto nomem;
@@ -444,8 +444,8 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
                                          struct common_error *err)
 {
     const json_t *labels = tj_get(runtime, "metadata.labels");
-    const char *wv = json_string_value(
-        json_object_get(labels, "trainer.kubeflow.org/webhook-validation"));
+    const char *wv =
+        json_string_value(json_object_get(labels, "trainer.kubeflow.org/webhook-validation"));
 
     tj_schema_check(TJ_SCHEMA_RUNTIME, runtime, errs);
     if (errs->n == 0)
@@ -512,8 +512,8 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     managed = tj_str(trainjob, "spec.managedBy");
     if (managed && strcmp(managed, TJ_CONTROLLER) != 0) {
         out->skipped = common_arena_printf(
-            a, "TrainJob %s/%s is managed by \"%s\", not by %s: nothing is created", c->ns,
-            c->name, managed, TJ_CONTROLLER);
+            a, "TrainJob %s/%s is managed by \"%s\", not by %s: nothing is created", c->ns, c->name,
+            managed, TJ_CONTROLLER);
         return out->skipped ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
     if (c->ml == TJ_ML_FLUX)

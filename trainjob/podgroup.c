@@ -94,8 +94,8 @@ static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct commo
         return rc;
     *obj = json_pack("{s:s, s:s, s:o, s:{s:I, s:o, s:I}}", "apiVersion",
                      "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata",
-                     tj_owner_meta(c, c->name), "spec", "minMember", (json_int_t)mm,
-                     "minResources", res, "scheduleTimeoutSeconds",
+                     tj_owner_meta(c, c->name), "spec", "minMember", (json_int_t)mm, "minResources",
+                     res, "scheduleTimeoutSeconds",
                      (json_int_t)(json_is_integer(timeout) ? json_integer_value(timeout) : 60));
     return *obj ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
 }
@@ -130,8 +130,8 @@ static enum common_rc volcano_build(struct tj_ctx *c, json_t **obj, struct commo
         json_decref(spec);
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
-    *obj = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "scheduling.volcano.sh/v1beta1",
-                     "kind", "PodGroup", "metadata", tj_owner_meta(c, c->name), "spec", spec);
+    *obj = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "scheduling.volcano.sh/v1beta1", "kind",
+                     "PodGroup", "metadata", tj_owner_meta(c, c->name), "spec", spec);
     return *obj ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
 }
 
@@ -140,8 +140,8 @@ static void volcano_validate(struct tj_ctx *c)
     json_t *q = json_object_get(c->annotations, VOLCANO_QUEUE);
 
     if (json_is_string(q) && json_string_length(q) == 0)
-        tj_err(c->errs, c->trainjob, NULL, "Invalid",
-               "spec.annotations[" VOLCANO_QUEUE "]", "Volcano queue name must not be empty");
+        tj_err(c->errs, c->trainjob, NULL, "Invalid", "spec.annotations[" VOLCANO_QUEUE "]",
+               "Volcano queue name must not be empty");
 }
 
 static const struct tj_gang_policy coscheduling = {

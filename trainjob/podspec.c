@@ -144,10 +144,18 @@ static const struct {
     const char *list;
     const char *key;
 } merge_keys[] = {
-    {"replicatedJobs", "name"},   {"containers", "name"},         {"initContainers", "name"},
-    {"volumes", "name"},          {"env", "name"},                {"imagePullSecrets", "name"},
-    {"schedulingGates", "name"},  {"volumeMounts", "mountPath"},  {"ports", "containerPort"},
-    {"resourceClaims", "name"},   {"ephemeralContainers", "name"}, {"claims", "name"},
+    {"replicatedJobs", "name"},
+    {"containers", "name"},
+    {"initContainers", "name"},
+    {"volumes", "name"},
+    {"env", "name"},
+    {"imagePullSecrets", "name"},
+    {"schedulingGates", "name"},
+    {"volumeMounts", "mountPath"},
+    {"ports", "containerPort"},
+    {"resourceClaims", "name"},
+    {"ephemeralContainers", "name"},
+    {"claims", "name"},
 };
 
 static const char *merge_key_for(const char *list)
@@ -275,8 +283,7 @@ static enum common_rc add_requests(json_t *acc, const json_t *requests, struct c
         } else {
             cur = q;
         }
-        if (common_quantity_format(&cur, buf, sizeof(buf)) < 0 ||
-            tj_set(acc, k, json_string(buf)))
+        if (common_quantity_format(&cur, buf, sizeof(buf)) < 0 || tj_set(acc, k, json_string(buf)))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
     return COMMON_OK;

@@ -103,9 +103,9 @@ static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
                                      "authorized_keys", "mode", 0644)))
             goto nomem;
         if (launcher &&
-            add_volume(ps, json_pack("{s:s, s:{s:s, s:[{s:s, s:s, s:i}]}}", "name",
-                                     "mpi-hostfile", "configMap", "name", hostfile_cm, "items",
-                                     "key", "hostfile", "path", "hostfile", "mode", 0444)))
+            add_volume(ps, json_pack("{s:s, s:{s:s, s:[{s:s, s:s, s:i}]}}", "name", "mpi-hostfile",
+                                     "configMap", "name", hostfile_cm, "items", "key", "hostfile",
+                                     "path", "hostfile", "mode", 0444)))
             goto nomem;
         ct = tj_container(ps->podspec, "node");
         if (!ct)
@@ -135,10 +135,10 @@ static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
     rc = c->opts->keygen(c->arena, &priv, &pub, err);
     if (rc)
         return rc;
-    obj = json_pack("{s:s, s:s, s:o, s:s, s:b, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
-                    "Secret", "metadata", tj_owner_meta(c, secret), "type",
-                    "kubernetes.io/ssh-auth", "immutable", 1, "data", "ssh-privatekey",
-                    b64(c->arena, priv), "ssh-publickey", b64(c->arena, pub));
+    obj = json_pack("{s:s, s:s, s:o, s:s, s:b, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Secret",
+                    "metadata", tj_owner_meta(c, secret), "type", "kubernetes.io/ssh-auth",
+                    "immutable", 1, "data", "ssh-privatekey", b64(c->arena, priv), "ssh-publickey",
+                    b64(c->arena, pub));
     if (!obj || json_array_append_new(c->extra, obj))
         goto nomem;
 
@@ -166,9 +166,9 @@ static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
         }
         json_decref(eps);
     }
-    obj = json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
-                    "metadata", tj_owner_meta(c, hostfile_cm), "data", "hostfile",
-                    hosts.data ? hosts.data : "");
+    obj =
+        json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+                  tj_owner_meta(c, hostfile_cm), "data", "hostfile", hosts.data ? hosts.data : "");
     common_buf_free(&hosts);
     if (!obj || json_array_append_new(c->extra, obj))
         goto nomem;

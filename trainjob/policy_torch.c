@@ -13,11 +13,10 @@
 
 #include "trainjob/trainjob_int.h"
 
-static const char *const reserved[] = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
-                                       "PET_MASTER_ADDR", "PET_MASTER_PORT", NULL};
-static const char *const immutable_keys[] = {"output_dir", "tokenizer.path",
-                                             "checkpointer.checkpoint_dir",
-                                             "tokenizer.merges_file", NULL};
+static const char *const reserved[] = {"PET_NNODES",      "PET_NPROC_PER_NODE", "PET_NODE_RANK",
+                                       "PET_MASTER_ADDR", "PET_MASTER_PORT",    NULL};
+static const char *const immutable_keys[] = {
+    "output_dir", "tokenizer.path", "checkpointer.checkpoint_dir", "tokenizer.merges_file", NULL};
 static const char *const supported_models[] = {"llama3_2/1B", "llama3_2/3B", "llama3_3/70B",
                                                "qwen2_5/1.5B", NULL};
 
@@ -133,8 +132,8 @@ static void tune_plan(struct tj_ctx *c, const char *nppn, int64_t gpus, struct t
         t->recipe = "full_finetune_distributed";
         t->suffix = "_full_multinode";
     } else if (single) {
-        t->recipe = t->qlora || t->lora ? "lora_finetune_single_device"
-                                        : "full_finetune_single_device";
+        t->recipe =
+            t->qlora || t->lora ? "lora_finetune_single_device" : "full_finetune_single_device";
         t->suffix = t->qlora  ? "_qlora_single_device"
                     : t->lora ? "_lora_single_device"
                               : "_full_single_device";
@@ -170,8 +169,8 @@ static enum common_rc tune_command(struct tj_ctx *c, const char *nppn, int64_t g
     {
         const json_t *rjobs = tj_get(c->runtime, "spec.template.spec.replicatedJobs");
         const json_t *rj = ps ? tj_find_named(rjobs, "name", ps->name) : NULL;
-        const json_t *node = rj ? tj_container(tj_get(rj, "template.spec.template.spec"), "node")
-                                : NULL;
+        const json_t *node =
+            rj ? tj_container(tj_get(rj, "template.spec.template.spec"), "node") : NULL;
         orig = json_object_get(node, "command");
     }
     tune_plan(c, nppn, gpus, &t);

@@ -34,9 +34,18 @@ struct tj_sfield {
     int required;
 };
 
-#define F(n, node) {n, node, 0}
-#define R(n, node) {n, node, 1}
-#define END {NULL, NULL, 0}
+#define F(n, node)                                                                                 \
+    {                                                                                              \
+        n, node, 0                                                                                 \
+    }
+#define R(n, node)                                                                                 \
+    {                                                                                              \
+        n, node, 1                                                                                 \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        NULL, NULL, 0                                                                              \
+    }
 
 static const struct tj_snode any = {.t = T_ANY};
 static const struct tj_snode str = {.t = T_STR};
@@ -59,8 +68,8 @@ static const struct tj_snode qtymap = {.t = T_MAP, .items = &qty};
 static const struct tj_sfield env_fields[] = {R("name", &str), F("value", &str),
                                               F("valueFrom", &any), END};
 static const struct tj_snode env = {.t = T_OBJ, .fields = env_fields, .open = 1};
-static const struct tj_snode envlist128 = {.t = T_ARR, .items = &env, .list_key = "name",
-                                           .max_items = 128};
+static const struct tj_snode envlist128 = {
+    .t = T_ARR, .items = &env, .list_key = "name", .max_items = 128};
 static const struct tj_snode envlist = {.t = T_ARR, .items = &env, .list_key = "name"};
 static const struct tj_sfield claim_fields[] = {R("name", &str), F("request", &str), END};
 static const struct tj_snode claim = {.t = T_OBJ, .fields = claim_fields};
@@ -74,27 +83,35 @@ static const struct tj_snode portlist = {.t = T_ARR, .items = &port};
 static const struct tj_sfield mount_fields[] = {R("name", &str), R("mountPath", &str), END};
 static const struct tj_snode mount = {.t = T_OBJ, .fields = mount_fields, .open = 1};
 static const struct tj_snode mountlist = {.t = T_ARR, .items = &mount, .list_key = "mountPath"};
-static const struct tj_sfield container_fields[] = {
-    R("name", &str),        F("image", &str),       F("command", &strlist),
-    F("args", &strlist),    F("env", &envlist),     F("ports", &portlist),
-    F("resources", &resources), F("volumeMounts", &mountlist), END};
+static const struct tj_sfield container_fields[] = {R("name", &str),
+                                                    F("image", &str),
+                                                    F("command", &strlist),
+                                                    F("args", &strlist),
+                                                    F("env", &envlist),
+                                                    F("ports", &portlist),
+                                                    F("resources", &resources),
+                                                    F("volumeMounts", &mountlist),
+                                                    END};
 static const struct tj_snode container = {.t = T_OBJ, .fields = container_fields, .open = 1};
-static const struct tj_snode containerlist = {.t = T_ARR, .items = &container,
-                                              .list_key = "name"};
+static const struct tj_snode containerlist = {.t = T_ARR, .items = &container, .list_key = "name"};
 static const struct tj_sfield volume_fields[] = {R("name", &str), END};
 static const struct tj_snode volume = {.t = T_OBJ, .fields = volume_fields, .open = 1};
 static const struct tj_snode volumelist = {.t = T_ARR, .items = &volume, .list_key = "name"};
-static const struct tj_sfield podspec_fields[] = {
-    R("containers", &containerlist), F("initContainers", &containerlist),
-    F("volumes", &volumelist),       F("nodeSelector", &strmap),
-    F("tolerations", &anylist),      F("serviceAccountName", &str),
-    F("schedulerName", &str),        F("priorityClassName", &str),
-    F("terminationGracePeriodSeconds", &i64), F("overhead", &qtymap),
-    END};
+static const struct tj_sfield podspec_fields[] = {R("containers", &containerlist),
+                                                  F("initContainers", &containerlist),
+                                                  F("volumes", &volumelist),
+                                                  F("nodeSelector", &strmap),
+                                                  F("tolerations", &anylist),
+                                                  F("serviceAccountName", &str),
+                                                  F("schedulerName", &str),
+                                                  F("priorityClassName", &str),
+                                                  F("terminationGracePeriodSeconds", &i64),
+                                                  F("overhead", &qtymap),
+                                                  END};
 static const struct tj_snode podspec = {.t = T_OBJ, .fields = podspec_fields, .open = 1};
 
-static const struct tj_sfield meta_lite_fields[] = {F("labels", &strmap),
-                                                    F("annotations", &strmap), END};
+static const struct tj_sfield meta_lite_fields[] = {F("labels", &strmap), F("annotations", &strmap),
+                                                    END};
 static const struct tj_snode meta_lite = {.t = T_OBJ, .fields = meta_lite_fields, .open = 1};
 static const struct tj_sfield podtemplate_fields[] = {F("metadata", &meta_lite),
                                                       F("spec", &podspec), END};
@@ -107,13 +124,13 @@ static const struct tj_sfield jobtemplate_fields[] = {F("metadata", &meta_lite),
 static const struct tj_snode jobtemplate = {.t = T_OBJ, .fields = jobtemplate_fields, .open = 1};
 static const char *const depends_status[] = {"Ready", "Complete", NULL};
 static const struct tj_snode depends_status_node = {.t = T_STR, .enums = depends_status};
-static const struct tj_sfield depends_fields[] = {R("name", &str), R("status", &depends_status_node),
-                                                  END};
+static const struct tj_sfield depends_fields[] = {R("name", &str),
+                                                  R("status", &depends_status_node), END};
 static const struct tj_snode depends = {.t = T_OBJ, .fields = depends_fields};
 static const struct tj_snode dependslist = {.t = T_ARR, .items = &depends, .list_key = "name"};
-static const struct tj_sfield rjob_fields[] = {R("name", &str),        F("groupName", &str),
-                                               R("template", &jobtemplate), F("replicas", &i32min0),
-                                               F("dependsOn", &dependslist), END};
+static const struct tj_sfield rjob_fields[] = {
+    R("name", &str),         F("groupName", &str),         R("template", &jobtemplate),
+    F("replicas", &i32min0), F("dependsOn", &dependslist), END};
 static const struct tj_snode rjob = {.t = T_OBJ, .fields = rjob_fields, .open = 1};
 static const struct tj_snode rjoblist = {.t = T_ARR, .items = &rjob, .list_key = "name"};
 static const struct tj_sfield network_fields[] = {F("enableDNSHostnames", &boolean),
@@ -124,20 +141,35 @@ static const char *const startup_orders[] = {"AnyOrder", "InOrder", NULL};
 static const struct tj_snode startup_order = {.t = T_STR, .enums = startup_orders};
 static const struct tj_sfield startup_fields[] = {F("startupPolicyOrder", &startup_order), END};
 static const struct tj_snode startup = {.t = T_OBJ, .fields = startup_fields};
-static const struct tj_sfield jobset_fields[] = {
-    F("replicatedJobs", &rjoblist), F("network", &network), F("startupPolicy", &startup),
-    F("suspend", &boolean),         F("managedBy", &str),   F("ttlSecondsAfterFinished", &i32min0),
-    F("successPolicy", &any),       F("failurePolicy", &any), F("coordinator", &any),
-    F("volumeClaimPolicies", &anylist), END};
+static const struct tj_sfield jobset_fields[] = {F("replicatedJobs", &rjoblist),
+                                                 F("network", &network),
+                                                 F("startupPolicy", &startup),
+                                                 F("suspend", &boolean),
+                                                 F("managedBy", &str),
+                                                 F("ttlSecondsAfterFinished", &i32min0),
+                                                 F("successPolicy", &any),
+                                                 F("failurePolicy", &any),
+                                                 F("coordinator", &any),
+                                                 F("volumeClaimPolicies", &anylist),
+                                                 END};
 static const struct tj_snode jobsetspec = {.t = T_OBJ, .fields = jobset_fields, .open = 1};
 
-static const struct tj_sfield objmeta_fields[] = {
-    F("name", &str),           F("generateName", &str),       F("namespace", &str),
-    F("uid", &str),            F("resourceVersion", &str),    F("generation", &i64),
-    F("creationTimestamp", &any), F("deletionTimestamp", &any),
-    F("deletionGracePeriodSeconds", &i64), F("labels", &strmap), F("annotations", &strmap),
-    F("ownerReferences", &anylist), F("finalizers", &strlist), F("managedFields", &anylist),
-    F("selfLink", &str),       END};
+static const struct tj_sfield objmeta_fields[] = {F("name", &str),
+                                                  F("generateName", &str),
+                                                  F("namespace", &str),
+                                                  F("uid", &str),
+                                                  F("resourceVersion", &str),
+                                                  F("generation", &i64),
+                                                  F("creationTimestamp", &any),
+                                                  F("deletionTimestamp", &any),
+                                                  F("deletionGracePeriodSeconds", &i64),
+                                                  F("labels", &strmap),
+                                                  F("annotations", &strmap),
+                                                  F("ownerReferences", &anylist),
+                                                  F("finalizers", &strlist),
+                                                  F("managedFields", &anylist),
+                                                  F("selfLink", &str),
+                                                  END};
 static const struct tj_snode objmeta = {.t = T_OBJ, .fields = objmeta_fields};
 
 /* ---- TrainJob (strict) ---- */
@@ -157,34 +189,40 @@ static const struct tj_snode bigstr = {.t = T_STR, .max_len = 1048576};
 static const struct tj_snode cmdlist = {.t = T_ARR, .items = &bigstr, .max_items = 128};
 static const struct tj_snode image = {.t = T_STR, .max_len = 500};
 static const struct tj_sfield trainer_fields[] = {
-    F("image", &image),     F("command", &cmdlist),        F("args", &cmdlist),
-    F("env", &envlist128),  F("numNodes", &i32min0),       F("resourcesPerNode", &resources),
+    F("image", &image),        F("command", &cmdlist),
+    F("args", &cmdlist),       F("env", &envlist128),
+    F("numNodes", &i32min0),   F("resourcesPerNode", &resources),
     F("numProcPerNode", &i32), END};
 static const struct tj_snode trainer = {.t = T_OBJ, .fields = trainer_fields};
 
-static const struct tj_sfield cpatch_fields[] = {
-    R("name", &name253), F("env", &envlist128), F("volumeMounts", &mountlist),
-    F("securityContext", &any), END};
+static const struct tj_sfield cpatch_fields[] = {R("name", &name253), F("env", &envlist128),
+                                                 F("volumeMounts", &mountlist),
+                                                 F("securityContext", &any), END};
 static const struct tj_snode cpatch = {.t = T_OBJ, .fields = cpatch_fields};
-static const struct tj_snode cpatchlist = {.t = T_ARR, .items = &cpatch, .list_key = "name",
-                                           .max_items = 64};
-static const struct tj_snode volumelist128 = {.t = T_ARR, .items = &volume, .list_key = "name",
-                                              .max_items = 128};
+static const struct tj_snode cpatchlist = {
+    .t = T_ARR, .items = &cpatch, .list_key = "name", .max_items = 64};
+static const struct tj_snode volumelist128 = {
+    .t = T_ARR, .items = &volume, .list_key = "name", .max_items = 128};
 static const struct tj_sfield named_fields[] = {R("name", &str), END};
 static const struct tj_snode named = {.t = T_OBJ, .fields = named_fields};
-static const struct tj_snode pullsecrets = {.t = T_ARR, .items = &named, .list_key = "name",
-                                            .max_items = 64};
-static const struct tj_snode gates = {.t = T_ARR, .items = &named, .list_key = "name",
-                                      .max_items = 16};
+static const struct tj_snode pullsecrets = {
+    .t = T_ARR, .items = &named, .list_key = "name", .max_items = 64};
+static const struct tj_snode gates = {
+    .t = T_ARR, .items = &named, .list_key = "name", .max_items = 16};
 static const struct tj_snode tolerations128 = {.t = T_ARR, .items = &any, .max_items = 128};
 static const struct tj_snode sa = {.t = T_STR, .max_len = 253};
-static const struct tj_sfield podpatch_fields[] = {
-    F("serviceAccountName", &sa),   F("volumes", &volumelist128),
-    F("initContainers", &cpatchlist), F("containers", &cpatchlist),
-    F("imagePullSecrets", &pullsecrets), F("securityContext", &any),
-    F("nodeSelector", &strmap),     F("affinity", &any),
-    F("tolerations", &tolerations128), F("schedulingGates", &gates),
-    F("terminationGracePeriodSeconds", &i64min0), END};
+static const struct tj_sfield podpatch_fields[] = {F("serviceAccountName", &sa),
+                                                   F("volumes", &volumelist128),
+                                                   F("initContainers", &cpatchlist),
+                                                   F("containers", &cpatchlist),
+                                                   F("imagePullSecrets", &pullsecrets),
+                                                   F("securityContext", &any),
+                                                   F("nodeSelector", &strmap),
+                                                   F("affinity", &any),
+                                                   F("tolerations", &tolerations128),
+                                                   F("schedulingGates", &gates),
+                                                   F("terminationGracePeriodSeconds", &i64min0),
+                                                   END};
 static const struct tj_snode podpatch = {.t = T_OBJ, .fields = podpatch_fields};
 static const struct tj_sfield meta_patch_fields[] = {F("labels", &strmap),
                                                      F("annotations", &strmap), END};
@@ -197,11 +235,11 @@ static const struct tj_snode jobspecpatch = {.t = T_OBJ, .fields = jobspecpatch_
 static const struct tj_sfield jobtpatch_fields[] = {F("metadata", &meta_patch),
                                                     F("spec", &jobspecpatch), END};
 static const struct tj_snode jobtpatch = {.t = T_OBJ, .fields = jobtpatch_fields};
-static const struct tj_sfield rjobpatch_fields[] = {R("name", &name253),
-                                                   F("template", &jobtpatch), END};
+static const struct tj_sfield rjobpatch_fields[] = {R("name", &name253), F("template", &jobtpatch),
+                                                    END};
 static const struct tj_snode rjobpatch = {.t = T_OBJ, .fields = rjobpatch_fields};
-static const struct tj_snode rjobpatchlist = {.t = T_ARR, .items = &rjobpatch,
-                                              .list_key = "name", .max_items = 100};
+static const struct tj_snode rjobpatchlist = {
+    .t = T_ARR, .items = &rjobpatch, .list_key = "name", .max_items = 100};
 static const struct tj_sfield jobsetpatch_fields[] = {F("replicatedJobs", &rjobpatchlist), END};
 static const struct tj_snode jobsetpatch = {.t = T_OBJ, .fields = jobsetpatch_fields};
 static const struct tj_sfield jstpatch_fields[] = {F("metadata", &meta_patch),
@@ -212,17 +250,18 @@ static const struct tj_snode rtspecpatch = {.t = T_OBJ, .fields = rtspecpatch_fi
 static const struct tj_sfield rpatch_fields[] = {R("manager", &name253), F("time", &timestamp),
                                                  F("trainingRuntimeSpec", &rtspecpatch), END};
 static const struct tj_snode rpatch = {.t = T_OBJ, .fields = rpatch_fields};
-static const struct tj_snode rpatchlist = {.t = T_ARR, .items = &rpatch, .list_key = "manager",
-                                           .max_items = 16};
+static const struct tj_snode rpatchlist = {
+    .t = T_ARR, .items = &rpatch, .list_key = "manager", .max_items = 16};
 static const struct tj_snode managedby = {.t = T_STR, .max_len = 253};
 static const struct tj_sfield tjspec_fields[] = {
-    R("runtimeRef", &runtimeref),  F("initializer", &initializer), F("trainer", &trainer),
-    F("runtimePatches", &rpatchlist), F("suspend", &boolean),
-    F("activeDeadlineSeconds", &i64min1), F("managedBy", &managedby), END};
+    R("runtimeRef", &runtimeref), F("initializer", &initializer),
+    F("trainer", &trainer),       F("runtimePatches", &rpatchlist),
+    F("suspend", &boolean),       F("activeDeadlineSeconds", &i64min1),
+    F("managedBy", &managedby),   END};
 static const struct tj_snode tjspec = {.t = T_OBJ, .fields = tjspec_fields};
-static const struct tj_sfield trainjob_fields[] = {
-    R("apiVersion", &str), R("kind", &str), F("metadata", &objmeta), F("spec", &tjspec),
-    F("status", &any), END};
+static const struct tj_sfield trainjob_fields[] = {R("apiVersion", &str),   R("kind", &str),
+                                                   F("metadata", &objmeta), F("spec", &tjspec),
+                                                   F("status", &any),       END};
 static const struct tj_snode trainjob_node = {.t = T_OBJ, .fields = trainjob_fields};
 
 /* ---- TrainingRuntime / ClusterTrainingRuntime ---- */
@@ -231,8 +270,8 @@ static const struct tj_snode cnames = {.t = T_ARR, .items = &cname, .max_items =
 static const struct tj_sfield target_fields[] = {R("jobName", &name253),
                                                  R("containerNames", &cnames), END};
 static const struct tj_snode target = {.t = T_OBJ, .fields = target_fields};
-static const struct tj_snode targets = {.t = T_ARR, .items = &target, .list_key = "jobName",
-                                        .max_items = 16};
+static const struct tj_snode targets = {
+    .t = T_ARR, .items = &target, .list_key = "jobName", .max_items = 16};
 static const struct tj_sfield envinj_fields[] = {F("targets", &targets), END};
 static const struct tj_snode envinj = {.t = T_OBJ, .fields = envinj_fields};
 static const struct tj_sfield torch_fields[] = {F("envInjection", &envinj), END};
@@ -241,39 +280,41 @@ static const char *const mpi_impls[] = {"OpenMPI", "", NULL};
 static const struct tj_snode mpi_impl = {.t = T_STR, .enums = mpi_impls};
 static const struct tj_snode path4096 = {.t = T_STR, .max_len = 4096};
 static const struct tj_sfield mpi_fields[] = {
-    F("numProcPerNode", &i32), F("mpiImplementation", &mpi_impl),
-    F("sshAuthMountPath", &path4096), F("runLauncherAsNode", &boolean), END};
+    F("numProcPerNode", &i32), F("mpiImplementation", &mpi_impl), F("sshAuthMountPath", &path4096),
+    F("runLauncherAsNode", &boolean), END};
 static const struct tj_snode mpi = {.t = T_OBJ, .fields = mpi_fields};
 static const struct tj_sfield empty_fields[] = {END};
 static const struct tj_snode empty = {.t = T_OBJ, .fields = empty_fields};
 static const struct tj_sfield flux_fields[] = {F("numProcPerNode", &i32), END};
 static const struct tj_snode flux = {.t = T_OBJ, .fields = flux_fields};
-static const struct tj_sfield ml_fields[] = {F("numNodes", &i32), F("torch", &torch),
-                                             F("mpi", &mpi),      F("jax", &empty),
-                                             F("xgboost", &empty), F("flux", &flux), END};
+static const struct tj_sfield ml_fields[] = {F("numNodes", &i32),
+                                             F("torch", &torch),
+                                             F("mpi", &mpi),
+                                             F("jax", &empty),
+                                             F("xgboost", &empty),
+                                             F("flux", &flux),
+                                             END};
 static const struct tj_snode mlpolicy = {.t = T_OBJ, .fields = ml_fields};
 static const struct tj_sfield cosched_fields[] = {F("scheduleTimeoutSeconds", &i32), END};
 static const struct tj_snode cosched = {.t = T_OBJ, .fields = cosched_fields};
 static const char *const topo_modes[] = {"hard", "soft", NULL};
 static const struct tj_snode topo_mode = {.t = T_STR, .enums = topo_modes};
-static const struct tj_sfield topo_fields[] = {F("mode", &topo_mode),
-                                               F("highestTierAllowed", &i64), END};
+static const struct tj_sfield topo_fields[] = {F("mode", &topo_mode), F("highestTierAllowed", &i64),
+                                               END};
 static const struct tj_snode topo = {.t = T_OBJ, .fields = topo_fields};
 static const struct tj_sfield volcano_fields[] = {F("networkTopology", &topo), END};
 static const struct tj_snode volcano = {.t = T_OBJ, .fields = volcano_fields};
-static const struct tj_sfield pgp_fields[] = {F("coscheduling", &cosched),
-                                              F("volcano", &volcano), END};
+static const struct tj_sfield pgp_fields[] = {F("coscheduling", &cosched), F("volcano", &volcano),
+                                              END};
 static const struct tj_snode pgpolicy = {.t = T_OBJ, .fields = pgp_fields};
 static const struct tj_sfield jst_fields[] = {F("metadata", &meta_lite), F("spec", &jobsetspec),
                                               END};
 static const struct tj_snode jstemplate = {.t = T_OBJ, .fields = jst_fields};
-static const struct tj_sfield rtspec_fields[] = {F("mlPolicy", &mlpolicy),
-                                                 F("podGroupPolicy", &pgpolicy),
-                                                 F("template", &jstemplate), END};
+static const struct tj_sfield rtspec_fields[] = {
+    F("mlPolicy", &mlpolicy), F("podGroupPolicy", &pgpolicy), F("template", &jstemplate), END};
 static const struct tj_snode rtspec = {.t = T_OBJ, .fields = rtspec_fields};
 static const struct tj_sfield runtime_fields[] = {R("apiVersion", &str), R("kind", &str),
-                                                  F("metadata", &objmeta), R("spec", &rtspec),
-                                                  END};
+                                                  F("metadata", &objmeta), R("spec", &rtspec), END};
 static const struct tj_snode runtime_node = {.t = T_OBJ, .fields = runtime_fields};
 
 /* ---- the walker ---- */
@@ -515,8 +556,8 @@ static void walk_node(struct walk *w, const struct tj_snode *n, const json_t *v)
     case T_I64: {
         long long x = json_integer_value(v);
         if (n->t == T_I32 && (x < -2147483648LL || x > 2147483647LL)) {
-            tj_err(w->e, w->doc, v, "Invalid", w->path,
-                   "%lld is out of range for a 32-bit integer", x);
+            tj_err(w->e, w->doc, v, "Invalid", w->path, "%lld is out of range for a 32-bit integer",
+                   x);
             break;
         }
         if (n->has_min && x < n->min)

@@ -68,8 +68,8 @@ struct trainjob_options {
 };
 
 struct trainjob_output {
-    json_t *objects;         /* new reference: array of objects in apply order */
-    const char *skipped;     /* non-NULL when nothing was rendered, with the reason */
+    json_t *objects;               /* new reference: array of objects in apply order */
+    const char *skipped;           /* non-NULL when nothing was rendered, with the reason */
     struct trainjob_errors errors; /* validation errors and warnings */
 };
 

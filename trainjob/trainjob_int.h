@@ -38,8 +38,8 @@ void tj_schema_check(enum tj_schema_kind kind, const json_t *obj, struct trainjo
 /* ---- JSON helpers (podspec.c) ---- */
 json_t *tj_get(const json_t *obj, const char *dotted); /* borrowed; NULL when any step missing */
 const char *tj_str(const json_t *obj, const char *dotted); /* NULL unless a string */
-json_t *tj_obj(json_t *parent, const char *key);   /* get or create an object member */
-json_t *tj_arr(json_t *parent, const char *key);   /* get or create an array member */
+json_t *tj_obj(json_t *parent, const char *key);           /* get or create an object member */
+json_t *tj_arr(json_t *parent, const char *key);           /* get or create an array member */
 json_t *tj_find_named(const json_t *arr, const char *key, const char *value);
 int tj_set(json_t *obj, const char *key, json_t *value); /* steals value; -1 on no memory */
 json_t *tj_env_value(const char *name, const char *value);
@@ -47,7 +47,7 @@ json_t *tj_env_fieldref(const char *name, const char *path);
 /* upsert: replace the element whose key equals the new one's, else append (steals item) */
 int tj_upsert(json_t *arr, const char *key, json_t *item);
 int tj_upsert_port(json_t *container, int port);
-json_t *tj_container(json_t *podspec, const char *name); /* regular containers */
+json_t *tj_container(json_t *podspec, const char *name);     /* regular containers */
 json_t *tj_any_container(json_t *podspec, const char *name); /* regular, then init */
 
 /* Strategic merge patch of patch onto target (in place), with JobSetSpec's patch metadata:
@@ -84,30 +84,30 @@ struct tj_ctx {
     const json_t *runtime;  /* the defaulted runtime (owned by the arena) */
     const char *name, *ns, *uid;
     /* TrainJob */
-    const json_t *trainer;         /* spec.trainer or NULL */
+    const json_t *trainer; /* spec.trainer or NULL */
     int has_num_nodes;
     int32_t num_nodes;
     int has_nppn;
-    int32_t nppn;                  /* spec.trainer.numProcPerNode */
-    const json_t *resources;       /* spec.trainer.resourcesPerNode or NULL */
+    int32_t nppn;            /* spec.trainer.numProcPerNode */
+    const json_t *resources; /* spec.trainer.resourcesPerNode or NULL */
     int suspend;
     /* runtime */
-    const json_t *ml_policy;       /* spec.mlPolicy or NULL */
+    const json_t *ml_policy; /* spec.mlPolicy or NULL */
     enum tj_ml ml;
-    int32_t rt_num_nodes;          /* mlPolicy.numNodes, 1 when unset */
-    unsigned gangs;                /* bit (1 << enum tj_gang) per gang policy */
+    int32_t rt_num_nodes; /* mlPolicy.numNodes, 1 when unset */
+    unsigned gangs;       /* bit (1 << enum tj_gang) per gang policy */
     /* MPI */
     int32_t mpi_nppn;
     const char *mpi_impl, *mpi_ssh_path;
     int mpi_launcher_as_node;
     /* the JobSet being built */
-    json_t *labels, *annotations;  /* JobSet metadata (owned) */
-    json_t *spec;                  /* JobSetSpec (owned) */
+    json_t *labels, *annotations; /* JobSet metadata (owned) */
+    json_t *spec;                 /* JobSetSpec (owned) */
     struct tj_podset *podsets;
     size_t npodsets;
-    json_t *extra;                 /* Secrets/ConfigMaps of the ML policy (owned array) */
+    json_t *extra;                           /* Secrets/ConfigMaps of the ML policy (owned array) */
     const json_t *runtime_trainer_resources; /* runtime node container resources (copy) */
-    const json_t *command, *args;  /* trainer command/args to write (policies may rewrite) */
+    const json_t *command, *args; /* trainer command/args to write (policies may rewrite) */
     const struct trainjob_options *opts;
     struct trainjob_errors *errs;
 };
@@ -133,8 +133,8 @@ struct tj_ml_policy {
     /* MAY: webhook checks (§5.1) */
     void (*validate)(struct tj_ctx *c);
 };
-extern const struct tj_ml_policy tj_policy_torch, tj_policy_mpi, tj_policy_jax,
-    tj_policy_xgboost, tj_policy_plain;
+extern const struct tj_ml_policy tj_policy_torch, tj_policy_mpi, tj_policy_jax, tj_policy_xgboost,
+    tj_policy_plain;
 const struct tj_ml_policy *tj_ml_policy_for(enum tj_ml kind);
 enum common_rc tj_trainer_count(struct tj_ctx *c, struct common_error *err);
 enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common_error *err);

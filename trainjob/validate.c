@@ -13,7 +13,8 @@
 #include "trainjob/trainjob_int.h"
 
 #define DEPRECATION_URL                                                                            \
-    "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
+    "https://trainer.kubeflow.org/en/latest/operator-guides/"                                      \
+    "runtime.html#runtime-deprecation-policy"
 
 void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a)
 {
@@ -79,8 +80,8 @@ const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
 
     if (strcmp(fe->type, "Unknown") == 0)
         return common_arena_printf(e->arena, "%s", fe->detail);
-    return common_arena_printf(e->arena, "%s: %s: %s", fe->path[0] ? fe->path : "<root>",
-                               fe->type, fe->detail);
+    return common_arena_printf(e->arena, "%s: %s: %s", fe->path[0] ? fe->path : "<root>", fe->type,
+                               fe->detail);
 }
 
 /* ---- defaults (§5.0) ---- */
@@ -290,8 +291,7 @@ void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e)
                     found = 1;
             if (dn && !found) {
                 char path[128];
-                snprintf(path, sizeof(path), "spec.template.spec.replicatedJobs[%zu].dependsOn",
-                         i);
+                snprintf(path, sizeof(path), "spec.template.spec.replicatedJobs[%zu].dependsOn", i);
                 tj_err(e, rt, d, "Invalid", path,
                        "dependsOn must name a replicated job listed before this one: \"%s\"", dn);
             }
@@ -345,9 +345,8 @@ void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e)
         }
     }
     if (kind && strcmp(kind, "ClusterTrainingRuntime") == 0) {
-        const char *sup =
-            json_string_value(json_object_get(tj_get(rt, "metadata.labels"),
-                                              "trainer.kubeflow.org/support"));
+        const char *sup = json_string_value(
+            json_object_get(tj_get(rt, "metadata.labels"), "trainer.kubeflow.org/support"));
         if (sup && strcmp(sup, "deprecated") == 0)
             tj_warn(e,
                     "ClusterTrainingRuntime \"%s\" is deprecated and will be removed in a future "
@@ -428,11 +427,11 @@ void tj_webhook_trainjob(struct tj_ctx *c)
 
     if (kind && strcmp(kind, "ClusterTrainingRuntime") == 0 && sup &&
         strcmp(sup, "deprecated") == 0)
-        tj_warn(c->errs,
-                "Referenced ClusterTrainingRuntime \"%s\" is deprecated and will be removed in a "
-                "future release of Kubeflow Trainer. See runtime deprecation policy: "
-                DEPRECATION_URL,
-                tj_str(c->runtime, "metadata.name"));
+        tj_warn(
+            c->errs,
+            "Referenced ClusterTrainingRuntime \"%s\" is deprecated and will be removed in a "
+            "future release of Kubeflow Trainer. See runtime deprecation policy: " DEPRECATION_URL,
+            tj_str(c->runtime, "metadata.name"));
 
     check_initializer(c, "dataset", "dataset-initializer", "datasetConfig");
     check_initializer(c, "model", "model-initializer", "modelConfig");
@@ -460,13 +459,13 @@ void tj_webhook_trainjob(struct tj_ctx *c)
             size_t k;
             json_t *ct;
 
-            snprintf(path, sizeof(path),
-                     "spec.runtimePatches[%zu].trainingRuntimeSpec.template.spec.replicatedJobs[%zu]",
-                     i, j);
+            snprintf(
+                path, sizeof(path),
+                "spec.runtimePatches[%zu].trainingRuntimeSpec.template.spec.replicatedJobs[%zu]", i,
+                j);
             if (!ps) {
                 tj_err(c->errs, tj, rj, "Invalid", path,
-                       "replicated job \"%s\" doesn't exist in the runtime template",
-                       jn ? jn : "");
+                       "replicated job \"%s\" doesn't exist in the runtime template", jn ? jn : "");
                 continue;
             }
             json_array_foreach(json_object_get(ps_spec, "initContainers"), k, ct)

@@ -257,8 +257,7 @@ static void check_one(const char *name, json_t *items, json_t *check)
         json_array_foreach(v, i, it)
         {
             ck_assert_msg(!json_equal(json_object_get(it, "name"), want),
-                          "%s: %s %s: must not hold %s", name, oref, path,
-                          json_string_value(want));
+                          "%s: %s %s: must not hold %s", name, oref, path, json_string_value(want));
         }
     }
     if (json_is_true(json_object_get(check, "absent")))
@@ -286,8 +285,8 @@ START_TEST(render_case)
 
     run_render(dir, &list, &status, &errtext);
     v = json_object_get(spec, "exit");
-    ck_assert_msg(status == (v ? (int)json_integer_value(v) : 0), "%s: exit %d, stderr:\n%s",
-                  name, status, errtext);
+    ck_assert_msg(status == (v ? (int)json_integer_value(v) : 0), "%s: exit %d, stderr:\n%s", name,
+                  status, errtext);
     json_array_foreach(json_object_get(spec, "stderr"), i, it)
     {
         ck_assert_msg(strstr(errtext, json_string_value(it)) != NULL,

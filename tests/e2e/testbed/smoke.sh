@@ -5,7 +5,10 @@
 #   3. a Node object (capacity, allocatable, Ready) and a pod: kube-scheduler binds the pod to it
 #   4. a Job: kube-controller-manager's job controller creates its pod, kube-scheduler binds it
 #   5. namespace deletion completes (namespace controller + garbage collector)
-# then down.sh. Prints "smoke: N passed, N failed" and exits non-zero on any failure.
+#   6. (kwok built) a pod on a kwok node reaches Running
+#   7. (kwok and jobset-controller built) a JobSet passes its webhooks, the controller makes a
+#      Job, the job controller its pods, the scheduler binds them, kwok runs them: JobSet Completed
+# then down.sh. kwok and the JobSet controller are started unless TESTBED_KWOK=0 / TESTBED_JOBSET=0. Prints "smoke: N passed, N failed" and exits non-zero on any failure.
 # TESTBED_KEEP_RUN=1 keeps the run dir (logs) after down.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -20,6 +23,7 @@ finish() {
 }
 trap 'finish; exit $?' EXIT
 
+export TESTBED_KWOK=${TESTBED_KWOK:-1} TESTBED_JOBSET=${TESTBED_JOBSET:-1}
 t0=$SECONDS
 envfile=$("$TESTBED_DIR/up.sh") || { fail "up.sh"; exit 1; }
 tb_log "up.sh took $((SECONDS - t0)) s"
@@ -127,3 +131,64 @@ while (( SECONDS - t < 90 )); do
 done
 if [ -n "$gone" ]; then ok "namespace smoke deleted (pods force-finalized) in $((SECONDS - t)) s"
 else fail "namespace smoke still present after 90 s: $(k get ns smoke -o jsonpath='{.status.conditions}' 2>&1 | head -c 400)"; fi
+
+# 6 ----------------------------------------------------------------------------------------
+if [ -f "$TESTBED_RUN/pids/kwok.pid" ]; then
+  k create namespace smoke-kwok >/dev/null
+  cat <<'EOF' | k create --validate=strict -f - >/dev/null
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-0
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {kubernetes.io/hostname: kwok-node-0, type: kwok}
+status:
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+EOF
+  wait_until 60 k -n smoke-kwok get serviceaccount default -o name >/dev/null || true
+  t=$SECONDS
+  k -n smoke-kwok run kwok-pod --image=registry.k8s.io/pause:3.10 \
+    --overrides='{"spec":{"nodeSelector":{"type":"kwok"}}}' >/dev/null
+  phase=$(wait_until 60 sh -c "[ \"\$('$KUBECTL' --kubeconfig '$KUBECONFIG' -n smoke-kwok get pod kwok-pod -o jsonpath='{.status.phase}')\" = Running ] && echo Running") || phase=""
+  if [ "$phase" = Running ]; then ok "kwok ran smoke-kwok/kwok-pod on kwok-node-0 (Running in $((SECONDS - t)) s)"
+  else fail "kwok pod not Running: $(k -n smoke-kwok get pod kwok-pod -o jsonpath='{.spec.nodeName} {.status.phase}' 2>&1)"; fi
+else
+  tb_log "note: kwok not running (not built, or TESTBED_KWOK=0); kwok checks skipped"
+fi
+
+# 7 ----------------------------------------------------------------------------------------
+if [ -f "$TESTBED_RUN/pids/jobset-controller.pid" ] && [ -f "$TESTBED_RUN/pids/kwok.pid" ]; then
+  t=$SECONDS
+  if cat <<'EOF' | k create --validate=strict -f - >/dev/null
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: smoke-js, namespace: smoke-kwok}
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 2
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        template:
+          spec:
+            restartPolicy: Never
+            nodeSelector: {type: kwok}
+            containers:
+            - name: c
+              image: registry.k8s.io/pause:3.10
+              resources: {requests: {cpu: "1"}}
+EOF
+  then
+    st=$(wait_until 90 k -n smoke-kwok get jobset smoke-js \
+      -o jsonpath='{.status.conditions[?(@.type=="Completed")].status}') || st=""
+    np=$(k -n smoke-kwok get pods -l jobset.sigs.k8s.io/jobset-name=smoke-js -o name | wc -l)
+    if [ "$st" = True ] && [ "$np" -eq 4 ]; then
+      ok "JobSet smoke-kwok/smoke-js: 2 Jobs, 4 pods bound and run by kwok, Completed in $((SECONDS - t)) s"
+    else fail "JobSet not Completed (Completed='$st', pods=$np)"; fi
+  else fail "JobSet create (webhook at 127.0.0.1?)"; fi
+else
+  tb_log "note: JobSet controller or kwok not running; JobSet check skipped"
+fi
