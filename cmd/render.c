@@ -74,6 +74,12 @@ static int is_runtime_kind(const char *k)
     return strcmp(k, "TrainingRuntime") == 0 || strcmp(k, "ClusterTrainingRuntime") == 0;
 }
 
+static int oom(FILE *err)
+{
+    fprintf(err, "error: out of memory\n");
+    return 1;
+}
+
 static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i, int runtimes_only,
                    FILE *err)
 {
@@ -117,9 +123,9 @@ static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i,
         return 2;
     }
     if (is_runtime_kind(kind))
-        return json_array_append(l->runtimes, (json_t *)doc) ? 1 : 0;
+        return json_array_append(l->runtimes, (json_t *)doc) ? oom(err) : 0;
     if (strcmp(kind, "TrainJob") == 0 && !runtimes_only)
-        return json_array_append(l->trainjobs, (json_t *)doc) ? 1 : 0;
+        return json_array_append(l->trainjobs, (json_t *)doc) ? oom(err) : 0;
     fprintf(err,
             "error: %s:%d: kind \"%s\" is not something render reads: give TrainJob, "
             "TrainingRuntime or ClusterTrainingRuntime documents%s\n",
@@ -174,24 +180,35 @@ static const json_t *find_runtime(struct loaded *l, const struct trainjob_ref *r
     return NULL;
 }
 
-static const json_t *builtin_runtime(struct loaded *l, const char *name, FILE *err)
+/* The built-in runtime called name: *out is NULL when there is none. Returns 0, or the exit
+ * status (1) after printing why it could not be loaded. */
+static int builtin_runtime(struct loaded *l, const char *name, const json_t **out, FILE *err)
 {
     const struct trainjob_builtin *b = trainjob_builtin_find(name);
     struct common_yaml_docs *f;
     struct common_error e;
     char label[300];
 
-    if (!b || l->nfiles >= MAX_FILES)
-        return NULL;
+    *out = NULL;
+    if (!b)
+        return 0;
+    if (l->nfiles >= MAX_FILES) {
+        fprintf(err, "error: more than %d input files\n", MAX_FILES);
+        return 2;
+    }
     f = &l->files[l->nfiles++];
     memset(f, 0, sizeof(*f));
     snprintf(label, sizeof(label), "builtin:%s", name);
     if (common_yaml_load(b->yaml, b->len, label, NULL, f, &e) || f->n != 1) {
         fprintf(err, "error: built-in runtime %s does not load: %s\n", name, e.msg);
-        return NULL;
+        return 1;
     }
-    json_array_append(l->runtimes, f->docs[0]);
-    return f->docs[0];
+    if (json_array_append(l->runtimes, f->docs[0])) {
+        fprintf(err, "error: out of memory\n");
+        return 1;
+    }
+    *out = f->docs[0];
+    return 0;
 }
 
 static int list_builtins(FILE *out)
@@ -216,8 +233,10 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
     int status = 0;
     enum common_rc rc;
 
-    if (!a)
+    if (!a) {
+        fprintf(err, "error: out of memory\n");
         return 1;
+    }
     where(l, tj, NULL, pos, sizeof(pos));
     if (trainjob_runtime_ref(tj, ns, &ref, &e)) {
         fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
@@ -233,18 +252,19 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
         goto out;
     }
     rt = find_runtime(l, &ref);
-    if (!rt && strcmp(ref.kind, "ClusterTrainingRuntime") == 0)
-        rt = builtin_runtime(l, ref.name, err);
+    if (!rt && strcmp(ref.kind, "ClusterTrainingRuntime") == 0 &&
+        (status = builtin_runtime(l, ref.name, &rt, err)))
+        goto out;
     if (!rt) {
+        int cluster = strcmp(ref.kind, "ClusterTrainingRuntime") == 0;
         fprintf(err,
-                "error: %sTrainJob %s/%s: spec.runtimeRef: %s \"%s\"%s%s%s not found: give it with "
-                "--runtime FILE or in the same file%s\n",
+                "error: %sTrainJob %s/%s: spec.runtimeRef: Invalid: %s \"%s\"%s%s%s not found: "
+                "specified %s must be created before the TrainJob is created (give it with "
+                "--runtime FILE or in the same file%s)\n",
                 pos, tns ? tns : ns, name ? name : "?", ref.kind, ref.name,
                 ref.namespace ? " in namespace \"" : "", ref.namespace ? ref.namespace : "",
-                ref.namespace ? "\"" : "",
-                strcmp(ref.kind, "ClusterTrainingRuntime") == 0
-                    ? " (built-in runtimes: see `trainsched render --list-builtin`)"
-                    : "");
+                ref.namespace ? "\"" : "", cluster ? "clusterTrainingRuntime" : "trainingRuntime",
+                cluster ? "; built-in runtimes: `trainsched render --list-builtin`" : "");
         status = 2;
         goto out;
     }
@@ -262,8 +282,13 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
             where(l, fe->node, fe->doc, pos, sizeof(pos));
             if (fe->doc == tj && !ons)
                 ons = ns;
+            const char *text = trainjob_errors_format(&out.errors, i);
+            if (!text) {
+                status = oom(err);
+                goto out;
+            }
             fprintf(err, "error: %s%s %s%s%s: %s\n", pos, what, ons ? ons : "", ons ? "/" : "",
-                    oname ? oname : "?", trainjob_errors_format(&out.errors, i));
+                    oname ? oname : "?", text);
         }
         status = 2;
         goto out;
@@ -278,8 +303,10 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
         fprintf(err, "note: %s\n", out.skipped);
         goto out;
     }
-    if (json_array_extend(items, out.objects))
+    if (json_array_extend(items, out.objects)) {
+        fprintf(err, "error: out of memory\n");
         status = 1;
+    }
     json_decref(out.objects);
 out:
     common_arena_destroy(a);
@@ -352,12 +379,15 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     l = common_calloc(1, sizeof(*l));
-    if (!l)
+    if (!l) {
+        fprintf(err, "error: out of memory\n");
         return 1;
+    }
     l->runtimes = json_array();
     l->trainjobs = json_array();
     items = json_array();
     if (!l->runtimes || !l->trainjobs || !items) {
+        fprintf(err, "error: out of memory\n");
         status = 1;
         goto out;
     }
@@ -381,12 +411,16 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     }
     list = json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", items);
     if (!list) {
+        fprintf(err, "error: out of memory\n");
         status = 1;
         goto out;
     }
     if (strcmp(format, "json") == 0) {
-        if (json_dumpf(list, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF)
+        if (json_dumpf(list, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ||
+            fputc('\n', out) == EOF) {
+            fprintf(err, "error: writing the output failed\n");
             status = 1;
+        }
     } else {
         struct common_buf b;
         struct common_error e;
@@ -395,12 +429,15 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             fprintf(err, "error: %s\n", e.msg);
             status = 1;
         } else if (fwrite(b.data, 1, b.len, out) != b.len) {
+            fprintf(err, "error: writing the output failed\n");
             status = 1;
         }
         common_buf_free(&b);
     }
-    if (fflush(out))
+    if (fflush(out) && !status) {
+        fprintf(err, "error: writing the output failed\n");
         status = 1;
+    }
 out:
     json_decref(list);
     json_decref(items);

@@ -77,6 +77,12 @@ const char *common_rc_name(enum common_rc code)
         return "i/o error";
     case COMMON_EUNSUPPORTED:
         return "unsupported";
+    case COMMON_EGONE:
+        return "gone";
+    case COMMON_EEXISTS:
+        return "already exists";
+    case COMMON_EUNAUTHORIZED:
+        return "unauthorized";
     }
     return "unknown";
 }

@@ -13,15 +13,18 @@
 
 enum common_rc {
     COMMON_OK = 0,
-    COMMON_EINVAL = -1,      /* invalid input: bad syntax, wrong type, rule broken */
-    COMMON_ENOTFOUND = -2,   /* a named object (runtime, file, key) does not exist */
-    COMMON_ECONFLICT = -3,   /* conflicting state or a duplicate */
-    COMMON_EAPI = -4,        /* a peer (API server, slurmrestd) answered with an error */
-    COMMON_ETIMEOUT = -5,    /* a deadline passed */
-    COMMON_ENOMEM = -6,      /* an allocation failed */
-    COMMON_ETOOBIG = -7,     /* input over a configured cap */
-    COMMON_EIO = -8,         /* reading or writing a file or socket failed */
-    COMMON_EUNSUPPORTED = -9 /* valid input that this version does not handle yet */
+    COMMON_EINVAL = -1,        /* invalid input: bad syntax, wrong type, rule broken */
+    COMMON_ENOTFOUND = -2,     /* a named object (runtime, file, key) does not exist */
+    COMMON_ECONFLICT = -3,     /* conflicting state or a duplicate */
+    COMMON_EAPI = -4,          /* a peer (API server, slurmrestd) answered with an error */
+    COMMON_ETIMEOUT = -5,      /* a deadline passed */
+    COMMON_ENOMEM = -6,        /* an allocation failed */
+    COMMON_ETOOBIG = -7,       /* input over a configured cap */
+    COMMON_EIO = -8,           /* reading or writing a file or socket failed */
+    COMMON_EUNSUPPORTED = -9,  /* valid input that this version does not handle yet */
+    COMMON_EGONE = -10,        /* a watch's resourceVersion is too old (HTTP 410): relist */
+    COMMON_EEXISTS = -11,      /* create of an object that already exists (409 AlreadyExists) */
+    COMMON_EUNAUTHORIZED = -12 /* 401 or 403 from a peer */
 };
 
 #define COMMON_ERROR_MSG_MAX 1024

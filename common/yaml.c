@@ -294,16 +294,16 @@ struct word {
 };
 
 static const struct word resolve_words[] = {
-    {"y", R_BOOL, 1},      {"Y", R_BOOL, 1},      {"yes", R_BOOL, 1},    {"Yes", R_BOOL, 1},
-    {"YES", R_BOOL, 1},    {"true", R_BOOL, 1},   {"True", R_BOOL, 1},   {"TRUE", R_BOOL, 1},
-    {"on", R_BOOL, 1},     {"On", R_BOOL, 1},     {"ON", R_BOOL, 1},     {"n", R_BOOL, 0},
-    {"N", R_BOOL, 0},      {"no", R_BOOL, 0},     {"No", R_BOOL, 0},     {"NO", R_BOOL, 0},
-    {"false", R_BOOL, 0},  {"False", R_BOOL, 0},  {"FALSE", R_BOOL, 0},  {"off", R_BOOL, 0},
-    {"Off", R_BOOL, 0},    {"OFF", R_BOOL, 0},    {"~", R_NULL, 0},      {"null", R_NULL, 0},
-    {"Null", R_NULL, 0},   {"NULL", R_NULL, 0},   {".nan", R_NAN, 0},    {".NaN", R_NAN, 0},
-    {".NAN", R_NAN, 0},    {".inf", R_INF, 1},    {".Inf", R_INF, 1},    {".INF", R_INF, 1},
-    {"+.inf", R_INF, 1},   {"+.Inf", R_INF, 1},   {"+.INF", R_INF, 1},   {"-.inf", R_INF, -1},
-    {"-.Inf", R_INF, -1},  {"-.INF", R_INF, -1},
+    {"y", R_BOOL, 1},     {"Y", R_BOOL, 1},     {"yes", R_BOOL, 1},   {"Yes", R_BOOL, 1},
+    {"YES", R_BOOL, 1},   {"true", R_BOOL, 1},  {"True", R_BOOL, 1},  {"TRUE", R_BOOL, 1},
+    {"on", R_BOOL, 1},    {"On", R_BOOL, 1},    {"ON", R_BOOL, 1},    {"n", R_BOOL, 0},
+    {"N", R_BOOL, 0},     {"no", R_BOOL, 0},    {"No", R_BOOL, 0},    {"NO", R_BOOL, 0},
+    {"false", R_BOOL, 0}, {"False", R_BOOL, 0}, {"FALSE", R_BOOL, 0}, {"off", R_BOOL, 0},
+    {"Off", R_BOOL, 0},   {"OFF", R_BOOL, 0},   {"~", R_NULL, 0},     {"null", R_NULL, 0},
+    {"Null", R_NULL, 0},  {"NULL", R_NULL, 0},  {".nan", R_NAN, 0},   {".NaN", R_NAN, 0},
+    {".NAN", R_NAN, 0},   {".inf", R_INF, 1},   {".Inf", R_INF, 1},   {".INF", R_INF, 1},
+    {"+.inf", R_INF, 1},  {"+.Inf", R_INF, 1},  {"+.INF", R_INF, 1},  {"-.inf", R_INF, -1},
+    {"-.Inf", R_INF, -1}, {"-.INF", R_INF, -1},
 };
 
 /* go-yaml's first-character hint: which forms a scalar may take. */
@@ -445,8 +445,8 @@ static int underscores_ok(const char *s, size_t n)
 
 /* s[0..n) without underscores into a NUL-terminated buffer: small, or a fresh allocation
  * left in *heap. NULL when out of memory. */
-static char *strip_underscores(const char *s, size_t n, char *small, size_t small_size,
-                               char **heap, size_t *out_len)
+static char *strip_underscores(const char *s, size_t n, char *small, size_t small_size, char **heap,
+                               size_t *out_len)
 {
     char *d = small;
     size_t i, m = 0;
@@ -603,8 +603,8 @@ static void format_float32_key(double d, char *buf, size_t size)
     while (nd > 1 && digits[nd - 1] == '0')
         digits[--nd] = '\0';
     if (exp10 < -4 || exp10 >= 6) {
-        snprintf(buf + at, size - at, "%c%s%s%c%c%02d", digits[0], nd > 1 ? "." : "",
-                 digits + 1, 'e', exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+        snprintf(buf + at, size - at, "%c%s%s%c%c%02d", digits[0], nd > 1 ? "." : "", digits + 1,
+                 'e', exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
         return;
     }
     if (exp10 < 0) { /* 0.000ddd */
@@ -678,7 +678,7 @@ static const char *tag_display(char *dst, size_t size, const char *tag)
 struct src {
     const unsigned char *mem; /* memory input, or NULL */
     size_t mem_len;
-    FILE *f; /* file input */
+    FILE *f;    /* file input */
     size_t pos; /* bytes handed to libyaml */
     size_t cap; /* whole-input cap */
 
@@ -978,8 +978,9 @@ struct problem_text {
 };
 
 static const struct problem_text problem_texts[] = {
-    {"found unexpected end of stream", "unclosed quoted string: no closing quote before the end "
-                                       "of the input",
+    {"found unexpected end of stream",
+     "unclosed quoted string: no closing quote before the end "
+     "of the input",
      1},
     {"found unexpected document indicator",
      "unclosed quoted string: no closing quote before the '---' or '...' line", 1},
@@ -1011,8 +1012,8 @@ static const struct problem_text problem_texts[] = {
     {"did not find expected node content", "a value was expected here", 0},
     {"did not find expected '-' indicator",
      "expected a '- ' list item at this indentation: check the indentation", 0},
-    {"did not find expected key",
-     "expected a 'key:' at this indentation: check the indentation", 0},
+    {"did not find expected key", "expected a 'key:' at this indentation: check the indentation",
+     0},
     {"did not find expected ',' or ']'", "expected ',' or ']' in a [ ] list", 0},
     {"did not find expected ',' or '}'", "expected ',' or '}' in a { } mapping", 0},
     {"found undefined tag handle", "unknown tag handle (only ! and !! are defined)", 0},
@@ -1170,8 +1171,8 @@ static json_t *resolved_json(const struct resolved *r, const char *s, size_t n)
 }
 
 /* The JSON key a resolved scalar becomes, into a fresh string. */
-static enum common_rc key_text(struct loader *L, const struct resolved *r, const char *s,
-                               size_t n, const yaml_mark_t *m, char **out, size_t *out_len)
+static enum common_rc key_text(struct loader *L, const struct resolved *r, const char *s, size_t n,
+                               const yaml_mark_t *m, char **out, size_t *out_len)
 {
     char num[64];
     const char *t = num;
@@ -1233,8 +1234,8 @@ static enum common_rc resolve_scalar(struct loader *L, const yaml_event_t *ev, e
         r->kind = R_REAL;
         r->d = (double)r->i;
     }
-    if ((tk == T_INT && r->kind != R_INT) || (tk == T_FLOAT && r->kind != R_REAL &&
-                                              r->kind != R_INF && r->kind != R_NAN) ||
+    if ((tk == T_INT && r->kind != R_INT) ||
+        (tk == T_FLOAT && r->kind != R_REAL && r->kind != R_INF && r->kind != R_NAN) ||
         (tk == T_BOOL && r->kind != R_BOOL) || (tk == T_NULL && r->kind != R_NULL))
         return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1, "cannot read %s as %s",
                     msg_quote(q, sizeof(q), s, n),
@@ -1242,8 +1243,8 @@ static enum common_rc resolve_scalar(struct loader *L, const yaml_event_t *ev, e
     return COMMON_OK;
 }
 
-static enum common_rc push_frame(struct loader *L, json_t *node, int is_map,
-                                 const yaml_mark_t *m, size_t start_nodes)
+static enum common_rc push_frame(struct loader *L, json_t *node, int is_map, const yaml_mark_t *m,
+                                 size_t start_nodes)
 {
     struct frame *f;
 
@@ -1448,8 +1449,8 @@ static enum common_rc on_scalar(struct loader *L, const yaml_event_t *ev)
     if (key_position(L)) {
         char *key;
         size_t klen;
-        int merge = tk == T_MERGE ||
-                    (tk == T_NONE && ev->data.scalar.plain_implicit && n == 2 && !memcmp(s, "<<", 2));
+        int merge = tk == T_MERGE || (tk == T_NONE && ev->data.scalar.plain_implicit && n == 2 &&
+                                      !memcmp(s, "<<", 2));
         rc = key_text(L, &r, s, n, m, &key, &klen);
         if (rc)
             return rc;
@@ -1609,8 +1610,8 @@ static enum common_rc on_alias(struct loader *L, const yaml_event_t *ev)
     }
     if (L->depth + d->height > L->lim.max_depth)
         return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1,
-                    "nesting deeper than %zu levels after expanding alias *%.64s",
-                    L->lim.max_depth, name);
+                    "nesting deeper than %zu levels after expanding alias *%.64s", L->lim.max_depth,
+                    name);
     rc = count_nodes(L, d->nodes, m);
     if (rc)
         return rc;
@@ -1645,8 +1646,8 @@ static enum common_rc on_start(struct loader *L, const yaml_event_t *ev, int is_
                     is_map ? "mapping" : "list");
     }
     if (L->depth + 1 > L->lim.max_depth)
-        return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1,
-                    "nesting deeper than %zu levels", L->lim.max_depth);
+        return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1, "nesting deeper than %zu levels",
+                    L->lim.max_depth);
     rc = count_nodes(L, 1, m);
     if (rc)
         return rc;
@@ -1881,8 +1882,7 @@ enum common_rc common_yaml_load_file(const char *path, const struct common_yaml_
         if (!f) {
             if (errno == ENOENT)
                 return common_error_set(err, COMMON_ENOTFOUND, "%s: no such file", path);
-            return common_error_set(err, COMMON_EIO, "%s: cannot open: %s", path,
-                                    strerror(errno));
+            return common_error_set(err, COMMON_EIO, "%s: cannot open: %s", path, strerror(errno));
         }
         L.name = path;
     }
@@ -2048,8 +2048,9 @@ static enum common_rc emit_string(struct emitter *e, const char *s, size_t n)
     yaml_scalar_style_t style;
 
     if (n > INT32_MAX)
-        return e->rc = common_error_set(e->err, COMMON_ETOOBIG, "a string of %zu bytes is too "
-                                                                "long to write as YAML",
+        return e->rc = common_error_set(e->err, COMMON_ETOOBIG,
+                                        "a string of %zu bytes is too "
+                                        "long to write as YAML",
                                         n);
     if (!utf8_valid((const unsigned char *)s, n))
         return e->rc = common_error_set(e->err, COMMON_EINVAL, "a string is not valid UTF-8");
@@ -2129,8 +2130,7 @@ static enum common_rc emit_open(struct emitter *e, const json_t *v, struct efram
         return emit_leaf(e, v);
     if (*depth >= EMIT_MAX_DEPTH)
         return e->rc = common_error_set(e->err, COMMON_EINVAL,
-                                        "nesting deeper than %d levels (a cycle?)",
-                                        EMIT_MAX_DEPTH);
+                                        "nesting deeper than %d levels (a cycle?)", EMIT_MAX_DEPTH);
     if (*depth == *cap) {
         size_t ncap = *cap ? *cap * 2 : 16;
         struct eframe *ns = common_realloc(*stack, ncap * sizeof(*ns));

@@ -366,7 +366,7 @@ static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common
         if (ct && set_env(ct, json_object_get(c->trainer, "env")))
             goto nomem;
     }
-    if (tj_set(c->spec, "suspend", json_boolean(c->suspend)))
+    if (tj_set(c->spec, "suspend", json_boolean(c->suspend)) || tj_normalize_quantities(c->spec))
         goto nomem;
 
     meta = tj_owner_meta(c, c->name);
@@ -414,6 +414,10 @@ static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct comm
         json_object_del(m, "managedFields");
         json_object_set_new(obj, "metadata", m);
     }
+    if (tj_normalize_quantities(json_object_get(obj, "spec"))) {
+        json_decref(obj);
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
     common_buf_init(&yaml, 64u << 20);
     rc = common_yaml_emit(obj, &yaml, err);
     json_decref(obj);
@@ -435,6 +439,10 @@ static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct comm
 static const char *first_error(struct trainjob_errors *e, struct common_error *err)
 {
     const char *msg = trainjob_errors_format(e, 0);
+    if (!msg) {
+        common_error_set(err, COMMON_ENOMEM, "out of memory");
+        return NULL;
+    }
     common_error_set(err, COMMON_EINVAL, "%s%s", msg ? msg : "invalid",
                      e->n > 1 ? " (and more errors)" : "");
     return msg;
@@ -452,10 +460,10 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
         tj_cel_runtime(runtime, errs);
     if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
         tj_webhook_runtime(runtime, errs);
-    if (errs->n) {
-        first_error(errs, err);
-        return COMMON_EINVAL;
-    }
+    if (errs->oom)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (errs->n)
+        return first_error(errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
     return COMMON_OK;
 }
 
@@ -482,10 +490,10 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (c->errs->n == 0)
         tj_cel_trainjob(trainjob, c->errs);
     rc = trainjob_validate_runtime(runtime, c->errs, err);
-    if (c->errs->n) {
-        first_error(c->errs, err);
-        return COMMON_EINVAL;
-    }
+    if (c->errs->oom)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (c->errs->n)
+        return first_error(c->errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
     /* 2. runtime info, then the webhook checks that need it */
     rt = own(a, tj_default_runtime(runtime));
     if (!rt)
@@ -505,10 +513,10 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
         if ((c->gangs & (1u << g)) && gp && gp->validate)
             gp->validate(c);
     }
-    if (c->errs->n) {
-        first_error(c->errs, err);
-        return COMMON_EINVAL;
-    }
+    if (c->errs->oom)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (c->errs->n)
+        return first_error(c->errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
     managed = tj_str(trainjob, "spec.managedBy");
     if (managed && strcmp(managed, TJ_CONTROLLER) != 0) {
         out->skipped = common_arena_printf(

@@ -418,3 +418,44 @@ int64_t tj_gpu_count(const json_t *resources)
         return n;
     return gpu_in(json_object_get(resources, "limits"));
 }
+
+/* Quantities written as YAML/JSON numbers become the strings Kubernetes prints, as a Go
+ * resource.Quantity re-marshals them: in every "limits", "requests" and "overhead" map. */
+int tj_normalize_quantities(json_t *v)
+{
+    const char *k;
+    json_t *child;
+    size_t i;
+
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, child)
+        {
+            if (tj_normalize_quantities(child))
+                return -1;
+        }
+        return 0;
+    }
+    if (!json_is_object(v))
+        return 0;
+    json_object_foreach(v, k, child)
+    {
+        if (json_is_object(child) && (strcmp(k, "limits") == 0 || strcmp(k, "requests") == 0 ||
+                                      strcmp(k, "overhead") == 0)) {
+            const char *rk;
+            json_t *q;
+            json_object_foreach(child, rk, q)
+            {
+                struct common_quantity qq;
+                char buf[80];
+                if (!json_is_number(q) || tj_quantity(q, &qq, NULL))
+                    continue;
+                if (common_quantity_format(&qq, buf, sizeof(buf)) < 0 ||
+                    json_object_set_new(child, rk, json_string(buf)))
+                    return -1;
+            }
+        } else if (tj_normalize_quantities(child)) {
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -41,6 +41,7 @@ struct trainjob_errors {
     size_t n, cap;
     const char **warnings;
     size_t nwarn, capwarn;
+    int oom; /* an error or warning could not be recorded: the list is incomplete */
     struct common_arena *arena;
 };
 

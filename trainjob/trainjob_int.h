@@ -59,6 +59,9 @@ int tj_strategic_merge(json_t *target, const json_t *patch);
 /* A quantity from a JSON string, integer or real (YAML `cpu: 2.5`). */
 enum common_rc tj_quantity(const json_t *v, struct common_quantity *q, struct common_error *err);
 
+/* Numbers in limits/requests/overhead maps -> canonical quantity strings. -1: no memory. */
+int tj_normalize_quantities(json_t *v);
+
 /* Resource helpers. Effective pod requests (sum of containers and sidecars vs the largest init
  * container, plus overhead) into *out (an object of name -> quantity strings; new ref). */
 enum common_rc tj_pod_requests(const json_t *podspec, json_t **out, struct common_error *err);

@@ -46,8 +46,10 @@ void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, co
     struct trainjob_field_error *fe;
     va_list ap;
 
-    if (grow((void **)&e->items, &e->cap, e->n, sizeof(*e->items), e->arena))
+    if (grow((void **)&e->items, &e->cap, e->n, sizeof(*e->items), e->arena)) {
+        e->oom = 1;
         return;
+    }
     fe = &e->items[e->n];
     fe->path = common_arena_strdup(e->arena, path);
     fe->type = type;
@@ -58,6 +60,8 @@ void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, co
     fe->doc = doc;
     if (fe->path && fe->detail)
         e->n++;
+    else
+        e->oom = 1;
 }
 
 void tj_warn(struct trainjob_errors *e, const char *fmt, ...)
@@ -65,13 +69,17 @@ void tj_warn(struct trainjob_errors *e, const char *fmt, ...)
     va_list ap;
     const char *w;
 
-    if (grow((void **)&e->warnings, &e->capwarn, e->nwarn, sizeof(*e->warnings), e->arena))
+    if (grow((void **)&e->warnings, &e->capwarn, e->nwarn, sizeof(*e->warnings), e->arena)) {
+        e->oom = 1;
         return;
+    }
     va_start(ap, fmt);
     w = common_arena_vprintf(e->arena, fmt, ap);
     va_end(ap);
     if (w)
         e->warnings[e->nwarn++] = w;
+    else
+        e->oom = 1;
 }
 
 const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
@@ -453,8 +461,11 @@ void tj_webhook_trainjob(struct tj_ctx *c)
         }
         json_array_foreach(rjobs, j, rj)
         {
+            /* names are checked against the runtime's own template, before any patch */
             const char *jn = tj_str(rj, "name");
-            struct tj_podset *ps = jn ? tj_podset(c, jn) : NULL;
+            const json_t *orig =
+                tj_find_named(tj_get(c->runtime, "spec.template.spec.replicatedJobs"), "name", jn);
+            const json_t *orig_spec = tj_get(orig, "template.spec.template.spec");
             const json_t *ps_spec = tj_get(rj, "template.spec.template.spec");
             size_t k;
             json_t *ct;
@@ -463,29 +474,30 @@ void tj_webhook_trainjob(struct tj_ctx *c)
                 path, sizeof(path),
                 "spec.runtimePatches[%zu].trainingRuntimeSpec.template.spec.replicatedJobs[%zu]", i,
                 j);
-            if (!ps) {
+            if (!orig) {
                 tj_err(c->errs, tj, rj, "Invalid", path,
-                       "replicated job \"%s\" doesn't exist in the runtime template", jn ? jn : "");
+                       "replicated job doesn't exist in the runtime template: \"%s\"",
+                       jn ? jn : "");
                 continue;
             }
             json_array_foreach(json_object_get(ps_spec, "initContainers"), k, ct)
             {
                 const char *cn = tj_str(ct, "name");
-                if (cn && !has_name(json_object_get(ps->podspec, "initContainers"), cn) &&
-                    !has_name(json_object_get(ps->podspec, "containers"), cn))
+                if (cn && !has_name(json_object_get(orig_spec, "initContainers"), cn) &&
+                    !has_name(json_object_get(orig_spec, "containers"), cn))
                     tj_err(c->errs, tj, ct, "Invalid", path,
-                           "must not have initContainer \"%s\" that doesn't exist in the runtime "
-                           "job %s",
-                           cn, jn);
+                           "must not have initContainer that doesn't exist in the runtime job %s: "
+                           "\"%s\"",
+                           jn, cn);
             }
             json_array_foreach(json_object_get(ps_spec, "containers"), k, ct)
             {
                 const char *cn = tj_str(ct, "name");
-                if (cn && !has_name(json_object_get(ps->podspec, "containers"), cn)) {
+                if (cn && !has_name(json_object_get(orig_spec, "containers"), cn)) {
                     tj_err(c->errs, tj, ct, "Invalid", path,
-                           "must not have container \"%s\" that doesn't exist in the runtime job "
-                           "%s",
-                           cn, jn);
+                           "must not have container that doesn't exist in the runtime job %s: "
+                           "\"%s\"",
+                           jn, cn);
                     continue;
                 }
                 if (cn && json_object_get(ct, "env") &&

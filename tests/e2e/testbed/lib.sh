@@ -1,8 +1,9 @@
+# shellcheck shell=bash disable=SC2034
 # Shared settings for the test bed scripts (sourced, not run).
 TESTBED_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 . "$TESTBED_DIR/versions.env"
-TESTBED_CACHE_ROOT="${TRAINSCHED_TESTBED_CACHE:-$HOME/.cache/trainsched-testbed}"
+TESTBED_CACHE_ROOT="${TRAINSCHED_TESTBED_CACHE:-${HOME:-/root}/.cache/trainsched-testbed}"
 TESTBED_BIN="${TESTBED_BIN:-$TESTBED_CACHE_ROOT/$K8S_VERSION/bin}"
 TESTBED_RUN="${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed}"
 

@@ -59,20 +59,20 @@ trap on_fail ERR
 
 # ---------------------------------------------------------------- ports
 USED_PORTS=" "
-free_port() { # prints a TCP port free on 127.0.0.1, not handed out before by this script
-  local p i
-  for i in $(seq 1 200); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
-    case "$USED_PORTS" in *" $p "*) continue ;; esac
-    if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
-      USED_PORTS+="$p "; echo "$p"; return 0
-    fi
+free_port() { # free_port VAR...: sets each VAR to a TCP port free on 127.0.0.1, all distinct
+  local v p
+  for v in "$@"; do
+    for _ in $(seq 1 200); do
+      p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+      case "$USED_PORTS" in *" $p "*) continue ;; esac
+      ss -Htln "sport = :$p" 2>/dev/null | grep -q . || break
+    done
+    USED_PORTS+="$p "
+    printf -v "$v" '%s' "$p"
   done
-  tb_die "no free port found"
 }
-ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port)
-APISERVER_PORT=${TESTBED_APISERVER_PORT:-$(free_port)}
-SCHED_PORT=$(free_port); KCM_PORT=$(free_port); KWOK_PORT=$(free_port)
+free_port ETCD_PORT ETCD_PEER_PORT SCHED_PORT KCM_PORT KWOK_PORT JOBSET_WEBHOOK_PORT JOBSET_HEALTH_PORT
+if [ -n "${TESTBED_APISERVER_PORT:-}" ]; then APISERVER_PORT=$TESTBED_APISERVER_PORT; else free_port APISERVER_PORT; fi
 SERVER="https://127.0.0.1:$APISERVER_PORT"
 
 # ---------------------------------------------------------------- certificates
@@ -331,7 +331,6 @@ if [ "${TESTBED_JOBSET:-0}" = 1 ]; then
     # The controller runs out of cluster with upstream's webhooks served on 127.0.0.1; the
     # webhook configurations are upstream's manifests with `url:` clientConfigs (plus the pod
     # objectSelector that upstream's kustomize patches add).
-    JOBSET_WEBHOOK_PORT=$(free_port); JOBSET_HEALTH_PORT=$(free_port)
     mkdir -p -m 700 "$PKI/jobset-webhook"
     cert jobset-webhook "/CN=jobset-webhook" serverAuth "IP:127.0.0.1,DNS:localhost"
     mv "$PKI/jobset-webhook.crt" "$PKI/jobset-webhook/tls.crt"; mv "$PKI/jobset-webhook.key" "$PKI/jobset-webhook/tls.key"
