@@ -186,17 +186,15 @@ static enum common_rc envelope_open(const uint8_t *base, const uint8_t *data, si
                 if (g.num == 2 && g.wire == 2) /* kind (runtime.TypeMeta: apiVersion is 1) */
                     env->kind = g.bytes;
             if (r2 < 0)
-                return common_error_set(err, COMMON_EINVAL,
-                                        "%s: malformed typeMeta at offset %zu", what,
-                                        (size_t)(q - base));
+                return common_error_set(err, COMMON_EINVAL, "%s: malformed typeMeta at offset %zu",
+                                        what, (size_t)(q - base));
         } else if (f.num == 2 && f.wire == 2) { /* raw */
             env->raw = f.bytes;
             env->raw_offset = (size_t)(f.bytes.p - base);
         } else if (f.num == 3 && f.wire == 2 && f.bytes.len > 0) { /* contentEncoding */
-            return common_error_set(err, COMMON_EUNSUPPORTED,
-                                    "%s: contentEncoding \"%.*s\" is not supported", what,
-                                    (int)(f.bytes.len > 64 ? 64 : f.bytes.len),
-                                    (const char *)f.bytes.p);
+            return common_error_set(
+                err, COMMON_EUNSUPPORTED, "%s: contentEncoding \"%.*s\" is not supported", what,
+                (int)(f.bytes.len > 64 ? 64 : f.bytes.len), (const char *)f.bytes.p);
         }
     }
     if (r < 0)
@@ -289,8 +287,8 @@ static enum common_rc res_full(const char *where, struct common_error *err)
 }
 
 /* res_load - parse a map<string, Quantity> into l (cleared first; a later duplicate wins). */
-static enum common_rc res_load(struct res_list *l, K8s__Resource__QuantityEntry *const *e,
-                               size_t n, const char *where, struct common_error *err)
+static enum common_rc res_load(struct res_list *l, K8s__Resource__QuantityEntry *const *e, size_t n,
+                               const char *where, struct common_error *err)
 {
     size_t i;
 
@@ -455,8 +453,8 @@ static int ext_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static enum common_rc res_totals(const struct res_list *l, struct res_totals *t,
-                                 const char *where, struct common_error *err)
+static enum common_rc res_totals(const struct res_list *l, struct res_totals *t, const char *where,
+                                 struct common_error *err)
 {
     size_t i;
 
@@ -527,14 +525,38 @@ static const char *pk_str(struct packer *pk, const char *s)
 }
 
 /* Values that many objects repeat point at these constants instead of a copy of their own. */
-static const char *const common_words[] = {
-    "Pending", "Running", "Succeeded", "Failed", "Unknown", "default-scheduler", "Equal",
-    "Exists", "NoSchedule", "PreferNoSchedule", "NoExecute", "In", "NotIn", "DoesNotExist",
-    "Gt", "Lt", "Job", "ReplicaSet", "StatefulSet", "DaemonSet", "JobSet", "metadata.name",
-    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/unschedulable", "kubernetes.io/hostname", "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region", "nvidia.com/gpu", "hugepages-1Gi", "hugepages-2Mi",
-    "trainsched.io/gang"};
+static const char *const common_words[] = {"Pending",
+                                           "Running",
+                                           "Succeeded",
+                                           "Failed",
+                                           "Unknown",
+                                           "default-scheduler",
+                                           "Equal",
+                                           "Exists",
+                                           "NoSchedule",
+                                           "PreferNoSchedule",
+                                           "NoExecute",
+                                           "In",
+                                           "NotIn",
+                                           "DoesNotExist",
+                                           "Gt",
+                                           "Lt",
+                                           "Job",
+                                           "ReplicaSet",
+                                           "StatefulSet",
+                                           "DaemonSet",
+                                           "JobSet",
+                                           "metadata.name",
+                                           "node.kubernetes.io/not-ready",
+                                           "node.kubernetes.io/unreachable",
+                                           "node.kubernetes.io/unschedulable",
+                                           "kubernetes.io/hostname",
+                                           "topology.kubernetes.io/zone",
+                                           "topology.kubernetes.io/region",
+                                           "nvidia.com/gpu",
+                                           "hugepages-1Gi",
+                                           "hugepages-2Mi",
+                                           "trainsched.io/gang"};
 
 static const char *pk_word(struct packer *pk, const char *s)
 {
@@ -631,9 +653,8 @@ static void pk_resources(struct packer *pk, const struct res_totals *t, struct c
     }
 }
 
-static struct common_node_selector_req *pk_reqs(struct packer *pk,
-                                                K8s__Core__NodeSelectorRequirement *const *r,
-                                                size_t n)
+static struct common_node_selector_req *
+pk_reqs(struct packer *pk, K8s__Core__NodeSelectorRequirement *const *r, size_t n)
 {
     struct common_node_selector_req *out =
         pk_take(pk, n * sizeof(*out), _Alignof(struct common_node_selector_req));
@@ -641,8 +662,7 @@ static struct common_node_selector_req *pk_reqs(struct packer *pk,
 
     for (i = 0; i < n; i++) {
         const char *key = pk_word(pk, r[i]->key), *op = pk_word(pk, r[i]->operator_);
-        const char **values =
-            pk_take(pk, r[i]->n_values * sizeof(*values), _Alignof(const char *));
+        const char **values = pk_take(pk, r[i]->n_values * sizeof(*values), _Alignof(const char *));
         for (j = 0; j < r[i]->n_values; j++) {
             const char *v = pk_str(pk, r[i]->values[j]);
             if (values)
@@ -726,8 +746,8 @@ static void pod_pack(struct packer *pk, const void *prep, void *obj)
     o->node_selector = pk_kvs(pk, pp->node_selector, pp->n_node_selector);
     o->n_node_selector = (uint32_t)pp->n_node_selector;
 
-    o->tolerations = pk_take(pk, s->n_tolerations * sizeof(*o->tolerations),
-                             _Alignof(struct common_toleration));
+    o->tolerations =
+        pk_take(pk, s->n_tolerations * sizeof(*o->tolerations), _Alignof(struct common_toleration));
     o->n_tolerations = (uint32_t)s->n_tolerations;
     for (i = 0; i < s->n_tolerations; i++) {
         const K8s__Core__Toleration *t = s->tolerations[i];
@@ -744,8 +764,8 @@ static void pod_pack(struct packer *pk, const void *prep, void *obj)
 
     if (pp->required) {
         size_t n = pp->required->n_nodeselectorterms;
-        o->affinity_terms = pk_take(pk, n * sizeof(*o->affinity_terms),
-                                    _Alignof(struct common_node_selector_term));
+        o->affinity_terms =
+            pk_take(pk, n * sizeof(*o->affinity_terms), _Alignof(struct common_node_selector_term));
         o->n_affinity_terms = (uint32_t)n;
         for (i = 0; i < n; i++) {
             const K8s__Core__NodeSelectorTerm *t = pp->required->nodeselectorterms[i];
@@ -792,7 +812,8 @@ static enum common_rc pod_from_msg(const K8s__Core__Pod *msg, struct common_pod 
     pp->meta = msg->metadata ? msg->metadata : &empty_meta;
     pp->spec = msg->spec ? msg->spec : &empty_pod_spec;
     if (pp->spec->affinity && pp->spec->affinity->nodeaffinity)
-        pp->required = pp->spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution;
+        pp->required =
+            pp->spec->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution;
     for (i = 0; i < pp->meta->n_ownerreferences && !pp->controller; i++)
         if (pp->meta->ownerreferences[i]->has_controller &&
             pp->meta->ownerreferences[i]->controller)
@@ -907,8 +928,8 @@ static enum common_rc node_from_msg(const K8s__Core__Node *msg, struct common_no
     if (rc == COMMON_OK)
         rc = res_totals(l, &np->capacity, "status.capacity", err);
     if (rc == COMMON_OK)
-        rc = res_load(l, np->status->allocatable, np->status->n_allocatable,
-                      "status.allocatable", err);
+        rc = res_load(l, np->status->allocatable, np->status->n_allocatable, "status.allocatable",
+                      err);
     if (rc == COMMON_OK)
         rc = res_totals(l, &np->allocatable, "status.allocatable", err);
     if (rc != COMMON_OK)
@@ -965,8 +986,8 @@ static enum common_rc pod_decode_raw(const uint8_t *raw, size_t len, const char 
     return rc;
 }
 
-static enum common_rc node_decode_raw(const uint8_t *raw, size_t len, const char *what,
-                                      void **out, struct common_error *err)
+static enum common_rc node_decode_raw(const uint8_t *raw, size_t len, const char *what, void **out,
+                                      struct common_error *err)
 {
     struct pb_alloc pa;
     K8s__Core__Node *msg;
@@ -988,8 +1009,8 @@ static enum common_rc node_decode_raw(const uint8_t *raw, size_t len, const char
 static const struct kind_ops pod_ops = {"Pod", "PodList", pod_decode_raw};
 static const struct kind_ops node_ops = {"Node", "NodeList", node_decode_raw};
 
-static enum common_rc object_from_protobuf(const struct kind_ops *ops, const void *data,
-                                           size_t len, void **out, struct common_error *err)
+static enum common_rc object_from_protobuf(const struct kind_ops *ops, const void *data, size_t len,
+                                           void **out, struct common_error *err)
 {
     struct envelope env;
     enum common_rc rc;
@@ -998,8 +1019,8 @@ static enum common_rc object_from_protobuf(const struct kind_ops *ops, const voi
     if (!data && len)
         return common_error_set(err, COMMON_EINVAL, "%s: no data", ops->kind);
     if (len > COMMON_CORETYPES_MAX_OBJECT)
-        return common_error_set(err, COMMON_EINVAL, "%s: %zu bytes, over the cap of %u",
-                                ops->kind, len, COMMON_CORETYPES_MAX_OBJECT);
+        return common_error_set(err, COMMON_EINVAL, "%s: %zu bytes, over the cap of %u", ops->kind,
+                                len, COMMON_CORETYPES_MAX_OBJECT);
     rc = envelope_open(data, data, len, ops->kind, &env, err);
     if (rc == COMMON_OK)
         rc = envelope_expect(&env, ops->kind, ops->kind, err);
@@ -1051,8 +1072,8 @@ struct list_sink {
     void *ctx;
 };
 
-static enum common_rc list_from_protobuf(const struct kind_ops *ops, const void *data,
-                                         size_t len, const struct list_sink *sink,
+static enum common_rc list_from_protobuf(const struct kind_ops *ops, const void *data, size_t len,
+                                         const struct list_sink *sink,
                                          struct common_list_meta *meta, struct common_error *err)
 {
     const uint8_t *base = data, *p, *end;
@@ -1095,9 +1116,8 @@ static enum common_rc list_from_protobuf(const struct kind_ops *ops, const void 
                 }
             }
             if (r2 < 0)
-                return common_error_set(err, COMMON_EINVAL,
-                                        "%s: malformed metadata at offset %zu", ops->list_kind,
-                                        (size_t)(q - base));
+                return common_error_set(err, COMMON_EINVAL, "%s: malformed metadata at offset %zu",
+                                        ops->list_kind, (size_t)(q - base));
         } else if (f.num == 2 && f.wire == 2) { /* an item */
             char what[96];
             void *obj = NULL;
@@ -1133,10 +1153,11 @@ static enum common_rc list_from_protobuf(const struct kind_ops *ops, const void 
     return COMMON_OK;
 }
 
-enum common_rc common_pod_list_from_protobuf(
-    const void *data, size_t len,
-    enum common_rc (*cb)(void *ctx, struct common_pod *pod, struct common_error *err), void *ctx,
-    struct common_list_meta *meta, struct common_error *err)
+enum common_rc common_pod_list_from_protobuf(const void *data, size_t len,
+                                             enum common_rc (*cb)(void *ctx, struct common_pod *pod,
+                                                                  struct common_error *err),
+                                             void *ctx, struct common_list_meta *meta,
+                                             struct common_error *err)
 {
     struct list_sink sink = {cb, NULL, ctx};
 
@@ -1145,8 +1166,8 @@ enum common_rc common_pod_list_from_protobuf(
 
 enum common_rc common_node_list_from_protobuf(
     const void *data, size_t len,
-    enum common_rc (*cb)(void *ctx, struct common_node *node, struct common_error *err),
-    void *ctx, struct common_list_meta *meta, struct common_error *err)
+    enum common_rc (*cb)(void *ctx, struct common_node *node, struct common_error *err), void *ctx,
+    struct common_list_meta *meta, struct common_error *err)
 {
     struct list_sink sink = {NULL, cb, ctx};
 
@@ -1211,9 +1232,8 @@ static enum common_rc watch_bookmark(const struct envelope *env, struct common_w
     if (!b)
         return pb_unpack_failed(&pa, err, "watch BOOKMARK", "object", env->raw.len);
     if (b->metadata) {
-        ev->resource_version = common_strdup(b->metadata->resourceversion
-                                                 ? b->metadata->resourceversion
-                                                 : "");
+        ev->resource_version =
+            common_strdup(b->metadata->resourceversion ? b->metadata->resourceversion : "");
         for (i = 0; i < b->metadata->n_annotations; i++) {
             const K8s__Meta__StringEntry *a = b->metadata->annotations[i];
             if (a->key && strcmp(a->key, "k8s.io/initial-events-end") == 0)
@@ -1236,10 +1256,9 @@ static enum common_rc watch_error(const struct envelope *env, struct common_watc
     K8s__Meta__Status *st;
 
     if (!slice_eq(env->kind, "Status"))
-        return common_error_set(err, COMMON_EINVAL,
-                                "watch ERROR: object of kind \"%.*s\", expected Status",
-                                (int)(env->kind.len > 64 ? 64 : env->kind.len),
-                                (const char *)env->kind.p);
+        return common_error_set(
+            err, COMMON_EINVAL, "watch ERROR: object of kind \"%.*s\", expected Status",
+            (int)(env->kind.len > 64 ? 64 : env->kind.len), (const char *)env->kind.p);
     pb_alloc_init(&pa);
     st = k8s__meta__status__unpack(&pa.a, env->raw.len, env->raw.p);
     if (!st)
@@ -1359,8 +1378,7 @@ static enum common_rc watch_decode(const uint8_t *base, size_t len, enum common_
 }
 
 enum common_rc common_watch_decode_frame(const void *data, size_t len, enum common_kind kind,
-                                         struct common_watch_event *ev,
-                                         struct common_error *err)
+                                         struct common_watch_event *ev, struct common_error *err)
 {
     enum common_rc rc;
 
@@ -1534,7 +1552,8 @@ static enum common_rc j_string_map(struct jctx *jc, const json_t *obj, const cha
     if (!arr)
         return COMMON_ENOMEM;
     mark = jp_key(jc, key);
-    json_object_foreach ((json_t *)m, k, v) {
+    json_object_foreach((json_t *)m, k, v)
+    {
         if (!json_is_string(v)) {
             jp_push(jc, JP_MAPKEY, k, 0);
             rc = j_fail(jc, NULL, "expected a string");
@@ -1573,20 +1592,22 @@ static enum common_rc j_quantity_map(struct jctx *jc, const json_t *obj, const c
     if (!arr)
         return COMMON_ENOMEM;
     mark = jp_key(jc, key);
-    json_object_foreach ((json_t *)m, k, v) {
+    json_object_foreach((json_t *)m, k, v)
+    {
         if (!json_is_string(v)) {
             jp_push(jc, JP_MAPKEY, k, 0);
             rc = j_fail(jc, NULL, "expected a quantity string");
             break;
         }
         arr[i] = j_alloc(jc, sizeof(**arr));
-        if (arr[i])
+        if (arr[i]) {
+            k8s__resource__quantity_entry__init(arr[i]);
             arr[i]->value = j_alloc(jc, sizeof(*arr[i]->value));
+        }
         if (!arr[i] || !arr[i]->value) {
             rc = COMMON_ENOMEM;
             break;
         }
-        k8s__resource__quantity_entry__init(arr[i]);
         k8s__resource__quantity__init(arr[i]->value);
         arr[i]->key = (char *)k;
         arr[i]->value->string = (char *)json_string_value(v);
@@ -1602,33 +1623,33 @@ static enum common_rc j_quantity_map(struct jctx *jc, const json_t *obj, const c
  * J_REPEATED - obj[key], an array of objects, into a repeated message field: n_out and arr_out
  * get the count and an arena array of T, each item initialised by fill(jc, item_json, T *).
  */
-#define J_REPEATED(rc, jc, obj, key, T, n_out, arr_out, fill)                                     \
-    do {                                                                                          \
-        const json_t *a_;                                                                         \
-        (rc) = j_array((jc), (obj), (key), &a_);                                                  \
-        if ((rc) == COMMON_OK && a_ && json_array_size(a_) > 0) {                                 \
-            size_t n_ = json_array_size(a_), i_, m_ = jp_key((jc), (key));                        \
-            T **v_ = j_alloc((jc), n_ * sizeof(*v_));                                             \
-            (rc) = v_ ? COMMON_OK : COMMON_ENOMEM;                                                \
-            for (i_ = 0; (rc) == COMMON_OK && i_ < n_; i_++) {                                    \
-                size_t mi_ = jp_index((jc), i_);                                                  \
-                const json_t *it_ = json_array_get(a_, i_);                                       \
-                v_[i_] = j_alloc((jc), sizeof(T));                                                \
-                if (!v_[i_])                                                                      \
-                    (rc) = COMMON_ENOMEM;                                                         \
-                else if (!json_is_object(it_))                                                    \
-                    (rc) = j_fail((jc), NULL, "expected an object");                              \
-                else                                                                              \
-                    (rc) = fill((jc), it_, v_[i_]);                                               \
-                if ((rc) == COMMON_OK)                                                            \
-                    jp_pop((jc), mi_);                                                            \
-            }                                                                                     \
-            if ((rc) == COMMON_OK) {                                                              \
-                jp_pop((jc), m_);                                                                 \
-                (n_out) = n_;                                                                     \
-                (arr_out) = v_;                                                                   \
-            }                                                                                     \
-        }                                                                                         \
+#define J_REPEATED(rc, jc, obj, key, T, n_out, arr_out, fill)                                      \
+    do {                                                                                           \
+        const json_t *a_;                                                                          \
+        (rc) = j_array((jc), (obj), (key), &a_);                                                   \
+        if ((rc) == COMMON_OK && a_ && json_array_size(a_) > 0) {                                  \
+            size_t n_ = json_array_size(a_), i_, m_ = jp_key((jc), (key));                         \
+            T **v_ = j_alloc((jc), n_ * sizeof(*v_));                                              \
+            (rc) = v_ ? COMMON_OK : COMMON_ENOMEM;                                                 \
+            for (i_ = 0; (rc) == COMMON_OK && i_ < n_; i_++) {                                     \
+                size_t mi_ = jp_index((jc), i_);                                                   \
+                const json_t *it_ = json_array_get(a_, i_);                                        \
+                v_[i_] = j_alloc((jc), sizeof(T));                                                 \
+                if (!v_[i_])                                                                       \
+                    (rc) = COMMON_ENOMEM;                                                          \
+                else if (!json_is_object(it_))                                                     \
+                    (rc) = j_fail((jc), NULL, "expected an object");                               \
+                else                                                                               \
+                    (rc) = fill((jc), it_, v_[i_]);                                                \
+                if ((rc) == COMMON_OK)                                                             \
+                    jp_pop((jc), mi_);                                                             \
+            }                                                                                      \
+            if ((rc) == COMMON_OK) {                                                               \
+                jp_pop((jc), m_);                                                                  \
+                (n_out) = n_;                                                                      \
+                (arr_out) = v_;                                                                    \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static enum common_rc j_owner(struct jctx *jc, const json_t *o, K8s__Meta__OwnerReference *m)
@@ -1706,8 +1727,8 @@ static enum common_rc j_container(struct jctx *jc, const json_t *o, K8s__Core__C
         if (!c->resources)
             return COMMON_ENOMEM;
         k8s__core__resource_requirements__init(c->resources);
-        rc = j_quantity_map(jc, res, "requests", &c->resources->n_requests,
-                            &c->resources->requests);
+        rc =
+            j_quantity_map(jc, res, "requests", &c->resources->n_requests, &c->resources->requests);
         if (rc == COMMON_OK)
             jp_pop(jc, mark);
     }
@@ -1771,8 +1792,8 @@ static enum common_rc j_term(struct jctx *jc, const json_t *o, K8s__Core__NodeSe
     J_REPEATED(rc, jc, o, "matchExpressions", K8s__Core__NodeSelectorRequirement,
                t->n_matchexpressions, t->matchexpressions, j_requirement);
     if (rc == COMMON_OK)
-        J_REPEATED(rc, jc, o, "matchFields", K8s__Core__NodeSelectorRequirement,
-                   t->n_matchfields, t->matchfields, j_requirement);
+        J_REPEATED(rc, jc, o, "matchFields", K8s__Core__NodeSelectorRequirement, t->n_matchfields,
+                   t->matchfields, j_requirement);
     return rc;
 }
 
@@ -1795,6 +1816,7 @@ static enum common_rc j_affinity(struct jctx *jc, const json_t *spec, K8s__Core_
     static const char *const keys[] = {"affinity", "nodeAffinity",
                                        "requiredDuringSchedulingIgnoredDuringExecution"};
     const json_t *o = spec;
+    K8s__Core__NodeAffinity *na;
     K8s__Core__NodeSelector *sel;
     enum common_rc rc = COMMON_OK;
     size_t i, mark = jc->len;
@@ -1811,15 +1833,15 @@ static enum common_rc j_affinity(struct jctx *jc, const json_t *spec, K8s__Core_
         return COMMON_OK;
     }
     s->affinity = j_alloc(jc, sizeof(*s->affinity));
-    if (s->affinity)
-        s->affinity->nodeaffinity = j_alloc(jc, sizeof(*s->affinity->nodeaffinity));
+    na = j_alloc(jc, sizeof(*na));
     sel = j_alloc(jc, sizeof(*sel));
-    if (!s->affinity || !s->affinity->nodeaffinity || !sel)
+    if (!s->affinity || !na || !sel)
         return COMMON_ENOMEM;
     k8s__core__affinity__init(s->affinity);
-    k8s__core__node_affinity__init(s->affinity->nodeaffinity);
+    k8s__core__node_affinity__init(na);
     k8s__core__node_selector__init(sel);
-    s->affinity->nodeaffinity->requiredduringschedulingignoredduringexecution = sel;
+    s->affinity->nodeaffinity = na;
+    na->requiredduringschedulingignoredduringexecution = sel;
     jp_key(jc, keys[2]);
     J_REPEATED(rc, jc, o, "nodeSelectorTerms", K8s__Core__NodeSelectorTerm,
                sel->n_nodeselectorterms, sel->nodeselectorterms, j_term);
@@ -1871,8 +1893,8 @@ static enum common_rc j_pod_spec(struct jctx *jc, const json_t *obj, K8s__Core__
     if (rc == COMMON_OK)
         rc = j_quantity_map(jc, o, "overhead", &s->n_overhead, &s->overhead);
     if (rc == COMMON_OK)
-        J_REPEATED(rc, jc, o, "resourceClaims", K8s__Core__PodResourceClaim,
-                   s->n_resourceclaims, s->resourceclaims, j_claim);
+        J_REPEATED(rc, jc, o, "resourceClaims", K8s__Core__PodResourceClaim, s->n_resourceclaims,
+                   s->resourceclaims, j_claim);
     if (rc == COMMON_OK)
         rc = j_object(jc, o, "resources", &res);
     if (rc == COMMON_OK && res) {
@@ -1881,8 +1903,8 @@ static enum common_rc j_pod_spec(struct jctx *jc, const json_t *obj, K8s__Core__
         if (!s->resources)
             return COMMON_ENOMEM;
         k8s__core__resource_requirements__init(s->resources);
-        rc = j_quantity_map(jc, res, "requests", &s->resources->n_requests,
-                            &s->resources->requests);
+        rc =
+            j_quantity_map(jc, res, "requests", &s->resources->n_requests, &s->resources->requests);
         if (rc == COMMON_OK)
             jp_pop(jc, m2);
     }

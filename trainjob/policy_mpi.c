@@ -53,19 +53,25 @@ static char *b64(struct common_arena *a, const char *s)
     return out;
 }
 
+/* both take ownership of the new value, also on failure */
 static enum common_rc add_volume(struct tj_podset *ps, json_t *vol)
 {
     json_t *vols = tj_arr(ps->podspec, "volumes");
-    return vols && !tj_upsert(vols, "name", vol) ? COMMON_OK : COMMON_ENOMEM;
+    if (!vols) {
+        json_decref(vol);
+        return COMMON_ENOMEM;
+    }
+    return tj_upsert(vols, "name", vol) ? COMMON_ENOMEM : COMMON_OK;
 }
 
 static enum common_rc add_mount(json_t *ct, const char *name, const char *path)
 {
     json_t *mounts = tj_arr(ct, "volumeMounts");
-    return mounts && !tj_upsert(mounts, "mountPath",
-                                json_pack("{s:s, s:s}", "name", name, "mountPath", path))
-               ? COMMON_OK
-               : COMMON_ENOMEM;
+    if (!mounts)
+        return COMMON_ENOMEM;
+    return tj_upsert(mounts, "mountPath", json_pack("{s:s, s:s}", "name", name, "mountPath", path))
+               ? COMMON_ENOMEM
+               : COMMON_OK;
 }
 
 static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)

@@ -137,6 +137,61 @@ static int leaks_now(void)
 #endif
 }
 
+/*
+ * Leak probing along a walk. A recoverable leak check costs tens of milliseconds, so it runs
+ * after every `every`-th run (TS_TORTURE_LEAK_EVERY, default 32; 1 pins the exact n) and at the
+ * end; the first failing check names the window of failure points that leaked. Leaked memory
+ * stays leaked, so probing stops at the first leak.
+ */
+struct leak_probe {
+    unsigned long every, since, clean_upto; /* last n known to leave no leak */
+    unsigned long from, to;                 /* first leaking window; from == 0: none */
+};
+
+static void leak_probe_init(struct leak_probe *p)
+{
+    const char *e = getenv("TS_TORTURE_LEAK_EVERY");
+
+    memset(p, 0, sizeof(*p));
+    p->every = e && strtoul(e, NULL, 10) > 0 ? strtoul(e, NULL, 10) : 32;
+}
+
+/* after the run at n (n = 0: the reference run); force: check now */
+static void leak_probe_after(struct leak_probe *p, unsigned long n, int force)
+{
+    if (p->from || (++p->since < p->every && !force))
+        return;
+    p->since = 0;
+    if (leaks_now()) {
+        p->from = p->clean_upto + 1;
+        p->to = n;
+        if (n == 0)
+            p->from = ULONG_MAX; /* the reference run leaks */
+    } else {
+        p->clean_upto = n;
+    }
+}
+
+/* "" or a failure message */
+static const char *leak_probe_verdict(const struct leak_probe *p, const char *what)
+{
+    static char msg[512];
+
+    if (!p->from)
+        return "";
+    if (p->from == ULONG_MAX)
+        snprintf(msg, sizeof(msg), "%s: the run with no failure injected leaks: see LSan's report",
+                 what);
+    else if (p->from == p->to)
+        snprintf(msg, sizeof(msg), "%s: memory leaks after the allocation failure at n=%lu: see "
+                 "LSan's report above", what, p->from);
+    else
+        snprintf(msg, sizeof(msg), "%s: memory leaks after an allocation failure at some n in "
+                 "[%lu, %lu] (TS_TORTURE_LEAK_EVERY=1 pins it): see LSan's report above",
+                 what, p->from, p->to);
+    return msg;
+}
+
 /* One render with the n-th allocation failing (n = 0: no injection). Returns the code; *objects
  * gets the objects (new reference) on success; *failed whether an injected failure happened. */
 static enum common_rc render_at(const struct inputs *in, unsigned long n, json_t **objects,
@@ -173,21 +228,21 @@ START_TEST(trainjob_render_survives_every_allocation_failure)
     const struct torture_case *tc = &cases[_i];
     struct inputs in;
     struct common_error err;
+    struct leak_probe probe;
     json_t *ref = NULL, *got;
     enum common_rc rc;
     int failed;
-    unsigned long n, total, step = 1, runs = 0, nomem = 0, ok_after_failure = 0;
-    unsigned long first_leak = 0, first_bad = 0;
+    unsigned long n, total, step = 1, runs = 0, nomem = 0, ok_after_failure = 0, first_bad = 0;
     char bad[COMMON_ERROR_MSG_MAX + 128] = "";
 
     load_inputs(&in, tc->fixture, tc->builtin);
+    leak_probe_init(&probe);
     rc = render_at(&in, 0, &ref, &failed, &err);
     ck_assert_msg(rc == COMMON_OK && ref, "%s: reference render failed (%d): %s", tc->name, rc,
                   err.msg);
-    if (leaks_now())
-        first_leak = ULONG_MAX; /* the reference render itself leaks */
+    leak_probe_after(&probe, 0, 1);
 
-    /* count the allocations of one render: the smallest n that is never reached, minus 1 */
+    /* count the allocations of one render: the largest n that is reached */
     for (total = 1;; total *= 2) {
         rc = render_at(&in, total, &got, &failed, &err);
         json_decref(got);
@@ -205,8 +260,10 @@ START_TEST(trainjob_render_survives_every_allocation_failure)
             else
                 hi = mid;
         }
-        total = lo; /* allocations in one render */
+        total = lo;
     }
+    /* the counting runs failed at a few n in [1, 2 * total] */
+    leak_probe_after(&probe, 2 * total, 1);
     if (total > TORTURE_FULL && (total - TORTURE_FULL) / TORTURE_MAX_RUNS > 1)
         step = (total - TORTURE_FULL) / TORTURE_MAX_RUNS;
 
@@ -220,6 +277,7 @@ START_TEST(trainjob_render_survives_every_allocation_failure)
             ck_assert_msg(json_equal(got, ref), "%s: n=%lu: output differs from the reference",
                           tc->name, n);
             json_decref(got);
+            leak_probe_after(&probe, n, 1);
             break;
         }
         if (rc == COMMON_OK) {
@@ -241,8 +299,7 @@ START_TEST(trainjob_render_survives_every_allocation_failure)
                      "instead of COMMON_ENOMEM",
                      n, rc, common_rc_name(rc), err.msg);
         }
-        if (!first_leak && leaks_now())
-            first_leak = n;
+        leak_probe_after(&probe, n, 0);
         if (n > total + TORTURE_FULL + step)
             ck_abort_msg("%s: n=%lu: still failing past the %lu allocations counted", tc->name, n,
                          total);
@@ -254,13 +311,7 @@ START_TEST(trainjob_render_survives_every_allocation_failure)
     json_decref(ref);
     free_inputs(&in);
     ck_assert_msg(!first_bad, "%s: %s", tc->name, bad);
-    if (first_leak == ULONG_MAX)
-        ck_abort_msg("%s: the reference render (no failure injected) leaks: see LSan's report",
-                     tc->name);
-    ck_assert_msg(!first_leak,
-                  "%s: memory leaks after the allocation failure at n=%lu: see "
-                  "LSan's report above",
-                  tc->name, first_leak);
+    ck_assert_msg(!probe.from, "%s", leak_probe_verdict(&probe, tc->name));
 }
 END_TEST
 
@@ -299,7 +350,8 @@ START_TEST(render_command_survives_every_allocation_failure)
                                            "badinput/alloc/torchtune-lora-trainjob.yaml"};
     char path[4096];
     struct cmd_result ref, r;
-    unsigned long n, first_leak = 0, runs = 0;
+    unsigned long n, runs = 0;
+    struct leak_probe probe;
     /* kinds of wrong answer: count, first n, and the stderr of that first run */
     static const char *const what[] = {
         "exit 0 with output different from the reference",
@@ -314,10 +366,10 @@ START_TEST(render_command_survives_every_allocation_failure)
     int failed, kind;
 
     snprintf(path, sizeof(path), "%s", testutil_path(fixtures[_i]));
+    leak_probe_init(&probe);
     run_cmd(path, 0, &ref, &failed);
     ck_assert_msg(ref.status == 0, "%s: reference run exits %d: %s", path, ref.status, ref.err);
-    if (leaks_now())
-        first_leak = ULONG_MAX;
+    leak_probe_after(&probe, 0, 1);
     for (n = 1;; n += n < TORTURE_FULL ? 1 : 7) {
         run_cmd(path, n, &r, &failed);
         runs++;
@@ -328,6 +380,7 @@ START_TEST(render_command_survives_every_allocation_failure)
                           "n=%lu: output differs from the reference", n);
             free(r.out);
             free(r.err);
+            leak_probe_after(&probe, n, 1);
             break;
         }
         kind = -1;
@@ -347,8 +400,7 @@ START_TEST(render_command_survives_every_allocation_failure)
         }
         free(r.out);
         free(r.err);
-        if (!first_leak && leaks_now())
-            first_leak = n;
+        leak_probe_after(&probe, n, 0);
         ck_assert_msg(n < 10000000, "never completes");
     }
     for (kind = 0; kind < 5; kind++)
@@ -362,12 +414,7 @@ START_TEST(render_command_survives_every_allocation_failure)
     free(ref.out);
     free(ref.err);
     ck_assert_msg(!report[0], "%s: wrong answers under allocation failure:%s", path, report);
-    if (first_leak == ULONG_MAX)
-        ck_abort_msg("%s: the reference run (no failure injected) leaks: see LSan's report", path);
-    ck_assert_msg(!first_leak,
-                  "%s: memory leaks after the allocation failure at n=%lu: see "
-                  "LSan's report above",
-                  path, first_leak);
+    ck_assert_msg(!probe.from, "%s", leak_probe_verdict(&probe, path));
 }
 END_TEST
 
