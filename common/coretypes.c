@@ -525,38 +525,16 @@ static const char *pk_str(struct packer *pk, const char *s)
 }
 
 /* Values that many objects repeat point at these constants instead of a copy of their own. */
-static const char *const common_words[] = {"Pending",
-                                           "Running",
-                                           "Succeeded",
-                                           "Failed",
-                                           "Unknown",
-                                           "default-scheduler",
-                                           "Equal",
-                                           "Exists",
-                                           "NoSchedule",
-                                           "PreferNoSchedule",
-                                           "NoExecute",
-                                           "In",
-                                           "NotIn",
-                                           "DoesNotExist",
-                                           "Gt",
-                                           "Lt",
-                                           "Job",
-                                           "ReplicaSet",
-                                           "StatefulSet",
-                                           "DaemonSet",
-                                           "JobSet",
-                                           "metadata.name",
-                                           "node.kubernetes.io/not-ready",
-                                           "node.kubernetes.io/unreachable",
-                                           "node.kubernetes.io/unschedulable",
-                                           "kubernetes.io/hostname",
-                                           "topology.kubernetes.io/zone",
-                                           "topology.kubernetes.io/region",
-                                           "nvidia.com/gpu",
-                                           "hugepages-1Gi",
-                                           "hugepages-2Mi",
-                                           "trainsched.io/gang"};
+/* clang-format off */
+static const char *const common_words[] = {
+    "Pending", "Running", "Succeeded", "Failed", "Unknown", "default-scheduler", "Equal",
+    "Exists", "NoSchedule", "PreferNoSchedule", "NoExecute", "In", "NotIn", "DoesNotExist",
+    "Gt", "Lt", "Job", "ReplicaSet", "StatefulSet", "DaemonSet", "JobSet", "metadata.name",
+    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/unschedulable", "kubernetes.io/hostname", "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region", "nvidia.com/gpu", "hugepages-1Gi", "hugepages-2Mi",
+    "trainsched.io/gang"};
+/* clang-format on */
 
 static const char *pk_word(struct packer *pk, const char *s)
 {
@@ -1087,6 +1065,8 @@ static enum common_rc list_from_protobuf(const struct kind_ops *ops, const void 
 
     if (meta)
         memset(meta, 0, sizeof(*meta));
+    if (!sink->on_pod && !sink->on_node)
+        return common_error_set(err, COMMON_EINVAL, "%s: no item callback", ops->list_kind);
     if (!data && len)
         return common_error_set(err, COMMON_EINVAL, "%s: no data", ops->list_kind);
     if (len > COMMON_CORETYPES_MAX_LIST)

@@ -384,7 +384,9 @@ static enum common_rc write_record(struct common_leader *le, const struct common
     if (common_leader_format_microtime(r->acquire_time_us, at, sizeof(at)) ||
         common_leader_format_microtime(r->renew_time_us, rt, sizeof(rt)))
         return common_error_set(err, COMMON_EINVAL, "leader: time out of range");
-    if (create || !le->lease)
+    if (!create && !le->lease)
+        return common_error_set(err, COMMON_EINVAL, "leader: no lease to update");
+    if (create)
         obj = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
                         "Lease", "metadata", "name", le->name, "namespace", le->ns);
     else

@@ -11,10 +11,14 @@
  * one; past them the walk steps by a stride so that a case stays near TORTURE_MAX_RUNS renders.
  *
  * Leaks: in the sanitizer build (-DTS_SANITIZE=ON) LeakSanitizer checks each forked test at
- * exit (the test then fails with "Early exit"); in addition, each run is followed by a
- * recoverable leak check until the first leak, and the test names that n, so a leak report can
- * be tied to one failure point. MPI renders use a key generator that only allocates in the
- * arena (the OpenSSL one allocates outside the hooks).
+ * exit (the test then fails with "Early exit"). To tie a leak to a failure point, the walk also
+ * runs a recoverable leak check every TS_TORTURE_LEAK_EVERY runs (default 32; 1 names the exact
+ * n) and reports the first window of n that leaked. MPI renders use a key generator that only
+ * allocates in the arena (the OpenSSL one allocates outside the hooks).
+ *
+ * cmd_render is walked the same way on two fixtures (one with its runtime in the file, one
+ * naming a built-in runtime): every failing run must exit 1 with a message on stderr and
+ * nothing on stdout; exit 2 would blame the input for an internal failure.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -193,7 +197,9 @@ static const char *leak_probe_verdict(const struct leak_probe *p, const char *wh
 }
 
 /* One render with the n-th allocation failing (n = 0: no injection). Returns the code; *objects
- * gets the objects (new reference) on success; *failed whether an injected failure happened. */
+ * gets the objects (new reference) on success; *failed whether an injected failure happened.
+ * Objects set on a failure break the contract ("objects only on success"): they are dropped and
+ * the run is reported as failing with objects (*failed = 2). */
 static enum common_rc render_at(const struct inputs *in, unsigned long n, json_t **objects,
                                 int *failed, struct common_error *err)
 {
@@ -212,11 +218,9 @@ static enum common_rc render_at(const struct inputs *in, unsigned long n, json_t
     *failed = common_alloc_failed();
     common_alloc_fail_at(0);
     if (rc != COMMON_OK && out.objects) {
-        /* the contract: objects only on success; drop them so the leak check stays focused */
-        fprintf(stderr, "note: n=%lu: rc %d with objects set\n", n, rc);
         json_decref(out.objects);
         out.objects = NULL;
-        rc = COMMON_ECONFLICT; /* reported below as a contract break */
+        *failed = 2;
     }
     *objects = out.objects;
     common_arena_destroy(a);
@@ -280,7 +284,13 @@ START_TEST(trainjob_render_survives_every_allocation_failure)
             leak_probe_after(&probe, n, 1);
             break;
         }
-        if (rc == COMMON_OK) {
+        if (failed == 2 && !first_bad) {
+            first_bad = n;
+            snprintf(bad, sizeof(bad),
+                     "n=%lu: render returned %d (%s) but left out->objects set (objects only on "
+                     "success)",
+                     n, rc, common_rc_name(rc));
+        } else if (rc == COMMON_OK) {
             ok_after_failure++;
             if (!json_equal(got, ref) && !first_bad) {
                 first_bad = n;
@@ -342,7 +352,7 @@ static void run_cmd(const char *fixture, unsigned long n, struct cmd_result *r, 
 /*
  * cmd_render under allocation failure: each failing run exits 1 (internal error) with a
  * message and writes nothing on standard output; never 2 (that would blame the input).
- * The fixture names a built-in runtime, so the built-in lookup is walked too.
+ * The second fixture names a built-in runtime, so the built-in lookup is walked too.
  */
 START_TEST(render_command_survives_every_allocation_failure)
 {

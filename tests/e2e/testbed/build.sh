@@ -9,8 +9,9 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v go >/dev/null || tb_die "go not found"
-# -mod=mod: our go.mod/go.sum are committed and complete; -trimpath keeps paths out of the binaries.
-export GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath"
+# -mod=mod: our go.mod/go.sum are committed and complete; -trimpath and -buildvcs=false keep
+# paths and the repository revision out of the binaries (same bytes on every machine).
+export GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath -buildvcs=false"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 NICE=(nice -n "${TESTBED_NICE:-10}")
 mkdir -p "$TESTBED_BIN"
