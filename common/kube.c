@@ -502,6 +502,9 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
     memcpy(url, k->server, strlen(k->server));
     memcpy(url + strlen(k->server), path, strlen(path) + 1);
 
+    double deadline = mono_now() + (double)k->opts.timeout_ms / 1000.0;
+    int idempotent = strcmp(method, "GET") == 0;
+
     for (int attempt = 0;; attempt++) {
         struct xfer x;
         struct curl_slist *hdrs = headers(k, force_token, content_type, accept);
@@ -521,7 +524,11 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, k->opts.timeout_ms);
+        {
+            /* the whole call, retries included, ends at the deadline */
+            long left = (long)((deadline - mono_now()) * 1000.0);
+            curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left > 100 ? left : 100L);
+        }
         if (body) {
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -548,16 +555,24 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
             attempt--;
             continue;
         }
-        if (cc == CURLE_OK && !retryable_status(*status)) {
+        /* A write is retried only when the server cannot have applied it: no connection, or
+         * 429 / an answer with Retry-After. Reads are retried on any transient failure. */
+        if (cc == CURLE_OK &&
+            (!retryable_status(*status) || (!idempotent && *status != 429 && x.retry_after <= 0))) {
             rc = status_error(method, path, *status, resp, err);
             break;
         }
-        if (cc != CURLE_OK && !retryable_curl(cc)) {
+        if (cc != CURLE_OK &&
+            (!retryable_curl(cc) || (!idempotent && cc != CURLE_COULDNT_CONNECT))) {
             rc = common_error_set(err, COMMON_EIO, "%s %s: %s", method, path,
                                   curl_easy_strerror(cc));
             break;
         }
-        if (attempt >= k->opts.max_retries) {
+        backoff =
+            x.retry_after > 0 ? x.retry_after : 0.1 * (double)(1 << (attempt < 7 ? attempt : 7));
+        if (backoff > 10)
+            backoff = 10;
+        if (attempt >= k->opts.max_retries || mono_now() + backoff >= deadline) {
             if (cc == CURLE_OK)
                 rc = status_error(method, path, *status, resp, err);
             else
@@ -574,6 +589,18 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
     }
     common_free(url);
     return rc;
+}
+
+char *common_kube_escape(const char *s)
+{
+    char *esc = curl_easy_escape(NULL, s, 0);
+    char *d;
+
+    if (!esc)
+        return NULL;
+    d = common_strdup(esc);
+    curl_free(esc);
+    return d;
 }
 
 /* ---- JSON verbs ---- */
@@ -909,7 +936,7 @@ static size_t on_watch(char *ptr, size_t size, size_t nmemb, void *ud)
             }
             if (x->line.len - start - 4 < flen)
                 break;
-            if (x->fn(x->ctx, "FRAME", NULL, p + 4, flen)) {
+            if (x->fn(x->ctx, "FRAME", NULL, p, 4 + flen)) {
                 x->stopped = 1;
                 return 0;
             }

@@ -5,8 +5,11 @@
  * common_kubeconfig: TLS with the cluster CA, client certificates or a bearer token (a token
  * file is re-read when it changes and after a 401), HTTP/2 where the server offers it, and
  * reused connections. Every request passes a client-side rate limiter (qps and burst, as
- * client-go's token bucket); 429 and 5xx answers are retried with exponential backoff, honouring
- * Retry-After. Error answers are decoded from the API's metav1.Status into the error struct
+ * client-go's token bucket). Reads (GET) are retried on 429, 5xx and transport failures with
+ * exponential backoff, honouring Retry-After; writes only when the server cannot have applied
+ * them (no connection, 429, or an answer carrying Retry-After), so a create is never repeated
+ * after the server may have done it. Error answers are decoded from the API's metav1.Status into
+ * the error struct
  * ("POST /apis/...: 422 Invalid: <message>") and mapped to codes: 404 COMMON_ENOTFOUND, 409
  * AlreadyExists COMMON_EEXISTS, other 409 COMMON_ECONFLICT, 410 COMMON_EGONE, 400/422
  * COMMON_EINVAL, 401/403 COMMON_EUNAUTHORIZED, others COMMON_EAPI; a transport failure is
@@ -32,7 +35,7 @@ struct common_kube_opts {
     double qps;             /* sustained requests per second; default 50 */
     int burst;              /* bucket size; default 100 */
     int max_retries;        /* retries of 429/5xx/transport errors; default 5 */
-    long timeout_ms;        /* whole-request deadline for non-watch calls; default 30000 */
+    long timeout_ms;        /* deadline of a whole non-watch call, retries included; 30000 */
     size_t max_body;        /* largest response body; default 256 MiB */
     size_t max_watch_event; /* largest single watch event; default 16 MiB */
     const char *user_agent; /* default "trainsched/<version>" */
@@ -84,6 +87,10 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
                                    const char *content_type, const void *body, size_t len,
                                    const char *accept, struct common_buf *resp, long *status,
                                    struct common_error *err);
+
+/* common_kube_escape - s percent-encoded for a query value (common_malloc'd; NULL on no
+ * memory). */
+char *common_kube_escape(const char *s);
 
 /* Options for writes. */
 struct common_kube_write_opts {
@@ -161,8 +168,9 @@ enum common_rc common_kube_delete(struct common_kube *k, const struct common_kub
 
 /*
  * Watch events reach fn one at a time: type is "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or
- * "ERROR"; for JSON watches object is the decoded object (borrowed for the call), for protobuf
- * watches raw/len hold the frame's bytes (see common/coretypes.h) and object is NULL. fn
+ * "ERROR"; for JSON watches object is the decoded object (borrowed for the call). For protobuf
+ * watches type is "FRAME", object is NULL and raw/len hold one whole frame, its 4-byte length
+ * prefix included (decode it with common_watch_decode_frame, common/coretypes.h). fn
  * returns 0 to go on, nonzero to stop the watch (common_kube_watch then returns COMMON_OK).
  */
 typedef int (*common_kube_watch_fn)(void *ctx, const char *type, const json_t *object,

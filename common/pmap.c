@@ -370,6 +370,7 @@ void common_pmap_destroy(struct common_pmap *m)
         struct pmap_node *n = m->spare;
 
         m->spare = n->left;
+        common_free(n);
     }
     pthread_mutex_destroy(&m->lock);
     common_free(m);

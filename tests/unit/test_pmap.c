@@ -582,6 +582,9 @@ static struct t_item *t_new(struct t_shared *sh, uint32_t value, int rank)
 }
 
 struct t_walk {
+    const char *prefix; /* also count and sum the keys under it (may be NULL) */
+    size_t in_prefix;
+    uint32_t prefix_sum;
     const char *prev;
     size_t count;
     uint32_t sum;
@@ -599,6 +602,10 @@ static int t_visit(const char *key, void *item, void *ctx)
         w->bad = 1;
     w->prev = key;
     w->count++;
+    if (w->prefix && strncmp(key, w->prefix, strlen(w->prefix)) == 0) {
+        w->in_prefix++;
+        w->prefix_sum += it->value;
+    }
     if (strcmp(key, T_SUM_KEY) == 0) {
         w->sum_item = it->value;
         w->have_sum = 1;
@@ -644,10 +651,10 @@ static void *t_reader(void *arg)
         snprintf(prefix, sizeof(prefix), "ns-%d/", (int)((x >> 33) % NNS));
         memset(&all, 0, sizeof(all));
         memset(&one, 0, sizeof(one));
+        all.prefix = prefix;
         common_pmap_snap_foreach_prefix(s, prefix, t_visit, &one);
         common_pmap_snap_foreach(s, t_visit, &all);
-        (void)all;
-        if (one.bad || one.count > common_pmap_snap_size(s))
+        if (one.bad || one.count != all.in_prefix || one.sum != all.prefix_sum)
             ok = 0;
         /* keep a few older versions and look at them again later */
         slot = (int)((x >> 40) % 4);

@@ -187,10 +187,13 @@ static const char *leak_probe_verdict(const struct leak_probe *p, const char *wh
         snprintf(msg, sizeof(msg), "%s: the run with no failure injected leaks: see LSan's report",
                  what);
     else if (p->from == p->to)
-        snprintf(msg, sizeof(msg), "%s: memory leaks after the allocation failure at n=%lu: see "
-                 "LSan's report above", what, p->from);
+        snprintf(msg, sizeof(msg),
+                 "%s: memory leaks after the allocation failure at n=%lu: see "
+                 "LSan's report above",
+                 what, p->from);
     else
-        snprintf(msg, sizeof(msg), "%s: memory leaks after an allocation failure at some n in "
+        snprintf(msg, sizeof(msg),
+                 "%s: memory leaks after an allocation failure at some n in "
                  "[%lu, %lu] (TS_TORTURE_LEAK_EVERY=1 pins it): see LSan's report above",
                  what, p->from, p->to);
     return msg;

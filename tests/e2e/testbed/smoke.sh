@@ -9,15 +9,18 @@
 #   7. (kwok and jobset-controller built) a JobSet passes its webhooks, the controller makes a
 #      Job, the job controller its pods, the scheduler binds them, kwok runs them: JobSet Completed
 # then down.sh. kwok and the JobSet controller are started unless TESTBED_KWOK=0 / TESTBED_JOBSET=0. Prints "smoke: N passed, N failed" and exits non-zero on any failure.
-# TESTBED_KEEP_RUN=1 keeps the run dir (logs) after down.
+# Runs in its own run dir (default /tmp/trainsched-testbed-smoke.PID), so it never touches a test
+# bed that someone else started in the default one. TESTBED_KEEP_RUN=1 keeps the run dir (logs).
 set -uo pipefail
+export TRAINSCHED_TESTBED_RUN="${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed-smoke.$$}"
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 passed=0; failed=0
 ok()   { passed=$((passed + 1)); tb_log "PASS $*"; }
 fail() { failed=$((failed + 1)); tb_log "FAIL $*"; }
+started=0
 finish() {
-  "$TESTBED_DIR/down.sh" || true
+  [ "$started" = 0 ] || "$TESTBED_DIR/down.sh" || true
   echo "smoke: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
@@ -25,7 +28,8 @@ trap 'finish; exit $?' EXIT
 
 export TESTBED_KWOK=${TESTBED_KWOK:-1} TESTBED_JOBSET=${TESTBED_JOBSET:-1}
 t0=$SECONDS
-envfile=$("$TESTBED_DIR/up.sh") || { fail "up.sh"; exit 1; }
+envfile=$("$TESTBED_DIR/up.sh") || { fail "up.sh (on a failure it stops what it started)"; exit 1; }
+started=1
 tb_log "up.sh took $((SECONDS - t0)) s"
 # shellcheck disable=SC1090
 . "$envfile"

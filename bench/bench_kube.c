@@ -1,0 +1,847 @@
+/*
+ * bench/bench_kube.c - the Kubernetes client against a real kube-apiserver (the test bed of
+ * tests/e2e/testbed): creating objects, and listing and decoding 50,000 pods as JSON and as
+ * protobuf, side by side in one run.
+ *
+ * 1. Setup: a namespace with its default ServiceAccount, N Nodes (capacity, allocatable, a
+ *    Ready condition, six labels; default 5,000) and P pods (default 50,000: schedulerName
+ *    "nobody" so nothing binds them, three labels, one container with cpu and memory
+ *    requests), created with common_kube_create: the first 1,000 pods from one thread (the
+ *    latency of one create), the rest from T threads (default 8). Reports objects per second
+ *    and the CPU the API server, etcd and this client spent per object (from /proc), which shows
+ *    where the limit is.
+ * 2. Lists: R rounds (default 3) of three ways to list and decode every pod of the namespace
+ *    in pages of 500, the order rotated each round:
+ *      json-list  common_kube_list (pages gathered into one JSON array), then
+ *                 common_pod_from_json per item: what a JSON client of our API does;
+ *      json-page  GET each page as JSON, json_loadb, common_pod_from_json per item, page
+ *                 dropped before the next (the same bytes, without holding the whole list);
+ *      protobuf   GET each page with Accept: application/vnd.kubernetes.protobuf and
+ *                 common_pod_list_from_protobuf (each item handed over as it is decoded).
+ *    For each: wall seconds (median and best of the rounds), its split into GET (server +
+ *    transfer; for json-list also the jansson parse) and client-side parse/decode, the CPU
+ *    seconds of this process and of kube-apiserver, response bytes (uncompressed: the client
+ *    does not ask for gzip) and the peak RSS growth. Then the ratios JSON/protobuf. Every
+ *    variant must decode the same pods with the same requests (a checksum is compared).
+ * 3. Cleanup (unless --keep): pods deleted by label shard (deletecollection, T at a time),
+ *    Nodes likewise, the ServiceAccount and the namespace (finalized by hand when no namespace
+ *    controller runs, as with TESTBED_KCM=0).
+ *
+ * Objects that already exist are counted, not recreated, so a run can resume on a bed that
+ * holds them. --keep leaves them for bench_cache; --cleanup only cleans up.
+ *
+ * Run: . /tmp/tb-bench/env; ./build-rel/bench/bench_kube [--pods P] [--nodes N] [--threads T]
+ *      [--rounds R] [--ns NAME] [--keep | --cleanup]     (scripts/bench-kube.sh does it all)
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/coretypes.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+
+#define SHARDS 50      /* pods carry trainsched.io/shard=sNN: deletion in parallel chunks */
+#define NODE_SHARDS 10 /* nodes carry trainsched-bench-shard=sNN */
+#define SERIAL_PODS 1000
+#define NVARIANTS 3
+
+static struct {
+    const char *ns;
+    long pods, nodes, threads, rounds, page;
+    int keep, cleanup_only;
+} cfg = {"trainsched-bench", 50000, 5000, 8, 3, 500, 0, 0};
+
+static struct common_kube *kube;
+
+/* ---- clocks, /proc ---- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_self(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* a field of /proc/self/status in kB ("VmRSS", "VmHWM"); -1 when absent */
+static long status_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t n = strlen(field);
+    long v = -1;
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* reset VmHWM to the current RSS (Linux >= 4.0) */
+static void reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+/* the test bed's process of that name (from $TESTBED_RUN/pids), or 0 */
+static long bed_pid(const char *name)
+{
+    const char *run = getenv("TESTBED_RUN");
+    char path[1024];
+    FILE *f;
+    long pid = 0;
+
+    if (!run)
+        return 0;
+    snprintf(path, sizeof(path), "%s/pids/%s.pid", run, name);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    return pid;
+}
+
+/* user + system CPU seconds of process pid (0 = none, -1 on error) */
+static double proc_cpu(long pid)
+{
+    char path[64], buf[2048], *p;
+    FILE *f;
+    size_t n;
+    unsigned long ut = 0, st = 0;
+
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* after the command name: state is field 3, utime 14, stime 15 */
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU of the server side: kube-apiserver, etcd, kube-scheduler (which watches every pod) */
+enum { P_APISERVER, P_ETCD, P_SCHEDULER, NPROCS };
+static const char *const proc_names[NPROCS] = {"kube-apiserver", "etcd", "kube-scheduler"};
+static long proc_pids[NPROCS];
+
+struct cpu_mark {
+    double wall, self, procs[NPROCS];
+};
+
+static void mark(struct cpu_mark *m)
+{
+    m->wall = now();
+    m->self = cpu_self();
+    for (int i = 0; i < NPROCS; i++)
+        m->procs[i] = proc_cpu(proc_pids[i]);
+}
+
+/* "kube-apiserver 1.52 cores, etcd 0.31, kube-scheduler 0.05, this client 0.20" */
+static void print_cores(const char *indent, const struct cpu_mark *a, const struct cpu_mark *b)
+{
+    double w = b->wall - a->wall;
+    printf("%sCPU used (cores busy):", indent);
+    for (int i = 0; i < NPROCS; i++)
+        if (a->procs[i] >= 0 && b->procs[i] >= 0)
+            printf(" %s %.2f,", proc_names[i], (b->procs[i] - a->procs[i]) / w);
+    printf(" this client %.2f  (machine: %ld cores)\n", (b->self - a->self) / w,
+           sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static void die(const char *what, const struct common_error *err)
+{
+    fprintf(stderr, "bench_kube: %s: %s\n", what, err ? err->msg : "");
+    exit(1);
+}
+
+/* ---- objects ---- */
+
+static json_t *pod_object(const char *prefix, long i)
+{
+    char name[64], shard[16], job[32];
+    snprintf(name, sizeof(name), "%s-%06ld", prefix, i);
+    snprintf(shard, sizeof(shard), "s%02ld", i % SHARDS);
+    snprintf(job, sizeof(job), "job-%05ld", i / 8);
+    return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}},"
+                     " s:{s:s, s:[{s:s, s:s, s:{s:{s:s, s:s}}}]}}",
+                     "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "labels", "app",
+                     "trainsched-bench", "trainsched.io/shard", shard, "trainsched.io/job", job,
+                     "spec", "schedulerName", "nobody", "containers", "name", "main", "image",
+                     "registry.k8s.io/pause:3.10", "resources", "requests", "cpu", "500m", "memory",
+                     "1Gi");
+}
+
+static json_t *resources(const char *cpu, const char *mem, const char *eph)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "cpu", cpu, "memory", mem, "pods", "110",
+                     "ephemeral-storage", eph, "nvidia.com/gpu", "8");
+}
+
+static json_t *node_status(void)
+{
+    return json_pack("{s:o, s:o, s:[{s:s, s:s, s:s, s:s}]}", "capacity",
+                     resources("64", "512Gi", "1Ti"), "allocatable",
+                     resources("63500m", "500Gi", "900Gi"), "conditions", "type", "Ready", "status",
+                     "True", "reason", "KubeletReady", "message", "bench node");
+}
+
+static json_t *node_object(long i)
+{
+    char name[64], shard[16], zone[16];
+    snprintf(name, sizeof(name), "bench-node-%05ld", i);
+    snprintf(shard, sizeof(shard), "s%02ld", i % NODE_SHARDS);
+    snprintf(zone, sizeof(zone), "zone-%c", (char)('a' + i % 4));
+    return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s}}, s:o}", "apiVersion",
+                     "v1", "kind", "Node", "metadata", "name", name, "labels", "trainsched-bench",
+                     "kube", "trainsched-bench-shard", shard, "kubernetes.io/hostname", name,
+                     "kubernetes.io/os", "linux", "topology.kubernetes.io/zone", zone,
+                     "node.kubernetes.io/instance-type", "gpu-8x", "status", node_status());
+}
+
+/* ---- many requests from several threads ---- */
+
+struct par {
+    long from, to;
+    long next;
+    long ok, exists, failed;
+    enum common_rc (*one)(long i, struct common_error *err);
+    pthread_mutex_t lock;
+    char first_err[COMMON_ERROR_MSG_MAX];
+};
+
+static void *par_worker(void *arg)
+{
+    struct par *p = arg;
+    for (;;) {
+        long i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        struct common_error err;
+        enum common_rc rc;
+        if (i >= p->to)
+            break;
+        rc = p->one(i, &err);
+        if (rc == COMMON_OK) {
+            __atomic_add_fetch(&p->ok, 1, __ATOMIC_RELAXED);
+        } else if (rc == COMMON_EEXISTS) {
+            __atomic_add_fetch(&p->exists, 1, __ATOMIC_RELAXED);
+        } else {
+            pthread_mutex_lock(&p->lock);
+            if (p->failed++ == 0)
+                snprintf(p->first_err, sizeof(p->first_err), "%s", err.msg);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+    return NULL;
+}
+
+/* run one(i) for i in [from, to) on threads threads; returns the wall seconds */
+static double run_parallel(struct par *p, long from, long to, long threads,
+                           enum common_rc (*one)(long, struct common_error *))
+{
+    pthread_t th[64];
+    double t0 = now();
+
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+    p->from = p->next = from;
+    p->to = to;
+    p->one = one;
+    if (threads > 64)
+        threads = 64;
+    for (long t = 0; t < threads; t++)
+        pthread_create(&th[t], NULL, par_worker, p);
+    for (long t = 0; t < threads; t++)
+        pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&p->lock);
+    return now() - t0;
+}
+
+static enum common_rc create_pod(long i, struct common_error *err)
+{
+    json_t *obj = pod_object("bp", i);
+    enum common_rc rc = common_kube_create(kube, &common_kube_pods, cfg.ns, obj, NULL, NULL, err);
+    json_decref(obj);
+    return rc;
+}
+
+static int node_status_patch; /* the server dropped status on create: write it as well */
+
+static enum common_rc create_node(long i, struct common_error *err)
+{
+    json_t *obj = node_object(i);
+    enum common_rc rc = common_kube_create(kube, &common_kube_nodes, NULL, obj, NULL, NULL, err);
+    if ((rc == COMMON_OK || rc == COMMON_EEXISTS) && node_status_patch) {
+        json_t *st = json_pack("{s:O}", "status", json_object_get(obj, "status"));
+        char *body = json_dumps(st, JSON_COMPACT);
+        struct common_kube_write_opts wo = {NULL, 0, 0, 0, "status"};
+        enum common_rc prc = common_kube_patch(
+            kube, &common_kube_nodes, NULL,
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")),
+            COMMON_KUBE_MERGE_PATCH, body, &wo, NULL, err);
+        free(body);
+        json_decref(st);
+        if (prc)
+            rc = prc;
+    }
+    json_decref(obj);
+    return rc;
+}
+
+static void report_par(const char *what, const struct par *p, double secs, long threads,
+                       const struct cpu_mark *a, const struct cpu_mark *b)
+{
+    long n = p->to - p->from;
+    printf("  %-34s %6ld in %7.2f s = %7.0f /s with %ld thread%s", what, n, secs,
+           (double)p->ok / secs, threads, threads == 1 ? "" : "s");
+    if (p->ok)
+        printf(" (%.2f ms each)", 1000.0 * secs * (double)threads / (double)n);
+    printf("\n");
+    if (p->exists || p->failed)
+        printf("    created %ld, already there %ld, failed %ld%s%s\n", p->ok, p->exists, p->failed,
+               p->failed ? ": " : "", p->first_err);
+    if (a && b)
+        print_cores("    ", a, b);
+    if (a && b && p->ok && a->procs[P_APISERVER] >= 0)
+        printf("    per object: kube-apiserver %.0f us CPU, etcd %.0f us, this client %.0f us\n",
+               1e6 * (b->procs[P_APISERVER] - a->procs[P_APISERVER]) / (double)p->ok,
+               1e6 * (b->procs[P_ETCD] - a->procs[P_ETCD]) / (double)p->ok,
+               1e6 * (b->self - a->self) / (double)p->ok);
+}
+
+static void ensure_namespace(void)
+{
+    struct common_error err;
+    static const struct common_kube_resource sa = {"", "v1", "serviceaccounts", 1};
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                            "metadata", "name", cfg.ns);
+    enum common_rc rc =
+        common_kube_create(kube, &common_kube_namespaces, NULL, obj, NULL, NULL, &err);
+    json_decref(obj);
+    if (rc && rc != COMMON_EEXISTS)
+        die("create namespace", &err);
+    /* the ServiceAccount admission plugin wants "default"; without a controller-manager
+     * nobody else makes it */
+    obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount", "metadata",
+                    "name", "default");
+    rc = common_kube_create(kube, &sa, cfg.ns, obj, NULL, NULL, &err);
+    json_decref(obj);
+    if (rc && rc != COMMON_EEXISTS)
+        die("create ServiceAccount", &err);
+}
+
+static void setup(void)
+{
+    struct par p;
+    struct cpu_mark a, b;
+    struct common_error err;
+    double secs;
+    long serial = cfg.pods < SERIAL_PODS ? cfg.pods : SERIAL_PODS;
+
+    printf("setup: %ld Nodes, %ld pods in namespace %s\n", cfg.nodes, cfg.pods, cfg.ns);
+    ensure_namespace();
+
+    /* does the server keep status on create? (then one request per node, else two) */
+    if (cfg.nodes > 0) {
+        json_t *obj = node_object(0), *out = NULL;
+        enum common_rc rc =
+            common_kube_create(kube, &common_kube_nodes, NULL, obj, NULL, &out, &err);
+        json_decref(obj);
+        if (rc == COMMON_EEXISTS)
+            rc = common_kube_get(kube, &common_kube_nodes, NULL, "bench-node-00000", &out, &err);
+        if (rc)
+            die("create the first Node", &err);
+        node_status_patch =
+            json_object_size(json_object_get(json_object_get(out, "status"), "allocatable")) == 0;
+        json_decref(out);
+        mark(&a);
+        secs = run_parallel(&p, node_status_patch ? 0 : 1, cfg.nodes, cfg.threads, create_node);
+        mark(&b);
+        report_par(node_status_patch ? "Nodes (create + status patch):" : "Nodes (create):", &p,
+                   secs, cfg.threads, &a, &b);
+    }
+    mark(&a);
+    secs = run_parallel(&p, 0, serial, 1, create_pod);
+    mark(&b);
+    report_par("pods, one at a time:", &p, secs, 1, &a, &b);
+    if (cfg.pods > serial) {
+        mark(&a);
+        secs = run_parallel(&p, serial, cfg.pods, cfg.threads, create_pod);
+        mark(&b);
+        report_par("pods, concurrently:", &p, secs, cfg.threads, &a, &b);
+    }
+}
+
+/* ---- listing ---- */
+
+struct sums {
+    long items;
+    int64_t milli_cpu, memory;
+    uint64_t names; /* a hash of the names, order-independent */
+};
+
+static void account(struct sums *s, const struct common_pod *p)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = p->name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    s->items++;
+    s->milli_cpu += p->requests.milli_cpu;
+    s->memory += p->requests.memory;
+    s->names += h;
+}
+
+struct result {
+    double wall, get, decode, self_cpu, server_cpu;
+    size_t bytes;
+    long pages, peak_kb;
+    struct sums sums;
+};
+
+static void list_path(char *path, size_t size, const char *cont)
+{
+    char limit[32];
+    size_t len;
+
+    common_kube_path(&common_kube_pods, cfg.ns, NULL, NULL, path, size);
+    len = strlen(path);
+    snprintf(limit, sizeof(limit), "%ld", cfg.page);
+    snprintf(path + len, size - len, "?limit=%s", limit);
+    if (cont && *cont) {
+        char *esc = common_kube_escape(cont);
+        len = strlen(path);
+        snprintf(path + len, size - len, "&continue=%s", esc);
+        common_free(esc);
+    }
+}
+
+/* json-list: common_kube_list, then decode every item */
+static void run_json_list(struct result *r)
+{
+    struct common_kube_list_opts lo = {NULL, NULL, cfg.page, NULL};
+    struct common_error err;
+    json_t *items = NULL, *it;
+    size_t i;
+    double t0 = now(), t1;
+
+    if (common_kube_list(kube, &common_kube_pods, cfg.ns, &lo, &items, NULL, &err))
+        die("common_kube_list", &err);
+    t1 = now();
+    r->get = t1 - t0;
+    json_array_foreach(items, i, it)
+    {
+        struct common_pod *p;
+        if (common_pod_from_json(it, &p, &err))
+            die("common_pod_from_json", &err);
+        account(&r->sums, p);
+        common_pod_free(p);
+    }
+    json_decref(items);
+    r->decode = now() - t1;
+    r->pages = (r->sums.items + cfg.page - 1) / cfg.page;
+}
+
+/* json-page: GET a page, parse, decode, drop; next page */
+static void run_json_page(struct result *r)
+{
+    struct common_buf body;
+    struct common_error err;
+    char path[8192], *cont = NULL;
+    long status;
+
+    common_buf_init(&body, (size_t)1 << 30);
+    do {
+        double t0 = now(), t1;
+        json_t *page, *it;
+        json_error_t je;
+        const char *c;
+        size_t i;
+
+        list_path(path, sizeof(path), cont);
+        if (common_kube_request(kube, "GET", path, NULL, NULL, 0, "application/json", &body,
+                                &status, &err))
+            die("GET json page", &err);
+        t1 = now();
+        r->get += t1 - t0;
+        r->bytes += body.len;
+        r->pages++;
+        page = json_loadb(body.data, body.len, 0, &je);
+        if (!page) {
+            fprintf(stderr, "bench_kube: page is not JSON: %s\n", je.text);
+            exit(1);
+        }
+        json_array_foreach(json_object_get(page, "items"), i, it)
+        {
+            struct common_pod *p;
+            if (common_pod_from_json(it, &p, &err))
+                die("common_pod_from_json", &err);
+            account(&r->sums, p);
+            common_pod_free(p);
+        }
+        c = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
+        common_free(cont);
+        cont = c && *c ? common_strdup(c) : NULL;
+        json_decref(page);
+        r->decode += now() - t1;
+    } while (cont);
+    common_buf_free(&body);
+}
+
+static enum common_rc pb_item(void *ctx, struct common_pod *pod, struct common_error *err)
+{
+    (void)err;
+    account(ctx, pod);
+    common_pod_free(pod);
+    return COMMON_OK;
+}
+
+/* protobuf: GET a page, decode it item by item; next page */
+static void run_protobuf(struct result *r)
+{
+    struct common_buf body;
+    struct common_error err;
+    char path[8192], *cont = NULL;
+    long status;
+
+    common_buf_init(&body, (size_t)1 << 30);
+    do {
+        double t0 = now(), t1;
+        struct common_list_meta meta;
+
+        list_path(path, sizeof(path), cont);
+        if (common_kube_request(kube, "GET", path, NULL, NULL, 0,
+                                "application/vnd.kubernetes.protobuf", &body, &status, &err))
+            die("GET protobuf page", &err);
+        t1 = now();
+        r->get += t1 - t0;
+        r->bytes += body.len;
+        r->pages++;
+        if (common_pod_list_from_protobuf(body.data, body.len, pb_item, &r->sums, &meta, &err))
+            die("common_pod_list_from_protobuf", &err);
+        common_free(cont);
+        cont =
+            meta.continue_token && *meta.continue_token ? common_strdup(meta.continue_token) : NULL;
+        common_list_meta_clear(&meta);
+        r->decode += now() - t1;
+    } while (cont);
+    common_buf_free(&body);
+}
+
+static const struct {
+    const char *name, *what;
+    void (*run)(struct result *);
+} variants[NVARIANTS] = {
+    {"json-list", "common_kube_list + common_pod_from_json", run_json_list},
+    {"json-page", "GET page (JSON) + json_loadb + common_pod_from_json", run_json_page},
+    {"protobuf", "GET page (protobuf) + common_pod_list_from_protobuf", run_protobuf},
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void lists(void)
+{
+    static struct result res[NVARIANTS][16];
+    long rounds = cfg.rounds > 16 ? 16 : cfg.rounds;
+    double med_wall[NVARIANTS], med_self[NVARIANTS], med_server[NVARIANTS];
+    size_t bytes_json;
+
+    printf("\nlist + decode every pod of %s, pages of %ld, %ld rounds (order rotated each "
+           "round):\n",
+           cfg.ns, cfg.page, rounds);
+    for (long r = 0; r < rounds; r++) {
+        for (int k = 0; k < NVARIANTS; k++) {
+            int v = (int)((k + r) % NVARIANTS);
+            struct result *x = &res[v][r];
+            struct cpu_mark a, b;
+            long rss0;
+
+            memset(x, 0, sizeof(*x));
+            reset_peak();
+            rss0 = status_kb("VmRSS");
+            mark(&a);
+            variants[v].run(x);
+            mark(&b);
+            x->wall = b.wall - a.wall;
+            x->self_cpu = b.self - a.self;
+            x->server_cpu = a.procs[P_APISERVER] >= 0
+                                ? b.procs[P_APISERVER] - a.procs[P_APISERVER] + b.procs[P_ETCD] -
+                                      a.procs[P_ETCD]
+                                : -1;
+            x->peak_kb = status_kb("VmHWM") - rss0;
+            printf("  round %ld %-10s %7.3f s  %ld pods\n", r + 1, variants[v].name, x->wall,
+                   x->sums.items);
+            fflush(stdout);
+        }
+    }
+    /* the json-list variant does not see the bytes: json-page fetched the same JSON */
+    bytes_json = res[1][0].bytes;
+    for (long r = 0; r < rounds; r++)
+        res[0][r].bytes = bytes_json;
+    printf("\n  %-10s %9s %9s %8s %8s %10s %10s %9s %9s\n", "", "wall med", "wall min", "GET",
+           "decode", "client CPU", "server CPU", "MB", "peak RSS");
+    for (int v = 0; v < NVARIANTS; v++) {
+        double w[16], s[16], sv[16], mn = 1e30, get = 0, dec = 0;
+        long peak = 0;
+        for (long r = 0; r < rounds; r++) {
+            w[r] = res[v][r].wall;
+            s[r] = res[v][r].self_cpu;
+            sv[r] = res[v][r].server_cpu;
+            mn = res[v][r].wall < mn ? res[v][r].wall : mn;
+            get += res[v][r].get / (double)rounds;
+            dec += res[v][r].decode / (double)rounds;
+            peak = res[v][r].peak_kb > peak ? res[v][r].peak_kb : peak;
+        }
+        med_wall[v] = median(w, rounds);
+        med_self[v] = median(s, rounds);
+        med_server[v] = median(sv, rounds);
+        printf("  %-10s %8.3fs %8.3fs %7.3fs %7.3fs %9.3fs %9.3fs %9.1f %7.0f MB\n",
+               variants[v].name, med_wall[v], mn, get, dec, med_self[v], med_server[v],
+               (double)res[v][0].bytes / 1e6, (double)peak / 1024.0);
+    }
+    printf("  (GET = request to last byte, server included; for json-list it also holds the "
+           "jansson parse.\n   server CPU = kube-apiserver + etcd. MB = response bodies, no "
+           "compression. %ld pages.)\n",
+           res[2][0].pages);
+    for (int v = 0; v < NVARIANTS; v++)
+        printf("  %-10s %s: %.0f pods/s, %.0f bytes/pod\n", variants[v].name, variants[v].what,
+               (double)res[v][0].sums.items / med_wall[v],
+               (double)res[v][0].bytes / (double)(res[v][0].sums.items ? res[v][0].sums.items : 1));
+    printf("  ratio JSON/protobuf: wall %.2fx (json-list) %.2fx (json-page); client CPU %.2fx / "
+           "%.2fx; server CPU %.2fx; bytes %.2fx\n",
+           med_wall[0] / med_wall[2], med_wall[1] / med_wall[2], med_self[0] / med_self[2],
+           med_self[1] / med_self[2], med_server[1] / med_server[2],
+           (double)bytes_json / (double)res[2][0].bytes);
+    {
+        int same = 1;
+        for (int v = 0; v < NVARIANTS; v++)
+            for (long r = 0; r < rounds; r++)
+                if (memcmp(&res[v][r].sums, &res[0][0].sums, sizeof(struct sums)) != 0)
+                    same = 0;
+        printf("  decoded pods identical across variants and rounds (count, summed requests, "
+               "names): %s\n",
+               same ? "yes" : "NO");
+        if (!same)
+            exit(1);
+    }
+}
+
+/* ---- cleanup ---- */
+
+static enum common_rc delete_collection(const char *path, const char *selector,
+                                        struct common_error *err)
+{
+    char full[4096];
+    char *esc = common_kube_escape(selector);
+    struct common_buf body;
+    long status;
+    enum common_rc rc;
+
+    snprintf(full, sizeof(full), "%s?labelSelector=%s", path, esc ? esc : "");
+    common_free(esc);
+    common_buf_init(&body, (size_t)1 << 30);
+    rc = common_kube_request(kube, "DELETE", full, NULL, NULL, 0, NULL, &body, &status, err);
+    common_buf_free(&body);
+    return rc;
+}
+
+static enum common_rc delete_pod_shard(long i, struct common_error *err)
+{
+    char path[1024], sel[64];
+    common_kube_path(&common_kube_pods, cfg.ns, NULL, NULL, path, sizeof(path));
+    if (i < SHARDS)
+        snprintf(sel, sizeof(sel), "trainsched.io/shard=s%02ld", i);
+    else
+        snprintf(sel, sizeof(sel), "app"); /* whatever is left */
+    return delete_collection(path, sel, err);
+}
+
+static enum common_rc delete_node_shard(long i, struct common_error *err)
+{
+    char path[1024], sel[128];
+    common_kube_path(&common_kube_nodes, NULL, NULL, NULL, path, sizeof(path));
+    if (i < NODE_SHARDS)
+        snprintf(sel, sizeof(sel), "trainsched-bench=kube,trainsched-bench-shard=s%02ld", i);
+    else
+        snprintf(sel, sizeof(sel), "trainsched-bench=kube");
+    return delete_collection(path, sel, err);
+}
+
+static void cleanup(void)
+{
+    struct par p;
+    struct common_error err;
+    double t0 = now(), secs;
+    static const struct common_kube_resource sa = {"", "v1", "serviceaccounts", 1};
+    json_t *ns = NULL;
+
+    printf("\ncleanup:\n");
+    secs = run_parallel(&p, 0, SHARDS, cfg.threads, delete_pod_shard);
+    if (!p.failed)
+        run_parallel(&p, SHARDS, SHARDS + 1, 1, delete_pod_shard);
+    printf("  pods deleted by label shard (%d deletecollection calls): %.1f s%s%s\n", SHARDS, secs,
+           p.failed ? "; failed: " : "", p.failed ? p.first_err : "");
+    secs = run_parallel(&p, 0, NODE_SHARDS + 1, cfg.threads, delete_node_shard);
+    printf("  Nodes deleted by label (trainsched-bench=kube): %.1f s%s%s\n", secs,
+           p.failed ? "; failed: " : "", p.failed ? p.first_err : "");
+    common_kube_delete(kube, &sa, cfg.ns, "default", NULL, NULL, NULL, &err);
+    if (common_kube_delete(kube, &common_kube_namespaces, NULL, cfg.ns, NULL, NULL, NULL, &err) &&
+        err.code != COMMON_ENOTFOUND)
+        printf("  delete namespace: %s\n", err.msg);
+    /* without a namespace controller the namespace stays Terminating: it is empty now, so
+     * finalize it as that controller would */
+    for (int i = 0; i < 50; i++) {
+        if (common_kube_get(kube, &common_kube_namespaces, NULL, cfg.ns, &ns, &err))
+            break;
+        if (i == 20) {
+            char path[512];
+            char *body;
+            struct common_buf resp;
+            long status;
+            json_object_set_new(json_object_get(ns, "spec"), "finalizers", json_array());
+            body = json_dumps(ns, JSON_COMPACT);
+            snprintf(path, sizeof(path), "/api/v1/namespaces/%s/finalize", cfg.ns);
+            common_buf_init(&resp, 1 << 24);
+            if (common_kube_request(kube, "PUT", path, "application/json", body, strlen(body), NULL,
+                                    &resp, &status, &err))
+                printf("  finalize namespace: %s\n", err.msg);
+            else
+                printf("  namespace finalized by hand (no namespace controller running)\n");
+            common_buf_free(&resp);
+            free(body);
+        }
+        json_decref(ns);
+        ns = NULL;
+        usleep(100000);
+    }
+    if (ns) {
+        printf("  namespace %s still present\n", cfg.ns);
+        json_decref(ns);
+    } else {
+        printf("  namespace %s gone; cleanup took %.1f s\n", cfg.ns, now() - t0);
+    }
+}
+
+static long arg_long(int argc, char **argv, int *i)
+{
+    char *end;
+    long v;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "bench_kube: %s needs a value\n", argv[*i]);
+        exit(2);
+    }
+    v = strtol(argv[++*i], &end, 10);
+    if (*end || v < 0) {
+        fprintf(stderr, "bench_kube: bad value %s\n", argv[*i]);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    struct common_kubeconfig kc;
+    struct common_kube_opts o = common_kube_opts_default();
+    struct common_error err;
+
+    common_alloc_init();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--pods") == 0)
+            cfg.pods = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--nodes") == 0)
+            cfg.nodes = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--threads") == 0)
+            cfg.threads = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--rounds") == 0)
+            cfg.rounds = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--page") == 0)
+            cfg.page = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc)
+            cfg.ns = argv[++i];
+        else if (strcmp(argv[i], "--keep") == 0)
+            cfg.keep = 1;
+        else if (strcmp(argv[i], "--cleanup") == 0)
+            cfg.cleanup_only = 1;
+        else {
+            fprintf(stderr, "usage: bench_kube [--pods P] [--nodes N] [--threads T] [--rounds R] "
+                            "[--page N] [--ns NAME] [--keep | --cleanup]\n"
+                            "  needs KUBECONFIG (source the test bed's env); TESTBED_RUN adds "
+                            "the server's CPU\n");
+            return 2;
+        }
+    }
+    if (cfg.threads < 1)
+        cfg.threads = 1;
+    if (cfg.page < 1)
+        cfg.page = 500;
+    if (cfg.rounds < 1)
+        cfg.rounds = 1;
+    for (int i = 0; i < NPROCS; i++)
+        proc_pids[i] = bed_pid(proc_names[i]);
+
+    memset(&kc, 0, sizeof(kc));
+    if (common_kubeconfig_load(NULL, NULL, &kc, &err))
+        die("kubeconfig", &err);
+    o.qps = 1e9; /* the benchmark measures the server and the client, not the rate limiter */
+    o.burst = 1000000;
+    o.timeout_ms = 300000;
+    kube = common_kube_client_create(&kc, &o, &err);
+    common_kubeconfig_free(&kc);
+    if (!kube)
+        die("client", &err);
+
+    printf("bench_kube: server %s, %ld cores\n", getenv("KUBECONFIG"),
+           sysconf(_SC_NPROCESSORS_ONLN));
+    if (!cfg.cleanup_only) {
+        setup();
+        if (cfg.rounds > 0)
+            lists();
+    }
+    if (!cfg.keep)
+        cleanup();
+    printf("\ncommand: . $TESTBED_RUN/env; %s --pods %ld --nodes %ld --threads %ld --rounds %ld "
+           "--page %ld --ns %s%s%s\n",
+           argv[0], cfg.pods, cfg.nodes, cfg.threads, cfg.rounds, cfg.page, cfg.ns,
+           cfg.keep ? " --keep" : "", cfg.cleanup_only ? " --cleanup" : "");
+    common_kube_client_destroy(kube);
+    return 0;
+}
