@@ -12,6 +12,7 @@
 #include "cmd/cli.h"
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/names.h"
 #include "common/sshkey.h"
 #include "common/yaml.h"
 #include "trainjob/builtin.h"
@@ -80,57 +81,98 @@ static int oom(FILE *err)
     return 1;
 }
 
-static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i, int runtimes_only,
-                   FILE *err)
+/* "file:line:col: " of node, else "file:line: " of the document */
+static void doc_where(const struct common_yaml_docs *f, size_t i, const json_t *node, char *buf,
+                      size_t n)
 {
-    const json_t *doc = f->docs[i];
-    const char *kind, *api;
-    int line = f->doc_line[i];
+    int line, col;
 
+    if (node && common_yaml_locate(f, node, &line, &col) == 0)
+        snprintf(buf, n, "%s:%d:%d: ", f->name, line, col);
+    else
+        snprintf(buf, n, "%s:%d: ", f->name, f->doc_line[i]);
+}
+
+/* One manifest (a document, or an item of a v1 List in document i). */
+static int add_object(struct loaded *l, const struct common_yaml_docs *f, size_t i,
+                      const json_t *doc, const char *what, int runtimes_only, int in_list,
+                      FILE *err)
+{
+    const json_t *kindv = json_object_get(doc, "kind");
+    const json_t *apiv = json_object_get(doc, "apiVersion");
+    const char *kind, *api;
+    char pos[600];
+
+    doc_where(f, i, doc, pos, sizeof(pos));
     if (!json_is_object(doc)) {
-        fprintf(err, "error: %s:%d: document %zu is not an object (a Kubernetes manifest)\n",
-                f->name, line, i + 1);
+        fprintf(err, "error: %s%s is not an object (a Kubernetes manifest)\n", pos, what);
         return 2;
     }
-    kind = kind_of(doc);
-    api = json_string_value(json_object_get(doc, "apiVersion"));
-    if (strcmp(kind, "List") == 0 && json_is_array(json_object_get(doc, "items"))) {
+    if (!apiv || !kindv) {
+        fprintf(err, "error: %s%s has no %s: every manifest needs apiVersion and kind\n", pos, what,
+                !apiv ? "apiVersion" : "kind");
+        return 2;
+    }
+    if (!json_is_string(kindv) || !json_is_string(apiv)) {
+        doc_where(f, i, !json_is_string(kindv) ? kindv : apiv, pos, sizeof(pos));
+        fprintf(err, "error: %s%s: %s must be a string\n", pos, what,
+                !json_is_string(kindv) ? "kind" : "apiVersion");
+        return 2;
+    }
+    kind = json_string_value(kindv);
+    api = json_string_value(apiv);
+    if (strcmp(kind, "List") == 0 && !in_list) {
         size_t j;
         json_t *it;
-        json_array_foreach(json_object_get(doc, "items"), j, it)
+        char item[64];
+        const json_t *items = json_object_get(doc, "items");
+        if (!json_is_array(items)) {
+            fprintf(err, "error: %s%s: a List needs an items array\n", pos, what);
+            return 2;
+        }
+        json_array_foreach(items, j, it)
         {
-            const char *k = kind_of(it);
-            if (is_runtime_kind(k) && json_array_append(l->runtimes, it))
-                return 1;
-            if (strcmp(k, "TrainJob") == 0 && !runtimes_only && json_array_append(l->trainjobs, it))
-                return 1;
+            int rc;
+            snprintf(item, sizeof(item), "List item %zu", j);
+            if ((rc = add_object(l, f, i, it, item, runtimes_only, 1, err)))
+                return rc;
         }
         return 0;
     }
-    if (!api || !*kind) {
-        fprintf(err,
-                "error: %s:%d: document %zu has no %s: every manifest needs apiVersion "
-                "and kind\n",
-                f->name, line, i + 1, !api ? "apiVersion" : "kind");
-        return 2;
-    }
     if ((is_runtime_kind(kind) || strcmp(kind, "TrainJob") == 0) &&
         strcmp(api, "trainer.kubeflow.org/v1alpha1") != 0) {
+        doc_where(f, i, apiv, pos, sizeof(pos));
         fprintf(err,
-                "error: %s:%d: %s: apiVersion \"%s\" is not served; use "
+                "error: %s%s: apiVersion \"%s\" is not served for %s; use "
                 "trainer.kubeflow.org/v1alpha1\n",
-                f->name, line, kind, api);
+                pos, what, api, kind);
         return 2;
     }
     if (is_runtime_kind(kind))
         return json_array_append(l->runtimes, (json_t *)doc) ? oom(err) : 0;
     if (strcmp(kind, "TrainJob") == 0 && !runtimes_only)
         return json_array_append(l->trainjobs, (json_t *)doc) ? oom(err) : 0;
-    fprintf(err,
-            "error: %s:%d: kind \"%s\" is not something render reads: give TrainJob, "
-            "TrainingRuntime or ClusterTrainingRuntime documents%s\n",
-            f->name, line, kind, runtimes_only ? " (--runtime takes runtimes only)" : "");
+    doc_where(f, i, kindv, pos, sizeof(pos));
+    if (runtimes_only)
+        fprintf(err,
+                "error: %s%s: kind: --runtime takes TrainingRuntime and "
+                "ClusterTrainingRuntime documents, not %s (give it with -f)\n",
+                pos, what, kind);
+    else
+        fprintf(err,
+                "error: %s%s: kind: \"%s\" is not something render reads: give TrainJob, "
+                "TrainingRuntime or ClusterTrainingRuntime documents\n",
+                pos, what, kind);
     return 2;
+}
+
+static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i, int runtimes_only,
+                   FILE *err)
+{
+    char what[64];
+
+    snprintf(what, sizeof(what), "document %zu", i + 1);
+    return add_object(l, f, i, f->docs[i], what, runtimes_only, 0, err);
 }
 
 static int load(struct loaded *l, const char *path, int runtimes_only, FILE *err)
@@ -218,6 +260,32 @@ static int list_builtins(FILE *out)
     return 0;
 }
 
+/* one line per field error: "error: file:line:col: Kind ns/name: path: Type: detail";
+ * returns the exit status (2, or 1 when out of memory) */
+static int print_errors(struct loaded *l, const json_t *tj, const struct trainjob_errors *errs,
+                        const char *ns, FILE *err)
+{
+    char pos[600];
+
+    for (size_t i = 0; i < errs->n; i++) {
+        const struct trainjob_field_error *fe = &errs->items[i];
+        const char *what = fe->doc == tj ? "TrainJob" : kind_of(fe->doc);
+        const json_t *meta = json_object_get(fe->doc, "metadata");
+        const char *oname = json_string_value(json_object_get(meta, "name"));
+        const char *ons = json_string_value(json_object_get(meta, "namespace"));
+        const char *text = trainjob_errors_format(errs, i);
+
+        if (!text)
+            return oom(err);
+        where(l, fe->node, fe->doc, pos, sizeof(pos));
+        if (fe->doc == tj && !ons)
+            ons = ns;
+        fprintf(err, "error: %s%s %s%s%s: %s\n", pos, what, ons ? ons : "", ons ? "/" : "",
+                oname ? oname : "?", text);
+    }
+    return 2;
+}
+
 static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t *items, FILE *err)
 {
     struct trainjob_ref ref;
@@ -238,6 +306,19 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
         return 1;
     }
     where(l, tj, NULL, pos, sizeof(pos));
+    {
+        struct trainjob_errors errs;
+        trainjob_errors_init(&errs, a);
+        rc = trainjob_validate_trainjob(tj, &errs, &e);
+        if (rc == COMMON_ENOMEM) {
+            status = oom(err);
+            goto out;
+        }
+        if (rc) {
+            status = print_errors(l, tj, &errs, ns, err);
+            goto out;
+        }
+    }
     if (trainjob_runtime_ref(tj, ns, &ref, &e)) {
         fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
                 e.msg);
@@ -273,24 +354,7 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
         fprintf(err, "Warning: TrainJob %s/%s: %s\n", tns ? tns : ns, name ? name : "?",
                 out.errors.warnings[i]);
     if (rc == COMMON_EINVAL && out.errors.n) {
-        for (size_t i = 0; i < out.errors.n; i++) {
-            const struct trainjob_field_error *fe = &out.errors.items[i];
-            const char *what = fe->doc == tj ? "TrainJob" : kind_of(fe->doc);
-            const json_t *meta = json_object_get(fe->doc, "metadata");
-            const char *oname = json_string_value(json_object_get(meta, "name"));
-            const char *ons = json_string_value(json_object_get(meta, "namespace"));
-            where(l, fe->node, fe->doc, pos, sizeof(pos));
-            if (fe->doc == tj && !ons)
-                ons = ns;
-            const char *text = trainjob_errors_format(&out.errors, i);
-            if (!text) {
-                status = oom(err);
-                goto out;
-            }
-            fprintf(err, "error: %s%s %s%s%s: %s\n", pos, what, ons ? ons : "", ons ? "/" : "",
-                    oname ? oname : "?", text);
-        }
-        status = 2;
+        status = print_errors(l, tj, &out.errors, ns, err);
         goto out;
     }
     if (rc) {
@@ -374,6 +438,10 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "error: no input: give at least one -f FILE\n%s", usage);
         return 2;
     }
+    if (common_names_dns1123_label(ns)) {
+        fprintf(err, "error: --namespace \"%s\": %s\n", ns, common_names_dns1123_label(ns));
+        return 2;
+    }
     if (strcmp(format, "yaml") != 0 && strcmp(format, "json") != 0) {
         fprintf(err, "error: --output \"%s\": use yaml or json\n", format);
         return 2;
@@ -398,10 +466,34 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     if (status)
         goto out;
     if (json_array_size(l->trainjobs) == 0) {
-        fprintf(err, "error: no TrainJob in the input: render needs at least one document of "
-                     "kind TrainJob\n");
+        fprintf(err,
+                "error: no TrainJob in %s%s: render needs at least one document of kind "
+                "TrainJob\n",
+                files[0], nf > 1 ? " and the other -f files" : "");
         status = 2;
         goto out;
+    }
+    /* the same TrainJob twice would render every object twice */
+    json_array_foreach(l->trainjobs, i, tj)
+    {
+        const json_t *m1 = json_object_get(tj, "metadata");
+        const char *n1 = json_string_value(json_object_get(m1, "name"));
+        const char *s1 = json_string_value(json_object_get(m1, "namespace"));
+        for (size_t j = 0; n1 && j < i; j++) {
+            const json_t *m2 = json_object_get(json_array_get(l->trainjobs, j), "metadata");
+            const char *n2 = json_string_value(json_object_get(m2, "name"));
+            const char *s2 = json_string_value(json_object_get(m2, "namespace"));
+            if (n2 && strcmp(n1, n2) == 0 && strcmp(s1 ? s1 : ns, s2 ? s2 : ns) == 0) {
+                char pos[600];
+                where(l, json_object_get(m1, "name"), tj, pos, sizeof(pos));
+                fprintf(err,
+                        "error: %sTrainJob %s/%s: metadata.name: Duplicate: the same TrainJob "
+                        "is given twice (names are unique in a namespace)\n",
+                        pos, s1 ? s1 : ns, n1);
+                status = 2;
+                goto out;
+            }
+        }
     }
     json_array_foreach(l->trainjobs, i, tj)
     {

@@ -448,6 +448,35 @@ static const char *first_error(struct trainjob_errors *e, struct common_error *e
     return msg;
 }
 
+enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjob_errors *errs,
+                                          struct common_error *err)
+{
+    const char *group = tj_str(trainjob, "spec.runtimeRef.apiGroup");
+
+    tj_schema_check(TJ_SCHEMA_TRAINJOB, trainjob, errs);
+    if (errs->n == 0) {
+        tj_object_meta(trainjob, 1, errs);
+        tj_cel_trainjob(trainjob, errs);
+    }
+    {
+        const char *kind = tj_str(trainjob, "spec.runtimeRef.kind");
+        if (!kind)
+            kind = "ClusterTrainingRuntime";
+        if (!group)
+            group = TJ_GROUP;
+        if (errs->n == 0 &&
+            (strcmp(group, TJ_GROUP) != 0 ||
+             (strcmp(kind, "TrainingRuntime") != 0 && strcmp(kind, "ClusterTrainingRuntime") != 0)))
+            tj_err(errs, trainjob, tj_get(trainjob, "spec.runtimeRef"), "Invalid",
+                   "spec.runtimeRef", "unsupported runtime: %s.%s", kind, group);
+    }
+    if (errs->oom)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (errs->n)
+        return first_error(errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
+    return COMMON_OK;
+}
+
 enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_errors *errs,
                                          struct common_error *err)
 {
@@ -455,9 +484,13 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
     const char *wv =
         json_string_value(json_object_get(labels, "trainer.kubeflow.org/webhook-validation"));
 
+    const char *kind = tj_str(runtime, "kind");
+
     tj_schema_check(TJ_SCHEMA_RUNTIME, runtime, errs);
-    if (errs->n == 0)
+    if (errs->n == 0) {
+        tj_object_meta(runtime, kind && strcmp(kind, "TrainingRuntime") == 0, errs);
         tj_cel_runtime(runtime, errs);
+    }
     if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
         tj_webhook_runtime(runtime, errs);
     if (errs->oom)
@@ -486,9 +519,7 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     c->errs = &out->errors;
 
     /* 1. the API server: schema and CEL of both objects */
-    tj_schema_check(TJ_SCHEMA_TRAINJOB, trainjob, c->errs);
-    if (c->errs->n == 0)
-        tj_cel_trainjob(trainjob, c->errs);
+    trainjob_validate_trainjob(trainjob, c->errs, err);
     rc = trainjob_validate_runtime(runtime, c->errs, err);
     if (c->errs->oom)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");

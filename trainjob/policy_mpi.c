@@ -74,6 +74,45 @@ static enum common_rc add_mount(json_t *ct, const char *name, const char *path)
                : COMMON_OK;
 }
 
+#define HOSTFILE_MAX (1024 * 1024) /* a ConfigMap holds at most 1 MiB */
+
+static size_t digits(int64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* An upper bound of the hostfile's size, computed without listing the hosts. */
+static uint64_t hostfile_bound(struct tj_ctx *c, int32_t n_slots, uint64_t *hosts)
+{
+    const char *sub = tj_str(c->spec, "network.subdomain");
+    uint64_t total = 0;
+
+    *hosts = 0;
+    if (!sub || !*sub)
+        sub = c->name;
+    for (size_t i = 0; i < c->npodsets; i++) {
+        struct tj_podset *ps = &c->podsets[i];
+        json_int_t replicas = json_is_integer(json_object_get(ps->rjob, "replicas"))
+                                  ? json_integer_value(json_object_get(ps->rjob, "replicas"))
+                                  : 1;
+        uint64_t lines, line;
+        if (strcmp(ps->name, "node") != 0 &&
+            !(c->mpi_launcher_as_node && strcmp(ps->name, "launcher") == 0))
+            continue;
+        lines = (uint64_t)(replicas > 0 ? replicas : 0) * (uint64_t)(ps->count > 0 ? ps->count : 0);
+        line = strlen(c->name) + strlen(ps->name) + strlen(sub) + digits(replicas) +
+               digits(ps->count) + digits(n_slots) + 12;
+        *hosts += lines;
+        total += lines * line;
+    }
+    return total;
+}
+
 static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
 {
     int32_t n_slots = slots(c);
@@ -93,6 +132,15 @@ static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
                                 "only OpenMPI is implemented",
                                 c->mpi_impl);
     snprintf(slots_s, sizeof(slots_s), "%d", n_slots);
+    {
+        uint64_t nhosts;
+        if (hostfile_bound(c, n_slots, &nhosts) > HOSTFILE_MAX)
+            return common_error_set(err, COMMON_EINVAL,
+                                    "spec.trainer.numNodes: Invalid value: %d: the MPI hostfile "
+                                    "for %llu hosts would be larger than %d bytes, the most a "
+                                    "ConfigMap holds",
+                                    c->num_nodes, (unsigned long long)nhosts, HOSTFILE_MAX);
+    }
 
     for (size_t i = 0; i < c->npodsets; i++) {
         struct tj_podset *ps = &c->podsets[i];

@@ -90,6 +90,17 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
                                struct trainjob_output *out, struct common_error *err);
 
 /*
+ * trainjob_validate_trainjob - the API server's checks of a TrainJob on its own: CRD schema
+ * (types, unknown fields, bounds), ObjectMeta (namespace, label and annotation keys and
+ * values), the CEL rules, and that spec.runtimeRef names a supported runtime group. Errors go
+ * to *errs (init it first). Returns COMMON_OK, COMMON_EINVAL (err has the first error),
+ * COMMON_ENOMEM. trainjob_render runs it too; callers use it to report a bad TrainJob before
+ * they look its runtime up.
+ */
+enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjob_errors *errs,
+                                          struct common_error *err);
+
+/*
  * trainjob_validate_runtime - the schema, CEL and webhook checks (§5.2) of a TrainingRuntime or
  * ClusterTrainingRuntime on its own. Errors go to *errs (init it first). Returns COMMON_OK or
  * COMMON_EINVAL (err has the first error), COMMON_ENOMEM.

@@ -165,6 +165,7 @@ enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **mi
 /* ---- validation (validate.c) ---- */
 json_t *tj_default_trainjob(const json_t *tj, const char *default_ns); /* new ref */
 json_t *tj_default_runtime(const json_t *rt);                          /* new ref */
+void tj_object_meta(const json_t *obj, int namespaced, struct trainjob_errors *e);
 void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e);
 void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e);
 void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e);

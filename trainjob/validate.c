@@ -154,6 +154,46 @@ json_t *tj_default_runtime(const json_t *rt)
     return d;
 }
 
+/* ---- ObjectMeta, as the API server validates it for every object ---- */
+
+#define ANNOTATIONS_MAX (256 * 1024) /* total bytes of keys and values */
+
+void tj_object_meta(const json_t *obj, int namespaced, struct trainjob_errors *e)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const json_t *v = json_object_get(meta, "namespace");
+    const json_t *labels = json_object_get(meta, "labels");
+    const json_t *ann = json_object_get(meta, "annotations");
+    const char *k, *why;
+    json_t *val;
+    size_t total = 0;
+    char path[600];
+
+    if (namespaced && json_is_string(v) && (why = common_names_dns1123_label(json_string_value(v))))
+        tj_err(e, obj, v, "Invalid", "metadata.namespace", "Invalid value: \"%s\": %s",
+               json_string_value(v), why);
+    json_object_foreach((json_t *)labels, k, val)
+    {
+        snprintf(path, sizeof(path), "metadata.labels[%s]", k);
+        if ((why = common_names_qualified_name(k)))
+            tj_err(e, obj, val, "Invalid", path, "Invalid value: \"%s\": %s", k, why);
+        else if (json_is_string(val) && (why = common_names_label_value(json_string_value(val))))
+            tj_err(e, obj, val, "Invalid", path, "Invalid value: \"%s\": %s",
+                   json_string_value(val), why);
+    }
+    json_object_foreach((json_t *)ann, k, val)
+    {
+        snprintf(path, sizeof(path), "metadata.annotations[%s]", k);
+        if ((why = common_names_qualified_name(k)))
+            tj_err(e, obj, val, "Invalid", path, "Invalid value: \"%s\": %s", k, why);
+        total += strlen(k) + (json_is_string(val) ? json_string_length(val) : 0);
+    }
+    if (total > ANNOTATIONS_MAX)
+        tj_err(e, obj, ann, "TooLong", "metadata.annotations",
+               "Too long: may not be more than %d bytes (annotations total %zu bytes)",
+               ANNOTATIONS_MAX, total);
+}
+
 /* ---- CEL rules (§1.2, §1.5) ---- */
 
 static int uri_ok(const char *s)
@@ -179,8 +219,9 @@ void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e)
     const json_t *v;
     static const char *const inits[] = {"dataset", "model"};
 
-    if (!name) {
-        tj_err(e, tj, tj, "Required", "metadata.name", "Required value: name is required");
+    if (!name || json_is_null(name)) {
+        tj_err(e, tj, name ? name : tj, "Required", "metadata.name",
+               "Required value: name is required");
     } else if (json_is_string(name)) {
         const char *s = json_string_value(name);
         if (strlen(s) > 63)

@@ -25,7 +25,8 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
                 does at timeoutSeconds) and closes the connection, so the client resumes at once
   GET /release  let held requests go
   GET /reset    disarm and forget the records
-  GET /state    JSON: counters, the armed fault, the faults applied (with what happened)
+  GET /state    JSON: counters, the armed fault, the faults applied (with what happened), the
+                last 50 watch request targets (after any rewrite)
 
 "Events" are ADDED/MODIFIED/DELETED/ERROR lines; BOOKMARK lines are forwarded but not counted, and
 a cut never falls on one. Other requests are forwarded byte for byte (keep-alive on both sides).
@@ -65,6 +66,7 @@ class State:
         self.active = set()  # asyncio.Event per active watch relay (kick)
         self.held = 0
         self.release = asyncio.Event()
+        self.recent = []  # the last 50 watch request targets as forwarded
 
     def snapshot(self):
         return {
@@ -74,6 +76,7 @@ class State:
             "applied": self.applied,
             "active_watches": len(self.active),
             "held": self.held,
+            "recent_watches": self.recent,
         }
 
 
@@ -294,16 +297,28 @@ class Conn:
                     await STATE.release.wait()
                     STATE.held -= 1
                     fault["held"] = False
-        await self.upstream()
+        if watch:
+            STATE.recent = (STATE.recent + [target])[-50:]
         out = ("%s %s %s\r\n" % (method, target, version)).encode("latin-1")
         out += b"".join(("%s: %s\r\n" % (k, v)).encode("latin-1") for k, v in hdrs) + b"\r\n"
-        self.uw.write(out)
-        await relay_body(self.cr, self.uw, hdrs, until_eof_ok=False)
-        await self.uw.drain()
-
-        rhead = await read_head(self.ur)
-        if not rhead:
-            raise ConnectionError("upstream closed")
+        bodyless = hget(hdrs, "Content-Length") in (None, "0") and not hget(
+            hdrs, "Transfer-Encoding")
+        for attempt in (0, 1):
+            await self.upstream()
+            self.uw.write(out)
+            await relay_body(self.cr, self.uw, hdrs, until_eof_ok=False)
+            await self.uw.drain()
+            try:
+                rhead = await read_head(self.ur)
+            except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+                rhead = b""
+            if rhead:
+                break
+            # the upstream closed a kept-alive connection before answering: a request without
+            # a body is sent again once on a new connection
+            self.close_upstream()
+            if attempt or not bodyless:
+                raise ConnectionError("upstream closed")
         rlines = rhead.decode("latin-1").split("\r\n")
         status = int(rlines[0].split(" ", 2)[1])
         rhdrs = parse_headers(rlines[1:])

@@ -19,7 +19,8 @@
  *    For a refusal the runner also checks: standard output is empty, standard error holds
  *    exactly one line starting with "error: ".
  *  - generated inputs, written to a temporary folder at test time: documents over 3 MiB, 50 MB
- *    files, 10,000-deep nesting, random binary data, the trainsched binary itself;
+ *    files, 10,000-deep nesting, random binary data, the trainsched binary itself, and (outside
+ *    sanitizer builds, under a 2 GiB address-space limit) an MPI TrainJob with int32-max nodes;
  *  - the command line: no -f, unknown --output, a missing file, a folder, standard input, good
  *    YAML and JSON, and the real binary's process exit status (TS_BINARY).
  *
