@@ -18,11 +18,13 @@
 #include "common/kube.h"
 #include "common/kubeconfig.h"
 #include "common/leader.h"
+#include "e2eutil.h"
 
 #define LEASE "trainsched-e2e"
 #define SLACK_S 3.0
 
-static struct common_kube *kube; /* the test's own view of the API */
+static struct common_kube *kube; /* the test's own view of the API (admin) */
+static struct common_kube *tsk;  /* trainsched's ServiceAccount: what the recorder writes with */
 
 static struct common_kube *client(void)
 {
@@ -46,12 +48,15 @@ static struct common_kube *client(void)
 static void setup(void)
 {
     kube = client();
+    tsk = e2e_client(5000, 1);
 }
 
 static void teardown(void)
 {
+    common_kube_client_destroy(tsk);
     common_kube_client_destroy(kube);
     kube = NULL;
+    tsk = NULL;
 }
 
 /* a fresh namespace named prefix-<random>; deleted at the end of the test by the caller */
@@ -125,7 +130,7 @@ static void cand_start(struct cand *c, const char *ns)
 
     memset(c, 0, sizeof(*c));
     pthread_mutex_init(&c->mu, NULL);
-    c->kube = client();
+    c->kube = e2e_client(5000, 1); /* as trainsched's ServiceAccount */
     ck_assert_int_eq(common_leader_identity(c->id, sizeof(c->id), &err), COMMON_OK);
     c->le = common_leader_start(c->kube, ns, LEASE, c->id, &cb, NULL, &err);
     ck_assert_msg(c->le != NULL, "%s", err.msg);
@@ -371,7 +376,7 @@ START_TEST(events_aggregate_into_series)
     ref = (struct common_event_ref){"v1", "ConfigMap", ns, "subject", uid};
 
     ck_assert_int_eq(common_leader_identity(id, sizeof(id), &err), COMMON_OK);
-    ev = common_events_create(kube, id, NULL, &err);
+    ev = common_events_create(tsk, id, NULL, &err);
     ck_assert_msg(ev != NULL, "%s", err.msg);
 
     /* the first occurrence: one Event, no series */
@@ -461,7 +466,7 @@ START_TEST(events_rate_limit_window_and_deleted_event)
     pod.namespace = ns;
     o.burst = 3;
     o.series_window_s = 1.5;
-    ev = common_events_create(kube, "e2e-instance", &o, &err);
+    ev = common_events_create(tsk, "e2e-instance", &o, &err);
     ck_assert_msg(ev != NULL, "%s", err.msg);
 
     /* five different events on one object with a burst of 3: three written */

@@ -1,0 +1,18 @@
+/*
+ * tests/e2e/e2eutil.h - clients for the end-to-end tests.
+ *
+ * e2e_client(timeout_ms, 0) talks to the test bed as its admin (KUBECONFIG). With as_trainsched
+ * set it talks as trainsched's own ServiceAccount: the shipped manifests/rbac/rbac.yaml is
+ * applied (server-side apply), a token is minted for trainsched-system/trainsched with the
+ * TokenRequest API and written to a token file that the client reads. The API server runs with
+ * RBAC, so an operation the shipped ClusterRole does not allow fails the test that needs it.
+ */
+#ifndef E2EUTIL_H
+#define E2EUTIL_H
+
+#include "common/kube.h"
+
+/* A new client (fails the running Check test when it cannot be made). timeout_ms 0: default. */
+struct common_kube *e2e_client(long timeout_ms, int as_trainsched);
+
+#endif
