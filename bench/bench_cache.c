@@ -182,6 +182,22 @@ static double bed_cpu(const char *name)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* busy CPU seconds of the whole machine (/proc/stat: all but idle and iowait) */
+static double machine_busy(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    double busy = -1;
+
+    if (!f)
+        return -1;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]) == 8)
+        busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+    fclose(f);
+    return busy;
+}
+
 static double cpu_self(void)
 {
     struct rusage ru;
@@ -359,7 +375,8 @@ static void watch_throughput(struct common_informer *pods, long pod_tid)
     struct common_pmap_snap *before = common_informer_snapshot(pods);
     pthread_t th[64];
     long threads = cfg.threads > 64 ? 64 : cfg.threads, max_backlog = 0, applied = 0;
-    double t0, t_created = 0, t_applied = 0, cpu0, cpu1, srv0, srv1, self0, self1;
+    double t0, t_created = 0, t_applied = 0, cpu0, cpu1, srv0, srv1, self0, self1, etcd0, etcd1, m0,
+               m1;
     char rv0[128];
 
     printf("\nwatch throughput: %ld pods created from %ld threads while the pod informer runs "
@@ -369,6 +386,8 @@ static void watch_throughput(struct common_informer *pods, long pod_tid)
     common_informer_stats(pods, &st0);
     cpu0 = pod_tid ? thread_cpu(pod_tid) : -1;
     srv0 = bed_cpu("kube-apiserver");
+    etcd0 = bed_cpu("etcd");
+    m0 = machine_busy();
     self0 = cpu_self();
     t0 = now();
     for (long t = 0; t < threads; t++)
@@ -394,6 +413,8 @@ static void watch_throughput(struct common_informer *pods, long pod_tid)
     }
     self1 = cpu_self();
     srv1 = bed_cpu("kube-apiserver");
+    etcd1 = bed_cpu("etcd");
+    m1 = machine_busy();
     cpu1 = pod_tid ? thread_cpu(pod_tid) : -1;
     for (long t = 0; t < threads; t++)
         pthread_join(th[t], NULL);
@@ -411,10 +432,15 @@ static void watch_throughput(struct common_informer *pods, long pod_tid)
                    "the burst lasted)\n",
                    cpu1 - cpu0, 1e6 * (cpu1 - cpu0) / (double)applied,
                    100.0 * (cpu1 - cpu0) / (t_applied - t0));
-        if (srv0 >= 0)
-            printf("  CPU busy meanwhile: kube-apiserver %.2f cores, this process %.2f cores "
-                   "(creators + informers)\n",
-                   (srv1 - srv0) / (t_applied - t0), (self1 - self0) / (t_applied - t0));
+        if (srv0 >= 0) {
+            double w = t_applied - t0;
+            printf("  CPU busy meanwhile (cores): kube-apiserver %.2f, etcd %.2f, this process "
+                   "%.2f (creators + informers); whole machine %.2f of %ld (other processes "
+                   "%.2f)\n",
+                   (srv1 - srv0) / w, (etcd1 - etcd0) / w, (self1 - self0) / w, (m1 - m0) / w,
+                   sysconf(_SC_NPROCESSORS_ONLN),
+                   (m1 - m0 - (srv1 - srv0) - (etcd1 - etcd0) - (self1 - self0)) / w);
+        }
     }
 
     /* the same events again, from the server's watch cache, through the informer's per-event

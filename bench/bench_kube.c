@@ -7,10 +7,11 @@
  *    Ready condition, six labels; default 5,000) and P pods (default 50,000: schedulerName
  *    "nobody" so nothing binds them, three labels, one container with cpu and memory
  *    requests), created with common_kube_create: the first 1,000 pods from one thread (the
- *    latency of one create), 2,000 from 8 threads, the rest from T threads (default 4). Reports
- * objects per second and the CPU the API server, etcd and this client spent per object (from
- * /proc), which shows where the limit is.
- * 2. Lists: R rounds (default 3) of three ways to list and decode every pod of the namespace
+ *    latency of one create), 2,000 from 8 threads (more than the 5 connections libcurl keeps:
+ *    see docs/benchmarks-kube.md), the rest from T threads (default 4). Reports objects per
+ *    second and the CPU seconds kube-apiserver, etcd, kube-scheduler, this client and the
+ *    whole machine spent (from /proc), which shows where the limit is.
+ * 2. Lists: R rounds (default 5) of three ways to list and decode every pod of the namespace
  *    in pages of 500, the order rotated each round:
  *      json-list  common_kube_list (pages gathered into one JSON array), then
  *                 common_pod_from_json per item: what a JSON client of our API does;
@@ -20,9 +21,12 @@
  *                 common_pod_list_from_protobuf (each item handed over as it is decoded).
  *    For each: wall seconds (median and best of the rounds), its split into GET (server +
  *    transfer; for json-list also the jansson parse) and client-side parse/decode, the CPU
- *    seconds of this process and of kube-apiserver, response bytes (uncompressed: the client
- *    does not ask for gzip) and the peak RSS growth. Then the ratios JSON/protobuf. Every
+ *    seconds of this process, kube-apiserver and etcd, response bytes (uncompressed: the client
+ *    does not ask for gzip) and the peak RSS growth; the API server's own counters (GET
+ *    /metrics) say where it served the pages from. Then the ratios JSON/protobuf. Every
  *    variant must decode the same pods with the same requests (a checksum is compared).
+ *    Then protobuf lists with pages of 500, 5,000 and unpaged: what the page size costs the
+ *    server (its watch cache walks every object from the continue key on, for each page).
  * 3. Cleanup (unless --keep): pods deleted by label shard (deletecollection, T at a time),
  *    Nodes likewise, the ServiceAccount and the namespace (finalized by hand when no namespace
  *    controller runs, as with TESTBED_KCM=0).
@@ -31,7 +35,8 @@
  * holds them. --keep leaves them for bench_cache; --cleanup only cleans up.
  *
  * Run: . /tmp/tb-bench/env; ./build-rel/bench/bench_kube [--pods P] [--nodes N] [--threads T]
- *      [--rounds R] [--ns NAME] [--keep | --cleanup]     (scripts/bench-kube.sh does it all)
+ *      [--rounds R] [--page N] [--ns NAME] [--keep | --cleanup]
+ *      (scripts/bench-kube.sh does it all)
  */
 #include <jansson.h>
 #include <pthread.h>
@@ -65,7 +70,7 @@ static struct {
     const char *ns;
     long pods, nodes, threads, rounds, page;
     int keep, cleanup_only;
-} cfg = {"trainsched-bench", 50000, 5000, 4, 3, 500, 0, 0};
+} cfg = {"trainsched-bench", 50000, 5000, 4, 5, 500, 0, 0};
 
 static struct common_kube *kube;
 
@@ -164,13 +169,30 @@ static const char *const proc_names[NPROCS] = {"kube-apiserver", "etcd", "kube-s
 static long proc_pids[NPROCS];
 
 struct cpu_mark {
-    double wall, self, procs[NPROCS];
+    double wall, self, procs[NPROCS], machine;
 };
+
+/* busy CPU seconds of the whole machine (/proc/stat: all but idle and iowait) */
+static double machine_busy(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    double busy = -1;
+
+    if (!f)
+        return -1;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]) == 8)
+        busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+    fclose(f);
+    return busy;
+}
 
 static void mark(struct cpu_mark *m)
 {
     m->wall = now();
     m->self = cpu_self();
+    m->machine = machine_busy();
     for (int i = 0; i < NPROCS; i++)
         m->procs[i] = proc_cpu(proc_pids[i]);
 }
@@ -178,19 +200,70 @@ static void mark(struct cpu_mark *m)
 /* "kube-apiserver 1.52 cores, etcd 0.31, kube-scheduler 0.05, this client 0.20" */
 static void print_cores(const char *indent, const struct cpu_mark *a, const struct cpu_mark *b)
 {
-    double w = b->wall - a->wall;
+    double w = b->wall - a->wall, ours = b->self - a->self;
     printf("%sCPU used (cores busy):", indent);
     for (int i = 0; i < NPROCS; i++)
-        if (a->procs[i] >= 0 && b->procs[i] >= 0)
+        if (a->procs[i] >= 0 && b->procs[i] >= 0) {
             printf(" %s %.2f,", proc_names[i], (b->procs[i] - a->procs[i]) / w);
-    printf(" this client %.2f  (machine: %ld cores)\n", (b->self - a->self) / w,
-           sysconf(_SC_NPROCESSORS_ONLN));
+            ours += b->procs[i] - a->procs[i];
+        }
+    printf(" this client %.2f; whole machine %.2f of %ld (other processes %.2f)\n",
+           (b->self - a->self) / w, (b->machine - a->machine) / w, sysconf(_SC_NPROCESSORS_ONLN),
+           (b->machine - a->machine - ours) / w);
 }
 
 static void die(const char *what, const struct common_error *err)
 {
     fprintf(stderr, "bench_kube: %s: %s\n", what, err ? err->msg : "");
     exit(1);
+}
+
+/* The API server's own counters of the pod lists it served (GET /metrics): how many were
+ * served from the watch cache and how many objects it walked for them. -1 when unavailable. */
+struct list_metrics {
+    double cache_lists, cache_fetched, storage_lists;
+};
+
+static double metric_sum(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    double sum = -1;
+
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *end = strchr(l, '\n'), *sp;
+        char labels[512];
+        if (strncmp(l, name, n) != 0 || l[n] != '{')
+            continue;
+        sp = strchr(l, '}');
+        if (!sp || (end && sp > end))
+            continue;
+        if ((size_t)(sp - l) >= sizeof(labels))
+            continue;
+        memcpy(labels, l, (size_t)(sp - l));
+        labels[sp - l] = '\0';
+        if (!strstr(labels, "resource=\"pods\""))
+            continue;
+        sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
+    }
+    return sum;
+}
+
+static void list_metrics(struct list_metrics *m)
+{
+    struct common_buf body;
+    struct common_error err;
+    long status;
+
+    m->cache_lists = m->cache_fetched = m->storage_lists = -1;
+    common_buf_init(&body, (size_t)64 << 20);
+    if (common_kube_request(kube, "GET", "/metrics", NULL, NULL, 0, "text/plain", &body, &status,
+                            &err) == COMMON_OK &&
+        body.data) {
+        m->cache_lists = metric_sum(body.data, "apiserver_cache_list_total");
+        m->cache_fetched = metric_sum(body.data, "apiserver_cache_list_fetched_objects_total");
+        m->storage_lists = metric_sum(body.data, "apiserver_storage_list_total");
+    }
+    common_buf_free(&body);
 }
 
 /* ---- objects ---- */
@@ -436,22 +509,26 @@ static void account(struct sums *s, const struct common_pod *p)
     s->names += h;
 }
 
+static struct sums reference; /* what every list must decode */
+
 struct result {
-    double wall, get, decode, self_cpu, server_cpu;
+    double wall, get, decode, self_cpu, server_cpu, apiserver_cpu, etcd_cpu;
+    double cache_lists, cache_fetched, storage_lists;
     size_t bytes;
     long pages, peak_kb;
     struct sums sums;
 };
 
+static long page_limit; /* the page size of json-page and protobuf; 0 = one unpaged list */
+
 static void list_path(char *path, size_t size, const char *cont)
 {
-    char limit[32];
     size_t len;
 
     common_kube_path(&common_kube_pods, cfg.ns, NULL, NULL, path, size);
     len = strlen(path);
-    snprintf(limit, sizeof(limit), "%ld", cfg.page);
-    snprintf(path + len, size - len, "?limit=%s", limit);
+    if (page_limit > 0)
+        snprintf(path + len, size - len, "?limit=%ld", page_limit);
     if (cont && *cont) {
         char *esc = common_kube_escape(cont);
         len = strlen(path);
@@ -593,6 +670,33 @@ static double median(double *v, long n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* one measured run of variant v into x */
+static void measure(int v, struct result *x)
+{
+    struct cpu_mark a, b;
+    struct list_metrics ma, mb;
+    long rss0;
+
+    memset(x, 0, sizeof(*x));
+    malloc_trim(0); /* what the previous run freed goes back: a fair peak */
+    list_metrics(&ma);
+    reset_peak();
+    rss0 = status_kb("VmRSS");
+    mark(&a);
+    variants[v].run(x);
+    mark(&b);
+    list_metrics(&mb);
+    x->wall = b.wall - a.wall;
+    x->self_cpu = b.self - a.self;
+    x->apiserver_cpu = a.procs[P_APISERVER] >= 0 ? b.procs[P_APISERVER] - a.procs[P_APISERVER] : -1;
+    x->etcd_cpu = a.procs[P_ETCD] >= 0 ? b.procs[P_ETCD] - a.procs[P_ETCD] : -1;
+    x->server_cpu = x->apiserver_cpu >= 0 ? x->apiserver_cpu + x->etcd_cpu : -1;
+    x->cache_lists = ma.cache_lists >= 0 ? mb.cache_lists - ma.cache_lists : -1;
+    x->cache_fetched = ma.cache_fetched >= 0 ? mb.cache_fetched - ma.cache_fetched : -1;
+    x->storage_lists = ma.storage_lists >= 0 ? mb.storage_lists - ma.storage_lists : -1;
+    x->peak_kb = status_kb("VmHWM") - rss0;
+}
+
 static void lists(void)
 {
     static struct result res[NVARIANTS][16];
@@ -607,23 +711,9 @@ static void lists(void)
         for (int k = 0; k < NVARIANTS; k++) {
             int v = (int)((k + r) % NVARIANTS);
             struct result *x = &res[v][r];
-            struct cpu_mark a, b;
-            long rss0;
 
-            memset(x, 0, sizeof(*x));
-            malloc_trim(0); /* what the previous variant freed goes back: a fair peak */
-            reset_peak();
-            rss0 = status_kb("VmRSS");
-            mark(&a);
-            variants[v].run(x);
-            mark(&b);
-            x->wall = b.wall - a.wall;
-            x->self_cpu = b.self - a.self;
-            x->server_cpu = a.procs[P_APISERVER] >= 0
-                                ? b.procs[P_APISERVER] - a.procs[P_APISERVER] + b.procs[P_ETCD] -
-                                      a.procs[P_ETCD]
-                                : -1;
-            x->peak_kb = status_kb("VmHWM") - rss0;
+            page_limit = cfg.page;
+            measure(v, x);
             printf("  round %ld %-10s %7.3f s  %ld pods\n", r + 1, variants[v].name, x->wall,
                    x->sums.items);
             fflush(stdout);
@@ -633,15 +723,17 @@ static void lists(void)
     bytes_json = res[1][0].bytes;
     for (long r = 0; r < rounds; r++)
         res[0][r].bytes = bytes_json;
-    printf("\n  %-10s %9s %9s %8s %8s %10s %10s %9s %9s\n", "", "wall med", "wall min", "GET",
-           "decode", "client CPU", "server CPU", "MB", "peak RSS");
+    printf("\n  %-10s %9s %9s %8s %8s %10s %10s %8s %7s %9s\n", "", "wall med", "wall min", "GET",
+           "decode", "client CPU", "apiserver", "etcd", "MB", "peak RSS");
     for (int v = 0; v < NVARIANTS; v++) {
-        double w[16], s[16], sv[16], mn = 1e30, get = 0, dec = 0;
+        double w[16], s[16], sv[16], ap[16], et[16], mn = 1e30, get = 0, dec = 0;
         long peak = 0;
         for (long r = 0; r < rounds; r++) {
             w[r] = res[v][r].wall;
             s[r] = res[v][r].self_cpu;
             sv[r] = res[v][r].server_cpu;
+            ap[r] = res[v][r].apiserver_cpu;
+            et[r] = res[v][r].etcd_cpu;
             mn = res[v][r].wall < mn ? res[v][r].wall : mn;
             get += res[v][r].get / (double)rounds;
             dec += res[v][r].decode / (double)rounds;
@@ -650,14 +742,17 @@ static void lists(void)
         med_wall[v] = median(w, rounds);
         med_self[v] = median(s, rounds);
         med_server[v] = median(sv, rounds);
-        printf("  %-10s %8.3fs %8.3fs %7.3fs %7.3fs %9.3fs %9.3fs %9.1f %7.0f MB\n",
-               variants[v].name, med_wall[v], mn, get, dec, med_self[v], med_server[v],
-               (double)res[v][0].bytes / 1e6, (double)peak / 1024.0);
+        printf("  %-10s %8.3fs %8.3fs %7.3fs %7.3fs %9.3fs %9.3fs %7.3fs %7.1f %6.0f MB\n",
+               variants[v].name, med_wall[v], mn, get, dec, med_self[v], median(ap, rounds),
+               median(et, rounds), (double)res[v][0].bytes / 1e6, (double)peak / 1024.0);
     }
-    printf("  (GET = request to last byte, server included; for json-list it also holds the "
-           "jansson parse.\n   server CPU = kube-apiserver + etcd. MB = response bodies, no "
-           "compression. %ld pages.)\n",
-           res[2][0].pages);
+    printf("  (medians of the rounds but wall min and GET/decode, which are means. GET = request "
+           "to last byte,\n   server included; for json-list it also holds the jansson parse. "
+           "apiserver, etcd = their CPU seconds.\n   MB = response bodies, uncompressed. %ld "
+           "pages; the API server served %.0f of them from its watch cache\n   and %.0f from "
+           "etcd, walking %.0f cached objects per list.)\n",
+           res[2][0].pages, res[2][0].cache_lists, res[2][0].storage_lists,
+           res[2][0].cache_fetched);
     for (int v = 0; v < NVARIANTS; v++)
         printf("  %-10s %s: %.0f pods/s, %.0f bytes/pod\n", variants[v].name, variants[v].what,
                (double)res[v][0].sums.items / med_wall[v],
@@ -678,10 +773,56 @@ static void lists(void)
                same ? "yes" : "NO");
         if (!same)
             exit(1);
+        reference = res[0][0].sums;
     }
 }
 
+/* protobuf lists with other page sizes: what the page size costs the server */
+static void page_sweep(void)
+{
+    static const long limits[] = {500, 5000, 0};
+    enum { NL = sizeof(limits) / sizeof(limits[0]) };
+    static struct result res[NL][16];
+    long rounds = cfg.rounds > 16 ? 16 : cfg.rounds;
+
+    if (rounds > 3)
+        rounds = 3;
+    printf("\nprotobuf list + decode by page size (%ld rounds, order rotated):\n", rounds);
+    for (long r = 0; r < rounds; r++)
+        for (int k = 0; k < NL; k++) {
+            int l = (int)((k + r) % NL);
+            page_limit = limits[l];
+            measure(2, &res[l][r]);
+            if (memcmp(&res[l][r].sums, &reference, sizeof(reference)) != 0) {
+                fprintf(stderr, "bench_kube: page size %ld decoded other pods\n", limits[l]);
+                exit(1);
+            }
+        }
+    printf("  %9s %6s %9s %10s %9s %10s %16s %9s\n", "page size", "pages", "wall med", "apiserver",
+           "etcd", "client CPU", "cached objs walked", "peak RSS");
+    for (int l = 0; l < NL; l++) {
+        double w[16], ap[16], et[16], cl[16];
+        long peak = 0;
+        char name[32];
+        for (long r = 0; r < rounds; r++) {
+            w[r] = res[l][r].wall;
+            ap[r] = res[l][r].apiserver_cpu;
+            et[r] = res[l][r].etcd_cpu;
+            cl[r] = res[l][r].self_cpu;
+            peak = res[l][r].peak_kb > peak ? res[l][r].peak_kb : peak;
+        }
+        snprintf(name, sizeof(name), limits[l] ? "%ld" : "unpaged", limits[l]);
+        printf("  %9s %6ld %8.3fs %9.3fs %8.3fs %9.3fs %16.0f %6.0f MB\n", name, res[l][0].pages,
+               median(w, rounds), median(ap, rounds), median(et, rounds), median(cl, rounds),
+               res[l][0].cache_fetched, (double)peak / 1024.0);
+    }
+    printf("  (cached objs walked = apiserver_cache_list_fetched_objects_total for one list: the "
+           "server's work)\n");
+}
+
 /* ---- cleanup ---- */
+
+static long deleted;
 
 static enum common_rc delete_collection(const char *path, const char *selector,
                                         struct common_error *err)
@@ -696,6 +837,13 @@ static enum common_rc delete_collection(const char *path, const char *selector,
     common_free(esc);
     common_buf_init(&body, (size_t)1 << 30);
     rc = common_kube_request(kube, "DELETE", full, NULL, NULL, 0, NULL, &body, &status, err);
+    if (!rc) {
+        /* the answer lists what was deleted */
+        json_t *list = json_loadb(body.data, body.len, 0, NULL);
+        __atomic_add_fetch(&deleted, (long)json_array_size(json_object_get(list, "items")),
+                           __ATOMIC_RELAXED);
+        json_decref(list);
+    }
     common_buf_free(&body);
     return rc;
 }
@@ -731,13 +879,19 @@ static void cleanup(void)
     json_t *ns = NULL;
 
     printf("\ncleanup:\n");
+    deleted = 0;
     secs = run_parallel(&p, 0, SHARDS, cfg.threads, delete_pod_shard);
     if (!p.failed)
-        run_parallel(&p, SHARDS, SHARDS + 1, 1, delete_pod_shard);
-    printf("  pods deleted by label shard (%d deletecollection calls): %.1f s%s%s\n", SHARDS, secs,
+        secs += run_parallel(&p, SHARDS, SHARDS + 1, 1, delete_pod_shard);
+    printf("  %ld pods deleted by label shard (%d deletecollection calls, %ld at a time): %.1f s "
+           "= %.0f /s%s%s\n",
+           deleted, SHARDS + 1, cfg.threads, secs, (double)deleted / secs,
            p.failed ? "; failed: " : "", p.failed ? p.first_err : "");
-    secs = run_parallel(&p, 0, NODE_SHARDS + 1, cfg.threads, delete_node_shard);
-    printf("  Nodes deleted by label (trainsched-bench=kube): %.1f s%s%s\n", secs,
+    deleted = 0;
+    secs = run_parallel(&p, 0, NODE_SHARDS, cfg.threads, delete_node_shard);
+    if (!p.failed)
+        secs += run_parallel(&p, NODE_SHARDS, NODE_SHARDS + 1, 1, delete_node_shard);
+    printf("  %ld Nodes deleted by label (trainsched-bench=kube): %.1f s%s%s\n", deleted, secs,
            p.failed ? "; failed: " : "", p.failed ? p.first_err : "");
     common_kube_delete(kube, &sa, cfg.ns, "default", NULL, NULL, NULL, &err);
     if (common_kube_delete(kube, &common_kube_namespaces, NULL, cfg.ns, NULL, NULL, NULL, &err) &&
@@ -847,8 +1001,10 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN));
     if (!cfg.cleanup_only) {
         setup();
-        if (cfg.rounds > 0)
+        if (cfg.rounds > 0) {
             lists();
+            page_sweep();
+        }
     }
     if (!cfg.keep)
         cleanup();

@@ -353,7 +353,7 @@ static enum common_rc list_page_pb(struct common_informer *inf, struct list_stat
     *next = NULL;
     if (common_kube_path(inf->ops.resource, inf->ns, NULL, NULL, path, sizeof(path)))
         return common_error_set(err, COMMON_EINVAL, "path too long");
-    snprintf(limit, sizeof(limit), "%ld", inf->opts.page_size > 0 ? inf->opts.page_size : 500);
+    snprintf(limit, sizeof(limit), "%ld", inf->opts.page_size > 0 ? inf->opts.page_size : 5000);
     query(path, sizeof(path), "limit", limit);
     query(path, sizeof(path), "labelSelector", inf->label_selector);
     query(path, sizeof(path), "fieldSelector", inf->field_selector);
@@ -415,7 +415,8 @@ static enum common_rc relist(struct common_informer *inf, char **rv, struct comm
         common_free(cont);
     } else {
         struct common_kube_list_opts lo = {inf->label_selector, inf->field_selector,
-                                           inf->opts.page_size, NULL};
+                                           inf->opts.page_size > 0 ? inf->opts.page_size : 5000,
+                                           NULL};
         json_t *items = NULL, *it;
         size_t i;
         rc = common_kube_list(inf->kube, inf->ops.resource, inf->ns, &lo, &items, rv, err);

@@ -64,7 +64,8 @@ struct common_informer_opts {
     const char *namespace;      /* NULL: all namespaces */
     const char *label_selector; /* NULL: all */
     const char *field_selector; /* NULL: all */
-    long page_size;             /* list page size; 0 = 500 */
+    long page_size;             /* list page size; 0 = 5000 (each page costs the API
+                                   server a walk from the continue token: fewer is cheaper) */
     int watch_timeout_seconds;  /* server-side timeout of each watch; 0 = 300 */
 };
 

@@ -378,6 +378,9 @@ static CURL *easy(struct common_kube *k, const char *method, const char *url,
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* the shared cache keeps enough connections for concurrent callers plus long watches
+     * (libcurl's default of 5 made nearly every request past 5 at once a new TLS handshake) */
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 64L);
     if (strcmp(method, "GET") != 0)
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     if (k->insecure) {

@@ -9,7 +9,7 @@
 # (TESTBED_CRDS=none TESTBED_KCM=0: no controller touches the pods) and stops it at the end,
 # unless TRAINSCHED_TESTBED_RUN names a running one. The whole output goes to stdout; about
 # 5-10 minutes on 2 cores.
-#   PODS=50000 NODES=5000 WATCH_PODS=10000 THREADS=4 ROUNDS=3 NS=trainsched-bench scripts/bench-kube.sh
+#   PODS=50000 NODES=5000 WATCH_PODS=10000 THREADS=4 ROUNDS=5 NS=trainsched-bench scripts/bench-kube.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-rel}
@@ -17,7 +17,7 @@ PODS=${PODS:-50000}
 NODES=${NODES:-5000}
 WATCH_PODS=${WATCH_PODS:-10000}
 THREADS=${THREADS:-4}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 NS=${NS:-trainsched-bench}
 
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
