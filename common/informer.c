@@ -533,6 +533,7 @@ static void *run(void *arg)
     struct common_error err;
     long backoff = 1000;
     int need_list = 1, failures = 0;
+    uint64_t events_before = 0;
 
     while (!inf->stop) {
         enum common_rc rc;
@@ -573,13 +574,32 @@ static void *run(void *arg)
             wo.label_selector = inf->label_selector;
             wo.field_selector = inf->field_selector;
             wo.stop = &inf->stop;
+            /* default: the watch's own timeout plus 30 s, at most two minutes */
+            wo.stall_ms =
+                inf->opts.stall_ms > 0 ? inf->opts.stall_ms : (wo.timeout_seconds + 30) * 1000L;
+            if (inf->opts.stall_ms <= 0 && wo.stall_ms > 120000)
+                wo.stall_ms = 120000;
             count(inf, &inf->stats.watches);
+            pthread_mutex_lock(&inf->lock);
+            events_before = inf->stats.events + inf->stats.bookmarks;
+            pthread_mutex_unlock(&inf->lock);
             rc = common_kube_watch(inf->kube, inf->ops.resource, inf->ns, &wo, on_event, &ws, &err);
             if (!rc)
                 rc = ws.rc;
         }
         if (inf->stop)
             break;
+        {
+            /* a watch that delivered something was healthy: its failure starts a new count */
+            uint64_t events_after;
+            pthread_mutex_lock(&inf->lock);
+            events_after = inf->stats.events + inf->stats.bookmarks;
+            pthread_mutex_unlock(&inf->lock);
+            if (events_after != events_before) {
+                failures = 0;
+                backoff = 1000;
+            }
+        }
         if (rc == COMMON_OK) {
             failures = 0;
             backoff = 1000;

@@ -67,6 +67,9 @@ struct common_informer_opts {
     long page_size;             /* list page size; 0 = 5000 (each page costs the API
                                    server a walk from the continue token: fewer is cheaper) */
     int watch_timeout_seconds;  /* server-side timeout of each watch; 0 = 300 */
+    long stall_ms;              /* a watch with no bytes (not even a bookmark, which the server
+                                   sends about every minute) for this long is dropped and
+                                   resumed; 0 = watch timeout + 30 s, at most 120 s */
 };
 
 /* Counters (cumulative). */

@@ -949,9 +949,23 @@ static size_t on_watch(char *ptr, size_t size, size_t nmemb, void *ud)
         char *nl;
         while ((nl = memchr(x->line.data + start, '\n', x->line.len - start)) != NULL) {
             size_t llen = (size_t)(nl - (x->line.data + start));
+            if (llen > x->k->opts.max_watch_event) {
+                x->watch_rc = common_error_set(
+                    x->err, COMMON_ETOOBIG,
+                    "watch: an event of %zu bytes is larger than the limit of %zu bytes", llen,
+                    x->k->opts.max_watch_event);
+                return 0;
+            }
             if (llen > 0 && deliver_json(x, x->line.data + start, llen))
                 return 0;
             start += llen + 1;
+        }
+        if (x->line.len - start > x->k->opts.max_watch_event) {
+            x->watch_rc = common_error_set(
+                x->err, COMMON_ETOOBIG,
+                "watch: an event is larger than the limit of %zu bytes (%zu bytes without its end)",
+                x->k->opts.max_watch_event, x->line.len - start);
+            return 0;
         }
     }
     if (start) {
@@ -1008,39 +1022,48 @@ enum common_rc common_kube_watch(struct common_kube *k, const struct common_kube
         add_query(path, sizeof(path), "fieldSelector", opts->field_selector);
     }
     snprintf(url, sizeof(url), "%s%s", k->server, path);
-    hdrs = headers(k, 0, NULL,
-                   opts && opts->protobuf
-                       ? "application/vnd.kubernetes.protobuf;type=watch, application/json"
-                       : "application/json");
-    h = hdrs ? easy(k, "GET", url, hdrs) : NULL;
-    if (!h) {
+    for (int force_token = 0;; force_token = 1) {
+        hdrs = headers(k, force_token, NULL,
+                       opts && opts->protobuf
+                           ? "application/vnd.kubernetes.protobuf;type=watch, application/json"
+                           : "application/json");
+        h = hdrs ? easy(k, "GET", url, hdrs) : NULL;
+        if (!h) {
+            curl_slist_free_all(hdrs);
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
+        memset(&x, 0, sizeof(x));
+        x.k = k;
+        x.fn = fn;
+        x.ctx = ctx;
+        x.err = err;
+        x.protobuf = opts && opts->protobuf;
+        x.stop = opts ? opts->stop : NULL;
+        x.last_byte = mono_now();
+        x.stall_s = opts && opts->stall_ms > 0 ? (double)opts->stall_ms / 1000.0 : timeout + 30.0;
+        common_buf_init(&x.line, 2 * k->opts.max_watch_event + 4 + (1u << 20));
+        common_buf_init(&errbody, 1 << 20);
+        x.body = &errbody;
+        x.handle = h;
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+        rate_wait(k);
+        cc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(h);
         curl_slist_free_all(hdrs);
-        return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    }
-    memset(&x, 0, sizeof(x));
-    x.k = k;
-    x.fn = fn;
-    x.ctx = ctx;
-    x.err = err;
-    x.protobuf = opts && opts->protobuf;
-    x.stop = opts ? opts->stop : NULL;
-    x.last_byte = mono_now();
-    x.stall_s = opts && opts->stall_ms > 0 ? (double)opts->stall_ms / 1000.0 : timeout + 30.0;
-    common_buf_init(&x.line, k->opts.max_watch_event + 4);
-    common_buf_init(&errbody, 1 << 20);
-    x.body = &errbody;
-    x.handle = h;
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
-    rate_wait(k);
-    cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hdrs);
 
+        if (status == 401 && k->token_file && !force_token && !x.stopped && !x.watch_rc) {
+            /* the token may have been rotated: read the file again and retry once */
+            common_buf_free(&x.line);
+            common_buf_free(&errbody);
+            continue;
+        }
+        break;
+    }
     if (x.stopped)
         rc = COMMON_OK;
     else if (x.watch_rc)

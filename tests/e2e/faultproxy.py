@@ -21,8 +21,9 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
       match: only a watch whose request target contains SUBSTR (default: any watch)
       hold=1: do not send the request upstream until GET /release
       rv=RV: rewrite the request's resourceVersion query parameter to RV before forwarding
-  GET /kick     end every active watch now: the proxy sends the chunked terminator (as the server
-                does at timeoutSeconds) and closes the connection, so the client resumes at once
+  GET /kick     end every active pass-through watch (not one at fault) now: the proxy sends the
+                chunked terminator (as the server does at timeoutSeconds) and closes the
+                connection, so the client resumes at once
   GET /release  let held requests go
   GET /reset    disarm and forget the records
   GET /state    JSON: counters, the armed fault, the faults applied (with what happened), the
@@ -88,7 +89,10 @@ def make_serving_cert(workdir, ca, ca_key):
     csr = os.path.join(workdir, "proxy.csr")
     ext = os.path.join(workdir, "proxy.ext")
     crt = os.path.join(workdir, "proxy.crt")
-    run = lambda *a: subprocess.run(a, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def run(*a):
+        subprocess.run(a, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
     run("openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key)
     run("openssl", "req", "-new", "-key", key, "-subj", "/CN=trainsched-faultproxy", "-out", csr)
     with open(ext, "w") as f:
@@ -344,7 +348,8 @@ class Conn:
         """Per-line relay of a chunked watch response. Returns False when the client connection
         must be closed."""
         kick = asyncio.Event()
-        STATE.active.add(kick)
+        if fault is None:  # a kick ends pass-through watches only, never the one at fault
+            STATE.active.add(kick)
         buf = bytearray()
         kind = fault["fault"] if fault else "none"
         after = int(fault.get("after", 0)) if fault else 0
@@ -440,8 +445,13 @@ class Conn:
         finally:
             STATE.active.discard(kick)
             for t in (client_eof, kick_wait, up):
-                if t is not None and not t.done():
+                if t is None:
+                    continue
+                if not t.done():
                     t.cancel()
+                else:
+                    if not t.cancelled():
+                        t.exception()  # retrieved: no "exception was never retrieved" noise
 
     async def stall(self, fault, client_eof):
         """Forward nothing; wait until the client closes its side (or sends anything)."""

@@ -46,12 +46,12 @@ server_url() { # the --secure-port of the saved command line
 }
 
 do_stop() {
-  local pid i
+  local pid
   pid=$(running_pid) || tb_die "kube-apiserver is not running (pid file $PIDF)"
   cp "/proc/$pid/cmdline" "$CMDF.tmp" && mv "$CMDF.tmp" "$CMDF"
   readlink "/proc/$pid/cwd" >"$CWDF"
   kill -TERM "$pid"
-  for i in $(seq 1 $((${APISERVER_CTL_GRACE:-15} * 10))); do
+  for _ in $(seq 1 $((${APISERVER_CTL_GRACE:-15} * 10))); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -73,7 +73,13 @@ do_start() {
   (
     cd "$(cat "$CWDF" 2>/dev/null || echo /)"
     echo "--- $(date -u +%FT%TZ) apiserver-ctl.sh start" >>"$LOG"
-    # its own session, output to the log: it outlives this script and holds no caller's pipe
+    # it outlives this script: no descriptor of the caller may stay open in it (a test runner
+    # waits for its output pipe to close), so close all but 0-2, which go to /dev/null and the
+    # log; and its own session
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
     exec setsid "${argv[@]}" >>"$LOG" 2>&1 </dev/null
   ) &
   pid=$!
