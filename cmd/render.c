@@ -332,6 +332,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
         status = 2;
         goto out;
     }
+    where(l, json_object_get(json_object_get(json_object_get(tj, "spec"), "runtimeRef"), "name"),
+          tj, pos, sizeof(pos));
     rt = find_runtime(l, &ref);
     if (!rt && strcmp(ref.kind, "ClusterTrainingRuntime") == 0 &&
         (status = builtin_runtime(l, ref.name, &rt, err)))
@@ -401,6 +403,8 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         switch (opt) {
         case 'f':
         case 'r':
+            if (optarg[0] == '=' && optarg[1]) /* -f=FILE, as kubectl accepts */
+                optarg++;
             if ((opt == 'f' ? nf : nr) >= MAX_FILES) {
                 fprintf(err, "error: too many files (at most %d)\n", MAX_FILES);
                 return 2;

@@ -38,6 +38,13 @@ int main(int argc, char **argv)
         help(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "help") == 0 && argc > 2) {
+        /* `trainsched help render` = `trainsched render --help` */
+        char *hargv[] = {argv[2], "--help", NULL};
+        for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+            if (strcmp(argv[2], subcommands[i].name) == 0)
+                return subcommands[i].run(2, hargv, stdout, stderr);
+    }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         help(stdout);

@@ -1228,8 +1228,7 @@ static enum common_rc resolve_scalar(struct loader *L, const yaml_event_t *ev, e
         return nomem(L);
     if (rc == RES_RANGE)
         return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1,
-                    "integer %s does not fit in 64 bits (quote it to make it a string)",
-                    msg_quote(q, sizeof(q), s, n));
+                    "integer %s does not fit in 64 bits", msg_quote(q, sizeof(q), s, n));
     if (tk == T_FLOAT && r->kind == R_INT) {
         r->kind = R_REAL;
         r->d = (double)r->i;

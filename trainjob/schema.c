@@ -386,8 +386,14 @@ static size_t push(struct walk *w, const char *s, size_t idx)
 
 static void type_error(struct walk *w, const struct tj_snode *n, const json_t *v)
 {
-    tj_err(w->e, w->doc, v, "Invalid", w->path, "must be of type %s, not %s", type_word(n->t),
-           json_word(v));
+    if (strcmp(w->path, "spec.trainer.numProcPerNode") == 0 && json_is_string(v))
+        tj_err(w->e, w->doc, v, "Invalid", w->path,
+               "must be of type integer, not string (\"%s\"): since Trainer v2.2 leave it "
+               "unset for \"auto\"",
+               json_string_value(v));
+    else
+        tj_err(w->e, w->doc, v, "Invalid", w->path, "must be of type %s, not %s", type_word(n->t),
+               json_word(v));
 }
 
 static int type_ok(const struct tj_snode *n, const json_t *v)
@@ -441,6 +447,28 @@ static int is_rfc3339(const char *s)
     return 0;
 }
 
+/* Fields of older Trainer releases, with what replaced them (trainer.md §0). */
+static const struct {
+    const char *path, *hint;
+} removed_fields[] = {
+    {"spec.podTemplateOverrides", "removed in Trainer v2.2: use spec.runtimePatches"},
+    {"spec.podSpecOverrides", "removed in Trainer v2.2: use spec.runtimePatches"},
+    {"spec.labels", "removed in Trainer v2.2: set JobSet labels with spec.runtimePatches[]."
+                    "trainingRuntimeSpec.template.metadata.labels"},
+    {"spec.annotations", "removed in Trainer v2.2: set JobSet annotations with "
+                         "spec.runtimePatches[].trainingRuntimeSpec.template.metadata"},
+    {"spec.mlPolicy.torch.numProcPerNode",
+     "removed in Trainer v2.2: set spec.trainer.numProcPerNode on the TrainJob"},
+};
+
+static const char *removed_hint(const char *path)
+{
+    for (size_t i = 0; i < sizeof(removed_fields) / sizeof(removed_fields[0]); i++)
+        if (strcmp(removed_fields[i].path, path) == 0)
+            return removed_fields[i].hint;
+    return NULL;
+}
+
 static void walk_object(struct walk *w, const struct tj_snode *n, const json_t *v)
 {
     const char *k;
@@ -463,6 +491,9 @@ static void walk_object(struct walk *w, const struct tj_snode *n, const json_t *
         old = push(w, k, 0);
         if (f->name)
             walk_node(w, f->node, child);
+        else if (!n->open && removed_hint(w->path))
+            tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\": %s", w->path,
+                   removed_hint(w->path));
         else if (!n->open)
             tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\"", w->path);
         w->path[old] = '\0';
