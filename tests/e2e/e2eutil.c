@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/kubeconfig.h"
@@ -109,4 +110,32 @@ struct common_kube *e2e_client(long timeout_ms, int as_trainsched)
     common_kubeconfig_free(&cfg);
     ck_assert_msg(k != NULL, "%s", err.msg);
     return k;
+}
+
+void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_t size)
+{
+    struct common_error err;
+    json_t *ns, *sa;
+    enum common_rc rc;
+
+    snprintf(out, size, "%s-%ld-%d", prefix, (long)time(NULL) % 100000, rand() % 10000);
+    ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
+                   "name", out);
+    ck_assert_msg(common_kube_create(admin, &common_kube_namespaces, NULL, ns, NULL, NULL, &err) ==
+                      COMMON_OK,
+                  "%s", err.msg);
+    json_decref(ns);
+    /* the "default" ServiceAccount, which kube-controller-manager would add, so that pods are
+     * admitted whether or not it runs */
+    sa = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount", "metadata",
+                   "name", "default");
+    rc = common_kube_create(admin, &serviceaccounts, out, sa, NULL, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
+    json_decref(sa);
+}
+
+void e2e_drop_ns(struct common_kube *admin, const char *ns)
+{
+    struct common_error err;
+    common_kube_delete(admin, &common_kube_namespaces, NULL, ns, NULL, NULL, NULL, &err);
 }

@@ -10,9 +10,16 @@
 #ifndef E2EUTIL_H
 #define E2EUTIL_H
 
+#include <stddef.h>
+
 #include "common/kube.h"
 
 /* A new client (fails the running Check test when it cannot be made). timeout_ms 0: default. */
 struct common_kube *e2e_client(long timeout_ms, int as_trainsched);
+
+/* e2e_make_ns - a fresh namespace "<prefix>-<random>" (into out) with its "default"
+ * ServiceAccount; e2e_drop_ns deletes it. Both through admin; failures fail the test. */
+void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_t size);
+void e2e_drop_ns(struct common_kube *admin, const char *ns);
 
 #endif

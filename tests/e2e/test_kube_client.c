@@ -14,6 +14,7 @@
 #include "common/alloc.h"
 #include "common/kube.h"
 #include "common/kubeconfig.h"
+#include "e2eutil.h"
 
 static struct common_kube *kube;
 
@@ -38,37 +39,6 @@ static void teardown(void)
     kube = NULL;
 }
 
-/* a fresh namespace named prefix-<random>; deleted at the end of the test by the caller */
-static void make_ns(const char *prefix, char *out, size_t size)
-{
-    struct common_error err;
-    json_t *ns;
-
-    snprintf(out, size, "%s-%ld-%d", prefix, (long)time(NULL) % 100000, rand() % 10000);
-    ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                   "name", out);
-    ck_assert_msg(common_kube_create(kube, &common_kube_namespaces, NULL, ns, NULL, NULL, &err) ==
-                      COMMON_OK,
-                  "%s", err.msg);
-    json_decref(ns);
-    /* the "default" ServiceAccount, which kube-controller-manager would add, so that pods are
-     * admitted whether or not it runs */
-    {
-        static const struct common_kube_resource sa = {"", "v1", "serviceaccounts", 1};
-        json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
-                                "metadata", "name", "default");
-        enum common_rc rc = common_kube_create(kube, &sa, out, obj, NULL, NULL, &err);
-        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
-        json_decref(obj);
-    }
-}
-
-static void drop_ns(const char *ns)
-{
-    struct common_error err;
-    common_kube_delete(kube, &common_kube_namespaces, NULL, ns, NULL, NULL, NULL, &err);
-}
-
 static json_t *configmap(const char *name, const char *value)
 {
     return json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
@@ -82,7 +52,7 @@ START_TEST(crud_and_errors)
     json_t *cm = configmap("a", "1"), *got = NULL, *stale;
     struct common_kube_write_opts strict = {.strict = 1};
 
-    make_ns("client-crud", ns, sizeof(ns));
+    e2e_make_ns(kube, "client-crud", ns, sizeof(ns));
     ck_assert_int_eq(common_kube_create(kube, &common_kube_configmaps, ns, cm, NULL, &got, &err),
                      COMMON_OK);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "data"), "k")), "1");
@@ -142,7 +112,7 @@ START_TEST(crud_and_errors)
     ck_assert_msg(strstr(err.msg, "404") && strstr(err.msg, "\"a\""), "%s", err.msg);
     json_decref(cm);
     json_decref(stale);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -158,7 +128,7 @@ START_TEST(server_side_apply)
     json_t *it;
     int found = 0;
 
-    make_ns("client-apply", ns, sizeof(ns));
+    e2e_make_ns(kube, "client-apply", ns, sizeof(ns));
     ck_assert_int_eq(common_kube_apply(kube, &common_kube_configmaps, ns, cm, &ours, &got, &err),
                      COMMON_OK);
     mf = json_object_get(json_object_get(got, "metadata"), "managedFields");
@@ -176,7 +146,7 @@ START_TEST(server_side_apply)
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "data"), "k")), "2");
     json_decref(got);
     json_decref(cm);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -188,7 +158,7 @@ START_TEST(list_pages)
     json_t *items = NULL;
     char *rv = NULL;
 
-    make_ns("client-list", ns, sizeof(ns));
+    e2e_make_ns(kube, "client-list", ns, sizeof(ns));
     for (int i = 0; i < 23; i++) {
         char name[32];
         json_t *cm;
@@ -206,7 +176,7 @@ START_TEST(list_pages)
     ck_assert_ptr_nonnull(rv);
     json_decref(items);
     common_free(rv);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -265,7 +235,7 @@ START_TEST(watch_events_in_order)
     struct writer_args args;
     struct common_kube_watch_opts wo = {.timeout_seconds = 20, .bookmarks = 1};
 
-    make_ns("client-watch", ns, sizeof(ns));
+    e2e_make_ns(kube, "client-watch", ns, sizeof(ns));
     ck_assert_int_eq(common_kube_list(kube, &common_kube_configmaps, ns, NULL, &items, &rv, &err),
                      COMMON_OK);
     json_decref(items);
@@ -287,7 +257,7 @@ START_TEST(watch_events_in_order)
         ck_assert_int_eq(k, 3);
     }
     common_free(rv);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -314,7 +284,7 @@ START_TEST(watch_from_a_compacted_version_is_gone)
     struct common_kube_watch_opts wo = {.timeout_seconds = 1};
     enum common_rc rc = COMMON_OK;
 
-    make_ns("client-gone", ns, sizeof(ns));
+    e2e_make_ns(kube, "client-gone", ns, sizeof(ns));
     ck_assert_int_eq(common_kube_list(kube, &common_kube_secrets, ns, NULL, &items, &rv, &err),
                      COMMON_OK);
     json_decref(items);
@@ -333,7 +303,7 @@ START_TEST(watch_from_a_compacted_version_is_gone)
     ck_assert_msg(rc == COMMON_EGONE, "rc %d: %s (does the bed compact etcd?)", rc, err.msg);
     ck_assert_msg(strstr(err.msg, "410"), "%s", err.msg);
     common_free(rv);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -344,7 +314,7 @@ START_TEST(bind_a_pod_through_the_binding_subresource)
     json_t *n, *p, *b, *got = NULL;
     struct common_kube_write_opts sub = {.subresource = "binding"};
 
-    make_ns("client-bind", ns, sizeof(ns));
+    e2e_make_ns(kube, "client-bind", ns, sizeof(ns));
     snprintf(node, sizeof(node), "node-%s", ns);
     n = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name",
                   node);
@@ -371,7 +341,7 @@ START_TEST(bind_a_pod_through_the_binding_subresource)
     json_decref(n);
     json_decref(p);
     json_decref(b);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 

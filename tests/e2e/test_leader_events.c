@@ -59,27 +59,6 @@ static void teardown(void)
     tsk = NULL;
 }
 
-/* a fresh namespace named prefix-<random>; deleted at the end of the test by the caller */
-static void make_ns(const char *prefix, char *out, size_t size)
-{
-    struct common_error err;
-    json_t *ns;
-
-    snprintf(out, size, "%s-%ld-%d", prefix, (long)time(NULL) % 100000, rand() % 10000);
-    ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                   "name", out);
-    ck_assert_msg(common_kube_create(kube, &common_kube_namespaces, NULL, ns, NULL, NULL, &err) ==
-                      COMMON_OK,
-                  "%s", err.msg);
-    json_decref(ns);
-}
-
-static void drop_ns(const char *ns)
-{
-    struct common_error err;
-    common_kube_delete(kube, &common_kube_namespaces, NULL, ns, NULL, NULL, NULL, &err);
-}
-
 static double mono(void)
 {
     struct timespec ts;
@@ -200,7 +179,7 @@ START_TEST(one_leader_then_takeover_after_crash_and_after_release)
     long trans0;
     json_t *l;
 
-    make_ns("leader", ns, sizeof(ns));
+    e2e_make_ns(kube, "leader", ns, sizeof(ns));
     cand_start(&a, ns);
     cand_start(&b, ns);
 
@@ -285,7 +264,7 @@ START_TEST(one_leader_then_takeover_after_crash_and_after_release)
     cand_free(&a);
     cand_free(&b);
     cand_free(&c);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -364,7 +343,7 @@ START_TEST(events_aggregate_into_series)
     const json_t *e;
     const char *name, *note;
 
-    make_ns("events", ns, sizeof(ns));
+    e2e_make_ns(kube, "events", ns, sizeof(ns));
     cm = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
                    "name", "subject");
     ck_assert_int_eq(common_kube_create(kube, &common_kube_configmaps, ns, cm, NULL, &got, &err),
@@ -446,7 +425,7 @@ START_TEST(events_aggregate_into_series)
     ck_assert_int_eq(common_events_record(ev, &ref, COMMON_EVENT_NORMAL, "R", NULL, NULL, &err),
                      COMMON_EINVAL);
     common_events_destroy(ev);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
@@ -462,7 +441,7 @@ START_TEST(events_rate_limit_window_and_deleted_event)
     json_t *evs;
     const json_t *e;
 
-    make_ns("events-limit", ns, sizeof(ns));
+    e2e_make_ns(kube, "events-limit", ns, sizeof(ns));
     pod.namespace = ns;
     o.burst = 3;
     o.series_window_s = 1.5;
@@ -547,7 +526,7 @@ START_TEST(events_rate_limit_window_and_deleted_event)
     common_events_stats(ev, &st);
     ck_assert_uint_eq(st.failed, 0);
     common_events_destroy(ev);
-    drop_ns(ns);
+    e2e_drop_ns(kube, ns);
 }
 END_TEST
 
