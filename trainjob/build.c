@@ -283,24 +283,6 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
     return COMMON_OK;
 }
 
-static enum common_rc set_env(json_t *container, const json_t *env)
-{
-    json_t *list, *e;
-    size_t i;
-
-    if (!json_is_array(env) || json_array_size(env) == 0)
-        return COMMON_OK;
-    list = tj_arr(container, "env");
-    if (!list)
-        return COMMON_ENOMEM;
-    json_array_foreach(env, i, e)
-    {
-        if (tj_upsert(list, "name", json_deep_copy(e)))
-            return COMMON_ENOMEM;
-    }
-    return COMMON_OK;
-}
-
 /* §2.5: parallelism/completions, initializers, trainer job, suspend */
 static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common_error *err)
 {
@@ -333,7 +315,7 @@ static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common
                     tj_upsert(env, "name", tj_env_value("STORAGE_URI", tj_str(init, "storageUri"))))
                     goto nomem;
             }
-            if (set_env(ct, json_object_get(init, "env")))
+            if (tj_upsert_env(ct, json_object_get(init, "env")))
                 goto nomem;
             if (json_is_object(json_object_get(init, "secretRef"))) {
                 json_t *ef = tj_arr(ct, "envFrom");
@@ -356,14 +338,14 @@ static enum common_rc build_jobset(struct tj_ctx *c, json_t **out, struct common
                 goto nomem;
             if (c->args && tj_set(ct, "args", json_deep_copy(c->args)))
                 goto nomem;
-            if (set_env(ct, json_object_get(c->trainer, "env")))
+            if (tj_upsert_env(ct, json_object_get(c->trainer, "env")))
                 goto nomem;
         }
     }
     if (c->ml == TJ_ML_MPI && c->mpi_launcher_as_node && c->trainer) {
         struct tj_podset *ps = tj_podset(c, "node");
         json_t *ct = ps ? tj_container(ps->podspec, "node") : NULL;
-        if (ct && set_env(ct, json_object_get(c->trainer, "env")))
+        if (ct && tj_upsert_env(ct, json_object_get(c->trainer, "env")))
             goto nomem;
     }
     if (tj_set(c->spec, "suspend", json_boolean(c->suspend)) || tj_normalize_quantities(c->spec))

@@ -111,6 +111,24 @@ int tj_upsert(json_t *arr, const char *key, json_t *item)
     return json_array_append_new(arr, item);
 }
 
+int tj_upsert_env(json_t *container, const json_t *env)
+{
+    json_t *list, *e;
+    size_t i;
+
+    if (!json_is_array(env) || json_array_size(env) == 0)
+        return 0;
+    list = tj_arr(container, "env");
+    if (!list)
+        return -1;
+    json_array_foreach(env, i, e)
+    {
+        if (tj_upsert(list, "name", json_deep_copy(e)))
+            return -1;
+    }
+    return 0;
+}
+
 int tj_upsert_port(json_t *container, int port)
 {
     json_t *ports = tj_arr(container, "ports");

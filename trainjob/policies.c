@@ -33,20 +33,8 @@ enum common_rc tj_trainer_count(struct tj_ctx *c, struct common_error *err)
 /* Upsert the TrainJob's env into the trainer node container (PlainML and Torch do this). */
 enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common_error *err)
 {
-    const json_t *env = json_object_get(c->trainer, "env");
-    json_t *list, *e;
-    size_t i;
-
-    if (!json_is_array(env) || json_array_size(env) == 0)
-        return COMMON_OK;
-    list = tj_arr(container, "env");
-    if (!list)
+    if (tj_upsert_env(container, json_object_get(c->trainer, "env")))
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    json_array_foreach(env, i, e)
-    {
-        if (tj_upsert(list, "name", json_deep_copy(e)))
-            return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    }
     return COMMON_OK;
 }
 

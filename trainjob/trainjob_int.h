@@ -46,6 +46,8 @@ json_t *tj_env_value(const char *name, const char *value);
 json_t *tj_env_fieldref(const char *name, const char *path);
 /* upsert: replace the element whose key equals the new one's, else append (steals item) */
 int tj_upsert(json_t *arr, const char *key, json_t *item);
+/* upsert every EnvVar of env (an array, borrowed) into container.env by name; -1: no memory */
+int tj_upsert_env(json_t *container, const json_t *env);
 int tj_upsert_port(json_t *container, int port);
 json_t *tj_container(json_t *podspec, const char *name);     /* regular containers */
 json_t *tj_any_container(json_t *podspec, const char *name); /* regular, then init */
