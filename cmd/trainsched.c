@@ -15,6 +15,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"render", cmd_render, "print what a TrainJob becomes (JobSet, PodGroup, ...), no cluster"},
+    {"serve", cmd_serve, "run the daemon: the TrainJob reconciler, /healthz, /readyz, /metrics"},
     {"version", cmd_version, "print the version"},
 };
 

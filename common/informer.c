@@ -30,6 +30,13 @@ struct common_informer {
     int synced;
     char rv[128];
     struct common_informer_stats stats;
+    /* changes applied but not yet published: handlers run after the publish, so a handler that
+     * queues work sees the change in any snapshot taken from then on */
+    struct pending_change {
+        void *old, *item; /* old NULL: add; item NULL: delete */
+    } * pend;
+    size_t npend, cappend;
+    struct common_pmap_snap *hold; /* keeps the old items alive until the handlers ran */
 };
 
 /* ---- ops for pods, nodes, JSON ---- */
@@ -176,6 +183,9 @@ void common_informer_destroy(struct common_informer *inf)
     if (!inf)
         return;
     common_informer_stop(inf);
+    if (inf->hold)
+        common_pmap_snap_release(inf->hold);
+    common_free(inf->pend);
     common_pmap_destroy(inf->map);
     common_free(inf->ns);
     common_free(inf->label_selector);
@@ -254,7 +264,50 @@ static void count(struct common_informer *inf, uint64_t *field)
 
 /* ---- applying changes (informer thread only) ---- */
 
-/* upsert item (ownership passes in); handlers see the change */
+/* remember a change for the handlers; call before the map changes (the first call of a batch
+ * takes the snapshot that keeps old items alive). Returns 0, -1 on no memory. */
+static int note_change(struct common_informer *inf, void *old, void *item)
+{
+    if (!inf->h.on_add && !inf->h.on_update && !inf->h.on_delete)
+        return 0;
+    if (!inf->hold)
+        inf->hold = common_pmap_snapshot(inf->map);
+    if (inf->npend == inf->cappend) {
+        size_t cap = inf->cappend ? inf->cappend * 2 : 64;
+        struct pending_change *p = common_realloc(inf->pend, cap * sizeof(*p));
+        if (!p)
+            return -1;
+        inf->pend = p;
+        inf->cappend = cap;
+    }
+    inf->pend[inf->npend].old = old;
+    inf->pend[inf->npend].item = item;
+    inf->npend++;
+    return 0;
+}
+
+/* publish the map, then run the handlers of the changes noted since the last publish */
+static int publish(struct common_informer *inf)
+{
+    int rc = common_pmap_publish(inf->map);
+    for (size_t i = 0; i < inf->npend; i++) {
+        struct pending_change *c = &inf->pend[i];
+        if (!c->old && inf->h.on_add)
+            inf->h.on_add(inf->h.ctx, c->item);
+        else if (c->old && c->item && inf->h.on_update)
+            inf->h.on_update(inf->h.ctx, c->old, c->item);
+        else if (c->old && !c->item && inf->h.on_delete)
+            inf->h.on_delete(inf->h.ctx, c->old);
+    }
+    inf->npend = 0;
+    if (inf->hold) {
+        common_pmap_snap_release(inf->hold);
+        inf->hold = NULL;
+    }
+    return rc;
+}
+
+/* upsert item (ownership passes in); handlers see the change after the next publish */
 static enum common_rc apply_upsert(struct common_informer *inf, void *item,
                                    struct common_error *err)
 {
@@ -268,15 +321,16 @@ static enum common_rc apply_upsert(struct common_informer *inf, void *item,
         inf->ops.release(item); /* nothing changed (a relist of an unchanged object) */
         return COMMON_OK;
     }
-    if (old && inf->h.on_update)
-        inf->h.on_update(inf->h.ctx, old, item);
+    if (note_change(inf, old, item) != 0) {
+        inf->ops.release(item);
+        return common_error_set(err, COMMON_ENOMEM, "%s cache: out of memory", inf->ops.name);
+    }
     rc = common_pmap_set(inf->map, key, item);
     if (rc) {
+        inf->npend--;
         inf->ops.release(item);
         return common_error_set(err, rc, "%s cache: out of memory", inf->ops.name);
     }
-    if (!old && inf->h.on_add)
-        inf->h.on_add(inf->h.ctx, item);
     return COMMON_OK;
 }
 
@@ -288,8 +342,8 @@ static enum common_rc apply_delete(struct common_informer *inf, const char *key,
 
     if (!old)
         return COMMON_OK;
-    if (inf->h.on_delete)
-        inf->h.on_delete(inf->h.ctx, old);
+    if (note_change(inf, old, NULL) != 0)
+        return common_error_set(err, COMMON_ENOMEM, "%s cache: out of memory", inf->ops.name);
     rc = common_pmap_del(inf->map, key);
     return rc ? common_error_set(err, rc, "%s cache: out of memory", inf->ops.name) : COMMON_OK;
 }
@@ -435,7 +489,7 @@ static enum common_rc relist(struct common_informer *inf, char **rv, struct comm
         rc = common_error_set(err, COMMON_ENOMEM, "%s cache: out of memory", inf->ops.name);
     common_pmap_snap_release(before);
     common_pmap_destroy(ls.seen);
-    if (!rc && common_pmap_publish(inf->map))
+    if (publish(inf) && !rc)
         rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
     return rc;
 }
@@ -509,7 +563,7 @@ static int on_event(void *ctx, const char *type, const json_t *obj, const void *
             count(inf, &inf->stats.events);
         }
     }
-    if (!rc && common_pmap_publish(inf->map))
+    if (publish(inf) && !rc)
         rc = common_error_set(ws->err, COMMON_ENOMEM, "out of memory");
     if (rc) {
         ws->rc = rc;
@@ -630,6 +684,12 @@ enum common_rc common_informer_start(struct common_informer *inf, struct common_
                                 inf->ops.name);
     inf->running = 1;
     return COMMON_OK;
+}
+
+void common_informer_request_stop(struct common_informer *inf)
+{
+    if (inf)
+        inf->stop = 1;
 }
 
 void common_informer_stop(struct common_informer *inf)

@@ -52,7 +52,8 @@ extern const struct common_informer_ops common_informer_nodes; /* struct common_
 void common_informer_json_ops(struct common_informer_ops *ops, const char *name,
                               const struct common_kube_resource *r);
 
-/* Handlers run on the informer's thread; items are borrowed for the call. Any may be NULL. */
+/* Handlers run on the informer's thread, after the change is published: a snapshot taken in or
+ * after the handler holds it. Items are borrowed for the call. Any may be NULL. */
 struct common_informer_handlers {
     void (*on_add)(void *ctx, const void *item);
     void (*on_update)(void *ctx, const void *old_item, const void *new_item);
@@ -96,6 +97,10 @@ enum common_rc common_informer_create(struct common_kube *k, const struct common
 
 /* common_informer_start - start the list/watch thread. COMMON_OK or COMMON_ENOMEM. */
 enum common_rc common_informer_start(struct common_informer *inf, struct common_error *err);
+
+/* common_informer_request_stop - ask the thread to stop and return at once (stopping several
+ * informers: request each, then common_informer_stop each, so their waits overlap). */
+void common_informer_request_stop(struct common_informer *inf);
 
 /* common_informer_stop - stop the thread and wait for it (at most about 1 s). Idempotent. */
 void common_informer_stop(struct common_informer *inf);

@@ -320,13 +320,17 @@ enum common_rc trainjob_deadline(const json_t *trainjob, const json_t *status, i
     return COMMON_OK;
 }
 
-enum common_rc trainjob_status_deadline_exceeded(json_t *status, int64_t now,
-                                                 struct common_error *err)
+enum common_rc trainjob_status_set_condition(json_t *status, const char *type, const char *cstatus,
+                                             const char *reason, const char *message, int64_t now,
+                                             struct common_error *err)
 {
     json_t *conds;
 
     if (!json_is_object(status))
         return common_error_set(err, COMMON_EINVAL, "status: must be an object");
+    if (!type || !cstatus || !reason)
+        return common_error_set(err, COMMON_EINVAL,
+                                "condition: type, status and reason are required");
     conds = json_object_get(status, "conditions");
     if (!conds) {
         conds = json_array();
@@ -335,8 +339,40 @@ enum common_rc trainjob_status_deadline_exceeded(json_t *status, int64_t now,
     } else if (!json_is_array(conds)) {
         return common_error_set(err, COMMON_EINVAL, "status.conditions: must be an array");
     }
-    return upsert_cond(conds, "Failed", "True", TRAINJOB_DEADLINE_REASON, TRAINJOB_DEADLINE_MESSAGE,
-                       NULL, now, err);
+    return upsert_cond(conds, type, cstatus, reason, message ? message : "", NULL, now, err);
+}
+
+int trainjob_status_remove_condition(json_t *status, const char *type)
+{
+    json_t *conds = json_object_get(status, "conditions");
+    size_t i;
+    json_t *c;
+
+    if (!json_is_array(conds) || !type)
+        return 0;
+    json_array_foreach(conds, i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0) {
+            json_array_remove(conds, i);
+            if (json_array_size(conds) == 0)
+                json_object_del(status, "conditions");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const json_t *trainjob_status_condition(const json_t *status, const char *type)
+{
+    return find_cond(json_object_get(status, "conditions"), type);
+}
+
+enum common_rc trainjob_status_deadline_exceeded(json_t *status, int64_t now,
+                                                 struct common_error *err)
+{
+    return trainjob_status_set_condition(status, "Failed", "True", TRAINJOB_DEADLINE_REASON,
+                                         TRAINJOB_DEADLINE_MESSAGE, now, err);
 }
 
 int trainjob_status_changed(const json_t *old_status, const json_t *new_status)

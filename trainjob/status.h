@@ -117,6 +117,27 @@ enum common_rc trainjob_status_deadline_exceeded(json_t *status, int64_t now,
                                                  struct common_error *err);
 
 /*
+ * trainjob_status_set_condition - upsert condition `type` into status (an object, modified in
+ * place; `conditions` is created when missing) as Kubernetes' meta.SetStatusCondition does:
+ * lastTransitionTime = now (seconds since the epoch) when the condition is new or its status
+ * changes, else kept; reason and message always replaced (message NULL = ""). cstatus is
+ * "True", "False" or "Unknown". Returns COMMON_OK, COMMON_EINVAL (status not an object,
+ * conditions not an array, type/cstatus/reason NULL), COMMON_ENOMEM.
+ */
+enum common_rc trainjob_status_set_condition(json_t *status, const char *type, const char *cstatus,
+                                             const char *reason, const char *message, int64_t now,
+                                             struct common_error *err);
+
+/*
+ * trainjob_status_remove_condition - drop condition `type` from status (modified in place; an
+ * emptied `conditions` key is removed). Returns 1 when one was removed, else 0.
+ */
+int trainjob_status_remove_condition(json_t *status, const char *type);
+
+/* trainjob_status_condition - condition `type` of status (borrowed), or NULL. */
+const json_t *trainjob_status_condition(const json_t *status, const char *type);
+
+/*
  * trainjob_status_changed - 1 when new_status differs from old_status (deep JSON equality,
  * object key order ignored) so that a status write is needed, else 0. NULL counts as an empty
  * object on either side.

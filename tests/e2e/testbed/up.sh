@@ -319,6 +319,7 @@ if [ "${TESTBED_KWOK:-0}" = 1 ]; then
       --node-ip=127.0.0.1 --cidr "${TESTBED_KWOK_POD_CIDR:-10.244.0.0/16}" \
       --server-address "127.0.0.1:$KWOK_PORT"
     wait_for kwok 60 curl_ok "http://127.0.0.1:$KWOK_PORT/healthz" ok
+    KWOK_RUNNING=1
   else
     tb_log "TESTBED_KWOK=1 but kwok was not built; skipped"
   fi
@@ -353,6 +354,7 @@ EOF
     KUBECONFIG="$RUN/admin.kubeconfig" start jobset-controller "$TESTBED_BIN/jobset-controller" \
       --config "$RUN/jobset-config.yaml"
     wait_for jobset-controller 60 curl_ok "http://127.0.0.1:$JOBSET_HEALTH_PORT/readyz" ok
+    JOBSET_RUNNING=1
     awk -v url="https://127.0.0.1:$JOBSET_WEBHOOK_PORT" -v ca="$(base64 -w0 < "$PKI/ca.crt")" '
       /^    service:$/ { svc = 1; next }
       svc && /^      (name|namespace):/ { next }
@@ -387,6 +389,8 @@ export TESTBED_SCHEDULER_CONFIG=$SCHED_CFG
 export TESTBED_SCHEDULER_HEALTHZ=https://127.0.0.1:$SCHED_PORT/healthz
 export TESTBED_ETCD=http://127.0.0.1:$ETCD_PORT
 export KUBECTL=$TESTBED_BIN/kubectl
+export TESTBED_JOBSET_RUNNING=${JOBSET_RUNNING:-0}
+export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
 EOF
 
 trap - ERR

@@ -1,0 +1,647 @@
+/*
+ * cmd/serve.c - `trainsched serve`: the long-running daemon.
+ *
+ * Components (--components): reconciler (TrainJobs -> JobSets, leader-elected); webhook and
+ * extender arrive with their issues and are refused with a clear message until then. Plain HTTP
+ * (--http-address, default :8080) serves /healthz, /readyz and /metrics; the HTTPS address
+ * (default :9443) is reserved for the webhook and extender verbs. Settings come from an
+ * optional YAML file (--config) and then flags, which win. Source: ../shared/DESIGN.md
+ * "Processes, ports and deployment", "Running at scale and in HA".
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "common/alloc.h"
+#include "common/events.h"
+#include "common/health.h"
+#include "common/httpd.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+#include "common/leader.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/yaml.h"
+#include "reconciler/reconciler.h"
+
+#define STR_MAX 512
+
+struct serve_config {
+    char kubeconfig[PATH_MAX], context[STR_MAX];
+    int comp_reconciler, comp_webhook, comp_extender;
+    char https_address[STR_MAX], http_address[STR_MAX];
+    char log_level[16];
+    double qps;
+    int burst;
+    int leader_elect;
+    char lease_name[254], lease_namespace[254], identity[COMMON_LEADER_IDENTITY_MAX + 1];
+    struct common_leader_timing timing;
+    int workers;
+    char namespace[254];
+    char field_manager[128];
+};
+
+static void config_defaults(struct serve_config *c)
+{
+    const char *pod_ns = getenv("POD_NAMESPACE");
+    memset(c, 0, sizeof(*c));
+    c->comp_reconciler = 1;
+    snprintf(c->https_address, sizeof(c->https_address), ":9443");
+    snprintf(c->http_address, sizeof(c->http_address), ":8080");
+    snprintf(c->log_level, sizeof(c->log_level), "info");
+    c->qps = 50;
+    c->burst = 100;
+    c->leader_elect = 1;
+    snprintf(c->lease_name, sizeof(c->lease_name), "trainsched-controller");
+    snprintf(c->lease_namespace, sizeof(c->lease_namespace), "%s",
+             pod_ns && *pod_ns ? pod_ns : "trainsched-system");
+    c->timing = common_leader_timing_default();
+    c->workers = 4;
+    snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: trainsched serve [OPTIONS]\n\n"
+          "Run the trainsched daemon: the TrainJob reconciler (leader-elected), with /healthz,\n"
+          "/readyz and /metrics on plain HTTP. Settings come from --config (YAML) and then from\n"
+          "flags, which win.\n\n"
+          "Options:\n"
+          "  --config FILE                    YAML settings (see docs/serve.md for every key)\n"
+          "  --kubeconfig FILE                kubeconfig to use; default: in-cluster service\n"
+          "                                   account when KUBERNETES_SERVICE_HOST is set, else\n"
+          "                                   $KUBECONFIG, else ~/.kube/config\n"
+          "  --context NAME                   kubeconfig context (default: current-context)\n"
+          "  --components LIST                comma list of reconciler,webhook,extender\n"
+          "                                   (default reconciler; webhook and extender are not\n"
+          "                                   in this version)\n"
+          "  --http-address HOST:PORT         /healthz, /readyz, /metrics (default :8080)\n"
+          "  --https-address HOST:PORT        webhook and extender verbs (default :9443)\n"
+          "  --leader-elect=true|false        elect a leader through a Lease (default true)\n"
+          "  --leader-elect-lease-name NAME   (default trainsched-controller)\n"
+          "  --leader-elect-namespace NS      (default $POD_NAMESPACE or trainsched-system)\n"
+          "  --leader-elect-lease-duration S  seconds (default 15)\n"
+          "  --leader-elect-renew-deadline S  seconds (default 10)\n"
+          "  --leader-elect-retry-period S    seconds (default 2)\n"
+          "  --identity ID                    leader identity (default host_pid_random)\n"
+          "  --workers N                      concurrent reconciles (default 4)\n"
+          "  --namespace NS                   watch only this namespace (default all)\n"
+          "  --field-manager NAME             server-side apply manager (default trainsched)\n"
+          "  --kube-qps Q, --kube-burst N     API client rate limit (default 50, 100)\n"
+          "  --log-level debug|info|warn|error (default info)\n"
+          "  -h, --help                       this help\n\n"
+          "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
+          "Exit status: 0 after a signal, 1 when the API or a port fails at start, 2 bad usage.\n",
+          f);
+}
+
+static int set_str(char *dst, size_t size, const char *v, const char *what, FILE *err)
+{
+    if (strlen(v) >= size) {
+        fprintf(err, "trainsched serve: %s: longer than %zu bytes\n", what, size - 1);
+        return -1;
+    }
+    snprintf(dst, size, "%s", v);
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+        *out = 1;
+        return 0;
+    }
+    if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_num(const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double d;
+    errno = 0;
+    d = strtod(v, &end);
+    if (errno || end == v || *end || d < lo || d > hi)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+static int parse_components(struct serve_config *c, const char *list, FILE *err)
+{
+    char buf[STR_MAX], *save = NULL, *tok;
+    if (set_str(buf, sizeof(buf), list, "components", err))
+        return -1;
+    c->comp_reconciler = c->comp_webhook = c->comp_extender = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        if (strcmp(tok, "reconciler") == 0)
+            c->comp_reconciler = 1;
+        else if (strcmp(tok, "webhook") == 0)
+            c->comp_webhook = 1;
+        else if (strcmp(tok, "extender") == 0)
+            c->comp_extender = 1;
+        else {
+            fprintf(err,
+                    "trainsched serve: components: unknown component \"%s\" (want reconciler, "
+                    "webhook, extender)\n",
+                    tok);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the config file ---- */
+
+static int cfg_scalar(const json_t *v, char *buf, size_t size)
+{
+    if (json_is_string(v))
+        snprintf(buf, size, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, size, "%.17g", json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+    else
+        return -1;
+    return 0;
+}
+
+static int apply_setting(struct serve_config *c, const char *flag, const char *v, FILE *err);
+
+/* key in the file -> the flag it sets */
+static const struct {
+    const char *path, *flag;
+} cfg_keys[] = {
+    {"kubeconfig", "--kubeconfig"},
+    {"context", "--context"},
+    {"components", "--components"},
+    {"httpAddress", "--http-address"},
+    {"httpsAddress", "--https-address"},
+    {"logLevel", "--log-level"},
+    {"kubeQPS", "--kube-qps"},
+    {"kubeBurst", "--kube-burst"},
+    {"leaderElection.enabled", "--leader-elect"},
+    {"leaderElection.leaseName", "--leader-elect-lease-name"},
+    {"leaderElection.leaseNamespace", "--leader-elect-namespace"},
+    {"leaderElection.leaseDurationSeconds", "--leader-elect-lease-duration"},
+    {"leaderElection.renewDeadlineSeconds", "--leader-elect-renew-deadline"},
+    {"leaderElection.retryPeriodSeconds", "--leader-elect-retry-period"},
+    {"leaderElection.identity", "--identity"},
+    {"reconciler.workers", "--workers"},
+    {"reconciler.namespace", "--namespace"},
+    {"reconciler.fieldManager", "--field-manager"},
+};
+
+static int load_object(struct serve_config *c, const char *file, const json_t *obj,
+                       const char *prefix, FILE *err)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        char path[256], val[PATH_MAX];
+        size_t i;
+        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (json_is_object(v) && !*prefix &&
+            (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0)) {
+            if (load_object(c, file, v, k, err))
+                return -1;
+            continue;
+        }
+        for (i = 0; i < sizeof(cfg_keys) / sizeof(cfg_keys[0]); i++)
+            if (strcmp(cfg_keys[i].path, path) == 0)
+                break;
+        if (i == sizeof(cfg_keys) / sizeof(cfg_keys[0])) {
+            fprintf(err, "trainsched serve: %s: %s: unknown setting\n", file, path);
+            return -1;
+        }
+        if (strcmp(path, "components") == 0 && json_is_array(v)) {
+            size_t j, n = 0;
+            json_t *it;
+            val[0] = 0;
+            json_array_foreach(v, j, it)
+            {
+                if (!json_is_string(it)) {
+                    fprintf(err, "trainsched serve: %s: components[%zu]: must be a string\n", file,
+                            j);
+                    return -1;
+                }
+                n += (size_t)snprintf(val + n, sizeof(val) - n, "%s%s", j ? "," : "",
+                                      json_string_value(it));
+                if (n >= sizeof(val))
+                    return -1;
+            }
+        } else if (json_is_null(v)) {
+            continue;
+        } else if (cfg_scalar(v, val, sizeof(val))) {
+            fprintf(err, "trainsched serve: %s: %s: must be a string, number or boolean\n", file,
+                    path);
+            return -1;
+        }
+        if (apply_setting(c, cfg_keys[i].flag, val, err)) {
+            fprintf(err, "trainsched serve: %s: %s: invalid value \"%s\"\n", file, path, val);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int load_config(struct serve_config *c, const char *file, FILE *err)
+{
+    struct common_yaml_docs docs;
+    struct common_error e;
+    int rc;
+
+    if (common_yaml_load_file(file, NULL, &docs, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: %s\n", e.msg);
+        common_yaml_docs_free(&docs);
+        return -1;
+    }
+    if (docs.n > 1 || (docs.n == 1 && !json_is_object(docs.docs[0]))) {
+        fprintf(err, "trainsched serve: %s: want one YAML mapping of settings\n", file);
+        common_yaml_docs_free(&docs);
+        return -1;
+    }
+    rc = docs.n ? load_object(c, file, docs.docs[0], "", err) : 0;
+    common_yaml_docs_free(&docs);
+    return rc;
+}
+
+/* One setting by flag name (also what the file's keys map to). Returns 0 or -1 (bad value). */
+static int apply_setting(struct serve_config *c, const char *flag, const char *v, FILE *err)
+{
+    double d;
+    if (strcmp(flag, "--kubeconfig") == 0)
+        return set_str(c->kubeconfig, sizeof(c->kubeconfig), v, "kubeconfig", err);
+    if (strcmp(flag, "--context") == 0)
+        return set_str(c->context, sizeof(c->context), v, "context", err);
+    if (strcmp(flag, "--components") == 0)
+        return parse_components(c, v, err);
+    if (strcmp(flag, "--http-address") == 0)
+        return set_str(c->http_address, sizeof(c->http_address), v, "http-address", err);
+    if (strcmp(flag, "--https-address") == 0)
+        return set_str(c->https_address, sizeof(c->https_address), v, "https-address", err);
+    if (strcmp(flag, "--log-level") == 0) {
+        enum common_log_level l;
+        if (common_log_parse_level(v, &l))
+            return -1;
+        return set_str(c->log_level, sizeof(c->log_level), v, "log-level", err);
+    }
+    if (strcmp(flag, "--kube-qps") == 0) {
+        if (parse_num(v, 0.1, 100000, &d))
+            return -1;
+        c->qps = d;
+        return 0;
+    }
+    if (strcmp(flag, "--kube-burst") == 0) {
+        if (parse_num(v, 1, 100000, &d) || d != (int)d)
+            return -1;
+        c->burst = (int)d;
+        return 0;
+    }
+    if (strcmp(flag, "--leader-elect") == 0)
+        return parse_bool(v, &c->leader_elect);
+    if (strcmp(flag, "--leader-elect-lease-name") == 0)
+        return set_str(c->lease_name, sizeof(c->lease_name), v, "lease name", err);
+    if (strcmp(flag, "--leader-elect-namespace") == 0)
+        return set_str(c->lease_namespace, sizeof(c->lease_namespace), v, "lease namespace", err);
+    if (strcmp(flag, "--leader-elect-lease-duration") == 0) {
+        if (parse_num(v, 1, 3600, &d) || d != (int)d)
+            return -1;
+        c->timing.lease_duration_s = (int)d;
+        return 0;
+    }
+    if (strcmp(flag, "--leader-elect-renew-deadline") == 0) {
+        if (parse_num(v, 0.1, 3600, &d))
+            return -1;
+        c->timing.renew_deadline_s = d;
+        return 0;
+    }
+    if (strcmp(flag, "--leader-elect-retry-period") == 0) {
+        if (parse_num(v, 0.05, 3600, &d))
+            return -1;
+        c->timing.retry_period_s = d;
+        return 0;
+    }
+    if (strcmp(flag, "--identity") == 0)
+        return set_str(c->identity, sizeof(c->identity), v, "identity", err);
+    if (strcmp(flag, "--workers") == 0) {
+        if (parse_num(v, 1, 256, &d) || d != (int)d)
+            return -1;
+        c->workers = (int)d;
+        return 0;
+    }
+    if (strcmp(flag, "--namespace") == 0)
+        return set_str(c->namespace, sizeof(c->namespace), v, "namespace", err);
+    if (strcmp(flag, "--field-manager") == 0)
+        return set_str(c->field_manager, sizeof(c->field_manager), v, "field manager", err);
+    fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
+    return -2;
+}
+
+/* ---- the daemon ---- */
+
+struct daemon {
+    struct serve_config cfg;
+    struct common_kube *kube;
+    struct common_metrics *metrics;
+    struct common_events *events;
+    struct common_leader *leader;
+    struct rc_reconciler *rc;
+    pthread_mutex_t mu;
+    atomic_int want_lead; /* set by the elector's callbacks, acted on by the main loop */
+    atomic_int leading;
+};
+
+static void started_leading(void *ctx)
+{
+    struct daemon *d = ctx;
+    atomic_store(&d->want_lead, 1);
+    common_log(COMMON_LOG_INFO, "started leading", "lease", d->cfg.lease_name, NULL);
+}
+
+static void stopped_leading(void *ctx)
+{
+    struct daemon *d = ctx;
+    atomic_store(&d->want_lead, 0);
+    common_log(COMMON_LOG_WARN, "stopped leading", "lease", d->cfg.lease_name, NULL);
+}
+
+static void new_leader(void *ctx, const char *identity)
+{
+    struct daemon *d = ctx;
+    common_log(COMMON_LOG_INFO, "leader observed", "lease", d->cfg.lease_name, "holder", identity,
+               NULL);
+}
+
+/* readiness (common/health.h: 0 = ready): a standby is ready (it serves what needs no Lease);
+ * the leader once its caches are synced */
+static int ready_reconciler(void *ctx, char *why, size_t why_size)
+{
+    struct daemon *d = ctx;
+    int ok;
+    pthread_mutex_lock(&d->mu);
+    ok = !atomic_load(&d->leading) || rc_synced(d->rc);
+    pthread_mutex_unlock(&d->mu);
+    if (!ok)
+        snprintf(why, why_size, "reconciler caches are not synced yet");
+    return ok ? 0 : 1;
+}
+
+static double leader_gauge(void *ctx)
+{
+    struct daemon *d = ctx;
+    return atomic_load(&d->leading) ? 1 : 0;
+}
+
+static int start_reconciler(struct daemon *d)
+{
+    struct rc_opts o = {0};
+    struct common_error err;
+    struct rc_reconciler *rc;
+
+    o.kube = d->kube;
+    o.events = d->events;
+    o.metrics = d->metrics;
+    o.field_manager = d->cfg.field_manager;
+    o.workers = d->cfg.workers;
+    o.namespace = d->cfg.namespace[0] ? d->cfg.namespace : NULL;
+    rc = rc_create(&o, &err);
+    if (!rc || rc_start(rc, &err) != COMMON_OK) {
+        common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);
+        rc_destroy(rc);
+        return -1;
+    }
+    pthread_mutex_lock(&d->mu);
+    d->rc = rc;
+    atomic_store(&d->leading, 1);
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+static void stop_reconciler(struct daemon *d)
+{
+    struct rc_reconciler *rc;
+    pthread_mutex_lock(&d->mu);
+    rc = d->rc;
+    d->rc = NULL;
+    atomic_store(&d->leading, 0);
+    pthread_mutex_unlock(&d->mu);
+    rc_destroy(rc);
+}
+
+static int connect_api(struct daemon *d, FILE *err)
+{
+    struct common_kubeconfig kc;
+    struct common_kube_opts ko = common_kube_opts_default();
+    struct common_error e;
+    enum common_rc rc;
+
+    if (d->cfg.kubeconfig[0])
+        rc = common_kubeconfig_load(d->cfg.kubeconfig, d->cfg.context, &kc, &e);
+    else if (getenv("KUBERNETES_SERVICE_HOST"))
+        rc = common_kubeconfig_in_cluster(NULL, &kc, &e);
+    else
+        rc = common_kubeconfig_load(NULL, d->cfg.context, &kc, &e);
+    if (rc) {
+        fprintf(err, "trainsched serve: %s\n", e.msg);
+        return -1;
+    }
+    ko.qps = d->cfg.qps;
+    ko.burst = d->cfg.burst;
+    /* a renew must end before the renew deadline */
+    if (d->cfg.leader_elect && ko.timeout_ms > (long)(d->cfg.timing.renew_deadline_s * 1000 / 2))
+        ko.timeout_ms = (long)(d->cfg.timing.renew_deadline_s * 1000 / 2);
+    if (ko.timeout_ms < 1000)
+        ko.timeout_ms = 1000;
+    d->kube = common_kube_client_create(&kc, &ko, &e);
+    common_kubeconfig_free(&kc);
+    if (!d->kube) {
+        fprintf(err, "trainsched serve: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
+{
+    static struct daemon d; /* one per process */
+    struct common_httpd_opts ho = {0};
+    struct common_httpd *http = NULL;
+    struct common_health *health = NULL;
+    struct common_error e;
+    enum common_log_level level;
+    sigset_t sigs;
+    int status = 1, i;
+    const char *config = NULL;
+
+    memset(&d, 0, sizeof(d));
+    pthread_mutex_init(&d.mu, NULL);
+    config_defaults(&d.cfg);
+    /* --config first, so flags win whatever their order */
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(out);
+            return 0;
+        }
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[++i];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            config = argv[i] + 9;
+    }
+    if (config && load_config(&d.cfg, config, err))
+        return 2;
+    for (i = 1; i < argc; i++) {
+        char flag[64];
+        const char *v, *eq;
+        int rc;
+        if (strncmp(argv[i], "--", 2) != 0) {
+            fprintf(err, "trainsched serve: unexpected argument \"%s\" (see --help)\n", argv[i]);
+            return 2;
+        }
+        eq = strchr(argv[i], '=');
+        if (eq) {
+            snprintf(flag, sizeof(flag), "%.*s", (int)(eq - argv[i]), argv[i]);
+            v = eq + 1;
+        } else {
+            snprintf(flag, sizeof(flag), "%s", argv[i]);
+            if (strcmp(flag, "--leader-elect") == 0) {
+                v = "true";
+            } else if (i + 1 < argc) {
+                v = argv[++i];
+            } else {
+                fprintf(err, "trainsched serve: %s needs a value\n", flag);
+                return 2;
+            }
+        }
+        if (strcmp(flag, "--config") == 0)
+            continue;
+        rc = apply_setting(&d.cfg, flag, v, err);
+        if (rc == -1)
+            fprintf(err, "trainsched serve: %s: invalid value \"%s\"\n", flag, v);
+        if (rc)
+            return 2;
+    }
+    if (d.cfg.comp_webhook || d.cfg.comp_extender) {
+        fprintf(err,
+                "trainsched serve: components: %s is not available in this version (only "
+                "reconciler)\n",
+                d.cfg.comp_webhook ? "webhook" : "extender");
+        return 2;
+    }
+    if (!d.cfg.comp_reconciler) {
+        fprintf(err, "trainsched serve: components: nothing to run\n");
+        return 2;
+    }
+    if (d.cfg.leader_elect && common_leader_timing_check(&d.cfg.timing, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: leader election: %s\n", e.msg);
+        return 2;
+    }
+    common_log_parse_level(d.cfg.log_level, &level);
+    common_log_set_level(level);
+
+    /* signals are taken by the main loop alone: block them before any thread starts */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (connect_api(&d, err))
+        return 1;
+    d.metrics = common_metrics_create();
+    if (!d.metrics) {
+        fprintf(err, "trainsched serve: out of memory\n");
+        goto out;
+    }
+    common_metrics_process(d.metrics);
+    common_metrics_gauge_func(d.metrics, "trainsched_leader",
+                              "1 while this replica holds the reconciler's Lease", leader_gauge,
+                              &d);
+    ho.address = d.cfg.http_address;
+    http = common_httpd_create(&ho, &e);
+    if (!http || common_health_install(http, d.metrics, &health, &e) != COMMON_OK ||
+        common_health_add_check(health, "reconciler", ready_reconciler, &d) != 0 ||
+        common_httpd_start(http, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: http %s: %s\n", d.cfg.http_address, e.msg);
+        goto out;
+    }
+    if (!d.cfg.identity[0] &&
+        common_leader_identity(d.cfg.identity, sizeof(d.cfg.identity), &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: identity: %s\n", e.msg);
+        goto out;
+    }
+    d.events = common_events_create(d.kube, d.cfg.identity, NULL, &e);
+    if (!d.events) {
+        fprintf(err, "trainsched serve: events: %s\n", e.msg);
+        goto out;
+    }
+    common_log(COMMON_LOG_INFO, "trainsched serve started", "version", TS_VERSION, "identity",
+               d.cfg.identity, "http", d.cfg.http_address, "leaderElection",
+               d.cfg.leader_elect ? "on" : "off", NULL);
+    if (d.cfg.leader_elect) {
+        struct common_leader_callbacks cb = {started_leading, stopped_leading, new_leader, &d};
+        d.leader = common_leader_start(d.kube, d.cfg.lease_namespace, d.cfg.lease_name,
+                                       d.cfg.identity, &cb, &d.cfg.timing, &e);
+        if (!d.leader) {
+            fprintf(err, "trainsched serve: leader election: %s\n", e.msg);
+            goto out;
+        }
+    } else {
+        atomic_store(&d.want_lead, 1);
+    }
+
+    /* the main loop: signals, and leadership changes turned into reconciler start/stop */
+    for (;;) {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        int sig = sigtimedwait(&sigs, NULL, &ts);
+        int want = atomic_load(&d.want_lead);
+        if (sig == SIGINT || sig == SIGTERM) {
+            common_log(COMMON_LOG_INFO, "signal received; stopping", "signal",
+                       sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+            break;
+        }
+        if (want && !atomic_load(&d.leading)) {
+            if (start_reconciler(&d) != 0) {
+                /* the API may be down: try again shortly */
+                struct timespec pause = {1, 0};
+                nanosleep(&pause, NULL);
+            }
+        } else if (!want && atomic_load(&d.leading)) {
+            stop_reconciler(&d);
+        }
+    }
+    status = 0;
+out:
+    stop_reconciler(&d);
+    common_leader_stop(d.leader, COMMON_LEADER_RELEASE);
+    if (d.events) {
+        common_events_flush(d.events, 2000);
+        common_events_destroy(d.events);
+    }
+    if (http) {
+        common_httpd_stop(http);
+        common_httpd_destroy(http);
+    }
+    common_health_destroy(health);
+    common_metrics_destroy(d.metrics);
+    common_kube_client_destroy(d.kube);
+    pthread_mutex_destroy(&d.mu);
+    return status;
+}

@@ -1,0 +1,259 @@
+/*
+ * reconciler/core.c - the pure decisions of one TrainJob reconcile (see core.h).
+ */
+#include <string.h>
+
+#include "common/yaml.h"
+#include "reconciler/core.h"
+
+static const char *str_at(const json_t *obj, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(obj, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_string_value(v);
+}
+
+int rc_managed(const json_t *trainjob)
+{
+    const json_t *mb = json_object_get(json_object_get(trainjob, "spec"), "managedBy");
+    if (!mb || json_is_null(mb))
+        return 1;
+    return json_is_string(mb) && strcmp(json_string_value(mb), RC_MANAGED_BY) == 0;
+}
+
+static int group_of(const char *api_version, const char *group, size_t glen)
+{
+    /* "trainer.kubeflow.org/v1alpha1" has group "trainer.kubeflow.org" */
+    const char *slash;
+    if (!api_version)
+        return 0;
+    slash = strchr(api_version, '/');
+    return slash && (size_t)(slash - api_version) == glen && memcmp(api_version, group, glen) == 0;
+}
+
+int rc_controller_owner(const json_t *obj, const char **name, const char **uid)
+{
+    const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    size_t i;
+    const json_t *r;
+
+    json_array_foreach(refs, i, r)
+    {
+        const char *kind = json_string_value(json_object_get(r, "kind"));
+        if (!json_is_true(json_object_get(r, "controller")) || !kind ||
+            strcmp(kind, "TrainJob") != 0 ||
+            !group_of(json_string_value(json_object_get(r, "apiVersion")), "trainer.kubeflow.org",
+                      strlen("trainer.kubeflow.org")))
+            continue;
+        if (!json_string_value(json_object_get(r, "name")))
+            continue;
+        if (name)
+            *name = json_string_value(json_object_get(r, "name"));
+        if (uid)
+            *uid = json_string_value(json_object_get(r, "uid"));
+        return 1;
+    }
+    return 0;
+}
+
+enum common_rc rc_snapshot_runtime(const json_t *trainjob, const json_t *cm, json_t **runtime,
+                                   struct common_error *err)
+{
+    const char *ns = str_at(cm, "metadata", "namespace");
+    const char *cmname = str_at(cm, "metadata", "name");
+    const char *tjuid = str_at(trainjob, "metadata", "uid");
+    const char *ouid = NULL, *data, *sname, *skind, *sapi;
+    struct trainjob_ref ref;
+    struct common_yaml_docs docs;
+    enum common_rc rc;
+    const char *slash;
+
+    *runtime = NULL;
+    if (!ns)
+        ns = "";
+    if (!cmname)
+        cmname = "";
+    if (!rc_controller_owner(cm, NULL, &ouid) || !ouid || !tjuid || strcmp(ouid, tjuid) != 0)
+        return common_error_set(err, COMMON_EINVAL,
+                                "runtime snapshot %s/%s: not controlled by TrainJob uid %s", ns,
+                                cmname, tjuid ? tjuid : "(none)");
+    data = json_string_value(json_object_get(json_object_get(cm, "data"), "runtime"));
+    if (!data)
+        return common_error_set(err, COMMON_EINVAL,
+                                "runtime snapshot %s/%s: data.runtime is missing", ns, cmname);
+    rc = common_yaml_load(data, strlen(data), "data.runtime", NULL, &docs, err);
+    if (rc == COMMON_ENOMEM) {
+        common_yaml_docs_free(&docs);
+        return rc;
+    }
+    if (rc != COMMON_OK || docs.n != 1 || !json_is_object(docs.docs[0])) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", rc ? err->msg : "not one object");
+        common_yaml_docs_free(&docs);
+        return common_error_set(err, COMMON_EINVAL,
+                                "runtime snapshot %s/%s: data.runtime does not parse: %s", ns,
+                                cmname, why);
+    }
+    rc = trainjob_runtime_ref(trainjob, ns, &ref, err);
+    if (rc) {
+        common_yaml_docs_free(&docs);
+        return rc;
+    }
+    sname = str_at(docs.docs[0], "metadata", "name");
+    skind = json_string_value(json_object_get(docs.docs[0], "kind"));
+    sapi = json_string_value(json_object_get(docs.docs[0], "apiVersion"));
+    if (!sname || strcmp(sname, ref.name) != 0) {
+        common_error_set(err, COMMON_EINVAL,
+                         "runtime snapshot %s/%s: holds runtime \"%s\", spec.runtimeRef.name is "
+                         "\"%s\"",
+                         ns, cmname, sname ? sname : "", ref.name);
+        common_yaml_docs_free(&docs);
+        return COMMON_EINVAL;
+    }
+    if (!skind || strcmp(skind, ref.kind) != 0) {
+        common_error_set(err, COMMON_EINVAL,
+                         "runtime snapshot %s/%s: holds kind \"%s\", spec.runtimeRef.kind is "
+                         "\"%s\"",
+                         ns, cmname, skind ? skind : "", ref.kind);
+        common_yaml_docs_free(&docs);
+        return COMMON_EINVAL;
+    }
+    slash = sapi ? strchr(sapi, '/') : NULL;
+    if (!slash || strlen(ref.api_group) != (size_t)(slash - sapi) ||
+        memcmp(sapi, ref.api_group, strlen(ref.api_group)) != 0) {
+        common_error_set(
+            err, COMMON_EINVAL,
+            "runtime snapshot %s/%s: holds apiVersion \"%s\", spec.runtimeRef.apiGroup "
+            "is \"%s\"",
+            ns, cmname, sapi ? sapi : "", ref.api_group);
+        common_yaml_docs_free(&docs);
+        return COMMON_EINVAL;
+    }
+    *runtime = json_incref(docs.docs[0]);
+    common_yaml_docs_free(&docs);
+    return COMMON_OK;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+enum rc_child_kind rc_child_kind_of(const json_t *obj)
+{
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *name = str_at(obj, "metadata", "name");
+
+    if (!api || !kind)
+        return RC_CHILD_OTHER;
+    if (strcmp(api, "v1") == 0 && strcmp(kind, "ConfigMap") == 0)
+        return name && ends_with(name, "-runtime-snapshot") ? RC_CHILD_SNAPSHOT
+                                                            : RC_CHILD_CONFIGMAP;
+    if (strcmp(api, "v1") == 0 && strcmp(kind, "Secret") == 0)
+        return RC_CHILD_SECRET;
+    if (strcmp(kind, "JobSet") == 0 && strncmp(api, "jobset.x-k8s.io/", 16) == 0)
+        return RC_CHILD_JOBSET;
+    if (strcmp(kind, "PodGroup") == 0 && (strncmp(api, "scheduling.x-k8s.io/", 20) == 0 ||
+                                          strncmp(api, "scheduling.volcano.sh/", 22) == 0))
+        return RC_CHILD_PODGROUP;
+    return RC_CHILD_OTHER;
+}
+
+static int suspended(const json_t *obj)
+{
+    return json_is_true(json_object_get(json_object_get(obj, "spec"), "suspend"));
+}
+
+enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
+                               const json_t *existing)
+{
+    if (!existing)
+        return (kind == RC_CHILD_SNAPSHOT || kind == RC_CHILD_SECRET) ? RC_CREATE : RC_APPLY;
+    switch (kind) {
+    case RC_CHILD_SNAPSHOT:
+    case RC_CHILD_SECRET:
+        return RC_SKIP;
+    case RC_CHILD_JOBSET:
+        return suspended(trainjob) || suspended(existing) ? RC_APPLY : RC_SKIP;
+    case RC_CHILD_PODGROUP:
+        return suspended(trainjob) ? RC_APPLY : RC_SKIP;
+    case RC_CHILD_CONFIGMAP:
+    case RC_CHILD_OTHER:
+        break;
+    }
+    return RC_APPLY;
+}
+
+json_t *rc_status_patch(const json_t *old_status, const json_t *new_status, int *nomem)
+{
+    json_t *diff = json_object(), *patch;
+    const char *k;
+    json_t *v;
+
+    *nomem = 0;
+    if (!diff)
+        goto oom;
+    if (json_is_object(new_status))
+        json_object_foreach((json_t *)new_status, k, v)
+        {
+            json_t *o = json_is_object(old_status) ? json_object_get(old_status, k) : NULL;
+            if (o && json_equal(o, v))
+                continue;
+            if (json_object_set(diff, k, v) != 0)
+                goto oom;
+        }
+    if (json_is_object(old_status))
+        json_object_foreach((json_t *)old_status, k, v)
+        {
+            if (json_is_object(new_status) && json_object_get(new_status, k))
+                continue;
+            if (json_object_set_new(diff, k, json_null()) != 0)
+                goto oom;
+        }
+    if (json_object_size(diff) == 0) {
+        json_decref(diff);
+        return NULL;
+    }
+    /* the CRD says status has minProperties 1: an emptied status keeps "conditions": [] */
+    if (!json_is_object(new_status) || json_object_size(new_status) == 0)
+        if (json_object_set_new(diff, "conditions", json_array()) != 0)
+            goto oom;
+    patch = json_object();
+    if (!patch || json_object_set_new(patch, "status", diff) != 0) {
+        json_decref(patch);
+        *nomem = 1;
+        return NULL;
+    }
+    return patch;
+oom:
+    json_decref(diff);
+    *nomem = 1;
+    return NULL;
+}
+
+const char *rc_first_error(const struct trainjob_errors *errs, const struct common_error *err)
+{
+    if (errs && errs->n > 0)
+        return trainjob_errors_format(errs, 0);
+    return err->msg;
+}
+
+int rc_error_doc_is_runtime(const struct trainjob_errors *errs, const json_t *runtime)
+{
+    return errs && errs->n > 0 && runtime && errs->items[0].doc == runtime;
+}
+
+int rc_transient(enum common_rc rc)
+{
+    switch (rc) {
+    case COMMON_EINVAL:
+    case COMMON_EUNSUPPORTED:
+    case COMMON_ETOOBIG:
+        return 0;
+    default:
+        return 1;
+    }
+}

@@ -1,0 +1,124 @@
+/*
+ * reconciler/core.h - the pure decisions of one TrainJob reconcile.
+ *
+ * The glue (reconciler/reconciler.c) reads objects from its watch caches and the API server,
+ * calls these functions, and does what they say. They take decoded JSON (jansson) and an
+ * explicit `now`; no I/O, no clock, no globals, so every rule is tested with fixtures.
+ * Source: ../shared/reference/trainer.md §2.1 (loop), §2.2 (runtime snapshot), §2.8 (what is
+ * created and when it is updated), §2.9 (suspend/resume), §4 (status).
+ */
+#ifndef RECONCILER_CORE_H
+#define RECONCILER_CORE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "trainjob/trainjob.h"
+
+/* Trainer's value of spec.managedBy that this controller serves (trainer.md §1.2). */
+#define RC_MANAGED_BY "trainer.kubeflow.org/trainjob-controller"
+
+/*
+ * The condition the reconciler adds while it cannot build a TrainJob's objects (Trainer has
+ * none: it only records an Event). Status "False"; reason one of RC_REASON_*; message names the
+ * field or object. Removed again once the objects are built, so a healthy TrainJob's status is
+ * exactly Trainer's.
+ */
+#define RC_COND_CREATED "ResourcesCreated"
+#define RC_REASON_INVALID_TRAINJOB "InvalidTrainJob" /* the TrainJob fails validation */
+#define RC_REASON_INVALID_RUNTIME "InvalidRuntime"   /* the runtime fails validation */
+#define RC_REASON_RUNTIME_NOT_FOUND "TrainingRuntimeNotFound"
+#define RC_REASON_INVALID_SNAPSHOT "InvalidRuntimeSnapshot" /* §2.2 rejection of the ConfigMap */
+#define RC_REASON_UNSUPPORTED "UnsupportedRuntime"          /* a policy this version cannot build */
+#define RC_REASON_CREATION_FAILED "TrainJobResourcesCreationFailed" /* the API refused a child */
+
+/* rc_managed - 1 when spec.managedBy is unset or RC_MANAGED_BY (ours to reconcile), else 0. */
+int rc_managed(const json_t *trainjob);
+
+/*
+ * rc_controller_owner - the name and uid of the TrainJob that controls obj (its
+ * metadata.ownerReferences entry with kind TrainJob, apiVersion trainer.kubeflow.org/...,
+ * controller true). Strings borrowed from obj. Returns 1 when there is one, else 0.
+ */
+int rc_controller_owner(const json_t *obj, const char **name, const char **uid);
+
+/*
+ * rc_snapshot_runtime - the runtime stored in a snapshot ConfigMap <name>-runtime-snapshot
+ * (§2.2), checked as Trainer checks it before using it.
+ * In: trainjob (its metadata.uid and the defaulted spec.runtimeRef), cm = the ConfigMap.
+ * Out: *runtime, a new reference (the decoded `data.runtime` YAML document).
+ * Returns COMMON_OK; COMMON_EINVAL when the ConfigMap is not controlled by this TrainJob (owner
+ * uid differs), has no data.runtime, the YAML does not parse to one object, or the stored
+ * object's metadata.name / kind / apiVersion group differ from spec.runtimeRef; the message
+ * names which ("runtime snapshot ns/x-runtime-snapshot: ..."). COMMON_ENOMEM.
+ */
+enum common_rc rc_snapshot_runtime(const json_t *trainjob, const json_t *cm, json_t **runtime,
+                                   struct common_error *err);
+
+/* What to do with one rendered child object. */
+enum rc_action {
+    RC_SKIP,   /* leave the existing object alone */
+    RC_CREATE, /* create it (POST) only when absent; never update (snapshot, MPI Secret) */
+    RC_APPLY   /* server-side apply (fieldManager=trainsched, force) */
+};
+
+/* The kinds of child the reconciler writes. */
+enum rc_child_kind {
+    RC_CHILD_SNAPSHOT,  /* ConfigMap <name>-runtime-snapshot */
+    RC_CHILD_CONFIGMAP, /* other ConfigMaps (MPI hostfile): applied every reconcile */
+    RC_CHILD_SECRET,    /* Secrets (MPI SSH keys): created once, immutable */
+    RC_CHILD_JOBSET,    /* jobset.x-k8s.io JobSet */
+    RC_CHILD_PODGROUP,  /* scheduling.x-k8s.io or scheduling.volcano.sh PodGroup */
+    RC_CHILD_OTHER      /* anything else the renderer returned: applied */
+};
+
+/* rc_child_kind_of - the kind of a rendered object, from its apiVersion, kind and name. */
+enum rc_child_kind rc_child_kind_of(const json_t *obj);
+
+/*
+ * rc_child_action - Trainer's update rules (§2.8, §2.9) for one child.
+ * In: trainjob (spec.suspend), kind, existing = the object in the cluster or NULL when absent
+ * (a watch cache may lag: a RC_CREATE of an object that exists answers AlreadyExists, which
+ * the glue treats as success).
+ *  - absent: snapshot and Secret RC_CREATE, everything else RC_APPLY;
+ *  - snapshot, Secret: RC_SKIP;  other ConfigMaps and OTHER: RC_APPLY;
+ *  - JobSet: RC_APPLY while spec.suspend is true or the existing JobSet has spec.suspend true
+ *    (that is how a resume reaches it), else RC_SKIP (a running JobSet is never modified);
+ *  - PodGroup: RC_APPLY while spec.suspend is true, else RC_SKIP.
+ */
+enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
+                               const json_t *existing);
+
+/*
+ * rc_status_patch - the JSON merge patch (RFC 7386) of the status subresource that turns
+ * old_status into new_status: {"status": {key: new value | null}} for each top-level key that
+ * changed, appeared or disappeared. Only changed keys are sent, so fields other writers own
+ * (trainerStatus, written by the status server) are not overwritten with a stale copy. An
+ * emptied status is sent as {"conditions": []} (the CRD requires status minProperties 1).
+ * Returns a new reference, or NULL when nothing changed or on no memory (*nomem set then).
+ */
+json_t *rc_status_patch(const json_t *old_status, const json_t *new_status, int *nomem);
+
+/*
+ * rc_first_error - "path: Type: detail" of the first field error in errs (or err's message
+ * when the list is empty), for a condition message. Allocated in errs' arena; NULL on no
+ * memory.
+ */
+const char *rc_first_error(const struct trainjob_errors *errs, const struct common_error *err);
+
+/*
+ * rc_error_doc_is_runtime - 1 when the first field error of errs belongs to runtime (the
+ * document it was found in), so the reason is RC_REASON_INVALID_RUNTIME, else 0.
+ */
+int rc_error_doc_is_runtime(const struct trainjob_errors *errs, const json_t *runtime);
+
+/*
+ * rc_transient - 1 when an API error code is worth retrying with backoff (transport, timeout,
+ * 5xx/429 as COMMON_EAPI, conflicts, no memory), 0 when the same request would fail the same
+ * way until an object changes (COMMON_EINVAL 400/422, COMMON_EUNAUTHORIZED 403 is transient:
+ * RBAC may be fixed; COMMON_ENOTFOUND of a namespace being deleted is permanent).
+ */
+int rc_transient(enum common_rc rc);
+
+#endif

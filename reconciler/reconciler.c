@@ -1,0 +1,943 @@
+/*
+ * reconciler/reconciler.c - the TrainJob controller glue (see reconciler.h): informers feed the
+ * work queue, workers run one reconcile per key around the pure cores of trainjob/ and
+ * reconciler/core.h.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/informer.h"
+#include "common/log.h"
+#include "common/sshkey.h"
+#include "reconciler/core.h"
+#include "reconciler/reconciler.h"
+#include "trainjob/status.h"
+
+#define TJ_API "trainer.kubeflow.org/v1alpha1"
+#define KEY_MAX 512
+
+static const struct common_kube_resource volcano_podgroups = {"scheduling.volcano.sh", "v1beta1",
+                                                              "podgroups", 1};
+
+enum inf_kind { INF_TJ, INF_TR, INF_CTR, INF_JS, INF_CM, INF_PG, INF_VPG, INF_N };
+
+struct rc_reconciler;
+
+struct inf_slot {
+    struct rc_reconciler *r;
+    enum inf_kind kind;
+    struct common_informer_ops ops;
+    struct common_informer *inf;
+};
+
+struct rc_reconciler {
+    struct rc_opts o;
+    char field_manager[128];
+    char namespace[254];
+    struct rc_queue *q;
+    struct inf_slot inf[INF_N];
+    pthread_t *threads;
+    int nthreads;
+    atomic_int synced, stopped;
+    atomic_uint_fast64_t reconciles, errors, status_writes, creates, applies, deletes;
+    struct common_metric *m_total, *m_duration, *m_writes;
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* informers and the handlers that queue keys */
+
+static void obj_key(const json_t *obj, char *buf, size_t size)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    snprintf(buf, size, "%s/%s", ns ? ns : "", name ? name : "");
+}
+
+static void enqueue_owner(struct rc_reconciler *r, const json_t *obj)
+{
+    const char *owner = NULL, *ns;
+    char key[KEY_MAX];
+
+    if (!obj || !rc_controller_owner(obj, &owner, NULL))
+        return;
+    ns = json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", owner);
+    rc_queue_add(r->q, key);
+}
+
+struct waiting_scan {
+    struct rc_reconciler *r;
+    const char *kind, *name, *ns; /* the runtime that changed; ns NULL for cluster-scoped */
+};
+
+static int waiting_visit(const char *key, void *item, void *ctx)
+{
+    struct waiting_scan *s = ctx;
+    const json_t *tj = item;
+    const json_t *ref = json_object_get(json_object_get(tj, "spec"), "runtimeRef");
+    const char *kind = json_string_value(json_object_get(ref, "kind"));
+    const char *name = json_string_value(json_object_get(ref, "name"));
+    const json_t *cond = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
+
+    if (!kind)
+        kind = "ClusterTrainingRuntime";
+    if (!cond || !name || strcmp(name, s->name) != 0 || strcmp(kind, s->kind) != 0)
+        return 0;
+    if (s->ns) {
+        const char *ns =
+            json_string_value(json_object_get(json_object_get(tj, "metadata"), "namespace"));
+        if (!ns || strcmp(ns, s->ns) != 0)
+            return 0;
+    }
+    rc_queue_add(s->r->q, key);
+    return 0;
+}
+
+/* A runtime appeared or changed: queue the TrainJobs that wait for it (ResourcesCreated set). */
+static void runtime_changed(struct rc_reconciler *r, enum inf_kind kind, const json_t *rt)
+{
+    const json_t *meta = json_object_get(rt, "metadata");
+    struct waiting_scan s = {r, kind == INF_TR ? "TrainingRuntime" : "ClusterTrainingRuntime",
+                             json_string_value(json_object_get(meta, "name")),
+                             kind == INF_TR ? json_string_value(json_object_get(meta, "namespace"))
+                                            : NULL};
+    struct common_pmap_snap *snap;
+
+    if (!s.name || !r->inf[INF_TJ].inf)
+        return;
+    snap = common_informer_snapshot(r->inf[INF_TJ].inf);
+    if (snap) {
+        common_pmap_snap_foreach(snap, waiting_visit, &s);
+        common_pmap_snap_release(snap);
+    }
+}
+
+static void on_add(void *ctx, const void *item)
+{
+    struct inf_slot *s = ctx;
+    char key[KEY_MAX];
+
+    switch (s->kind) {
+    case INF_TJ:
+        obj_key(item, key, sizeof(key));
+        rc_queue_add(s->r->q, key);
+        break;
+    case INF_TR:
+    case INF_CTR:
+        runtime_changed(s->r, s->kind, item);
+        break;
+    default:
+        enqueue_owner(s->r, item);
+    }
+}
+
+static void on_update(void *ctx, const void *old_item, const void *new_item)
+{
+    struct inf_slot *s = ctx;
+    (void)old_item;
+    on_add(s, new_item);
+}
+
+static void on_delete(void *ctx, const void *old_item)
+{
+    struct inf_slot *s = ctx;
+    /* a deleted TrainJob needs nothing (ownerReference GC removes its children); a deleted
+     * child must come back; a deleted runtime changes nothing (snapshots) */
+    if (s->kind != INF_TJ && s->kind != INF_TR && s->kind != INF_CTR)
+        enqueue_owner(s->r, old_item);
+}
+
+/*
+ * ConfigMaps: every ConfigMap of the cluster passes through this watch, so only those a
+ * TrainJob controls are kept whole; the others are kept as their bare metadata (name,
+ * namespace, resourceVersion) so the cache stays small.
+ */
+static enum common_rc cm_from_json(const json_t *obj, void **item, struct common_error *err)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    json_t *slim;
+
+    if (!json_is_string(json_object_get(meta, "name")))
+        return common_error_set(err, COMMON_EINVAL, "object without metadata.name");
+    if (rc_controller_owner(obj, NULL, NULL)) {
+        *item = json_incref((json_t *)obj);
+        return COMMON_OK;
+    }
+    slim = json_pack("{s:{s:O?, s:O?, s:O?}}", "metadata", "name", json_object_get(meta, "name"),
+                     "namespace", json_object_get(meta, "namespace"), "resourceVersion",
+                     json_object_get(meta, "resourceVersion"));
+    if (!slim)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    *item = slim;
+    return COMMON_OK;
+}
+
+/* 1 when the CRD's resource is served (a list with limit=1 answers), 0 when 404. */
+static int resource_served(struct common_kube *k, const struct common_kube_resource *res)
+{
+    char path[512];
+    struct common_buf resp;
+    struct common_error err;
+    long status = 0;
+    enum common_rc rc;
+
+    if (common_kube_path(res, NULL, NULL, NULL, path, sizeof(path) - 16) != 0)
+        return 0;
+    strncat(path, "?limit=1", sizeof(path) - strlen(path) - 1);
+    common_buf_init(&resp, 1 << 20);
+    rc = common_kube_request(k, "GET", path, NULL, NULL, 0, NULL, &resp, &status, &err);
+    common_buf_free(&resp);
+    return rc == COMMON_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* one reconcile */
+
+struct rctx {
+    struct rc_reconciler *r;
+    struct common_arena *a;
+    struct common_pmap_snap *snaps[INF_N];
+    const json_t *tj;
+    const char *ns, *name, *uid;
+    int64_t now;
+    json_t *status;  /* the new status being built (owned) */
+    json_t *live_cm; /* the snapshot read from the API server when the cache lagged (owned) */
+    struct rc_result *res;
+};
+
+static const json_t *cache_get(struct rctx *c, enum inf_kind kind, const char *ns, const char *name)
+{
+    char key[KEY_MAX];
+    if (!c->snaps[kind])
+        return NULL;
+    if (ns)
+        snprintf(key, sizeof(key), "%s/%s", ns, name);
+    else
+        snprintf(key, sizeof(key), "%s", name);
+    return common_pmap_snap_get(c->snaps[kind], key);
+}
+
+static void event(struct rctx *c, enum common_event_type type, const char *reason,
+                  const char *action, const char *note)
+{
+    struct common_event_ref ref = {TJ_API, "TrainJob", c->ns, c->name, c->uid};
+    struct common_error err;
+    if (c->r->o.events)
+        common_events_record(c->r->o.events, &ref, type, reason, action, note, &err);
+}
+
+static void count_write(struct rctx *c, const char *verb)
+{
+    const char *lv[] = {verb};
+    if (c->r->m_writes)
+        common_metric_add(c->r->m_writes, lv, 1);
+}
+
+/* status = a copy of the TrainJob's (or {}), for the paths that do not reach the JobSet. */
+static enum common_rc status_copy(struct rctx *c, struct common_error *err)
+{
+    const json_t *old = json_object_get(c->tj, "status");
+    c->status = json_is_object(old) ? json_deep_copy(old) : json_object();
+    if (!c->status)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return COMMON_OK;
+}
+
+/* Write c->status when it differs from the TrainJob's. */
+static enum common_rc write_status(struct rctx *c, struct common_error *err)
+{
+    int nomem = 0;
+    json_t *patch = rc_status_patch(json_object_get(c->tj, "status"), c->status, &nomem);
+    struct common_kube_write_opts wo = {.subresource = "status"};
+    enum common_rc rc;
+    char *body;
+
+    if (nomem)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (!patch)
+        return COMMON_OK;
+    body = json_dumps(patch, JSON_COMPACT);
+    json_decref(patch);
+    if (!body)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = common_kube_patch(c->r->o.kube, &common_kube_trainjobs, c->ns, c->name,
+                           COMMON_KUBE_MERGE_PATCH, body, &wo, NULL, err);
+    free(body);
+    if (rc == COMMON_ENOTFOUND)
+        return COMMON_OK; /* deleted meanwhile */
+    if (rc == COMMON_OK) {
+        c->res->status_written = 1;
+        atomic_fetch_add(&c->r->status_writes, 1);
+        count_write(c, "status");
+    }
+    return rc;
+}
+
+/*
+ * Building failed: ResourcesCreated=False with reason and message, a Warning Event when the
+ * condition is new or its message changed, and the status written. Returns the code to hand
+ * the worker: `rc` when it is worth retrying, else COMMON_OK (wait for a change).
+ */
+static enum common_rc fail(struct rctx *c, const char *reason, const char *message,
+                           enum common_rc rc, struct common_error *err)
+{
+    const json_t *old =
+        trainjob_status_condition(json_object_get(c->tj, "status"), RC_COND_CREATED);
+    const char *old_msg = json_string_value(json_object_get(old, "message"));
+    struct common_error werr;
+    char msg[1100];
+    enum common_rc wrc;
+
+    snprintf(msg, sizeof(msg), "%s", message ? message : "");
+    if (!old || !old_msg || strcmp(old_msg, msg) != 0) {
+        char note[1100];
+        snprintf(note, sizeof(note), "TrainJob resources reconciliation failed: %s", msg);
+        event(c, COMMON_EVENT_WARNING, reason, "Reconciling", note);
+    }
+    common_log(COMMON_LOG_WARN, "reconcile failed", "trainjob", c->ns, "name", c->name, "reason",
+               reason, "error", msg, NULL);
+    c->res->reason = reason;
+    if (!c->status && status_copy(c, &werr) != COMMON_OK)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (trainjob_status_set_condition(c->status, RC_COND_CREATED, "False", reason, msg, c->now,
+                                      &werr) != COMMON_OK)
+        return common_error_set(err, werr.code, "%s", werr.msg);
+    wrc = write_status(c, &werr);
+    if (rc_transient(rc)) {
+        common_error_set(err, rc, "%s", msg);
+        return rc;
+    }
+    if (wrc != COMMON_OK) {
+        common_error_set(err, wrc, "%s", werr.msg);
+        return wrc;
+    }
+    return COMMON_OK;
+}
+
+static const struct common_kube_resource *resource_of(const json_t *obj)
+{
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    switch (rc_child_kind_of(obj)) {
+    case RC_CHILD_SNAPSHOT:
+    case RC_CHILD_CONFIGMAP:
+        return &common_kube_configmaps;
+    case RC_CHILD_SECRET:
+        return &common_kube_secrets;
+    case RC_CHILD_JOBSET:
+        return &common_kube_jobsets;
+    case RC_CHILD_PODGROUP:
+        return strncmp(api, "scheduling.volcano.sh/", 22) == 0 ? &volcano_podgroups
+                                                               : &common_kube_podgroups;
+    case RC_CHILD_OTHER:
+        break;
+    }
+    return NULL;
+}
+
+static const json_t *existing_of(struct rctx *c, const json_t *obj)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    if (!name)
+        return NULL;
+    switch (rc_child_kind_of(obj)) {
+    case RC_CHILD_SNAPSHOT:
+        return cache_get(c, INF_CM, c->ns, name);
+    case RC_CHILD_JOBSET:
+        return cache_get(c, INF_JS, c->ns, name);
+    case RC_CHILD_PODGROUP:
+        return cache_get(c, strncmp(api, "scheduling.volcano.sh/", 22) == 0 ? INF_VPG : INF_PG,
+                         c->ns, name);
+    default:
+        return NULL; /* not cached: created (AlreadyExists is fine) or applied */
+    }
+}
+
+/* An existing child that a different owner controls is not ours to take over. */
+static int foreign(struct rctx *c, const json_t *existing)
+{
+    const char *uid = NULL;
+    if (!existing || !json_object_get(existing, "spec"))
+        return 0;
+    return !rc_controller_owner(existing, NULL, &uid) || !uid || strcmp(uid, c->uid) != 0;
+}
+
+/*
+ * Write the rendered children. *jobset gets the JobSet as the cluster has it (applied, or the
+ * cached one when left alone; borrowed or owned per *jobset_owned).
+ */
+static enum common_rc write_children(struct rctx *c, const json_t *objects, json_t **jobset_out,
+                                     int snapshot_cached, struct common_error *err)
+{
+    struct common_kube_write_opts wo = {
+        .field_manager = c->r->field_manager, .force = 1, .strict = 1};
+    size_t i;
+    const json_t *obj;
+
+    json_array_foreach(objects, i, obj)
+    {
+        enum rc_child_kind kind = rc_child_kind_of(obj);
+        const struct common_kube_resource *res = resource_of(obj);
+        const json_t *existing = existing_of(c, obj);
+        const char *kname = json_string_value(json_object_get(obj, "kind"));
+        const char *oname =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+        enum rc_action act;
+        enum common_rc rc = COMMON_OK;
+        json_t *out = NULL;
+        char msg[1024];
+
+        if (!res) {
+            snprintf(msg, sizeof(msg), "%s %s/%s: no API resource known for apiVersion %s",
+                     kname ? kname : "object", c->ns, oname ? oname : "",
+                     json_string_value(json_object_get(obj, "apiVersion")));
+            return fail(c, RC_REASON_CREATION_FAILED, msg, COMMON_EUNSUPPORTED, err);
+        }
+        if (kind == RC_CHILD_SNAPSHOT && snapshot_cached)
+            continue;
+        if (foreign(c, existing)) {
+            snprintf(msg, sizeof(msg), "%s %s/%s exists and is not controlled by this TrainJob",
+                     kname, c->ns, oname);
+            return fail(c, RC_REASON_CREATION_FAILED, msg, COMMON_EINVAL, err);
+        }
+        act = rc_child_action(c->tj, kind, existing);
+        if (act == RC_SKIP) {
+            if (kind == RC_CHILD_JOBSET)
+                *jobset_out = json_incref((json_t *)existing);
+            continue;
+        }
+        if (act == RC_CREATE) {
+            rc = common_kube_create(c->r->o.kube, res, c->ns, obj, &wo, NULL, err);
+            if (rc == COMMON_EEXISTS) {
+                if (kind == RC_CHILD_SNAPSHOT) {
+                    /* it exists (our cache lags): the stored one wins, the caller reads it */
+                    return COMMON_EEXISTS;
+                }
+                rc = COMMON_OK;
+            } else if (rc == COMMON_OK) {
+                c->res->created++;
+                atomic_fetch_add(&c->r->creates, 1);
+                count_write(c, "create");
+            }
+        } else {
+            rc = common_kube_apply(c->r->o.kube, res, c->ns, obj, &wo, &out, err);
+            if (rc == COMMON_OK) {
+                c->res->applied++;
+                atomic_fetch_add(&c->r->applies, 1);
+                count_write(c, "apply");
+                if (kind == RC_CHILD_JOBSET && !existing) {
+                    char note[600];
+                    snprintf(note, sizeof(note), "Created JobSet %s/%s", c->ns, oname);
+                    event(c, COMMON_EVENT_NORMAL, "JobSetCreated", "Create", note);
+                }
+            }
+        }
+        if (rc != COMMON_OK) {
+            json_decref(out);
+            snprintf(msg, sizeof(msg), "%s %s/%s: %s", kname, c->ns, oname, err->msg);
+            return fail(c, RC_REASON_CREATION_FAILED, msg, rc, err);
+        }
+        if (kind == RC_CHILD_JOBSET) {
+            json_decref(*jobset_out);
+            *jobset_out = out ? out : json_incref((json_t *)existing);
+        } else {
+            json_decref(out);
+        }
+    }
+    return COMMON_OK;
+}
+
+/* Suspended / Resumed / Complete / Failed transitions as Events. */
+static void transition_events(struct rctx *c)
+{
+    static const struct {
+        const char *type, *status, *reason;
+        enum common_event_type etype;
+    } tr[] = {{"Suspended", "True", "Suspended", COMMON_EVENT_NORMAL},
+              {"Suspended", "False", "Resumed", COMMON_EVENT_NORMAL},
+              {"Complete", "True", "Completed", COMMON_EVENT_NORMAL},
+              {"Failed", "True", "Failed", COMMON_EVENT_WARNING}};
+    const json_t *old_status = json_object_get(c->tj, "status");
+
+    for (size_t i = 0; i < sizeof(tr) / sizeof(tr[0]); i++) {
+        const json_t *n = trainjob_status_condition(c->status, tr[i].type);
+        const json_t *o = trainjob_status_condition(old_status, tr[i].type);
+        const char *ns = json_string_value(json_object_get(n, "status"));
+        const char *os = json_string_value(json_object_get(o, "status"));
+        if (!ns || strcmp(ns, tr[i].status) != 0 || (os && strcmp(os, ns) == 0))
+            continue;
+        event(c, tr[i].etype, tr[i].reason, "Reconciling",
+              json_string_value(json_object_get(n, "message")));
+    }
+}
+
+static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
+{
+    struct rc_reconciler *r = c->r;
+    struct trainjob_errors errs;
+    struct trainjob_ref ref;
+    struct trainjob_output out = {0};
+    struct trainjob_options topts = {.keygen = r->o.keygen};
+    struct trainjob_status_result sres = {0};
+    struct trainjob_deadline_result dl;
+    const json_t *runtime_live = NULL, *cm;
+    json_t *runtime = NULL, *jobset = NULL;
+    enum common_rc rc;
+    int snapshot_cached = 0;
+
+    if (!rc_managed(c->tj)) {
+        c->res->skipped = 1;
+        return COMMON_OK;
+    }
+    trainjob_errors_init(&errs, c->a);
+    rc = trainjob_validate_trainjob(c->tj, &errs, err);
+    if (rc == COMMON_EINVAL)
+        return fail(c, RC_REASON_INVALID_TRAINJOB, rc_first_error(&errs, err), rc, err);
+    if (rc)
+        return rc;
+    rc = trainjob_runtime_ref(c->tj, c->ns, &ref, err);
+    if (rc)
+        return fail(c, RC_REASON_INVALID_TRAINJOB, err->msg, rc, err);
+
+    if (!trainjob_is_finished(json_object_get(c->tj, "status"))) {
+        /* the runtime: the snapshot first (§2.2) */
+        char snapname[300];
+        int attempt = 0;
+        snprintf(snapname, sizeof(snapname), "%s-runtime-snapshot", c->name);
+        cm = cache_get(c, INF_CM, c->ns, snapname);
+    again:
+        if (cm && json_object_get(cm, "data")) {
+            rc = rc_snapshot_runtime(c->tj, cm, &runtime, err);
+            if (rc == COMMON_EINVAL)
+                return fail(c, RC_REASON_INVALID_SNAPSHOT, err->msg, rc, err);
+            if (rc)
+                return rc;
+            snapshot_cached = 1;
+        } else if (cm) {
+            char msg[600];
+            snprintf(msg, sizeof(msg), "runtime snapshot %s/%s: not controlled by TrainJob uid %s",
+                     c->ns, snapname, c->uid);
+            return fail(c, RC_REASON_INVALID_SNAPSHOT, msg, COMMON_EINVAL, err);
+        } else {
+            if (strcmp(ref.kind, "TrainingRuntime") == 0)
+                runtime_live = cache_get(c, INF_TR, c->ns, ref.name);
+            else
+                runtime_live = cache_get(c, INF_CTR, NULL, ref.name);
+            if (!runtime_live) {
+                char msg[700];
+                snprintf(msg, sizeof(msg), "%s %s%s%s specified in TrainJob is not found", ref.kind,
+                         strcmp(ref.kind, "TrainingRuntime") == 0 ? c->ns : "",
+                         strcmp(ref.kind, "TrainingRuntime") == 0 ? "/" : "", ref.name);
+                return fail(c, RC_REASON_RUNTIME_NOT_FOUND, msg, COMMON_EINVAL, err);
+            }
+            runtime = json_incref((json_t *)runtime_live);
+        }
+
+        trainjob_errors_init(&out.errors, c->a);
+        rc = trainjob_render(c->a, c->tj, runtime, &topts, &out, err);
+        if (rc == COMMON_EINVAL) {
+            const char *reason = rc_error_doc_is_runtime(&out.errors, runtime)
+                                     ? RC_REASON_INVALID_RUNTIME
+                                     : RC_REASON_INVALID_TRAINJOB;
+            rc = fail(c, reason, rc_first_error(&out.errors, err), rc, err);
+            json_decref(runtime);
+            return rc;
+        }
+        if (rc == COMMON_EUNSUPPORTED) {
+            rc = fail(c, RC_REASON_UNSUPPORTED, err->msg, rc, err);
+            json_decref(runtime);
+            return rc;
+        }
+        if (rc) {
+            json_decref(runtime);
+            return rc;
+        }
+        if (out.skipped) {
+            json_decref(runtime);
+            c->res->skipped = 1;
+            return COMMON_OK;
+        }
+        rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
+        json_decref(out.objects);
+        out.objects = NULL;
+        json_decref(runtime);
+        runtime = NULL;
+        if (rc == COMMON_EEXISTS && attempt++ == 0) {
+            /* the snapshot was created meanwhile and the cache has not seen it: read it */
+            json_decref(jobset);
+            jobset = NULL;
+            rc = common_kube_get(r->o.kube, &common_kube_configmaps, c->ns, snapname, &c->live_cm,
+                                 err);
+            if (rc)
+                return rc;
+            cm = c->live_cm;
+            snapshot_cached = 0;
+            trainjob_errors_init(&out.errors, c->a);
+            goto again;
+        }
+        if (rc == COMMON_EEXISTS)
+            rc = common_error_set(err, COMMON_ECONFLICT, "runtime snapshot %s/%s: keeps changing",
+                                  c->ns, snapname);
+        if (rc != COMMON_OK || c->res->reason) {
+            json_decref(jobset);
+            return rc;
+        }
+    } else {
+        const json_t *js = cache_get(c, INF_JS, c->ns, c->name);
+        if (js && !foreign(c, js))
+            jobset = json_incref((json_t *)js);
+    }
+
+    /* status (§4), deadline (§2.10) */
+    rc = trainjob_status_derive(c->a, c->tj, jobset, c->now, &sres, err);
+    if (rc == COMMON_ENOTFOUND) {
+        /* the JobSet is not in the cache yet: the watch event will bring us back */
+        json_decref(jobset);
+        return common_error_set(err, COMMON_ENOTFOUND, "JobSet %s/%s not found yet", c->ns,
+                                c->name);
+    }
+    if (rc) {
+        json_decref(jobset);
+        return rc;
+    }
+    c->status = sres.status;
+    trainjob_status_remove_condition(c->status, RC_COND_CREATED);
+    rc = trainjob_deadline(c->tj, c->status, c->now, &dl, err);
+    if (rc == COMMON_OK && dl.action == TRAINJOB_DEADLINE_FAIL) {
+        rc = trainjob_status_deadline_exceeded(c->status, c->now, err);
+        if (rc == COMMON_OK && jobset) {
+            enum common_rc drc = common_kube_delete(r->o.kube, &common_kube_jobsets, c->ns, c->name,
+                                                    NULL, NULL, NULL, err);
+            if (drc != COMMON_OK && drc != COMMON_ENOTFOUND) {
+                json_decref(jobset);
+                return drc;
+            }
+            atomic_fetch_add(&r->deletes, 1);
+            count_write(c, "delete");
+        }
+    } else if (rc == COMMON_OK && dl.action == TRAINJOB_DEADLINE_REQUEUE) {
+        c->res->requeue_after = dl.requeue_after;
+    } else if (rc == COMMON_EINVAL) {
+        common_log(COMMON_LOG_WARN, "activeDeadlineSeconds not checked", "trainjob", c->ns, "name",
+                   c->name, "error", err->msg, NULL);
+        rc = COMMON_OK;
+    }
+    json_decref(jobset);
+    if (rc)
+        return rc;
+    transition_events(c);
+    return write_status(c, err);
+}
+
+enum common_rc rc_reconcile(struct rc_reconciler *r, const char *key, struct rc_result *res,
+                            struct common_error *err)
+{
+    struct rctx c;
+    char ns[KEY_MAX];
+    const char *slash = strchr(key, '/');
+    enum common_rc rc;
+
+    memset(res, 0, sizeof(*res));
+    memset(&c, 0, sizeof(c));
+    if (!slash || (size_t)(slash - key) >= sizeof(ns))
+        return common_error_set(err, COMMON_EINVAL, "bad key \"%s\"", key);
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = 0;
+    c.r = r;
+    c.res = res;
+    c.now = r->o.now();
+    for (int i = 0; i < INF_N; i++)
+        if (r->inf[i].inf)
+            c.snaps[i] = common_informer_snapshot(r->inf[i].inf);
+    c.tj = c.snaps[INF_TJ] ? common_pmap_snap_get(c.snaps[INF_TJ], key) : NULL;
+    if (!c.tj) {
+        res->skipped = 1;
+        rc = COMMON_OK;
+        goto out;
+    }
+    c.ns = ns;
+    c.name = slash + 1;
+    c.uid = json_string_value(json_object_get(json_object_get(c.tj, "metadata"), "uid"));
+    if (!c.uid)
+        c.uid = "";
+    c.a = common_arena_create(0);
+    if (!c.a) {
+        rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = reconcile_tj(&c, err);
+out:
+    json_decref(c.status);
+    json_decref(c.live_cm);
+    common_arena_destroy(c.a);
+    for (int i = 0; i < INF_N; i++)
+        if (c.snaps[i])
+            common_pmap_snap_release(c.snaps[i]);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* workers */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *worker(void *arg)
+{
+    struct rc_reconciler *r = arg;
+    char *key;
+
+    while (rc_queue_get(r->q, -1, &key) == 1) {
+        struct rc_result res;
+        struct common_error err = {0};
+        double t0 = mono_s();
+        enum common_rc rc = rc_reconcile(r, key, &res, &err);
+        const char *result;
+
+        atomic_fetch_add(&r->reconciles, 1);
+        if (rc == COMMON_OK) {
+            rc_queue_forget(r->q, key);
+            if (res.requeue_after > 0)
+                rc_queue_add_after(r->q, key, (long)res.requeue_after * 1000);
+            result = res.reason ? "failed" : res.skipped ? "skipped" : "success";
+        } else {
+            atomic_fetch_add(&r->errors, 1);
+            common_log(rc == COMMON_ENOTFOUND ? COMMON_LOG_DEBUG : COMMON_LOG_WARN,
+                       "reconcile error; retrying", "key", key, "error", err.msg, NULL);
+            rc_queue_add_rate_limited(r->q, key);
+            result = "error";
+        }
+        {
+            char counts[96];
+            snprintf(counts, sizeof(counts), "created=%d applied=%d status=%d requeue=%lld",
+                     res.created, res.applied, res.status_written, (long long)res.requeue_after);
+            common_log(COMMON_LOG_DEBUG, "reconciled", "key", key, "result", result, "writes",
+                       counts, NULL);
+        }
+        if (r->m_total) {
+            const char *lv[] = {result};
+            common_metric_add(r->m_total, lv, 1);
+        }
+        if (r->m_duration)
+            common_metric_observe(r->m_duration, NULL, mono_s() - t0);
+        rc_queue_done(r->q, key);
+        common_free(key);
+    }
+    return NULL;
+}
+
+static double queue_depth(void *ctx)
+{
+    struct rc_queue_stats s;
+    rc_queue_stats(ctx, &s);
+    return (double)s.depth;
+}
+
+static double queue_delayed(void *ctx)
+{
+    struct rc_queue_stats s;
+    rc_queue_stats(ctx, &s);
+    return (double)s.delayed;
+}
+
+static double queue_processing(void *ctx)
+{
+    struct rc_queue_stats s;
+    rc_queue_stats(ctx, &s);
+    return (double)s.processing;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* lifecycle */
+
+static int64_t wall_now(void)
+{
+    return (int64_t)time(NULL);
+}
+
+struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error *err)
+{
+    struct rc_reconciler *r;
+
+    if (!opts || !opts->kube) {
+        common_error_set(err, COMMON_EINVAL, "reconciler: no API client");
+        return NULL;
+    }
+    r = common_calloc(1, sizeof(*r));
+    if (!r) {
+        common_error_set(err, COMMON_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->o = *opts;
+    snprintf(r->field_manager, sizeof(r->field_manager), "%s",
+             opts->field_manager && *opts->field_manager ? opts->field_manager : "trainsched");
+    r->o.field_manager = r->field_manager;
+    if (opts->namespace && *opts->namespace) {
+        snprintf(r->namespace, sizeof(r->namespace), "%s", opts->namespace);
+        r->o.namespace = r->namespace;
+    } else {
+        r->o.namespace = NULL;
+    }
+    if (r->o.workers <= 0)
+        r->o.workers = 4;
+    if (!r->o.keygen)
+        r->o.keygen = common_sshkey_ecdsa_p521;
+    if (!r->o.now)
+        r->o.now = wall_now;
+    if (r->o.sync_timeout_ms <= 0)
+        r->o.sync_timeout_ms = 60000;
+    r->q = rc_queue_create(&r->o.queue, err);
+    if (!r->q) {
+        common_free(r);
+        return NULL;
+    }
+    if (r->o.metrics) {
+        static const char *const result_label[] = {"result", NULL};
+        static const char *const verb_label[] = {"verb", NULL};
+        static const double buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                         0.25,  0.5,   1,    2.5,   5,    10};
+        r->m_total = common_metrics_counter(
+            r->o.metrics, "trainsched_reconcile_total",
+            "TrainJob reconciles by result (success, failed: ResourcesCreated=False, skipped, "
+            "error: retried with backoff)",
+            result_label);
+        r->m_duration = common_metrics_histogram(
+            r->o.metrics, "trainsched_reconcile_duration_seconds", "Time of one TrainJob reconcile",
+            NULL, buckets, sizeof(buckets) / sizeof(buckets[0]));
+        r->m_writes = common_metrics_counter(
+            r->o.metrics, "trainsched_reconcile_writes_total",
+            "API writes by the reconciler (create, apply, status, delete)", verb_label);
+        common_metrics_gauge_func(r->o.metrics, "trainsched_workqueue_depth",
+                                  "TrainJob keys ready to be reconciled", queue_depth, r->q);
+        common_metrics_gauge_func(r->o.metrics, "trainsched_workqueue_delayed",
+                                  "TrainJob keys waiting for a backoff or a deadline",
+                                  queue_delayed, r->q);
+        common_metrics_gauge_func(r->o.metrics, "trainsched_workqueue_processing",
+                                  "TrainJob keys being reconciled now", queue_processing, r->q);
+    }
+    return r;
+}
+
+static enum common_rc start_informer(struct rc_reconciler *r, enum inf_kind kind, const char *name,
+                                     const struct common_kube_resource *res,
+                                     struct common_error *err)
+{
+    struct inf_slot *s = &r->inf[kind];
+    struct common_informer_handlers h = {on_add, on_update, on_delete, s};
+    struct common_informer_opts io = {0};
+    enum common_rc rc;
+
+    s->r = r;
+    s->kind = kind;
+    common_informer_json_ops(&s->ops, name, res);
+    if (kind == INF_CM)
+        s->ops.from_json = cm_from_json;
+    io.namespace = res->namespaced ? r->o.namespace : NULL;
+    rc = common_informer_create(r->o.kube, &s->ops, &h, &io, &s->inf, err);
+    if (rc)
+        return rc;
+    return common_informer_start(s->inf, err);
+}
+
+enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
+{
+    enum common_rc rc;
+    double t0 = mono_s();
+
+    if ((rc = start_informer(r, INF_TJ, "trainjobs", &common_kube_trainjobs, err)) ||
+        (rc = start_informer(r, INF_TR, "trainingruntimes", &common_kube_trainingruntimes, err)) ||
+        (rc = start_informer(r, INF_CTR, "clustertrainingruntimes",
+                             &common_kube_clustertrainingruntimes, err)) ||
+        (rc = start_informer(r, INF_JS, "jobsets", &common_kube_jobsets, err)) ||
+        (rc = start_informer(r, INF_CM, "configmaps", &common_kube_configmaps, err)))
+        goto fail;
+    if (resource_served(r->o.kube, &common_kube_podgroups) &&
+        (rc = start_informer(r, INF_PG, "podgroups", &common_kube_podgroups, err)))
+        goto fail;
+    if (resource_served(r->o.kube, &volcano_podgroups) &&
+        (rc = start_informer(r, INF_VPG, "volcano-podgroups", &volcano_podgroups, err)))
+        goto fail;
+    for (int i = 0; i < INF_N; i++) {
+        long left = r->o.sync_timeout_ms - (long)((mono_s() - t0) * 1000);
+        if (r->inf[i].inf && !common_informer_wait_synced(r->inf[i].inf, left > 0 ? left : 1)) {
+            rc = common_error_set(err, COMMON_ETIMEOUT,
+                                  "reconciler: the %s cache did not sync in %ld ms",
+                                  r->inf[i].ops.name, r->o.sync_timeout_ms);
+            goto fail;
+        }
+    }
+    r->threads = common_calloc((size_t)r->o.workers, sizeof(pthread_t));
+    if (!r->threads) {
+        rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < r->o.workers; i++) {
+        if (pthread_create(&r->threads[i], NULL, worker, r) != 0) {
+            rc = common_error_set(err, COMMON_EIO, "reconciler: cannot start worker %d", i);
+            goto fail;
+        }
+        r->nthreads++;
+    }
+    atomic_store(&r->synced, 1);
+    common_log(COMMON_LOG_INFO, "reconciler started", "namespace",
+               r->o.namespace ? r->o.namespace : "(all)", NULL);
+    return COMMON_OK;
+fail:
+    rc_stop(r);
+    return rc;
+}
+
+int rc_synced(struct rc_reconciler *r)
+{
+    return r && atomic_load(&r->synced);
+}
+
+void rc_stop(struct rc_reconciler *r)
+{
+    if (!r || atomic_exchange(&r->stopped, 1))
+        return;
+    atomic_store(&r->synced, 0);
+    rc_queue_shutdown(r->q);
+    for (int i = 0; i < r->nthreads; i++)
+        pthread_join(r->threads[i], NULL);
+    r->nthreads = 0;
+    for (int i = 0; i < INF_N; i++)
+        common_informer_request_stop(r->inf[i].inf);
+    for (int i = 0; i < INF_N; i++)
+        if (r->inf[i].inf)
+            common_informer_stop(r->inf[i].inf);
+}
+
+void rc_destroy(struct rc_reconciler *r)
+{
+    if (!r)
+        return;
+    rc_stop(r);
+    for (int i = 0; i < INF_N; i++)
+        common_informer_destroy(r->inf[i].inf);
+    common_free(r->threads);
+    rc_queue_destroy(r->q);
+    common_free(r);
+}
+
+void rc_get_stats(struct rc_reconciler *r, struct rc_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->reconciles = atomic_load(&r->reconciles);
+    out->errors = atomic_load(&r->errors);
+    out->status_writes = atomic_load(&r->status_writes);
+    out->creates = atomic_load(&r->creates);
+    out->applies = atomic_load(&r->applies);
+    out->deletes = atomic_load(&r->deletes);
+    rc_queue_stats(r->q, &out->queue);
+}

@@ -1,0 +1,758 @@
+/*
+ * tests/e2e/test_reconciler.c - the TrainJob reconciler (reconciler/reconciler.h) against the
+ * real kube-apiserver of the test bed, with the upstream JobSet, Trainer and coscheduling CRDs
+ * and, when the bed runs them (TESTBED_JOBSET_RUNNING, TESTBED_KWOK_RUNNING), the real JobSet
+ * controller, kube-controller-manager's Job controller, kube-scheduler and kwok nodes, so a
+ * TrainJob runs to Complete without any status written by the test.
+ *
+ * The reconciler runs in this process as trainsched's ServiceAccount (the shipped RBAC), watching
+ * one fresh namespace per test. Every child is written with fieldValidation=Strict.
+ * Source of the expected behaviour: ../shared/reference/trainer.md §2, §4 and cases 58-70.
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/kube.h"
+#include "common/log.h"
+#include "common/sshkey.h"
+#include "common/yaml.h"
+#include "e2eutil.h"
+#include "reconciler/core.h"
+#include "reconciler/reconciler.h"
+#include "trainjob/status.h"
+#include "trainjob/trainjob.h"
+
+static struct common_kube *admin, *tsk;
+static struct rc_reconciler *rec;
+static char ns[128];
+
+/* ---- helpers ---- */
+
+static json_t *yaml1(const char *text)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    json_t *o;
+    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
+                  err.msg);
+    ck_assert_uint_eq(d.n, 1);
+    o = json_incref(d.docs[0]);
+    common_yaml_docs_free(&d);
+    return o;
+}
+
+/* yamlf - yaml1 of a printf format (the namespace and names go in) */
+static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *yamlf(const char *fmt, ...)
+{
+    char buf[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return yaml1(buf);
+}
+
+static void create(const struct common_kube_resource *r, json_t *obj)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    const char *ons =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    enum common_rc rc = common_kube_create(admin, r, ons ? ons : ns, obj, &wo, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
+    json_decref(obj);
+}
+
+static json_t *get(const struct common_kube_resource *r, const char *name)
+{
+    json_t *o = NULL;
+    struct common_error err;
+    enum common_rc rc = common_kube_get(admin, r, ns, name, &o, &err);
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
+    return o;
+}
+
+static void merge_patch(const struct common_kube_resource *r, const char *name, const char *body)
+{
+    struct common_error err;
+    enum common_rc rc =
+        common_kube_patch(admin, r, ns, name, COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "patch %s %s: %s", r->resource, name, err.msg);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* wait up to secs for pred(ctx) to return a non-NULL object (returned, a new reference) */
+typedef json_t *(*pred_fn)(const char *name, const void *arg);
+static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
+                        const char *what)
+{
+    double end = now_s() + secs;
+    for (;;) {
+        json_t *o = pred(name, arg);
+        if (o)
+            return o;
+        if (now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
+        nap(100);
+    }
+}
+
+static json_t *jobset_exists(const char *name, const void *arg)
+{
+    (void)arg;
+    return get(&common_kube_jobsets, name);
+}
+
+static const json_t *cond(const json_t *tj, const char *type)
+{
+    return trainjob_status_condition(json_object_get(tj, "status"), type);
+}
+
+struct want_cond {
+    const char *type, *status, *reason;
+};
+
+static json_t *tj_has_cond(const char *name, const void *arg)
+{
+    const struct want_cond *w = arg;
+    json_t *tj = get(&common_kube_trainjobs, name);
+    const json_t *c = cond(tj, w->type);
+    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
+        (!w->reason || strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0))
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+static json_t *wait_cond(const char *name, const char *type, const char *status, const char *reason,
+                         double secs)
+{
+    struct want_cond w = {type, status, reason};
+    char what[256];
+    snprintf(what, sizeof(what), "condition %s=%s%s%s", type, status, reason ? " reason " : "",
+             reason ? reason : "");
+    return wait_for(secs, tj_has_cond, name, &w, what);
+}
+
+/* 1 when every field of want has the same value in have (objects recursively, arrays item by
+ * item with equal length); the path of the first difference goes to where. */
+static int subset(const json_t *want, const json_t *have, char *where, size_t size,
+                  const char *path)
+{
+    char sub[1024];
+    if (json_is_object(want)) {
+        const char *k;
+        json_t *v;
+        if (!json_is_object(have)) {
+            snprintf(where, size, "%s: not an object in the cluster", path);
+            return 0;
+        }
+        json_object_foreach((json_t *)want, k, v)
+        {
+            snprintf(sub, sizeof(sub), "%s.%s", path, k);
+            if (!subset(v, json_object_get(have, k), where, size, sub))
+                return 0;
+        }
+        return 1;
+    }
+    if (json_is_array(want)) {
+        size_t i;
+        json_t *v;
+        if (!json_is_array(have) || json_array_size(have) != json_array_size(want)) {
+            snprintf(where, size, "%s: array length %zu, cluster has %zu", path,
+                     json_array_size(want), json_is_array(have) ? json_array_size(have) : 0);
+            return 0;
+        }
+        json_array_foreach(want, i, v)
+        {
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            if (!subset(v, json_array_get(have, i), where, size, sub))
+                return 0;
+        }
+        return 1;
+    }
+    if (!have || !json_equal((json_t *)want, (json_t *)have)) {
+        char *a = json_dumps(want, JSON_ENCODE_ANY),
+             *b = have ? json_dumps(have, JSON_ENCODE_ANY) : NULL;
+        snprintf(where, size, "%s: render has %s, cluster has %s", path, a ? a : "?",
+                 b ? b : "(nothing)");
+        free(a);
+        free(b);
+        return 0;
+    }
+    return 1;
+}
+
+/* metadata.labels[key] of obj (a string, or "" when missing) */
+static const char *label_of(const json_t *obj, const char *key)
+{
+    const char *v = json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
+    return v ? v : "";
+}
+
+/* 1 when obj's managedFields has an entry of manager with operation */
+static int managed_by(const json_t *obj, const char *manager, const char *operation)
+{
+    const json_t *mf = json_object_get(json_object_get(obj, "metadata"), "managedFields");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(mf, i, e)
+    {
+        const char *m = json_string_value(json_object_get(e, "manager"));
+        const char *op = json_string_value(json_object_get(e, "operation"));
+        if (m && op && strcmp(m, manager) == 0 && strcmp(op, operation) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void start_reconciler(void)
+{
+    struct rc_opts o = {0};
+    struct common_error err;
+    o.kube = tsk;
+    o.namespace = ns;
+    o.workers = 2;
+    o.queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
+    rec = rc_create(&o, &err);
+    ck_assert_msg(rec != NULL, "%s", err.msg);
+    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+}
+
+static void setup(void)
+{
+    enum common_log_level level;
+    if (getenv("E2E_LOG_LEVEL") && common_log_parse_level(getenv("E2E_LOG_LEVEL"), &level) == 0)
+        common_log_set_level(level);
+    admin = e2e_client(20000, 0);
+    tsk = e2e_client(20000, 1);
+    e2e_make_ns(admin, "rec", ns, sizeof(ns));
+    start_reconciler();
+}
+
+static void teardown(void)
+{
+    rc_destroy(rec);
+    rec = NULL;
+    e2e_drop_ns(admin, ns);
+    common_kube_client_destroy(tsk);
+    common_kube_client_destroy(admin);
+}
+
+/* A namespaced runtime with one replicated job `node` (ancestor trainer), a coscheduling
+ * PodGroup, and a label marker; pods sleep briefly (kwok completes Job pods anyway). */
+static json_t *plain_runtime(const char *name, const char *marker)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainingRuntime\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  mlPolicy: {numNodes: 1}\n"
+                 "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 60}}\n"
+                 "  template:\n"
+                 "    metadata: {labels: {snapshot-test-marker: %s}}\n"
+                 "    spec:\n"
+                 "      replicatedJobs:\n"
+                 "      - name: node\n"
+                 "        template:\n"
+                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                 "trainer}}\n"
+                 "          spec:\n"
+                 "            template:\n"
+                 "              spec:\n"
+                 "                containers:\n"
+                 "                - name: node\n"
+                 "                  image: busybox:1.36\n"
+                 "                  command: [sh, -c, 'sleep 1']\n"
+                 "                  resources: {requests: {cpu: 100m, memory: 64Mi}}\n",
+                 name, ns, marker);
+}
+
+/* plain_runtime whose pods can never be scheduled (a nodeSelector no node has), so its JobSet
+ * stays active: for activeDeadlineSeconds */
+static json_t *stuck_runtime(const char *name)
+{
+    json_t *rt = plain_runtime(name, "stuck");
+    json_t *v = json_object_get(json_object_get(rt, "spec"), "template");
+    v = json_array_get(json_object_get(json_object_get(v, "spec"), "replicatedJobs"), 0);
+    v = json_object_get(json_object_get(json_object_get(v, "template"), "spec"), "template");
+    v = json_object_get(v, "spec");
+    ck_assert(json_is_object(v));
+    json_object_set_new(v, "nodeSelector", json_pack("{s:s}", "trainsched.io/e2e", "nowhere"));
+    return rt;
+}
+
+static json_t *trainjob(const char *name, const char *kind, const char *runtime,
+                        const char *extra_spec)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainJob\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  runtimeRef: {name: %s, kind: %s}\n"
+                 "%s",
+                 name, ns, runtime, kind, extra_spec ? extra_spec : "");
+}
+
+/* the child objects render makes for TrainJob `name` as the cluster has it, with runtime */
+static json_t *render_for(const json_t *tj, const json_t *runtime)
+{
+    struct common_arena *a = common_arena_create(0);
+    struct trainjob_output out = {0};
+    struct trainjob_options o = {.keygen = common_sshkey_ecdsa_p521};
+    struct common_error err;
+    enum common_rc rc;
+    trainjob_errors_init(&out.errors, a);
+    rc = trainjob_render(a, tj, runtime, &o, &out, &err);
+    ck_assert_msg(rc == COMMON_OK && out.objects, "render: %s", err.msg);
+    common_arena_destroy(a);
+    return out.objects;
+}
+
+static const struct common_kube_resource *res_of(const json_t *obj)
+{
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    if (strcmp(kind, "ConfigMap") == 0)
+        return &common_kube_configmaps;
+    if (strcmp(kind, "Secret") == 0)
+        return &common_kube_secrets;
+    if (strcmp(kind, "JobSet") == 0)
+        return &common_kube_jobsets;
+    if (strcmp(kind, "PodGroup") == 0)
+        return &common_kube_podgroups;
+    ck_abort_msg("unexpected kind %s", kind);
+    return NULL;
+}
+
+/* every rendered object is in the cluster with every field render set (server defaults may
+ * add more); Secrets' key material is random per render, so only their shape is compared */
+static void assert_cluster_matches_render(const json_t *tj, const json_t *runtime)
+{
+    json_t *objs = render_for(tj, runtime);
+    size_t i;
+    json_t *o;
+    json_array_foreach(objs, i, o)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+        json_t *have = get(res_of(o), name);
+        char where[2048] = "";
+        ck_assert_msg(have != NULL, "%s %s/%s is not in the cluster",
+                      json_string_value(json_object_get(o, "kind")), ns, name);
+        if (strcmp(json_string_value(json_object_get(o, "kind")), "Secret") == 0) {
+            json_t *w = json_deep_copy(o);
+            json_object_del(w, "data");
+            json_object_del(w, "stringData");
+            ck_assert_msg(subset(w, have, where, sizeof(where), "Secret"), "%s", where);
+            ck_assert(json_object_get(json_object_get(have, "data"), "ssh-privatekey") != NULL);
+            json_decref(w);
+        } else {
+            ck_assert_msg(subset(o, have, where, sizeof(where),
+                                 json_string_value(json_object_get(o, "kind"))),
+                          "%s differs from render: %s", name, where);
+        }
+        json_decref(have);
+    }
+    json_decref(objs);
+}
+
+/* ---- tests ---- */
+
+/* One TrainJob per built-in runtime (installed as ClusterTrainingRuntimes from
+ * manifests/runtimes): the objects in the cluster are render's. */
+START_TEST(builtin_runtimes_match_render)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    char path[1024];
+    static const char *const names[] = {"deepspeed-distributed",
+                                        "jax-distributed",
+                                        "mlx-distributed",
+                                        "torch-distributed",
+                                        "torch-distributed-with-cache",
+                                        "torchtune-llama3.2-1b",
+                                        "torchtune-llama3.2-3b",
+                                        "torchtune-qwen2.5-1.5b",
+                                        "xgboost-distributed"};
+    size_t n = sizeof(names) / sizeof(names[0]);
+
+    for (size_t i = 0; i < n; i++) {
+        struct common_kube_write_opts wo = {.field_manager = "e2e", .force = 1, .strict = 1};
+        snprintf(path, sizeof(path), "%s/manifests/runtimes/%s.yaml", TS_SOURCE_DIR, names[i]);
+        ck_assert_msg(common_yaml_load_file(path, NULL, &d, &err) == COMMON_OK, "%s", err.msg);
+        ck_assert_msg(common_kube_apply(admin, &common_kube_clustertrainingruntimes, NULL,
+                                        d.docs[0], &wo, NULL, &err) == COMMON_OK,
+                      "%s: %s", names[i], err.msg);
+        common_yaml_docs_free(&d);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char tjname[64];
+        snprintf(tjname, sizeof(tjname), "tj%zu", i);
+        create(&common_kube_trainjobs, trainjob(tjname, "ClusterTrainingRuntime", names[i], NULL));
+    }
+    for (size_t i = 0; i < n; i++) {
+        char tjname[64];
+        json_t *js, *tj, *rt = NULL;
+        snprintf(tjname, sizeof(tjname), "tj%zu", i);
+        js = wait_for(30, jobset_exists, tjname, NULL, "the JobSet");
+        tj = get(&common_kube_trainjobs, tjname);
+        ck_assert(common_kube_get(admin, &common_kube_clustertrainingruntimes, NULL, names[i], &rt,
+                                  &err) == COMMON_OK);
+        assert_cluster_matches_render(tj, rt);
+        /* written by trainsched's field manager, with server-side apply */
+        ck_assert_msg(managed_by(js, "trainsched", "Apply"), "JobSet %s not applied by trainsched",
+                      tjname);
+        json_decref(js);
+        json_decref(tj);
+        json_decref(rt);
+    }
+}
+END_TEST
+
+/* JobSet status becomes TrainJob conditions and jobsStatus: with the real JobSet controller,
+ * Job controller, scheduler and kwok nodes when the bed has them (the pods run and succeed),
+ * else through the JobSet status subresource written by the test. */
+START_TEST(jobset_status_flows_back)
+{
+    int real = getenv("TESTBED_JOBSET_RUNNING") &&
+               strcmp(getenv("TESTBED_JOBSET_RUNNING"), "1") == 0 &&
+               getenv("TESTBED_KWOK_RUNNING") && strcmp(getenv("TESTBED_KWOK_RUNNING"), "1") == 0;
+    json_t *tj, *js;
+    const json_t *c, *jst;
+
+    create(&common_kube_trainingruntimes, plain_runtime("plain", "v1"));
+    if (real) {
+        char node[128];
+        snprintf(node, sizeof(node), "kwok-%s", ns);
+        json_t *n = yamlf("apiVersion: v1\nkind: Node\n"
+                          "metadata:\n  name: %s\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                          "  labels: {type: kwok}\n"
+                          "status:\n  allocatable: {cpu: '32', memory: 256Gi, pods: '110'}\n"
+                          "  capacity: {cpu: '32', memory: 256Gi, pods: '110'}\n",
+                          node);
+        struct common_error err;
+        enum common_rc rc =
+            common_kube_create(admin, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
+        json_decref(n);
+    }
+    create(&common_kube_trainjobs, trainjob("run", "TrainingRuntime", "plain", NULL));
+    js = wait_for(30, jobset_exists, "run", NULL, "the JobSet");
+    json_decref(js);
+    if (!real) {
+        merge_patch(&common_kube_jobsets, "run",
+                    "{\"status\":{\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\","
+                    "\"reason\":\"AllJobsCompleted\",\"message\":\"jobset completed "
+                    "successfully\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}],"
+                    "\"replicatedJobsStatus\":[{\"name\":\"node\",\"ready\":0,\"succeeded\":1,"
+                    "\"failed\":0,\"active\":0,\"suspended\":0}]}}");
+    }
+    fprintf(stderr, "jobset_status_flows_back: %s\n",
+            real ? "real JobSet controller, Job controller, scheduler and kwok"
+                 : "JobSet status written by the test");
+    tj = wait_cond("run", "Complete", "True", "AllJobsCompleted", 120);
+    c = cond(tj, "Complete");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "message")),
+                     "jobset completed successfully");
+    jst = json_array_get(json_object_get(json_object_get(tj, "status"), "jobsStatus"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(jst, "name")), "node");
+    ck_assert_int_eq(json_integer_value(json_object_get(jst, "succeeded")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(jst, "failed")), 0);
+    /* a never-suspended job has no Suspended condition (trainer.md §4.1) */
+    ck_assert(cond(tj, "Suspended") == NULL);
+    ck_assert(cond(tj, RC_COND_CREATED) == NULL);
+    json_decref(tj);
+}
+END_TEST
+
+static json_t *jobset_suspend_is(const char *name, const void *arg)
+{
+    json_t *js = get(&common_kube_jobsets, name);
+    int want = *(const int *)arg;
+    if (js && json_is_true(json_object_get(json_object_get(js, "spec"), "suspend")) == want)
+        return js;
+    json_decref(js);
+    return NULL;
+}
+
+/* Created suspended: JobSet suspend=true and Suspended=True; resumed: JobSet suspend=false and
+ * Suspended=False Resumed (cases 58). A runtime edited meanwhile does not reach the JobSet
+ * (case 67); the PodGroup edited by hand while suspended is put back (C22). */
+START_TEST(suspend_resume_and_snapshot)
+{
+    int yes = 1, no = 0;
+    json_t *tj, *js, *pg, *rt;
+    const json_t *c;
+
+    create(&common_kube_trainingruntimes, plain_runtime("rt", "snapshot-v1"));
+    create(&common_kube_trainjobs, trainjob("sus", "TrainingRuntime", "rt", "  suspend: true\n"));
+    js = wait_for(30, jobset_suspend_is, "sus", &yes, "a suspended JobSet");
+    json_decref(js);
+    tj = wait_cond("sus", "Suspended", "True", "Suspended", 30);
+    c = cond(tj, "Suspended");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "message")), "TrainJob is suspended");
+    json_decref(tj);
+
+    /* the PodGroup is kept at the desired counts while suspended */
+    pg = get(&common_kube_podgroups, "sus");
+    ck_assert(pg != NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")),
+                     1);
+    json_decref(pg);
+    merge_patch(&common_kube_podgroups, "sus", "{\"spec\":{\"minMember\":7}}");
+    /* edit the runtime: existing TrainJobs keep their snapshot */
+    merge_patch(&common_kube_trainingruntimes, "rt",
+                "{\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"snapshot-test-marker\":"
+                "\"snapshot-v2\"}}}}}");
+    /* the PodGroup change queues the TrainJob; while suspended it is re-applied */
+    for (double end = now_s() + 20;; nap(100)) {
+        pg = get(&common_kube_podgroups, "sus");
+        if (json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")) == 1)
+            break;
+        json_decref(pg);
+        ck_assert_msg(now_s() < end, "PodGroup minMember was not put back to 1");
+    }
+    json_decref(pg);
+
+    merge_patch(&common_kube_trainjobs, "sus", "{\"spec\":{\"suspend\":false}}");
+    js = wait_for(30, jobset_suspend_is, "sus", &no, "a resumed JobSet");
+    ck_assert_str_eq(label_of(js, "snapshot-test-marker"), "snapshot-v1");
+    json_decref(js);
+    tj = wait_cond("sus", "Suspended", "False", "Resumed", 30);
+    c = cond(tj, "Suspended");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "message")), "TrainJob is resumed");
+    json_decref(tj);
+    /* the snapshot still holds v1 while the live runtime says v2 */
+    rt = get(&common_kube_trainingruntimes, "rt");
+    ck_assert_str_eq(
+        label_of(json_object_get(json_object_get(rt, "spec"), "template"), "snapshot-test-marker"),
+        "snapshot-v2");
+    json_decref(rt);
+    {
+        json_t *cm = get(&common_kube_configmaps, "sus-runtime-snapshot");
+        const char *data =
+            json_string_value(json_object_get(json_object_get(cm, "data"), "runtime"));
+        ck_assert(data && strstr(data, "snapshot-v1") && !strstr(data, "snapshot-v2"));
+        json_decref(cm);
+    }
+}
+END_TEST
+
+/* A JobSet deleted by hand comes back; a deleted snapshot is recreated (case 68). */
+START_TEST(deleted_children_come_back)
+{
+    struct common_error err;
+    json_t *js, *js2;
+    char uid[128];
+
+    create(&common_kube_trainingruntimes, plain_runtime("rt", "m"));
+    create(&common_kube_trainjobs, trainjob("back", "TrainingRuntime", "rt", "  suspend: true\n"));
+    js = wait_for(30, jobset_exists, "back", NULL, "the JobSet");
+    snprintf(uid, sizeof(uid), "%s",
+             json_string_value(json_object_get(json_object_get(js, "metadata"), "uid")));
+    json_decref(js);
+    ck_assert(common_kube_delete(admin, &common_kube_jobsets, ns, "back", NULL, NULL, "Background",
+                                 &err) == COMMON_OK);
+    for (double end = now_s() + 30;; nap(100)) {
+        js2 = get(&common_kube_jobsets, "back");
+        if (js2 &&
+            strcmp(json_string_value(json_object_get(json_object_get(js2, "metadata"), "uid")),
+                   uid) != 0)
+            break;
+        json_decref(js2);
+        ck_assert_msg(now_s() < end, "the deleted JobSet did not come back");
+    }
+    json_decref(js2);
+    ck_assert(common_kube_delete(admin, &common_kube_configmaps, ns, "back-runtime-snapshot", NULL,
+                                 NULL, NULL, &err) == COMMON_OK);
+    for (double end = now_s() + 30;; nap(100)) {
+        json_t *cm = get(&common_kube_configmaps, "back-runtime-snapshot");
+        if (cm && json_object_get(json_object_get(cm, "data"), "runtime")) {
+            json_decref(cm);
+            break;
+        }
+        json_decref(cm);
+        ck_assert_msg(now_s() < end, "the deleted snapshot was not recreated");
+    }
+}
+END_TEST
+
+static uint64_t reconciles_now(void)
+{
+    struct rc_stats s;
+    rc_get_stats(rec, &s);
+    return s.reconciles;
+}
+
+/* Bad input that slipped past admission: ResourcesCreated=False naming the field, no crash, no
+ * retry storm; a missing runtime is retried when it appears. */
+START_TEST(bad_input_conditions)
+{
+    json_t *tj;
+    const json_t *c;
+    const char *msg;
+    uint64_t before;
+
+    create(&common_kube_trainingruntimes, plain_runtime("rt", "m"));
+    /* a runtime patch naming a replicated job the runtime does not have (webhook-only rule) */
+    create(&common_kube_trainjobs,
+           trainjob("badpatch", "TrainingRuntime", "rt",
+                    "  runtimePatches:\n"
+                    "  - manager: example.com/tool\n"
+                    "    trainingRuntimeSpec:\n"
+                    "      template:\n"
+                    "        spec:\n"
+                    "          replicatedJobs:\n"
+                    "          - name: nosuchjob\n"
+                    "            template: {spec: {template: {spec: {nodeSelector: {a: b}}}}}\n"));
+    tj = wait_cond("badpatch", RC_COND_CREATED, "False", RC_REASON_INVALID_TRAINJOB, 30);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(strstr(msg, "spec.runtimePatches") != NULL, "message: %s", msg);
+    json_decref(tj);
+    ck_assert(get(&common_kube_jobsets, "badpatch") == NULL);
+
+    /* a runtime this version cannot build (flux) */
+    create(&common_kube_trainingruntimes,
+           yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                 "metadata: {name: fluxrt, namespace: %s}\n"
+                 "spec:\n  mlPolicy: {numNodes: 1, flux: {numProcPerNode: 1}}\n"
+                 "  template:\n    spec:\n      replicatedJobs:\n      - name: node\n"
+                 "        template:\n          metadata: {labels: "
+                 "{trainer.kubeflow.org/trainjob-ancestor-step: trainer}}\n"
+                 "          spec: {template: {spec: {containers: [{name: node, image: x}]}}}\n",
+                 ns));
+    create(&common_kube_trainjobs, trainjob("flux", "TrainingRuntime", "fluxrt", NULL));
+    tj = wait_cond("flux", RC_COND_CREATED, "False", RC_REASON_UNSUPPORTED, 30);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(strstr(msg, "flux") != NULL, "message: %s", msg);
+    json_decref(tj);
+
+    /* no retry storm: a few seconds later the failed keys were not reconciled again */
+    nap(1000);
+    before = reconciles_now();
+    nap(3000);
+    ck_assert_msg(reconciles_now() - before <= 2, "%llu reconciles in 3 s of quiet",
+                  (unsigned long long)(reconciles_now() - before));
+
+    /* missing runtime: a condition, then the JobSet once the runtime exists */
+    create(&common_kube_trainjobs, trainjob("later", "TrainingRuntime", "notyet", NULL));
+    tj = wait_cond("later", RC_COND_CREATED, "False", RC_REASON_RUNTIME_NOT_FOUND, 30);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(strstr(msg, "notyet") != NULL, "message: %s", msg);
+    json_decref(tj);
+    create(&common_kube_trainingruntimes, plain_runtime("notyet", "m"));
+    json_decref(wait_for(30, jobset_exists, "later", NULL, "the JobSet once the runtime exists"));
+    for (double end = now_s() + 20;; nap(100)) {
+        tj = get(&common_kube_trainjobs, "later");
+        c = cond(tj, RC_COND_CREATED);
+        json_decref(tj);
+        if (!c)
+            break;
+        ck_assert_msg(now_s() < end, "ResourcesCreated was not cleared");
+    }
+}
+END_TEST
+
+/* managedBy another controller: nothing created, status untouched (case 4). */
+START_TEST(managed_by_other)
+{
+    json_t *tj;
+    create(&common_kube_trainingruntimes, plain_runtime("rt", "m"));
+    create(&common_kube_trainjobs,
+           trainjob("mk", "TrainingRuntime", "rt", "  managedBy: kueue.x-k8s.io/multikueue\n"));
+    create(&common_kube_trainjobs, trainjob("ours", "TrainingRuntime", "rt", NULL));
+    json_decref(wait_for(30, jobset_exists, "ours", NULL, "the JobSet of a TrainJob we manage"));
+    nap(1000);
+    ck_assert(get(&common_kube_jobsets, "mk") == NULL);
+    ck_assert(get(&common_kube_configmaps, "mk-runtime-snapshot") == NULL);
+    tj = get(&common_kube_trainjobs, "mk");
+    ck_assert(json_object_get(tj, "status") == NULL ||
+              json_object_size(json_object_get(tj, "status")) == 0);
+    json_decref(tj);
+}
+END_TEST
+
+static json_t *jobset_gone(const char *name, const void *arg)
+{
+    json_t *js = get(&common_kube_jobsets, name);
+    (void)arg;
+    if (js) {
+        /* a JobSet being deleted (foreground finalizers) counts as gone */
+        int deleting =
+            json_object_get(json_object_get(js, "metadata"), "deletionTimestamp") != NULL;
+        json_decref(js);
+        return deleting ? json_true() : NULL;
+    }
+    return json_true();
+}
+
+/* activeDeadlineSeconds: Failed=True DeadlineExceeded and the JobSet deleted (case 62). */
+START_TEST(active_deadline)
+{
+    json_t *tj;
+    create(&common_kube_trainingruntimes, stuck_runtime("rt"));
+    create(&common_kube_trainjobs,
+           trainjob("dl", "TrainingRuntime", "rt", "  activeDeadlineSeconds: 2\n"));
+    tj = wait_cond("dl", "Failed", "True", TRAINJOB_DEADLINE_REASON, 30);
+    ck_assert_str_eq(json_string_value(json_object_get(cond(tj, "Failed"), "message")),
+                     TRAINJOB_DEADLINE_MESSAGE);
+    json_decref(tj);
+    json_decref(wait_for(30, jobset_gone, "dl", NULL, "the JobSet to be deleted"));
+}
+END_TEST
+
+/* one TCase per test, so CK_RUN_CASE=<test name> runs one */
+static void add(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("reconciler");
+    add(s, "builtin_runtimes_match_render", builtin_runtimes_match_render);
+    add(s, "jobset_status_flows_back", jobset_status_flows_back);
+    add(s, "suspend_resume_and_snapshot", suspend_resume_and_snapshot);
+    add(s, "deleted_children_come_back", deleted_children_come_back);
+    add(s, "bad_input_conditions", bad_input_conditions);
+    add(s, "managed_by_other", managed_by_other);
+    add(s, "active_deadline", active_deadline);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
