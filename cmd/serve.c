@@ -355,6 +355,29 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     return -2;
 }
 
+/* the settings in effect, in the config file's own keys */
+static void print_config(const struct serve_config *c, FILE *out)
+{
+    fprintf(out, "kubeconfig: \"%s\"\ncontext: \"%s\"\ncomponents: [", c->kubeconfig, c->context);
+    fprintf(out, "%s%s%s%s%s]\n", c->comp_reconciler ? "reconciler" : "",
+            c->comp_reconciler && (c->comp_webhook || c->comp_extender) ? ", " : "",
+            c->comp_webhook ? "webhook" : "", c->comp_webhook && c->comp_extender ? ", " : "",
+            c->comp_extender ? "extender" : "");
+    fprintf(out,
+            "httpAddress: \"%s\"\nhttpsAddress: \"%s\"\nlogLevel: %s\nkubeQPS: %g\n"
+            "kubeBurst: %d\n",
+            c->http_address, c->https_address, c->log_level, c->qps, c->burst);
+    fprintf(out,
+            "leaderElection:\n  enabled: %s\n  leaseName: %s\n  leaseNamespace: %s\n"
+            "  leaseDurationSeconds: %d\n  renewDeadlineSeconds: %g\n  retryPeriodSeconds: %g\n"
+            "  identity: \"%s\"\n",
+            c->leader_elect ? "true" : "false", c->lease_name, c->lease_namespace,
+            c->timing.lease_duration_s, c->timing.renew_deadline_s, c->timing.retry_period_s,
+            c->identity);
+    fprintf(out, "reconciler:\n  workers: %d\n  namespace: \"%s\"\n  fieldManager: %s\n",
+            c->workers, c->namespace, c->field_manager);
+}
+
 /* ---- the daemon ---- */
 
 struct daemon {
@@ -408,6 +431,40 @@ static double leader_gauge(void *ctx)
 {
     struct daemon *d = ctx;
     return atomic_load(&d->leading) ? 1 : 0;
+}
+
+/* work queue gauges: read through the daemon, so they stay valid while reconcilers come and go
+ * with leadership (0 when none runs) */
+static double queue_gauge(struct daemon *d, int which)
+{
+    struct rc_stats st;
+    int have = 0;
+    pthread_mutex_lock(&d->mu);
+    if (d->rc) {
+        rc_get_stats(d->rc, &st);
+        have = 1;
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (!have)
+        return 0;
+    return (double)(which == 0   ? st.queue.depth
+                    : which == 1 ? st.queue.delayed
+                                 : st.queue.processing);
+}
+
+static double queue_depth(void *ctx)
+{
+    return queue_gauge(ctx, 0);
+}
+
+static double queue_delayed(void *ctx)
+{
+    return queue_gauge(ctx, 1);
+}
+
+static double queue_processing(void *ctx)
+{
+    return queue_gauge(ctx, 2);
 }
 
 static int start_reconciler(struct daemon *d)
@@ -488,7 +545,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     struct common_error e;
     enum common_log_level level;
     sigset_t sigs;
-    int status = 1, i;
+    int status = 1, i, check_only = 0;
     const char *config = NULL;
 
     memset(&d, 0, sizeof(d));
@@ -523,6 +580,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             snprintf(flag, sizeof(flag), "%s", argv[i]);
             if (strcmp(flag, "--leader-elect") == 0) {
                 v = "true";
+            } else if (strcmp(flag, "--check-config") == 0) {
+                v = "";
             } else if (i + 1 < argc) {
                 v = argv[++i];
             } else {
@@ -532,6 +591,10 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         }
         if (strcmp(flag, "--config") == 0)
             continue;
+        if (strcmp(flag, "--check-config") == 0) {
+            check_only = 1;
+            continue;
+        }
         rc = apply_setting(&d.cfg, flag, v, err);
         if (rc == -1)
             fprintf(err, "trainsched serve: %s: invalid value \"%s\"\n", flag, v);
@@ -552,6 +615,10 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     if (d.cfg.leader_elect && common_leader_timing_check(&d.cfg.timing, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: leader election: %s\n", e.msg);
         return 2;
+    }
+    if (check_only) {
+        print_config(&d.cfg, out);
+        return 0;
     }
     common_log_parse_level(d.cfg.log_level, &level);
     common_log_set_level(level);
@@ -574,6 +641,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     common_metrics_gauge_func(d.metrics, "trainsched_leader",
                               "1 while this replica holds the reconciler's Lease", leader_gauge,
                               &d);
+    common_metrics_gauge_func(d.metrics, "trainsched_workqueue_depth",
+                              "TrainJob keys ready to be reconciled", queue_depth, &d);
+    common_metrics_gauge_func(d.metrics, "trainsched_workqueue_delayed",
+                              "TrainJob keys waiting for a backoff or a deadline", queue_delayed,
+                              &d);
+    common_metrics_gauge_func(d.metrics, "trainsched_workqueue_processing",
+                              "TrainJob keys being reconciled now", queue_processing, &d);
     ho.address = d.cfg.http_address;
     http = common_httpd_create(&ho, &e);
     if (!http || common_health_install(http, d.metrics, &health, &e) != COMMON_OK ||

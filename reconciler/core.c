@@ -222,7 +222,12 @@ json_t *rc_status_patch(const json_t *old_status, const json_t *new_status, int 
         if (json_object_set_new(diff, "conditions", json_array()) != 0)
             goto oom;
     patch = json_object();
-    if (!patch || json_object_set_new(patch, "status", diff) != 0) {
+    if (!patch) {
+        json_decref(diff);
+        *nomem = 1;
+        return NULL;
+    }
+    if (json_object_set_new(patch, "status", diff) != 0) { /* diff is released by jansson */
         json_decref(patch);
         *nomem = 1;
         return NULL;

@@ -114,10 +114,10 @@ const char *rc_first_error(const struct trainjob_errors *errs, const struct comm
 int rc_error_doc_is_runtime(const struct trainjob_errors *errs, const json_t *runtime);
 
 /*
- * rc_transient - 1 when an API error code is worth retrying with backoff (transport, timeout,
- * 5xx/429 as COMMON_EAPI, conflicts, no memory), 0 when the same request would fail the same
- * way until an object changes (COMMON_EINVAL 400/422, COMMON_EUNAUTHORIZED 403 is transient:
- * RBAC may be fixed; COMMON_ENOTFOUND of a namespace being deleted is permanent).
+ * rc_transient - 1 when an error code is worth retrying with backoff: transport, timeout,
+ * 5xx/429 (COMMON_EAPI), conflicts, 403 (RBAC may be fixed), 404 (a cache that lags, a CRD
+ * not installed yet), no memory; 0 when the same request would fail the same way until an
+ * object changes: COMMON_EINVAL (400/422, validation), COMMON_EUNSUPPORTED, COMMON_ETOOBIG.
  */
 int rc_transient(enum common_rc rc);
 

@@ -736,27 +736,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static double queue_depth(void *ctx)
-{
-    struct rc_queue_stats s;
-    rc_queue_stats(ctx, &s);
-    return (double)s.depth;
-}
-
-static double queue_delayed(void *ctx)
-{
-    struct rc_queue_stats s;
-    rc_queue_stats(ctx, &s);
-    return (double)s.delayed;
-}
-
-static double queue_processing(void *ctx)
-{
-    struct rc_queue_stats s;
-    rc_queue_stats(ctx, &s);
-    return (double)s.processing;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* lifecycle */
 
@@ -817,13 +796,6 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
         r->m_writes = common_metrics_counter(
             r->o.metrics, "trainsched_reconcile_writes_total",
             "API writes by the reconciler (create, apply, status, delete)", verb_label);
-        common_metrics_gauge_func(r->o.metrics, "trainsched_workqueue_depth",
-                                  "TrainJob keys ready to be reconciled", queue_depth, r->q);
-        common_metrics_gauge_func(r->o.metrics, "trainsched_workqueue_delayed",
-                                  "TrainJob keys waiting for a backoff or a deadline",
-                                  queue_delayed, r->q);
-        common_metrics_gauge_func(r->o.metrics, "trainsched_workqueue_processing",
-                                  "TrainJob keys being reconciled now", queue_processing, r->q);
     }
     return r;
 }

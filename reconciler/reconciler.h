@@ -37,7 +37,11 @@
 struct rc_opts {
     struct common_kube *kube;       /* borrowed; MUST */
     struct common_events *events;   /* borrowed; NULL: no Events */
-    struct common_metrics *metrics; /* borrowed; NULL: no metrics */
+    struct common_metrics *metrics; /* borrowed; NULL: no metrics. rc_create registers
+                                       trainsched_reconcile_total, _duration_seconds and
+                                       _writes_total there (no callbacks into the reconciler,
+                                       so the registry may outlive it); queue gauges are the
+                                       caller's, from rc_get_stats */
     const char *field_manager;      /* default "trainsched" */
     int workers;                    /* default 4 */
     const char *namespace;          /* watch one namespace; NULL = all */

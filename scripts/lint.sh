@@ -17,5 +17,10 @@ if command -v clang-format >/dev/null; then
     status=1
   fi
 fi
+# the CRDs are generated from manifests/crds/generate.py: the committed YAML must match it
+if ! python3 manifests/crds/generate.py --check; then
+  echo "lint: manifests/crds is stale: run python3 manifests/crds/generate.py" >&2
+  status=1
+fi
 [ $status -eq 0 ] && echo "lint: ok"
 exit $status

@@ -195,8 +195,12 @@ static const struct tj_sfield trainer_fields[] = {
     F("numProcPerNode", &i32), END};
 static const struct tj_snode trainer = {.t = T_OBJ, .fields = trainer_fields};
 
+/* a runtime patch's volumeMounts are a list-map keyed by name (Trainer's ContainerPatch), unlike
+ * a pod container's, keyed by mountPath */
+static const struct tj_snode pmountlist = {
+    .t = T_ARR, .items = &mount, .list_key = "name", .max_items = 128};
 static const struct tj_sfield cpatch_fields[] = {R("name", &name253), F("env", &envlist128),
-                                                 F("volumeMounts", &mountlist),
+                                                 F("volumeMounts", &pmountlist),
                                                  F("securityContext", &any), END};
 static const struct tj_snode cpatch = {.t = T_OBJ, .fields = cpatch_fields};
 static const struct tj_snode cpatchlist = {

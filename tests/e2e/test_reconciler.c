@@ -724,6 +724,36 @@ START_TEST(active_deadline)
 }
 END_TEST
 
+/* The shipped manifests (kustomization: CRDs, RBAC, config, Deployment, PDB, Service) are
+ * accepted by the real API server: a server-side dry run with strict field validation. */
+START_TEST(manifests_apply_dry_run)
+{
+    char cmd[2048], line[1024];
+    const char *kubectl = getenv("KUBECTL");
+    FILE *p;
+    int n = 0, status;
+
+    ck_assert_msg(kubectl != NULL, "KUBECTL is not set (source the test bed's env file)");
+    snprintf(cmd, sizeof(cmd),
+             "'%s' apply --server-side --force-conflicts --field-manager=e2e-dry-run "
+             "--dry-run=server --validate=strict -k '%s/manifests' 2>&1",
+             kubectl, TS_SOURCE_DIR);
+    p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    while (fgets(line, sizeof(line), p)) {
+        fprintf(stderr, "manifests: %s", line);
+        if (strstr(line, "(server dry run)"))
+            n++;
+    }
+    status = pclose(p);
+    ck_assert_msg(status == 0, "kubectl apply --dry-run=server -k manifests failed (status %d)",
+                  status);
+    /* 3 CRDs, Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap,
+     * Deployment, PodDisruptionBudget, Service */
+    ck_assert_int_eq(n, 11);
+}
+END_TEST
+
 /* one TCase per test, so CK_RUN_CASE=<test name> runs one */
 static void add(Suite *s, const char *name, const TTest *t)
 {
@@ -744,6 +774,7 @@ static Suite *suite(void)
     add(s, "bad_input_conditions", bad_input_conditions);
     add(s, "managed_by_other", managed_by_other);
     add(s, "active_deadline", active_deadline);
+    add(s, "manifests_apply_dry_run", manifests_apply_dry_run);
     return s;
 }
 

@@ -1,0 +1,1245 @@
+/*
+ * tests/e2e/test_serve.c - `trainsched serve` (cmd/serve.c) as a real daemon against the test
+ * bed: the built binary (TS_BINARY) runs as child processes with their output in files under a
+ * temp dir; the test talks to them over their plain HTTP port (/healthz, /readyz, /metrics) and
+ * watches what they do to the cluster (the Lease, the JobSets of TrainJobs).
+ *
+ *   two_replicas_one_leader  two replicas, one Lease: only the leader writes; SIGKILL of the
+ *                            leader -> the standby takes over once the Lease expires; SIGTERM ->
+ *                            the Lease is released and the other takes over within a retry or two
+ *   apiserver_down_20s       one replica; kube-apiserver stopped for 20 s and started again: the
+ *                            daemon survives, re-acquires, and every TrainJob has exactly one
+ *                            JobSet (old ones untouched, ones created after the outage made)
+ *   config_file_and_flags    --config YAML and a flag overriding one key; usage errors exit 2,
+ *                            a taken port exits 1, each naming what is wrong
+ *
+ * The daemons authenticate as trainsched's ServiceAccount (a kubeconfig with a token minted by
+ * the TokenRequest API, server and CA of the bed), so the shipped manifests/rbac/rbac.yaml is
+ * what they run with, in every test (also the outage one: a ServiceAccount token stays valid
+ * across an API server restart, the signing key being the same). Each test has its own
+ * namespace (--namespace; the Lease lives there too) and its own Lease name.
+ *
+ * Children die with the test: each has PR_SET_PDEATHSIG SIGKILL, and the runner's teardown (an
+ * unchecked fixture, so it runs after a failed assertion too) SIGKILLs whatever is left and
+ * starts the API server again if a test left it stopped. When a test fails, each daemon's log
+ * (its sanitizer report, or its tail) is echoed and the temp dir is kept.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/kube.h"
+#include "common/log.h"
+#include "common/yaml.h"
+#include "e2eutil.h"
+
+#define APISERVER_CTL TS_SOURCE_DIR "/tests/e2e/testbed/apiserver-ctl.sh"
+
+/* election timings of the HA test: short, so takeovers take seconds */
+#define LEASE_S 4
+#define RENEW_S 3
+#define RETRY_S 0.5
+
+static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
+
+static struct common_kube *admin;
+static char ns[128];
+static char tmpdir[256];
+static char kubeconfig[512]; /* trainsched's ServiceAccount */
+
+/* ---- small helpers ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static json_t *yaml1(const char *text)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    json_t *o;
+    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
+                  err.msg);
+    ck_assert_uint_eq(d.n, 1);
+    o = json_incref(d.docs[0]);
+    common_yaml_docs_free(&d);
+    return o;
+}
+
+static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *yamlf(const char *fmt, ...)
+{
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return yaml1(buf);
+}
+
+static void create(const struct common_kube_resource *r, json_t *obj)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    enum common_rc rc = common_kube_create(admin, r, ns, obj, &wo, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
+    json_decref(obj);
+}
+
+static json_t *get(const struct common_kube_resource *r, const char *name)
+{
+    json_t *o = NULL;
+    struct common_error err;
+    enum common_rc rc = common_kube_get(admin, r, ns, name, &o, &err);
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
+    return o;
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+    return v ? v : "";
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* the whole file (malloc'ed, "" when missing) */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *s;
+    long n;
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    ck_assert_ptr_nonnull(s);
+    n = (long)fread(s, 1, (size_t)(n > 0 ? n : 0), f);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* a port no one listens on now (the kernel's pick for port 0) */
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+    ck_assert_int_ge(fd, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* ---- HTTP to a daemon ---- */
+
+/* GET path on 127.0.0.1:port (HTTP/1.0, so the body ends at EOF). Returns the status code, or -1
+ * when nothing answered; the body (malloc'ed) into *body when body is not NULL. */
+static int http_get(int port, const char *path, char **body)
+{
+    struct sockaddr_in a;
+    struct timeval tv = {5, 0};
+    char req[256], *buf = NULL, *p;
+    size_t len = 0, cap = 0;
+    ssize_t n;
+    int fd, code = -1;
+
+    if (body)
+        *body = NULL;
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 16384;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!buf)
+        return -1;
+    buf[len] = 0;
+    if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12) {
+        char *end;
+        long c = strtol(buf + 9, &end, 10);
+        if (end != buf + 9 && c >= 100 && c < 600)
+            code = (int)c;
+    }
+    if (body && code > 0 && (p = strstr(buf, "\r\n\r\n")) != NULL) {
+        *body = strdup(p + 4);
+        ck_assert_ptr_nonnull(*body);
+    }
+    free(buf);
+    return code;
+}
+
+/* The sum of the series of family `name` in a Prometheus text whose labels contain `labels`
+ * (e.g. "verb=\"create\""; NULL: any), or NAN when there is none. */
+static double metric(const char *text, const char *name, const char *labels)
+{
+    double sum = NAN;
+    size_t nl = strlen(name);
+    for (const char *line = text; line && *line;) {
+        const char *eol = strchr(line, '\n');
+        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+        if (line[0] != '#' && ll > nl && strncmp(line, name, nl) == 0 &&
+            (line[nl] == ' ' || line[nl] == '{')) {
+            const char *v = line + nl;
+            int match = 1;
+            if (*v == '{') {
+                const char *close = memchr(v, '}', ll - nl);
+                if (!close)
+                    goto next;
+                if (labels) {
+                    char lab[512];
+                    snprintf(lab, sizeof(lab), "%.*s", (int)(close - v), v);
+                    match = strstr(lab, labels) != NULL;
+                }
+                v = close + 1;
+            } else if (labels) {
+                match = 0;
+            }
+            if (match) {
+                char *end;
+                double d = strtod(v, &end);
+                if (end != v)
+                    sum = isnan(sum) ? d : sum + d;
+            }
+        }
+    next:
+        line = eol ? eol + 1 : NULL;
+    }
+    return sum;
+}
+
+/* ---- the daemons ---- */
+
+static void record_pid(pid_t pid); /* for the runner's teardown (see the fixture) */
+
+struct replica {
+    pid_t pid; /* 0: not running (reaped) */
+    int port;
+    int status; /* wait status once reaped */
+    char identity[64];
+    char log[512];
+};
+
+#define MAX_REPLICAS 6
+static struct replica replicas[MAX_REPLICAS];
+static int nreplicas;
+
+/* fork/exec TS_BINARY with argv (argv[0] is ignored); output to log. Returns the pid. */
+static pid_t spawn(char *const argv[], const char *log)
+{
+    pid_t pid;
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            close(fd);
+        }
+        execv(TS_BINARY, argv);
+        _exit(127);
+    }
+    record_pid(pid);
+    return pid;
+}
+
+/* reap r when it has exited (or wait up to secs for it to); 1 when it is gone */
+static int reap(struct replica *r, double secs)
+{
+    double end = now_s() + secs;
+    if (!r->pid)
+        return 1;
+    for (;;) {
+        int st;
+        pid_t w = waitpid(r->pid, &st, WNOHANG);
+        if (w == r->pid) {
+            r->status = st;
+            r->pid = 0;
+            return 1;
+        }
+        if (now_s() >= end)
+            return 0;
+        nap(20);
+    }
+}
+
+static int alive(struct replica *r)
+{
+    return !reap(r, 0);
+}
+
+static void kill_replica(struct replica *r, int sig)
+{
+    if (r->pid)
+        kill(r->pid, sig);
+}
+
+static const char *exit_text(int st)
+{
+    static char s[64];
+    if (WIFEXITED(st))
+        snprintf(s, sizeof(s), "exit %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(s, sizeof(s), "signal %d", WTERMSIG(st));
+    else
+        snprintf(s, sizeof(s), "status %d", st);
+    return s;
+}
+
+/* echo the last lines of a log to stderr; from a sanitizer's report on when it has one */
+static void echo_tail(const char *path, int lines)
+{
+    char *s = read_text(path), *p, *san;
+    int seen = 0;
+    san = strstr(s, "ERROR: AddressSanitizer");
+    if (!san)
+        san = strstr(s, "runtime error:");
+    if (!san)
+        san = strstr(s, "ERROR: LeakSanitizer");
+    if (san) {
+        while (san > s && san[-1] != '\n')
+            san--;
+        for (p = san; *p && seen < lines; p++)
+            seen += *p == '\n';
+        fprintf(stderr, "---- %s (sanitizer report) ----\n%.*s\n", path, (int)(p - san), san);
+        free(s);
+        return;
+    }
+    for (p = s + strlen(s); p > s; p--)
+        if (p[-1] == '\n' && p[0] && ++seen > lines)
+            break;
+    fprintf(stderr, "---- %s (last %d lines) ----\n%s\n", path, lines, p);
+    free(s);
+}
+
+/*
+ * Start a leader-electing replica with the HA timings (lease, renew, retry) on a free port,
+ * watching ns, Lease ns/lease. Waits until /healthz answers 200 (a port taken between
+ * free_port and the bind: tried again on another port).
+ */
+static struct replica *start_replica(const char *identity, const char *lease, int lease_s,
+                                     double renew_s, double retry_s)
+{
+    struct replica *r;
+    ck_assert_int_lt(nreplicas, MAX_REPLICAS);
+    r = &replicas[nreplicas++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->identity, sizeof(r->identity), "%s", identity);
+    snprintf(r->log, sizeof(r->log), "%s/%s.log", tmpdir, identity);
+    for (int attempt = 0;; attempt++) {
+        char addr[64], ls[16], rs[16], ps[16];
+        char *argv[] = {"trainsched",
+                        "serve",
+                        "--kubeconfig",
+                        kubeconfig,
+                        "--http-address",
+                        addr,
+                        "--leader-elect-namespace",
+                        ns,
+                        "--leader-elect-lease-name",
+                        (char *)lease,
+                        "--leader-elect-lease-duration",
+                        ls,
+                        "--leader-elect-renew-deadline",
+                        rs,
+                        "--leader-elect-retry-period",
+                        ps,
+                        "--identity",
+                        r->identity,
+                        "--namespace",
+                        ns,
+                        "--workers",
+                        "2",
+                        "--log-level",
+                        "debug",
+                        NULL};
+        double end = now_s() + 30;
+        r->port = free_port();
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", r->port);
+        snprintf(ls, sizeof(ls), "%d", lease_s);
+        snprintf(rs, sizeof(rs), "%g", renew_s);
+        snprintf(ps, sizeof(ps), "%g", retry_s);
+        r->pid = spawn(argv, r->log);
+        while (alive(r) && http_get(r->port, "/healthz", NULL) != 200 && now_s() < end)
+            nap(50);
+        if (r->pid && http_get(r->port, "/healthz", NULL) == 200)
+            return r;
+        ck_assert_msg(attempt < 2 && !r->pid && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 1,
+                      "replica %s did not serve /healthz on %s (%s); see %s", identity, addr,
+                      r->pid ? "running" : exit_text(r->status), r->log);
+    }
+}
+
+/* trainsched_leader of a replica: 0 or 1, -1 when /metrics did not answer or lacks it */
+static int leader_gauge(const struct replica *r)
+{
+    char *body;
+    double v;
+    if (http_get(r->port, "/metrics", &body) != 200) {
+        free(body);
+        return -1;
+    }
+    v = metric(body, "trainsched_leader", NULL);
+    free(body);
+    return isnan(v) ? -1 : (int)v;
+}
+
+/* /metrics of a replica (malloc'ed); fails the test when it does not answer 200 */
+static char *scrape(const struct replica *r)
+{
+    char *body;
+    int code = http_get(r->port, "/metrics", &body);
+    ck_assert_msg(code == 200 && body, "%s /metrics: %d", r->identity, code);
+    return body;
+}
+
+/* the Lease's holderIdentity ("" when released, NULL-free); into out */
+static void lease_holder(const char *lease, char *out, size_t size)
+{
+    json_t *l = get(&common_kube_leases, lease);
+    const char *h =
+        l ? json_string_value(json_object_get(json_object_get(l, "spec"), "holderIdentity")) : NULL;
+    snprintf(out, size, "%s", h ? h : "");
+    json_decref(l);
+}
+
+/* ---- the ServiceAccount kubeconfig ---- */
+
+static void write_sa_kubeconfig(void)
+{
+    struct common_kube *tsk;
+    struct common_kube_write_opts sub = {.subresource = "token"};
+    struct common_error err;
+    json_t *req, *resp = NULL;
+    const char *server = getenv("TESTBED_SERVER"), *ca = getenv("TESTBED_CA"), *token;
+    char text[4096];
+
+    ck_assert_msg(server && ca, "TESTBED_SERVER / TESTBED_CA not set: source the test bed's env");
+    /* e2eutil applies manifests/rbac/rbac.yaml (ServiceAccount, ClusterRole, binding) */
+    tsk = e2e_client(20000, 1);
+    common_kube_client_destroy(tsk);
+    req = json_pack("{s:s, s:s, s:{s:s}, s:{s:i}}", "apiVersion", "authentication.k8s.io/v1",
+                    "kind", "TokenRequest", "metadata", "name", "trainsched", "spec",
+                    "expirationSeconds", 3600);
+    ck_assert_msg(common_kube_create(admin, &serviceaccounts, "trainsched-system", req, &sub, &resp,
+                                     &err) == COMMON_OK,
+                  "TokenRequest: %s", err.msg);
+    token = json_string_value(json_object_get(json_object_get(resp, "status"), "token"));
+    ck_assert_ptr_nonnull(token);
+    snprintf(kubeconfig, sizeof(kubeconfig), "%s/trainsched.kubeconfig", tmpdir);
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: bed\n  cluster: {server: \"%s\", certificate-authority: \"%s\"}\n"
+             "users:\n- name: trainsched\n  user: {token: \"%s\"}\n"
+             "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
+             "current-context: trainsched\n",
+             server, ca, token);
+    write_file(kubeconfig, text);
+    chmod(kubeconfig, 0600);
+    json_decref(req);
+    json_decref(resp);
+}
+
+/* ---- fixture ----
+ *
+ * Check runs each test in a child process that _exits on a failed assertion, skipping a checked
+ * teardown. So the namespace, the temp dir and the kubeconfig are made by an unchecked setup in
+ * the runner process and undone by its unchecked teardown, which runs whatever the test did:
+ * it SIGKILLs every daemon the test started (their pids are appended to <tmpdir>/pids; in fork
+ * mode PR_SET_PDEATHSIG has already done it), starts the API server again when a test left it
+ * stopped, and echoes the daemons' logs unless the test wrote <tmpdir>/passed. The test itself
+ * gets its own admin client (checked setup): a connection is not shared across fork.
+ */
+
+static void tmp_path(char *out, size_t size, const char *name)
+{
+    snprintf(out, size, "%s/%s", tmpdir, name);
+}
+
+static void mark(const char *name)
+{
+    char p[600];
+    tmp_path(p, sizeof(p), name);
+    write_file(p, "1\n");
+}
+
+static int marked(const char *name)
+{
+    char p[600];
+    tmp_path(p, sizeof(p), name);
+    return access(p, F_OK) == 0;
+}
+
+static void unmark(const char *name)
+{
+    char p[600];
+    tmp_path(p, sizeof(p), name);
+    unlink(p);
+}
+
+static void record_pid(pid_t pid)
+{
+    char p[600];
+    FILE *f;
+    tmp_path(p, sizeof(p), "pids");
+    f = fopen(p, "a");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%ld\n", (long)pid);
+    fclose(f);
+}
+
+static void outer_setup(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/trainsched-serve-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    admin = e2e_client(20000, 0);
+    write_sa_kubeconfig();
+    e2e_make_ns(admin, "serve", ns, sizeof(ns));
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+
+/* kill pid when it is still a trainsched daemon (not a reused pid) */
+static void kill_if_ours(pid_t pid)
+{
+    char link[64], exe[4096];
+    ssize_t n;
+    snprintf(link, sizeof(link), "/proc/%ld/exe", (long)pid);
+    n = readlink(link, exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return;
+    exe[n] = 0;
+    if (strncmp(exe, TS_BINARY, strlen(TS_BINARY)) != 0)
+        return;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0); /* ours only with CK_FORK=no; else ECHILD */
+}
+
+static void outer_teardown(void)
+{
+    char p[600], *pids, *line, *end;
+    int ok = marked("passed");
+
+    tmp_path(p, sizeof(p), "pids");
+    pids = read_text(p);
+    for (line = pids; *line; line = end) {
+        long pid = strtol(line, &end, 10);
+        if (end == line)
+            break;
+        if (pid > 0)
+            kill_if_ours((pid_t)pid);
+        while (*end == '\n')
+            end++;
+    }
+    free(pids);
+    if (marked("apiserver-stopped")) {
+        char cmd[600];
+        fprintf(stderr, "the test left the API server stopped: starting it\n");
+        snprintf(cmd, sizeof(cmd), "'%s' start </dev/null", APISERVER_CTL);
+        if (system(cmd) != 0)
+            fprintf(stderr, "%s start failed\n", APISERVER_CTL);
+    }
+    if (!ok) {
+        DIR *d = opendir(tmpdir);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            size_t n = strlen(e->d_name);
+            if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0) {
+                tmp_path(p, sizeof(p), e->d_name);
+                echo_tail(p, 40);
+            }
+        }
+        if (d)
+            closedir(d);
+        fprintf(stderr, "test failed: daemon logs kept in %s\n", tmpdir);
+    }
+    admin = e2e_client(20000, 0);
+    e2e_drop_ns(admin, ns);
+    common_kube_client_destroy(admin);
+    admin = NULL;
+    if (ok) {
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+}
+
+static void setup(void)
+{
+    enum common_log_level level;
+    if (getenv("E2E_LOG_LEVEL") && common_log_parse_level(getenv("E2E_LOG_LEVEL"), &level) == 0)
+        common_log_set_level(level);
+    nreplicas = 0;
+    admin = e2e_client(20000, 0);
+}
+
+/* runs when the test body returned (passed): the daemons still running are stopped here */
+static void teardown(void)
+{
+    for (int i = 0; i < nreplicas; i++) {
+        struct replica *r = &replicas[i];
+        if (r->pid) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, NULL, 0);
+            r->pid = 0;
+        }
+    }
+    nreplicas = 0;
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+
+/* ---- cluster objects ---- */
+
+static json_t *runtime(const char *name)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainingRuntime\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  mlPolicy: {numNodes: 1}\n"
+                 "  template:\n"
+                 "    spec:\n"
+                 "      replicatedJobs:\n"
+                 "      - name: node\n"
+                 "        template:\n"
+                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                 "trainer}}\n"
+                 "          spec:\n"
+                 "            template:\n"
+                 "              spec:\n"
+                 "                containers:\n"
+                 "                - name: node\n"
+                 "                  image: busybox:1.36\n"
+                 "                  command: [sh, -c, 'sleep 1']\n",
+                 name, ns);
+}
+
+/* a suspended TrainJob on TrainingRuntime rt: its JobSet is made, no pod runs */
+static json_t *trainjob(const char *name)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainJob\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  runtimeRef: {name: rt, kind: TrainingRuntime}\n"
+                 "  suspend: true\n",
+                 name, ns);
+}
+
+static void wait_jobset(const char *name, double secs)
+{
+    double end = now_s() + secs;
+    for (;;) {
+        json_t *js = get(&common_kube_jobsets, name);
+        if (js) {
+            json_decref(js);
+            return;
+        }
+        ck_assert_msg(now_s() < end, "no JobSet %s/%s after %.0f s", ns, name, secs);
+        nap(100);
+    }
+}
+
+/* ---- tests ---- */
+
+/* Wait until exactly one of a, b reports trainsched_leader 1 (the other 0), both /healthz and
+ * /readyz 200; returns the leader. */
+static struct replica *wait_one_leader(struct replica *a, struct replica *b, double secs)
+{
+    double end = now_s() + secs;
+    int la = -1, lb = -1, ha = 0, hb = 0, ra = 0, rb = 0;
+    for (;; nap(100)) {
+        ck_assert_msg(alive(a), "%s exited (%s)", a->identity, exit_text(a->status));
+        ck_assert_msg(alive(b), "%s exited (%s)", b->identity, exit_text(b->status));
+        la = leader_gauge(a);
+        lb = leader_gauge(b);
+        ha = http_get(a->port, "/healthz", NULL);
+        hb = http_get(b->port, "/healthz", NULL);
+        ra = http_get(a->port, "/readyz", NULL);
+        rb = http_get(b->port, "/readyz", NULL);
+        if (la + lb == 1 && la >= 0 && lb >= 0 && ha == 200 && hb == 200 && ra == 200 && rb == 200)
+            return la == 1 ? a : b;
+        ck_assert_msg(now_s() < end,
+                      "no single leader after %.0f s: %s leader=%d healthz=%d readyz=%d, %s "
+                      "leader=%d healthz=%d readyz=%d",
+                      secs, a->identity, la, ha, ra, b->identity, lb, hb, rb);
+    }
+}
+
+/* Time from now until `to` reports trainsched_leader 1 and holds the Lease (fails after secs);
+ * *lease_s gets the time until the Lease holder became `to`, *released_s (when not NULL) the
+ * time until the holder was first seen to be anything but `from` ("" after a release). */
+static double wait_takeover(struct replica *to, const char *from, const char *lease, double t0,
+                            double secs, double *lease_s, double *released_s)
+{
+    double t_lease = -1, t_gauge = -1, t_rel = -1;
+    char holder[256];
+    for (;; nap(50)) {
+        double t = now_s();
+        ck_assert_msg(alive(to), "%s exited (%s)", to->identity, exit_text(to->status));
+        lease_holder(lease, holder, sizeof(holder));
+        if (t_rel < 0 && strcmp(holder, from) != 0)
+            t_rel = t - t0;
+        if (t_lease < 0 && strcmp(holder, to->identity) == 0)
+            t_lease = t - t0;
+        if (t_gauge < 0 && leader_gauge(to) == 1)
+            t_gauge = now_s() - t0;
+        if (t_lease >= 0 && t_gauge >= 0)
+            break;
+        ck_assert_msg(t - t0 < secs,
+                      "%s did not take over in %.0f s: Lease holder \"%s\", its "
+                      "trainsched_leader %d",
+                      to->identity, secs, holder, leader_gauge(to));
+    }
+    /* a gauge 1 before the Lease was ours would be two leaders at once */
+    ck_assert_msg(t_gauge + 0.2 >= t_lease,
+                  "%s reported trainsched_leader 1 at %.2f s, before it held the Lease (%.2f s)",
+                  to->identity, t_gauge, t_lease);
+    *lease_s = t_lease;
+    if (released_s)
+        *released_s = t_rel;
+    return t_lease > t_gauge ? t_lease : t_gauge;
+}
+
+START_TEST(two_replicas_one_leader)
+{
+    const char *lease = "serve-ha";
+    struct replica *a, *b, *leader, *standby, *c;
+    char holder[256], *m;
+    double t0, kill_s, kill_lease_s, term_s, term_lease_s, term_rel_s;
+    static const char *const tjs[] = {"tj-0", "tj-1", "tj-2"};
+
+    a = start_replica("replica-a", lease, LEASE_S, RENEW_S, RETRY_S);
+    b = start_replica("replica-b", lease, LEASE_S, RENEW_S, RETRY_S);
+    leader = wait_one_leader(a, b, 30);
+    standby = leader == a ? b : a;
+
+    create(&common_kube_trainingruntimes, runtime("rt"));
+    for (size_t i = 0; i < sizeof(tjs) / sizeof(tjs[0]); i++)
+        create(&common_kube_trainjobs, trainjob(tjs[i]));
+    for (size_t i = 0; i < sizeof(tjs) / sizeof(tjs[0]); i++)
+        wait_jobset(tjs[i], 30);
+    nap(500); /* let status writes land in the counters */
+
+    /* only the leader wrote */
+    m = scrape(standby);
+    {
+        double w = metric(m, "trainsched_reconcile_writes_total", NULL);
+        double t = metric(m, "trainsched_reconcile_total", NULL);
+        ck_assert_msg(isnan(w) || w == 0, "standby %s wrote: trainsched_reconcile_writes_total %g",
+                      standby->identity, w);
+        ck_assert_msg(isnan(t) || t == 0, "standby %s reconciled: trainsched_reconcile_total %g",
+                      standby->identity, t);
+        ck_assert_int_eq((int)metric(m, "trainsched_leader", NULL), 0);
+    }
+    free(m);
+    m = scrape(leader);
+    {
+        double creates = metric(m, "trainsched_reconcile_writes_total", "verb=\"create\"");
+        double total = metric(m, "trainsched_reconcile_total", NULL);
+        ck_assert_msg(creates >= 3, "leader %s: writes_total{verb=\"create\"} %g, want >= 3",
+                      leader->identity, creates);
+        ck_assert_msg(total >= 3, "leader %s: reconcile_total %g, want >= 3", leader->identity,
+                      total);
+        ck_assert_msg(!isnan(metric(m, "trainsched_workqueue_depth", NULL)),
+                      "leader has no trainsched_workqueue_depth");
+    }
+    free(m);
+    lease_holder(lease, holder, sizeof(holder));
+    ck_assert_str_eq(holder, leader->identity);
+
+    /* SIGKILL the leader: the standby takes over once the Lease expires */
+    t0 = now_s();
+    kill_replica(leader, SIGKILL);
+    kill_s = wait_takeover(standby, leader->identity, lease, t0, 30, &kill_lease_s, NULL);
+    ck_assert_msg(reap(leader, 5), "%s not gone after SIGKILL", leader->identity);
+    fprintf(stderr,
+            "two_replicas_one_leader: takeover after SIGKILL: Lease after %.2f s, leading "
+            "(trainsched_leader 1) after %.2f s (lease %d s, renew %g s, retry %g s)\n",
+            kill_lease_s, kill_s, LEASE_S, (double)RENEW_S, RETRY_S);
+    /* the dead leader's Lease is respected until it expires (the standby saw it renewed up to
+     * a retry period before the kill) */
+    ck_assert_msg(kill_lease_s >= LEASE_S - 2 * RETRY_S - 0.5,
+                  "Lease taken %.2f s after SIGKILL, before a %d s lease could expire",
+                  kill_lease_s, LEASE_S);
+    ck_assert_msg(kill_lease_s <= LEASE_S + 2 * RETRY_S + 3,
+                  "Lease taken only %.2f s after SIGKILL (lease %d s)", kill_lease_s, LEASE_S);
+    leader = standby;
+    create(&common_kube_trainjobs, trainjob("after-kill"));
+    wait_jobset("after-kill", 30);
+
+    /* a new standby, then SIGTERM the leader: it releases the Lease on its way out */
+    c = start_replica("replica-c", lease, LEASE_S, RENEW_S, RETRY_S);
+    for (double end = now_s() + 10; leader_gauge(c) != 0; nap(100))
+        ck_assert_msg(now_s() < end, "replica-c: trainsched_leader %d, want 0", leader_gauge(c));
+    ck_assert_int_eq(http_get(c->port, "/readyz", NULL), 200);
+    nap(1000); /* c has observed the Lease being renewed */
+    t0 = now_s();
+    kill_replica(leader, SIGTERM);
+    term_s = wait_takeover(c, leader->identity, lease, t0, 30, &term_lease_s, &term_rel_s);
+    ck_assert_msg(reap(leader, 20), "%s still running 20 s after SIGTERM", leader->identity);
+    fprintf(stderr,
+            "two_replicas_one_leader: takeover after SIGTERM: Lease released after %.2f s, "
+            "taken after %.2f s, leading after %.2f s; %s %s\n",
+            term_rel_s, term_lease_s, term_s, leader->identity, exit_text(leader->status));
+    ck_assert_msg(WIFEXITED(leader->status) && WEXITSTATUS(leader->status) == 0,
+                  "%s after SIGTERM: %s, want exit 0", leader->identity, exit_text(leader->status));
+    ck_assert_msg(term_lease_s < kill_lease_s,
+                  "takeover after SIGTERM (%.2f s) not faster than after SIGKILL (%.2f s)",
+                  term_lease_s, kill_lease_s);
+    ck_assert_msg(term_lease_s <= 2 * RETRY_S + 1.5,
+                  "Lease taken %.2f s after SIGTERM, want <= 2 x retry period + 1.5 s",
+                  term_lease_s);
+    create(&common_kube_trainjobs, trainjob("after-term"));
+    wait_jobset("after-term", 30);
+    mark("passed");
+}
+END_TEST
+
+static void apiserver_ctl(const char *verb)
+{
+    char cmd[600];
+    int rc;
+    fflush(stdout);
+    fflush(stderr);
+    snprintf(cmd, sizeof(cmd), "APISERVER_CTL_GRACE=5 '%s' %s </dev/null", APISERVER_CTL, verb);
+    rc = system(cmd);
+    ck_assert_msg(rc == 0, "%s %s failed (%d)", APISERVER_CTL, verb, rc);
+}
+
+/* create with retries (the API server just came back): EEXISTS counts as done */
+static void create_retry(const struct common_kube_resource *r, json_t *obj, double secs)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    double end = now_s() + secs;
+    for (;;) {
+        enum common_rc rc = common_kube_create(admin, r, ns, obj, &wo, NULL, &err);
+        if (rc == COMMON_OK || rc == COMMON_EEXISTS)
+            break;
+        ck_assert_msg(now_s() < end, "create %s: %s", r->resource, err.msg);
+        nap(200);
+    }
+    json_decref(obj);
+}
+
+#define OUTAGE_BEFORE 20
+#define OUTAGE_AFTER 10
+#define OUTAGE_N (OUTAGE_BEFORE + OUTAGE_AFTER)
+
+START_TEST(apiserver_down_20s)
+{
+    struct replica *d;
+    struct common_error err;
+    char names[OUTAGE_N][32], uids[OUTAGE_BEFORE][64];
+    long long gens[OUTAGE_BEFORE];
+    double t_down, t_back, t_last = -1;
+    json_t *list = NULL;
+    int last_count = -1, first_count = -1;
+
+    /* timings as in production proportions; with the API away for 20 s the elector cannot
+     * renew and steps down, then must take its own Lease back and go on */
+    d = start_replica("outage", "serve-outage", 8, 6, 1);
+    for (double end = now_s() + 30; leader_gauge(d) != 1; nap(100))
+        ck_assert_msg(now_s() < end && alive(d), "outage replica does not lead");
+
+    create(&common_kube_trainingruntimes, runtime("rt"));
+    for (int i = 0; i < OUTAGE_N; i++)
+        snprintf(names[i], sizeof(names[i]), "tj-%02d", i);
+    for (int i = 0; i < OUTAGE_BEFORE; i++)
+        create(&common_kube_trainjobs, trainjob(names[i]));
+    for (int i = 0; i < OUTAGE_BEFORE; i++) {
+        json_t *js;
+        wait_jobset(names[i], 60);
+        js = get(&common_kube_jobsets, names[i]);
+        snprintf(uids[i], sizeof(uids[i]), "%s", meta_str(js, "uid"));
+        gens[i] =
+            json_integer_value(json_object_get(json_object_get(js, "metadata"), "generation"));
+        ck_assert_msg(uids[i][0] && gens[i] > 0, "JobSet %s: uid %s generation %lld", names[i],
+                      uids[i], gens[i]);
+        json_decref(js);
+    }
+    nap(1000); /* status writes settle */
+
+    mark("apiserver-stopped");
+    apiserver_ctl("stop");
+    t_down = now_s();
+    fprintf(stderr, "apiserver_down_20s: API server stopped; down for 20 s\n");
+    while (now_s() - t_down < 20) {
+        ck_assert_msg(alive(d), "the daemon died while the API server was down (%s)",
+                      exit_text(d->status));
+        ck_assert_int_eq(http_get(d->port, "/healthz", NULL), 200);
+        nap(500);
+    }
+    apiserver_ctl("start");
+    unmark("apiserver-stopped");
+    t_back = now_s();
+    fprintf(stderr, "apiserver_down_20s: API server back after %.1f s\n", t_back - t_down);
+    ck_assert_msg(alive(d), "the daemon died during the outage (%s)", exit_text(d->status));
+
+    for (int i = OUTAGE_BEFORE; i < OUTAGE_N; i++)
+        create_retry(&common_kube_trainjobs, trainjob(names[i]), 30);
+
+    /* every TrainJob gets exactly one JobSet */
+    for (double end = t_back + 120;; nap(200)) {
+        struct common_kube_list_opts lo = {0};
+        enum common_rc rc;
+        int n;
+        json_decref(list);
+        list = NULL;
+        rc = common_kube_list(admin, &common_kube_jobsets, ns, &lo, &list, NULL, &err);
+        n = rc == COMMON_OK ? (int)json_array_size(list) : -1;
+        if (n != last_count) {
+            if (last_count < 0)
+                first_count = n;
+            last_count = n;
+            t_last = now_s();
+        }
+        if (n >= OUTAGE_N)
+            break;
+        ck_assert_msg(now_s() < end && alive(d),
+                      "%d JobSets of %d, %.0f s after the API server came back (daemon %s)", n,
+                      OUTAGE_N, now_s() - t_back, alive(d) ? "running" : exit_text(d->status));
+    }
+    fprintf(stderr,
+            "apiserver_down_20s: the last JobSet appeared %.2f s after the API server was "
+            "back (%d of %d JobSets at the first look, after the %d new TrainJobs were "
+            "created)\n",
+            t_last - t_back, first_count, OUTAGE_N, OUTAGE_AFTER);
+
+    /* wait until the daemon leads again with synced caches, then check after a quiet while
+     * that nothing was recreated or changed */
+    for (double end = now_s() + 60;; nap(200)) {
+        ck_assert_msg(alive(d), "the daemon died (%s)", exit_text(d->status));
+        if (leader_gauge(d) == 1 && http_get(d->port, "/readyz", NULL) == 200)
+            break;
+        ck_assert_msg(now_s() < end, "no leader/ready again: trainsched_leader %d, /readyz %d",
+                      leader_gauge(d), http_get(d->port, "/readyz", NULL));
+    }
+    nap(2000);
+    json_decref(list);
+    {
+        struct common_kube_list_opts lo = {0};
+        json_t *tjl = NULL, *item;
+        size_t i;
+        ck_assert_msg(common_kube_list(admin, &common_kube_jobsets, ns, &lo, &list, NULL, &err) ==
+                          COMMON_OK,
+                      "%s", err.msg);
+        ck_assert_msg(common_kube_list(admin, &common_kube_trainjobs, ns, &lo, &tjl, NULL, &err) ==
+                          COMMON_OK,
+                      "%s", err.msg);
+        ck_assert_int_eq(json_array_size(tjl), OUTAGE_N);
+        ck_assert_int_eq(json_array_size(list), OUTAGE_N);
+        json_array_foreach(list, i, item)
+        {
+            const char *name = meta_str(item, "name");
+            const json_t *owners =
+                json_object_get(json_object_get(item, "metadata"), "ownerReferences");
+            const json_t *o, *tj = NULL, *t;
+            size_t j;
+            int idx = -1, controllers = 0;
+            for (int k = 0; k < OUTAGE_N; k++)
+                if (strcmp(names[k], name) == 0)
+                    idx = k;
+            ck_assert_msg(idx >= 0, "JobSet %s is no TrainJob's", name);
+            json_array_foreach(tjl, j, t)
+            {
+                if (strcmp(meta_str(t, "name"), name) == 0)
+                    tj = t;
+            }
+            ck_assert_msg(tj != NULL, "TrainJob %s is gone", name);
+            json_array_foreach((json_t *)owners, j, o)
+            {
+                if (json_is_true(json_object_get(o, "controller"))) {
+                    controllers++;
+                    ck_assert_str_eq(json_string_value(json_object_get(o, "kind")), "TrainJob");
+                    ck_assert_str_eq(json_string_value(json_object_get(o, "name")), name);
+                    ck_assert_str_eq(json_string_value(json_object_get(o, "uid")),
+                                     meta_str(tj, "uid"));
+                }
+            }
+            ck_assert_msg(controllers == 1, "JobSet %s has %d controller owners", name,
+                          controllers);
+            if (idx < OUTAGE_BEFORE) {
+                long long g = json_integer_value(
+                    json_object_get(json_object_get(item, "metadata"), "generation"));
+                ck_assert_msg(strcmp(meta_str(item, "uid"), uids[idx]) == 0,
+                              "JobSet %s was recreated: uid %s, was %s", name,
+                              meta_str(item, "uid"), uids[idx]);
+                ck_assert_msg(g == gens[idx], "JobSet %s generation %lld, was %lld", name, g,
+                              gens[idx]);
+            }
+        }
+        json_decref(tjl);
+    }
+    json_decref(list);
+    ck_assert_msg(alive(d), "the daemon died (%s)", exit_text(d->status));
+    ck_assert_int_eq(http_get(d->port, "/healthz", NULL), 200);
+    ck_assert_int_eq(http_get(d->port, "/readyz", NULL), 200);
+    {
+        char *m = scrape(d);
+        double creates = metric(m, "trainsched_reconcile_writes_total", "verb=\"create\"");
+        /* each JobSet created once, plus its runtime snapshot ConfigMap (and no more: the
+         * 20 before the outage were not created again) */
+        ck_assert_msg(creates >= OUTAGE_N, "writes_total{verb=\"create\"} %g", creates);
+        free(m);
+    }
+    mark("passed");
+}
+END_TEST
+
+/* run TS_BINARY to its end (at most secs); its output into log; returns the wait status */
+static int run_to_exit(char *const argv[], const char *log, double secs)
+{
+    struct replica *r;
+    ck_assert_int_lt(nreplicas, MAX_REPLICAS);
+    r = &replicas[nreplicas++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->identity, sizeof(r->identity), "run");
+    snprintf(r->log, sizeof(r->log), "%s", log);
+    r->pid = spawn(argv, log);
+    ck_assert_msg(reap(r, secs), "%s still running after %.0f s; see %s", argv[1], secs, log);
+    return r->status;
+}
+
+static void assert_exit(int st, int code, const char *log, const char *needle)
+{
+    char *s = read_text(log);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == code, "%s, want exit %d; output: %s",
+                  exit_text(st), code, s);
+    ck_assert_msg(strstr(s, needle) != NULL, "output does not name \"%s\": %s", needle, s);
+    free(s);
+}
+
+START_TEST(config_file_and_flags)
+{
+    char cfg[600], bad[600], log[600], text[2048], addr_file[64], addr_flag[64];
+    int port_file = free_port(), port_flag = free_port(), st;
+    struct replica *r;
+    char holder[256];
+
+    while (port_flag == port_file)
+        port_flag = free_port();
+    /* a good file; --http-address before --config still wins over the file's httpAddress */
+    snprintf(cfg, sizeof(cfg), "%s/serve.yaml", tmpdir);
+    snprintf(addr_file, sizeof(addr_file), "127.0.0.1:%d", port_file);
+    snprintf(addr_flag, sizeof(addr_flag), "127.0.0.1:%d", port_flag);
+    snprintf(text, sizeof(text),
+             "kubeconfig: %s\n"
+             "httpAddress: \"%s\"\n"
+             "logLevel: debug\n"
+             "leaderElection:\n"
+             "  enabled: true\n"
+             "  leaseName: serve-cfg\n"
+             "  leaseNamespace: %s\n"
+             "  leaseDurationSeconds: 4\n"
+             "  renewDeadlineSeconds: 3\n"
+             "  retryPeriodSeconds: 0.5\n"
+             "  identity: from-file\n"
+             "reconciler:\n"
+             "  namespace: %s\n"
+             "  workers: 2\n",
+             kubeconfig, addr_file, ns, ns);
+    write_file(cfg, text);
+    {
+        char *argv[] = {"trainsched", "serve", "--http-address", addr_flag, "--config", cfg, NULL};
+        ck_assert_int_lt(nreplicas, MAX_REPLICAS);
+        r = &replicas[nreplicas++];
+        memset(r, 0, sizeof(*r));
+        snprintf(r->identity, sizeof(r->identity), "from-file");
+        snprintf(r->log, sizeof(r->log), "%s/from-file.log", tmpdir);
+        r->port = port_flag;
+        r->pid = spawn(argv, r->log);
+    }
+    for (double end = now_s() + 30; leader_gauge(r) != 1; nap(100))
+        ck_assert_msg(now_s() < end && alive(r), "the --config daemon does not lead on %s (%s)",
+                      addr_flag, alive(r) ? "running" : exit_text(r->status));
+    ck_assert_int_eq(http_get(port_flag, "/healthz", NULL), 200);
+    ck_assert_msg(http_get(port_file, "/healthz", NULL) == -1,
+                  "the file's httpAddress %s answers although --http-address overrides it",
+                  addr_file);
+    /* the file's leaderElection.{leaseName,leaseNamespace,identity} */
+    lease_holder("serve-cfg", holder, sizeof(holder));
+    ck_assert_str_eq(holder, "from-file");
+    /* reconciler.namespace: it reconciles this namespace */
+    create(&common_kube_trainingruntimes, runtime("rt"));
+    create(&common_kube_trainjobs, trainjob("cfg"));
+    wait_jobset("cfg", 30);
+    {
+        char *s = read_text(r->log), needle[300];
+        snprintf(needle, sizeof(needle), "\"namespace\":\"%s\"", ns);
+        ck_assert_msg(strstr(s, "reconciler started") && strstr(s, needle),
+                      "no \"reconciler started\" for namespace %s in the log", ns);
+        free(s);
+    }
+    kill_replica(r, SIGTERM);
+    ck_assert_msg(reap(r, 20), "the --config daemon still runs 20 s after SIGTERM");
+    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "after SIGTERM: %s",
+                  exit_text(r->status));
+
+    /* an unknown key in the file: exit 2 naming it, before touching the API */
+    snprintf(bad, sizeof(bad), "%s/bad.yaml", tmpdir);
+    snprintf(text, sizeof(text),
+             "kubeconfig: %s\nleaderElection:\n  leaseNam: typo\n  leaseNamespace: %s\n",
+             kubeconfig, ns);
+    write_file(bad, text);
+    snprintf(log, sizeof(log), "%s/bad.log", tmpdir);
+    {
+        char *argv[] = {"trainsched", "serve", "--config", bad, NULL};
+        st = run_to_exit(argv, log, 20);
+        assert_exit(st, 2, log, "leaderElection.leaseNam: unknown setting");
+    }
+
+    /* --components webhook: exit 2 naming it */
+    snprintf(log, sizeof(log), "%s/webhook.log", tmpdir);
+    {
+        char *argv[] = {"trainsched", "serve", "--kubeconfig", kubeconfig, "--components",
+                        "webhook",    NULL};
+        st = run_to_exit(argv, log, 20);
+        assert_exit(st, 2, log, "webhook");
+    }
+
+    /* a port already taken: exit 1 naming the address */
+    {
+        struct sockaddr_in a;
+        socklen_t len = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+        char addr[64], elect_ns[160];
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(fd, 4), 0);
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+        port = ntohs(a.sin_port);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        snprintf(elect_ns, sizeof(elect_ns), "%s", ns);
+        snprintf(log, sizeof(log), "%s/port.log", tmpdir);
+        {
+            char *argv[] = {"trainsched",
+                            "serve",
+                            "--kubeconfig",
+                            kubeconfig,
+                            "--http-address",
+                            addr,
+                            "--leader-elect-namespace",
+                            elect_ns,
+                            "--namespace",
+                            elect_ns,
+                            NULL};
+            st = run_to_exit(argv, log, 30);
+        }
+        close(fd);
+        assert_exit(st, 1, log, addr);
+    }
+    mark("passed");
+}
+END_TEST
+
+/* one TCase per test, so CK_RUN_CASE=<test name> runs one */
+static void add(Suite *s, const char *name, const TTest *t, int timeout)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_unchecked_fixture(tc, outer_setup, outer_teardown);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, timeout);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("serve");
+    add(s, "two_replicas_one_leader", two_replicas_one_leader, 180);
+    add(s, "apiserver_down_20s", apiserver_down_20s, 300);
+    add(s, "config_file_and_flags", config_file_and_flags, 120);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
