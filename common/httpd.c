@@ -320,7 +320,7 @@ static void gen_free(struct gen *g)
     common_free(g);
 }
 
-static void on_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_log(void *cls, const char *fmt, va_list ap)
 {
     struct gen *g = cls;
     char msg[256];

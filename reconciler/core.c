@@ -187,32 +187,55 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
     return RC_APPLY;
 }
 
-json_t *rc_status_patch(const json_t *old_status, const json_t *new_status, int *nomem)
+/*
+ * The RFC 7386 merge patch that turns object old into object new (either may be NULL = {}):
+ * changed or added keys with their new value, removed keys with null, and for a key whose old
+ * and new values are both objects, the merge patch between them (a merge patch merges objects
+ * recursively, so sending the new object whole would keep fields it no longer has).
+ * Returns a new object (empty when equal), or NULL on no memory.
+ */
+static json_t *merge_diff(const json_t *old, const json_t *new)
 {
-    json_t *diff = json_object(), *patch;
+    json_t *diff = json_object(), *v;
     const char *k;
-    json_t *v;
 
-    *nomem = 0;
     if (!diff)
-        goto oom;
-    if (json_is_object(new_status))
-        json_object_foreach((json_t *)new_status, k, v)
+        return NULL;
+    if (json_is_object(new))
+        json_object_foreach((json_t *)new, k, v)
         {
-            json_t *o = json_is_object(old_status) ? json_object_get(old_status, k) : NULL;
+            json_t *o = json_is_object(old) ? json_object_get(old, k) : NULL;
             if (o && json_equal(o, v))
                 continue;
-            if (json_object_set(diff, k, v) != 0)
+            if (json_is_object(o) && json_is_object(v)) {
+                json_t *sub = merge_diff(o, v);
+                if (!sub || json_object_set_new(diff, k, sub) != 0)
+                    goto oom;
+            } else if (json_object_set(diff, k, v) != 0) {
                 goto oom;
+            }
         }
-    if (json_is_object(old_status))
-        json_object_foreach((json_t *)old_status, k, v)
+    if (json_is_object(old))
+        json_object_foreach((json_t *)old, k, v)
         {
-            if (json_is_object(new_status) && json_object_get(new_status, k))
+            if (json_is_object(new) && json_object_get(new, k))
                 continue;
             if (json_object_set_new(diff, k, json_null()) != 0)
                 goto oom;
         }
+    return diff;
+oom:
+    json_decref(diff);
+    return NULL;
+}
+
+json_t *rc_status_patch(const json_t *old_status, const json_t *new_status, int *nomem)
+{
+    json_t *diff = merge_diff(old_status, new_status), *patch;
+
+    *nomem = 0;
+    if (!diff)
+        goto oom;
     if (json_object_size(diff) == 0) {
         json_decref(diff);
         return NULL;

@@ -92,8 +92,9 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
 
 /*
  * rc_status_patch - the JSON merge patch (RFC 7386) of the status subresource that turns
- * old_status into new_status: {"status": {key: new value | null}} for each top-level key that
- * changed, appeared or disappeared. Only changed keys are sent, so fields other writers own
+ * old_status into new_status: {"status": {key: new value | null}} for each key that changed,
+ * appeared or disappeared (inside objects present on both sides, recursively, since a merge
+ * patch merges objects field by field). Only changed keys are sent, so fields other writers own
  * (trainerStatus, written by the status server) are not overwritten with a stale copy. An
  * emptied status is sent as {"conditions": []} (the CRD requires status minProperties 1).
  * Returns a new reference, or NULL when nothing changed or on no memory (*nomem set then).
