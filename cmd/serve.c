@@ -99,7 +99,9 @@ static void usage(FILE *f)
           "  --log-level debug|info|warn|error (default info)\n"
           "  -h, --help                       this help\n\n"
           "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
-          "Exit status: 0 after a signal, 1 when the API or a port fails at start, 2 bad usage.\n",
+          "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
+          "usage. An API server that cannot be reached is retried (with backoff), not fatal;\n"
+          "/readyz says what is wrong meanwhile.\n",
           f);
 }
 
@@ -390,27 +392,27 @@ struct daemon {
     pthread_mutex_t mu;
     atomic_int want_lead; /* set by the elector's callbacks, acted on by the main loop */
     atomic_int leading;
+    atomic_int seen_leader; /* some replica (maybe us) was seen holding the Lease */
+    time_t started;
 };
 
 static void started_leading(void *ctx)
 {
     struct daemon *d = ctx;
-    atomic_store(&d->want_lead, 1);
-    common_log(COMMON_LOG_INFO, "started leading", "lease", d->cfg.lease_name, NULL);
+    atomic_store(&d->want_lead, 1); /* common/leader.c logs the change */
 }
 
 static void stopped_leading(void *ctx)
 {
     struct daemon *d = ctx;
     atomic_store(&d->want_lead, 0);
-    common_log(COMMON_LOG_WARN, "stopped leading", "lease", d->cfg.lease_name, NULL);
 }
 
 static void new_leader(void *ctx, const char *identity)
 {
     struct daemon *d = ctx;
-    common_log(COMMON_LOG_INFO, "leader observed", "lease", d->cfg.lease_name, "holder", identity,
-               NULL);
+    (void)identity;
+    atomic_store(&d->seen_leader, 1);
 }
 
 /* readiness (common/health.h: 0 = ready): a standby is ready (it serves what needs no Lease);
@@ -425,6 +427,21 @@ static int ready_reconciler(void *ctx, char *why, size_t why_size)
     if (!ok)
         snprintf(why, why_size, "reconciler caches are not synced yet");
     return ok ? 0 : 1;
+}
+
+/* leader election works: some replica holds the Lease. A standby that has seen no holder for
+ * twice the lease duration is not ready: the Lease cannot be read or written (a missing
+ * namespace, RBAC), and no replica reconciles. */
+static int ready_election(void *ctx, char *why, size_t why_size)
+{
+    struct daemon *d = ctx;
+    if (!d->cfg.leader_elect || atomic_load(&d->seen_leader) ||
+        time(NULL) - d->started < 2 * (time_t)d->cfg.timing.lease_duration_s)
+        return 0;
+    snprintf(why, why_size,
+             "no replica holds Lease %s/%s after %lld s (does the namespace exist? see the logs)",
+             d->cfg.lease_namespace, d->cfg.lease_name, (long long)(time(NULL) - d->started));
+    return 1;
 }
 
 static double leader_gauge(void *ctx)
@@ -549,6 +566,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     const char *config = NULL;
 
     memset(&d, 0, sizeof(d));
+    d.started = time(NULL);
     pthread_mutex_init(&d.mu, NULL);
     config_defaults(&d.cfg);
     /* --config first, so flags win whatever their order */
@@ -652,6 +670,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     http = common_httpd_create(&ho, &e);
     if (!http || common_health_install(http, d.metrics, &health, &e) != COMMON_OK ||
         common_health_add_check(health, "reconciler", ready_reconciler, &d) != 0 ||
+        common_health_add_check(health, "leader-election", ready_election, &d) != 0 ||
         common_httpd_start(http, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: http %s: %s\n", d.cfg.http_address, e.msg);
         goto out;

@@ -118,6 +118,23 @@ static void runtime_changed(struct rc_reconciler *r, enum inf_kind kind, const j
     }
 }
 
+/* A ConfigMap named <name>-runtime-snapshot concerns TrainJob <name> whoever controls it: a
+ * hand-made one blocks the TrainJob (InvalidRuntimeSnapshot) until it is deleted. */
+static void enqueue_snapshot_name(struct rc_reconciler *r, const json_t *cm)
+{
+    static const char suffix[] = "-runtime-snapshot";
+    const json_t *meta = json_object_get(cm, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    size_t n = name ? strlen(name) : 0, sl = sizeof(suffix) - 1;
+    char key[KEY_MAX];
+
+    if (n <= sl || strcmp(name + n - sl, suffix) != 0)
+        return;
+    snprintf(key, sizeof(key), "%s/%.*s", ns ? ns : "", (int)(n - sl), name);
+    rc_queue_add(r->q, key);
+}
+
 static void on_add(void *ctx, const void *item)
 {
     struct inf_slot *s = ctx;
@@ -131,6 +148,10 @@ static void on_add(void *ctx, const void *item)
     case INF_TR:
     case INF_CTR:
         runtime_changed(s->r, s->kind, item);
+        break;
+    case INF_CM:
+        enqueue_snapshot_name(s->r, item);
+        enqueue_owner(s->r, item);
         break;
     default:
         enqueue_owner(s->r, item);
@@ -149,6 +170,8 @@ static void on_delete(void *ctx, const void *old_item)
     struct inf_slot *s = ctx;
     /* a deleted TrainJob needs nothing (ownerReference GC removes its children); a deleted
      * child must come back; a deleted runtime changes nothing (snapshots) */
+    if (s->kind == INF_CM)
+        enqueue_snapshot_name(s->r, old_item);
     if (s->kind != INF_TJ && s->kind != INF_TR && s->kind != INF_CTR)
         enqueue_owner(s->r, old_item);
 }
@@ -300,8 +323,8 @@ static enum common_rc fail(struct rctx *c, const char *reason, const char *messa
         snprintf(note, sizeof(note), "TrainJob resources reconciliation failed: %s", msg);
         event(c, COMMON_EVENT_WARNING, reason, "Reconciling", note);
     }
-    common_log(COMMON_LOG_WARN, "reconcile failed", "trainjob", c->ns, "name", c->name, "reason",
-               reason, "error", msg, NULL);
+    common_log(COMMON_LOG_WARN, "reconcile failed", "namespace", c->ns, "trainjob", c->name,
+               "reason", reason, "error", msg, NULL);
     c->res->reason = reason;
     if (!c->status && status_copy(c, &werr) != COMMON_OK)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
@@ -512,7 +535,7 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         snprintf(snapname, sizeof(snapname), "%s-runtime-snapshot", c->name);
         cm = cache_get(c, INF_CM, c->ns, snapname);
     again:
-        if (cm && json_object_get(cm, "data")) {
+        if (cm && rc_controller_owner(cm, NULL, NULL)) {
             rc = rc_snapshot_runtime(c->tj, cm, &runtime, err);
             if (rc == COMMON_EINVAL)
                 return fail(c, RC_REASON_INVALID_SNAPSHOT, err->msg, rc, err);
@@ -624,8 +647,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     } else if (rc == COMMON_OK && dl.action == TRAINJOB_DEADLINE_REQUEUE) {
         c->res->requeue_after = dl.requeue_after;
     } else if (rc == COMMON_EINVAL) {
-        common_log(COMMON_LOG_WARN, "activeDeadlineSeconds not checked", "trainjob", c->ns, "name",
-                   c->name, "error", err->msg, NULL);
+        common_log(COMMON_LOG_WARN, "activeDeadlineSeconds not checked", "namespace", c->ns,
+                   "trainjob", c->name, "error", err->msg, NULL);
         rc = COMMON_OK;
     }
     json_decref(jobset);

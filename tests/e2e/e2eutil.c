@@ -13,6 +13,8 @@
 static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
 static const struct common_kube_resource clusterroles = {"rbac.authorization.k8s.io", "v1",
                                                          "clusterroles", 0};
+static const struct common_kube_resource rolebindings = {"rbac.authorization.k8s.io", "v1",
+                                                         "rolebindings", 1};
 static const struct common_kube_resource clusterrolebindings = {"rbac.authorization.k8s.io", "v1",
                                                                 "clusterrolebindings", 0};
 
@@ -26,6 +28,8 @@ static const struct common_kube_resource *resource_of(const char *kind)
         return &clusterroles;
     if (strcmp(kind, "ClusterRoleBinding") == 0)
         return &clusterrolebindings;
+    if (strcmp(kind, "RoleBinding") == 0)
+        return &rolebindings;
     return NULL;
 }
 
@@ -115,7 +119,7 @@ struct common_kube *e2e_client(long timeout_ms, int as_trainsched)
 void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_t size)
 {
     struct common_error err;
-    json_t *ns, *sa;
+    json_t *ns, *sa, *rb;
     enum common_rc rc;
 
     snprintf(out, size, "%s-%ld-%d", prefix, (long)time(NULL) % 100000, rand() % 10000);
@@ -132,6 +136,15 @@ void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_
     rc = common_kube_create(admin, &serviceaccounts, out, sa, NULL, NULL, &err);
     ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
     json_decref(sa);
+    /* trainsched may hold Leases here, as the shipped RoleBinding lets it in trainsched-system */
+    rb = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}", "apiVersion",
+                   "rbac.authorization.k8s.io/v1", "kind", "RoleBinding", "metadata", "name",
+                   "trainsched-leader-election", "roleRef", "apiGroup", "rbac.authorization.k8s.io",
+                   "kind", "ClusterRole", "name", "trainsched-leader-election", "subjects", "kind",
+                   "ServiceAccount", "name", "trainsched", "namespace", "trainsched-system");
+    rc = common_kube_create(admin, &rolebindings, out, rb, NULL, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
+    json_decref(rb);
 }
 
 void e2e_drop_ns(struct common_kube *admin, const char *ns)

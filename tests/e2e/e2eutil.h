@@ -18,7 +18,9 @@
 struct common_kube *e2e_client(long timeout_ms, int as_trainsched);
 
 /* e2e_make_ns - a fresh namespace "<prefix>-<random>" (into out) with its "default"
- * ServiceAccount; e2e_drop_ns deletes it. Both through admin; failures fail the test. */
+ * ServiceAccount and a RoleBinding that lets trainsched's ServiceAccount hold Leases there (the
+ * ClusterRole trainsched-leader-election, as the shipped RoleBinding does in
+ * trainsched-system); e2e_drop_ns deletes it. Both through admin; failures fail the test. */
 void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_t size);
 void e2e_drop_ns(struct common_kube *admin, const char *ns);
 

@@ -676,6 +676,32 @@ START_TEST(bad_input_conditions)
 }
 END_TEST
 
+/* A ConfigMap <name>-runtime-snapshot made by hand before the TrainJob blocks it
+ * (InvalidRuntimeSnapshot); deleting that ConfigMap lets the TrainJob go on. */
+START_TEST(handmade_snapshot_blocks_until_deleted)
+{
+    struct common_error err;
+    json_t *tj;
+    const char *msg;
+
+    create(&common_kube_trainingruntimes, plain_runtime("rt", "m"));
+    create(&common_kube_configmaps,
+           yamlf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hm-runtime-snapshot, "
+                 "namespace: %s}\ndata: {runtime: 'not a runtime'}\n",
+                 ns));
+    create(&common_kube_trainjobs, trainjob("hm", "TrainingRuntime", "rt", NULL));
+    tj = wait_cond("hm", RC_COND_CREATED, "False", RC_REASON_INVALID_SNAPSHOT, 30);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(strstr(msg, "hm-runtime-snapshot") && strstr(msg, "not controlled"),
+                  "message: %s", msg);
+    json_decref(tj);
+    ck_assert(get(&common_kube_jobsets, "hm") == NULL);
+    ck_assert(common_kube_delete(admin, &common_kube_configmaps, ns, "hm-runtime-snapshot", NULL,
+                                 NULL, NULL, &err) == COMMON_OK);
+    json_decref(wait_for(30, jobset_exists, "hm", NULL, "the JobSet once the ConfigMap is gone"));
+}
+END_TEST
+
 /* managedBy another controller: nothing created, status untouched (case 4). */
 START_TEST(managed_by_other)
 {
@@ -748,9 +774,9 @@ START_TEST(manifests_apply_dry_run)
     status = pclose(p);
     ck_assert_msg(status == 0, "kubectl apply --dry-run=server -k manifests failed (status %d)",
                   status);
-    /* 3 CRDs, Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap,
-     * Deployment, PodDisruptionBudget, Service */
-    ck_assert_int_eq(n, 11);
+    /* 3 CRDs, Namespace, ServiceAccount, 2 ClusterRoles, ClusterRoleBinding, RoleBinding,
+     * ConfigMap, Deployment, PodDisruptionBudget, Service */
+    ck_assert_int_eq(n, 13);
 }
 END_TEST
 
@@ -773,6 +799,7 @@ static Suite *suite(void)
     add(s, "deleted_children_come_back", deleted_children_come_back);
     add(s, "bad_input_conditions", bad_input_conditions);
     add(s, "managed_by_other", managed_by_other);
+    add(s, "handmade_snapshot_blocks_until_deleted", handmade_snapshot_blocks_until_deleted);
     add(s, "active_deadline", active_deadline);
     add(s, "manifests_apply_dry_run", manifests_apply_dry_run);
     return s;
