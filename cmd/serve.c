@@ -97,6 +97,8 @@ static void usage(FILE *f)
           "  --field-manager NAME             server-side apply manager (default trainsched)\n"
           "  --kube-qps Q, --kube-burst N     API client rate limit (default 50, 100)\n"
           "  --log-level debug|info|warn|error (default info)\n"
+          "  --check-config                   print the settings in effect as YAML and exit\n"
+          "                                   (0 valid; 2 with a message naming the bad key)\n"
           "  -h, --help                       this help\n\n"
           "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
           "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
