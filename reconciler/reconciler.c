@@ -26,6 +26,147 @@ static const struct common_kube_resource volcano_podgroups = {"scheduling.volcan
 
 enum inf_kind { INF_TJ, INF_TR, INF_CTR, INF_JS, INF_CM, INF_PG, INF_VPG, INF_N };
 
+/*
+ * The memo of applies: per child ("kind/namespace/name"), a hash of the body last applied and
+ * the resourceVersion the API server answered. While the cached child still has that
+ * resourceVersion (nobody wrote it since) and the new body hashes the same, the apply would
+ * change nothing, so it is skipped: Trainer's "re-apply while suspended" costs no request when
+ * nothing changed. Lost on restart (one apply per child then).
+ */
+struct memo_entry {
+    char *key; /* NULL: empty slot; MEMO_TOMB: deleted */
+    uint64_t hash;
+    char rv[48];
+};
+#define MEMO_TOMB ((char *)1)
+
+struct memo {
+    pthread_mutex_t mu;
+    struct memo_entry *slots;
+    size_t cap, used; /* used counts live keys and tombstones */
+};
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* slot of key (or the free slot where it would go); the table is never full */
+static struct memo_entry *memo_slot(struct memo *m, const char *key, int for_insert)
+{
+    size_t i = (size_t)fnv1a(key, strlen(key)) & (m->cap - 1);
+    struct memo_entry *tomb = NULL;
+    for (;;) {
+        struct memo_entry *e = &m->slots[i];
+        if (!e->key)
+            return for_insert && tomb ? tomb : e;
+        if (e->key == MEMO_TOMB) {
+            if (!tomb)
+                tomb = e;
+        } else if (strcmp(e->key, key) == 0) {
+            return e;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+}
+
+static int memo_grow(struct memo *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 1024, ocap = m->cap;
+    struct memo_entry *old = m->slots, *n = common_calloc(ncap, sizeof(*n));
+    if (!n)
+        return -1;
+    m->slots = n;
+    m->cap = ncap;
+    m->used = 0;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].key && old[i].key != MEMO_TOMB) {
+            *memo_slot(m, old[i].key, 1) = old[i];
+            m->used++;
+        }
+    common_free(old);
+    return 0;
+}
+
+/* 1 when key was last applied with hash and answered rv (so an apply now changes nothing) */
+static int memo_same(struct memo *m, const char *key, uint64_t hash, const char *rv)
+{
+    int same = 0;
+    pthread_mutex_lock(&m->mu);
+    if (m->cap) {
+        struct memo_entry *e = memo_slot(m, key, 0);
+        same = e->key && e->key != MEMO_TOMB && e->hash == hash && rv && strcmp(e->rv, rv) == 0;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return same;
+}
+
+static void memo_put(struct memo *m, const char *key, uint64_t hash, const char *rv)
+{
+    struct memo_entry *e;
+    pthread_mutex_lock(&m->mu);
+    if ((m->used + 1) * 2 > m->cap && memo_grow(m) != 0) {
+        pthread_mutex_unlock(&m->mu);
+        return; /* no memory: no memo, the next apply is simply sent */
+    }
+    e = memo_slot(m, key, 1);
+    if (!e->key || e->key == MEMO_TOMB) {
+        char *k = common_strdup(key);
+        if (!k) {
+            pthread_mutex_unlock(&m->mu);
+            return;
+        }
+        if (!e->key)
+            m->used++;
+        e->key = k;
+    }
+    e->hash = hash;
+    snprintf(e->rv, sizeof(e->rv), "%s", rv ? rv : "");
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void memo_del(struct memo *m, const char *key)
+{
+    pthread_mutex_lock(&m->mu);
+    if (m->cap) {
+        struct memo_entry *e = memo_slot(m, key, 0);
+        if (e->key && e->key != MEMO_TOMB) {
+            common_free(e->key);
+            e->key = MEMO_TOMB;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void memo_free(struct memo *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key && m->slots[i].key != MEMO_TOMB)
+            common_free(m->slots[i].key);
+    common_free(m->slots);
+    pthread_mutex_destroy(&m->mu);
+}
+
+/* "JobSet/ns/name" of an object */
+static void memo_key(const json_t *obj, char *buf, size_t size)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    snprintf(buf, size, "%s/%s/%s/%s", api ? api : "", kind ? kind : "",
+             json_string_value(json_object_get(meta, "namespace"))
+                 ? json_string_value(json_object_get(meta, "namespace"))
+                 : "",
+             json_string_value(json_object_get(meta, "name"))
+                 ? json_string_value(json_object_get(meta, "name"))
+                 : "");
+}
+
 struct rc_reconciler;
 
 struct inf_slot {
@@ -44,7 +185,9 @@ struct rc_reconciler {
     pthread_t *threads;
     int nthreads;
     atomic_int synced, stopped;
-    atomic_uint_fast64_t reconciles, errors, status_writes, creates, applies, deletes;
+    atomic_uint_fast64_t reconciles, errors, status_writes, creates, applies, deletes,
+        applies_skipped;
+    struct memo memo;
     struct common_metric *m_total, *m_duration, *m_writes;
 };
 
@@ -172,6 +315,11 @@ static void on_delete(void *ctx, const void *old_item)
      * child must come back; a deleted runtime changes nothing (snapshots) */
     if (s->kind == INF_CM)
         enqueue_snapshot_name(s->r, old_item);
+    if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG) {
+        char mkey[KEY_MAX];
+        memo_key(old_item, mkey, sizeof(mkey));
+        memo_del(&s->r->memo, mkey);
+    }
     if (s->kind != INF_TJ && s->kind != INF_TR && s->kind != INF_CTR)
         enqueue_owner(s->r, old_item);
 }
@@ -449,7 +597,28 @@ static enum common_rc write_children(struct rctx *c, const json_t *objects, json
                 count_write(c, "create");
             }
         } else {
+            char mkey[KEY_MAX];
+            char *body = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+            uint64_t hash = body ? fnv1a(body, strlen(body)) : 0;
+            int hashed = body != NULL;
+            free(body);
+            memo_key(obj, mkey, sizeof(mkey));
+            if (existing && hashed &&
+                memo_same(&c->r->memo, mkey, hash,
+                          json_string_value(json_object_get(json_object_get(existing, "metadata"),
+                                                            "resourceVersion")))) {
+                atomic_fetch_add(&c->r->applies_skipped, 1);
+                if (kind == RC_CHILD_JOBSET) {
+                    json_decref(*jobset_out);
+                    *jobset_out = json_incref((json_t *)existing);
+                }
+                continue;
+            }
             rc = common_kube_apply(c->r->o.kube, res, c->ns, obj, &wo, &out, err);
+            if (rc == COMMON_OK && hashed)
+                memo_put(&c->r->memo, mkey, hash,
+                         json_string_value(
+                             json_object_get(json_object_get(out, "metadata"), "resourceVersion")));
             if (rc == COMMON_OK) {
                 c->res->applied++;
                 atomic_fetch_add(&c->r->applies, 1);
@@ -803,6 +972,7 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
         common_free(r);
         return NULL;
     }
+    pthread_mutex_init(&r->memo.mu, NULL);
     if (r->o.metrics) {
         static const char *const result_label[] = {"result", NULL};
         static const char *const verb_label[] = {"verb", NULL};
@@ -922,6 +1092,7 @@ void rc_destroy(struct rc_reconciler *r)
         common_informer_destroy(r->inf[i].inf);
     common_free(r->threads);
     rc_queue_destroy(r->q);
+    memo_free(&r->memo);
     common_free(r);
 }
 
@@ -934,5 +1105,6 @@ void rc_get_stats(struct rc_reconciler *r, struct rc_stats *out)
     out->creates = atomic_load(&r->creates);
     out->applies = atomic_load(&r->applies);
     out->deletes = atomic_load(&r->deletes);
+    out->applies_skipped = atomic_load(&r->applies_skipped);
     rc_queue_stats(r->q, &out->queue);
 }

@@ -62,6 +62,7 @@ struct rc_result {
 
 struct rc_stats {
     uint64_t reconciles, errors, status_writes, creates, applies, deletes;
+    uint64_t applies_skipped; /* applies not sent: the same body on an object nobody wrote since */
     struct rc_queue_stats queue;
 };
 
