@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cmd/cli.h"
 #include "common/alloc.h"
@@ -30,6 +31,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/yaml.h"
+#include "common/informer.h"
+#include "webhook/server.h"
 #include "reconciler/reconciler.h"
 
 #define STR_MAX 512
@@ -47,6 +50,9 @@ struct serve_config {
     int workers;
     char namespace[254];
     char field_manager[128];
+    char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
+    char gang_scheduler_name[254];
+    double tls_reload_s;
 };
 
 static void config_defaults(struct serve_config *c)
@@ -66,6 +72,7 @@ static void config_defaults(struct serve_config *c)
     c->timing = common_leader_timing_default();
     c->workers = 4;
     snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
+    c->tls_reload_s = 10;
 }
 
 static void usage(FILE *f)
@@ -81,8 +88,8 @@ static void usage(FILE *f)
           "                                   $KUBECONFIG, else ~/.kube/config\n"
           "  --context NAME                   kubeconfig context (default: current-context)\n"
           "  --components LIST                comma list of reconciler,webhook,extender\n"
-          "                                   (default reconciler; webhook and extender are not\n"
-          "                                   in this version)\n"
+          "                                   (default reconciler; the extender is not in this\n"
+          "                                   version)\n"
           "  --http-address HOST:PORT         /healthz, /readyz, /metrics (default :8080)\n"
           "  --https-address HOST:PORT        webhook and extender verbs (default :9443)\n"
           "  --leader-elect=true|false        elect a leader through a Lease (default true)\n"
@@ -96,6 +103,11 @@ static void usage(FILE *f)
           "  --namespace NS                   watch only this namespace (default all)\n"
           "  --field-manager NAME             server-side apply manager (default trainsched)\n"
           "  --kube-qps Q, --kube-burst N     API client rate limit (default 50, 100)\n"
+          "  --tls-cert-file FILE             PEM certificate (and chain) of the HTTPS address\n"
+          "  --tls-key-file FILE              its private key; both re-read when they change\n"
+          "  --tls-reload-seconds S           how often the files are checked (default 10)\n"
+          "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
+          "                                   leave it)\n"
           "  --log-level debug|info|warn|error (default info)\n"
           "  --check-config                   print the settings in effect as YAML and exit\n"
           "                                   (0 valid; 2 with a message naming the bad key)\n"
@@ -209,6 +221,10 @@ static const struct {
     {"reconciler.workers", "--workers"},
     {"reconciler.namespace", "--namespace"},
     {"reconciler.fieldManager", "--field-manager"},
+    {"tls.certFile", "--tls-cert-file"},
+    {"tls.keyFile", "--tls-key-file"},
+    {"tls.reloadSeconds", "--tls-reload-seconds"},
+    {"webhook.gangSchedulerName", "--gang-scheduler-name"},
 };
 
 static int load_object(struct serve_config *c, const char *file, const json_t *obj,
@@ -223,7 +239,8 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         size_t i;
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
         if (json_is_object(v) && !*prefix &&
-            (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0)) {
+            (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
+             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -355,6 +372,19 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         return set_str(c->namespace, sizeof(c->namespace), v, "namespace", err);
     if (strcmp(flag, "--field-manager") == 0)
         return set_str(c->field_manager, sizeof(c->field_manager), v, "field manager", err);
+    if (strcmp(flag, "--tls-cert-file") == 0)
+        return set_str(c->tls_cert_file, sizeof(c->tls_cert_file), v, "tls cert file", err);
+    if (strcmp(flag, "--tls-key-file") == 0)
+        return set_str(c->tls_key_file, sizeof(c->tls_key_file), v, "tls key file", err);
+    if (strcmp(flag, "--tls-reload-seconds") == 0) {
+        if (parse_num(v, 0.1, 86400, &d))
+            return -1;
+        c->tls_reload_s = d;
+        return 0;
+    }
+    if (strcmp(flag, "--gang-scheduler-name") == 0)
+        return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
+                       "gang scheduler name", err);
     fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
     return -2;
 }
@@ -380,6 +410,9 @@ static void print_config(const struct serve_config *c, FILE *out)
             c->identity);
     fprintf(out, "reconciler:\n  workers: %d\n  namespace: \"%s\"\n  fieldManager: %s\n",
             c->workers, c->namespace, c->field_manager);
+    fprintf(out, "tls:\n  certFile: \"%s\"\n  keyFile: \"%s\"\n  reloadSeconds: %g\n",
+            c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
+    fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n", c->gang_scheduler_name);
 }
 
 /* ---- the daemon ---- */
@@ -395,6 +428,11 @@ struct daemon {
     atomic_int want_lead; /* set by the elector's callbacks, acted on by the main loop */
     atomic_int leading;
     atomic_int seen_leader; /* some replica (maybe us) was seen holding the Lease */
+    /* webhook: runtime caches on every replica (the webhook serves on all of them) */
+    struct common_informer_ops tr_ops, ctr_ops;
+    struct common_informer *tr_inf, *ctr_inf;
+    struct webhook_server *webhook;
+    struct common_httpd *https;
     time_t started;
 };
 
@@ -450,6 +488,107 @@ static double leader_gauge(void *ctx)
 {
     struct daemon *d = ctx;
     return atomic_load(&d->leading) ? 1 : 0;
+}
+
+/* webhook runtime lookup from the caches (webhook/handlers.h webhook_lookup_fn) */
+static enum common_rc webhook_lookup(void *ctx, const char *kind, const char *ns, const char *name,
+                                     json_t **out, struct common_error *err)
+{
+    struct daemon *d = ctx;
+    struct common_informer *inf;
+    struct common_pmap_snap *snap;
+    char key[600];
+    const json_t *obj;
+
+    *out = NULL;
+    if (strcmp(kind, "TrainingRuntime") == 0) {
+        inf = d->tr_inf;
+        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
+    } else if (strcmp(kind, "ClusterTrainingRuntime") == 0) {
+        inf = d->ctr_inf;
+        snprintf(key, sizeof(key), "%s", name);
+    } else {
+        return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s", kind);
+    }
+    if (!inf || !common_informer_synced(inf))
+        return common_error_set(err, COMMON_EAPI, "the %s cache is not synced yet", kind);
+    snap = common_informer_snapshot(inf);
+    obj = snap ? common_pmap_snap_get(snap, key) : NULL;
+    if (obj)
+        *out = json_incref((json_t *)obj);
+    common_pmap_snap_release(snap);
+    return obj ? COMMON_OK : COMMON_ENOTFOUND;
+}
+
+static int ready_webhook(void *ctx, char *why, size_t why_size)
+{
+    struct daemon *d = ctx;
+    if (common_informer_synced(d->tr_inf) && common_informer_synced(d->ctr_inf))
+        return 0;
+    snprintf(why, why_size, "runtime caches are not synced yet");
+    return 1;
+}
+
+/* modification time of a file in nanoseconds, 0 when it cannot be read */
+static long long mtime_ns(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    return (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int start_webhook(struct daemon *d, FILE *err)
+{
+    struct webhook_server_opts wo = {0};
+    struct common_httpd_opts ho = {0};
+    struct common_informer_opts io = {0};
+    struct common_error e;
+
+    if (!d->cfg.tls_cert_file[0] || !d->cfg.tls_key_file[0]) {
+        fprintf(err, "trainsched serve: webhook: --tls-cert-file and --tls-key-file are required "
+                     "(the API server calls webhooks over HTTPS only; `trainsched certs` makes "
+                     "them)\n");
+        return 2;
+    }
+    common_informer_json_ops(&d->tr_ops, "trainingruntimes", &common_kube_trainingruntimes);
+    common_informer_json_ops(&d->ctr_ops, "clustertrainingruntimes",
+                             &common_kube_clustertrainingruntimes);
+    if (common_informer_create(d->kube, &d->tr_ops, NULL, &io, &d->tr_inf, &e) != COMMON_OK ||
+        common_informer_create(d->kube, &d->ctr_ops, NULL, &io, &d->ctr_inf, &e) != COMMON_OK ||
+        common_informer_start(d->tr_inf, &e) != COMMON_OK ||
+        common_informer_start(d->ctr_inf, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: webhook caches: %s\n", e.msg);
+        return 1;
+    }
+    wo.lookup = webhook_lookup;
+    wo.lookup_ctx = d;
+    wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
+    wo.metrics = d->metrics;
+    d->webhook = webhook_server_create(&wo, &e);
+    if (!d->webhook) {
+        fprintf(err, "trainsched serve: webhook: %s\n", e.msg);
+        return 1;
+    }
+    ho.address = d->cfg.https_address;
+    ho.tls_cert_file = d->cfg.tls_cert_file;
+    ho.tls_key_file = d->cfg.tls_key_file;
+    ho.max_body = webhook_server_httpd_max_body(d->webhook);
+    ho.threads = 4;
+    d->https = common_httpd_create(&ho, &e);
+    if (!d->https || webhook_server_install(d->webhook, d->https, &e) != COMMON_OK ||
+        common_httpd_start(d->https, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: https %s: %s\n", d->cfg.https_address, e.msg);
+        return 1;
+    }
+    return 0;
 }
 
 /* work queue gauges: read through the daemon, so they stay valid while reconcilers come and go
@@ -565,6 +704,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     enum common_log_level level;
     sigset_t sigs;
     int status = 1, i, check_only = 0;
+    long long cert_mtime = 0;
+    double next_cert_check = 0;
     const char *config = NULL;
 
     memset(&d, 0, sizeof(d));
@@ -621,14 +762,18 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         if (rc)
             return 2;
     }
-    if (d.cfg.comp_webhook || d.cfg.comp_extender) {
-        fprintf(err,
-                "trainsched serve: components: %s is not available in this version (only "
-                "reconciler)\n",
-                d.cfg.comp_webhook ? "webhook" : "extender");
+    if (d.cfg.comp_extender) {
+        fprintf(err, "trainsched serve: components: extender is not available in this version "
+                     "(reconciler, webhook)\n");
         return 2;
     }
-    if (!d.cfg.comp_reconciler) {
+    if (d.cfg.comp_webhook && (!d.cfg.tls_cert_file[0] || !d.cfg.tls_key_file[0])) {
+        fprintf(err, "trainsched serve: webhook: --tls-cert-file and --tls-key-file are required "
+                     "(the API server calls webhooks over HTTPS only; `trainsched certs` makes "
+                     "them)\n");
+        return 2;
+    }
+    if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook) {
         fprintf(err, "trainsched serve: components: nothing to run\n");
         return 2;
     }
@@ -671,8 +816,12 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     ho.address = d.cfg.http_address;
     http = common_httpd_create(&ho, &e);
     if (!http || common_health_install(http, d.metrics, &health, &e) != COMMON_OK ||
-        common_health_add_check(health, "reconciler", ready_reconciler, &d) != 0 ||
-        common_health_add_check(health, "leader-election", ready_election, &d) != 0 ||
+        (d.cfg.comp_reconciler &&
+         common_health_add_check(health, "reconciler", ready_reconciler, &d) != 0) ||
+        (d.cfg.comp_reconciler &&
+         common_health_add_check(health, "leader-election", ready_election, &d) != 0) ||
+        (d.cfg.comp_webhook &&
+         common_health_add_check(health, "webhook", ready_webhook, &d) != 0) ||
         common_httpd_start(http, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: http %s: %s\n", d.cfg.http_address, e.msg);
         goto out;
@@ -687,10 +836,24 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched serve: events: %s\n", e.msg);
         goto out;
     }
+    if (d.cfg.comp_webhook) {
+        int wrc = start_webhook(&d, err);
+        if (wrc) {
+            status = wrc;
+            goto out;
+        }
+        cert_mtime = mtime_ns(d.cfg.tls_cert_file) + mtime_ns(d.cfg.tls_key_file);
+    }
     common_log(COMMON_LOG_INFO, "trainsched serve started", "version", TS_VERSION, "identity",
-               d.cfg.identity, "http", d.cfg.http_address, "leaderElection",
-               d.cfg.leader_elect ? "on" : "off", NULL);
-    if (d.cfg.leader_elect) {
+               d.cfg.identity, "http", d.cfg.http_address, "https",
+               d.cfg.comp_webhook ? d.cfg.https_address : "(off)", "leaderElection",
+               !d.cfg.comp_reconciler ? "(no reconciler)"
+               : d.cfg.leader_elect   ? "on"
+                                      : "off",
+               NULL);
+    if (!d.cfg.comp_reconciler) {
+        /* webhook only: nothing to lead */
+    } else if (d.cfg.leader_elect) {
         struct common_leader_callbacks cb = {started_leading, stopped_leading, new_leader, &d};
         d.leader = common_leader_start(d.kube, d.cfg.lease_namespace, d.cfg.lease_name,
                                        d.cfg.identity, &cb, &d.cfg.timing, &e);
@@ -712,6 +875,23 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                        sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
             break;
         }
+        /* certificate files replaced (a Secret volume, `trainsched certs`): new connections get
+         * the new pair, open ones keep theirs */
+        if (d.https && mono_now() >= next_cert_check) {
+            long long m = mtime_ns(d.cfg.tls_cert_file) + mtime_ns(d.cfg.tls_key_file);
+            next_cert_check = mono_now() + d.cfg.tls_reload_s;
+            if (m != cert_mtime) {
+                if (common_httpd_reload_tls(d.https, &e) == COMMON_OK) {
+                    cert_mtime = m;
+                    common_log(COMMON_LOG_INFO, "serving certificate reloaded", "cert",
+                               d.cfg.tls_cert_file, NULL);
+                } else {
+                    /* a half-written pair: keep the old one and look again next time */
+                    common_log(COMMON_LOG_WARN, "serving certificate not reloaded", "error", e.msg,
+                               NULL);
+                }
+            }
+        }
         if (want && !atomic_load(&d.leading)) {
             if (start_reconciler(&d) != 0) {
                 /* the API may be down: try again shortly */
@@ -726,6 +906,15 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 out:
     stop_reconciler(&d);
     common_leader_stop(d.leader, COMMON_LEADER_RELEASE);
+    if (d.https) {
+        common_httpd_stop(d.https);
+        common_httpd_destroy(d.https);
+    }
+    webhook_server_destroy(d.webhook);
+    common_informer_request_stop(d.tr_inf);
+    common_informer_request_stop(d.ctr_inf);
+    common_informer_destroy(d.tr_inf);
+    common_informer_destroy(d.ctr_inf);
     if (d.events) {
         common_events_flush(d.events, 2000);
         common_events_destroy(d.events);
