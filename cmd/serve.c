@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "cmd/certmgr.h"
 #include "cmd/cli.h"
 #include "common/alloc.h"
 #include "common/events.h"
@@ -53,6 +54,7 @@ struct serve_config {
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
     double tls_reload_s;
+    struct certmgr_settings certs; /* tls.managed and friends (cmd/certmgr.h) */
 };
 
 static void config_defaults(struct serve_config *c)
@@ -73,6 +75,7 @@ static void config_defaults(struct serve_config *c)
     c->workers = 4;
     snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
     c->tls_reload_s = 10;
+    certmgr_settings_default(&c->certs);
 }
 
 static void usage(FILE *f)
@@ -106,6 +109,27 @@ static void usage(FILE *f)
           "  --tls-cert-file FILE             PEM certificate (and chain) of the HTTPS address\n"
           "  --tls-key-file FILE              its private key; both re-read when they change\n"
           "  --tls-reload-seconds S           how often the files are checked (default 10)\n"
+          "  --tls-managed[=true|false]       the leader keeps the certificates in a Secret and\n"
+          "                                   rotates them; every replica loads them from there\n"
+          "                                   (docs/certs.md; with the webhook component this\n"
+          "                                   also runs leader election)\n"
+          "  --tls-cert-dir DIR               managed: where the files go unless --tls-cert-file/\n"
+          "                                   --tls-key-file say (default /tmp/trainsched-certs)\n"
+          "  --tls-secret-name NAME           managed: the Secret (default\n"
+          "                                   trainsched-webhook-certs)\n"
+          "  --tls-secret-namespace NS        its namespace, also the Service's (default\n"
+          "                                   $POD_NAMESPACE or trainsched-system)\n"
+          "  --tls-service-name NAME          Service whose DNS names the certificate carries\n"
+          "                                   (default trainsched-controller)\n"
+          "  --tls-extra-dns LIST             more DNS names, comma-separated\n"
+          "  --tls-extra-ips LIST             IP addresses, comma-separated (e.g. 127.0.0.1)\n"
+          "  --tls-webhook-configurations LIST  webhook configurations whose caBundle is kept\n"
+          "                                   (NAME = both kinds, mutating:NAME, validating:NAME;\n"
+          "                                   default trainsched)\n"
+          "  --tls-ca-lifetime D, --tls-serving-lifetime D  durations (120s, 90d, 8760h;\n"
+          "                                   default 87600h, 8760h)\n"
+          "  --tls-renew-fraction F           renew at this part of a certificate's life (2/3)\n"
+          "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
           "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
           "                                   leave it)\n"
           "  --log-level debug|info|warn|error (default info)\n"
@@ -224,6 +248,19 @@ static const struct {
     {"tls.certFile", "--tls-cert-file"},
     {"tls.keyFile", "--tls-key-file"},
     {"tls.reloadSeconds", "--tls-reload-seconds"},
+    {"tls.managed", "--tls-managed"},
+    {"tls.certDir", "--tls-cert-dir"},
+    {"tls.secretName", "--tls-secret-name"},
+    {"tls.secretNamespace", "--tls-secret-namespace"},
+    {"tls.serviceName", "--tls-service-name"},
+    {"tls.extraDNS", "--tls-extra-dns"},
+    {"tls.extraIPs", "--tls-extra-ips"},
+    {"tls.webhookConfigurations", "--tls-webhook-configurations"},
+    {"tls.caLifetime", "--tls-ca-lifetime"},
+    {"tls.servingLifetime", "--tls-serving-lifetime"},
+    {"tls.renewFraction", "--tls-renew-fraction"},
+    {"tls.publishGrace", "--tls-publish-grace"},
+    {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
 };
 
@@ -385,6 +422,11 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
+    {
+        int crc = certmgr_apply_setting(&c->certs, flag, v, err);
+        if (crc != -2)
+            return crc;
+    }
     fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
     return -2;
 }
@@ -412,6 +454,7 @@ static void print_config(const struct serve_config *c, FILE *out)
             c->workers, c->namespace, c->field_manager);
     fprintf(out, "tls:\n  certFile: \"%s\"\n  keyFile: \"%s\"\n  reloadSeconds: %g\n",
             c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
+    certmgr_print_settings(&c->certs, out);
     fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n", c->gang_scheduler_name);
 }
 
@@ -429,11 +472,13 @@ struct daemon {
     atomic_int leading;
     atomic_int seen_leader; /* some replica (maybe us) was seen holding the Lease */
     /* webhook: runtime caches on every replica (the webhook serves on all of them) */
-    struct common_informer_ops tr_ops, ctr_ops;
-    struct common_informer *tr_inf, *ctr_inf;
+    struct common_informer_ops tr_ops, ctr_ops, js_ops;
+    struct common_informer *tr_inf, *ctr_inf, *js_inf;
     struct webhook_server *webhook;
     struct common_httpd *https;
     time_t started;
+    struct certmgr *cm;   /* tls.managed */
+    atomic_int cert_wait; /* managed: no serving certificate yet, HTTPS not started */
 };
 
 static void started_leading(void *ctx)
@@ -507,6 +552,9 @@ static enum common_rc webhook_lookup(void *ctx, const char *kind, const char *ns
     } else if (strcmp(kind, "ClusterTrainingRuntime") == 0) {
         inf = d->ctr_inf;
         snprintf(key, sizeof(key), "%s", name);
+    } else if (strcmp(kind, "JobSet") == 0) {
+        inf = d->js_inf;
+        snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
     } else {
         return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s", kind);
     }
@@ -523,9 +571,14 @@ static enum common_rc webhook_lookup(void *ctx, const char *kind, const char *ns
 static int ready_webhook(void *ctx, char *why, size_t why_size)
 {
     struct daemon *d = ctx;
-    if (common_informer_synced(d->tr_inf) && common_informer_synced(d->ctr_inf))
+    if (atomic_load(&d->cert_wait)) {
+        snprintf(why, why_size, "waiting for the serving certificate");
+        return 1;
+    }
+    if (common_informer_synced(d->tr_inf) && common_informer_synced(d->ctr_inf) &&
+        common_informer_synced(d->js_inf))
         return 0;
-    snprintf(why, why_size, "runtime caches are not synced yet");
+    snprintf(why, why_size, "runtime and JobSet caches are not synced yet");
     return 1;
 }
 
@@ -561,10 +614,14 @@ static int start_webhook(struct daemon *d, FILE *err)
     common_informer_json_ops(&d->tr_ops, "trainingruntimes", &common_kube_trainingruntimes);
     common_informer_json_ops(&d->ctr_ops, "clustertrainingruntimes",
                              &common_kube_clustertrainingruntimes);
+    /* JobSets: the rule that runtimePatches may not change while a JobSet job is active */
+    common_informer_json_ops(&d->js_ops, "jobsets", &common_kube_jobsets);
     if (common_informer_create(d->kube, &d->tr_ops, NULL, &io, &d->tr_inf, &e) != COMMON_OK ||
         common_informer_create(d->kube, &d->ctr_ops, NULL, &io, &d->ctr_inf, &e) != COMMON_OK ||
+        common_informer_create(d->kube, &d->js_ops, NULL, &io, &d->js_inf, &e) != COMMON_OK ||
         common_informer_start(d->tr_inf, &e) != COMMON_OK ||
-        common_informer_start(d->ctr_inf, &e) != COMMON_OK) {
+        common_informer_start(d->ctr_inf, &e) != COMMON_OK ||
+        common_informer_start(d->js_inf, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: webhook caches: %s\n", e.msg);
         return 1;
     }
@@ -705,7 +762,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     sigset_t sigs;
     int status = 1, i, check_only = 0;
     long long cert_mtime = 0;
-    double next_cert_check = 0;
+    double next_cert_check = 0, next_cert_sync = 0;
+    int64_t cert_next_step = 0;
     const char *config = NULL;
 
     memset(&d, 0, sizeof(d));
@@ -739,7 +797,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             v = eq + 1;
         } else {
             snprintf(flag, sizeof(flag), "%s", argv[i]);
-            if (strcmp(flag, "--leader-elect") == 0) {
+            if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0) {
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";
@@ -766,6 +824,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched serve: components: extender is not available in this version "
                      "(reconciler, webhook)\n");
         return 2;
+    }
+    if (d.cfg.certs.managed) {
+        if (certmgr_settings_check(&d.cfg.certs, &e) != COMMON_OK) {
+            fprintf(err, "trainsched serve: %s\n", e.msg);
+            return 2;
+        }
+        certmgr_default_files(&d.cfg.certs, d.cfg.tls_cert_file, d.cfg.tls_key_file);
     }
     if (d.cfg.comp_webhook && (!d.cfg.tls_cert_file[0] || !d.cfg.tls_key_file[0])) {
         fprintf(err, "trainsched serve: webhook: --tls-cert-file and --tls-key-file are required "
@@ -836,7 +901,17 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched serve: events: %s\n", e.msg);
         goto out;
     }
-    if (d.cfg.comp_webhook) {
+    if (d.cfg.certs.managed) {
+        struct certmgr_opts co = {d.kube, &d.cfg.certs, d.cfg.tls_cert_file, d.cfg.tls_key_file};
+        d.cm = certmgr_create(&co, &e);
+        if (!d.cm) {
+            fprintf(err, "trainsched serve: tls: %s\n", e.msg);
+            goto out;
+        }
+        /* HTTPS starts in the main loop once the files equal the Secret's pair */
+        atomic_store(&d.cert_wait, d.cfg.comp_webhook);
+    }
+    if (d.cfg.comp_webhook && !d.cm) {
         int wrc = start_webhook(&d, err);
         if (wrc) {
             status = wrc;
@@ -847,11 +922,11 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     common_log(COMMON_LOG_INFO, "trainsched serve started", "version", TS_VERSION, "identity",
                d.cfg.identity, "http", d.cfg.http_address, "https",
                d.cfg.comp_webhook ? d.cfg.https_address : "(off)", "leaderElection",
-               !d.cfg.comp_reconciler ? "(no reconciler)"
-               : d.cfg.leader_elect   ? "on"
-                                      : "off",
+               !d.cfg.comp_reconciler && !d.cm ? "(no reconciler)"
+               : d.cfg.leader_elect            ? "on"
+                                               : "off",
                NULL);
-    if (!d.cfg.comp_reconciler) {
+    if (!d.cfg.comp_reconciler && !d.cm) {
         /* webhook only: nothing to lead */
     } else if (d.cfg.leader_elect) {
         struct common_leader_callbacks cb = {started_leading, stopped_leading, new_leader, &d};
@@ -892,7 +967,32 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                 }
             }
         }
-        if (want && !atomic_load(&d.leading)) {
+        /* managed certificates: the leader rotates, every replica loads (cmd/certmgr.h) */
+        if (d.cm) {
+            time_t wall = time(NULL);
+            if (!want)
+                cert_next_step = 0;
+            else if ((int64_t)wall >= cert_next_step)
+                cert_next_step = certmgr_leader_step(d.cm, (int64_t)wall);
+            if (mono_now() >= next_cert_sync) {
+                next_cert_sync = mono_now() + d.cfg.tls_reload_s;
+                if (certmgr_replica_sync(d.cm) > 0)
+                    next_cert_check = 0; /* reload now, not a period later */
+            }
+            if (d.cfg.comp_webhook && !d.https && certmgr_serving_ready(d.cm)) {
+                int wrc = start_webhook(&d, err);
+                if (wrc) {
+                    status = wrc;
+                    goto out;
+                }
+                cert_mtime = mtime_ns(d.cfg.tls_cert_file) + mtime_ns(d.cfg.tls_key_file);
+                atomic_store(&d.cert_wait, 0);
+                common_log(COMMON_LOG_INFO, "webhook serving", "https", d.cfg.https_address, NULL);
+            }
+        }
+        if (!d.cfg.comp_reconciler) {
+            /* the Lease only decides who rotates certificates */
+        } else if (want && !atomic_load(&d.leading)) {
             if (start_reconciler(&d) != 0) {
                 /* the API may be down: try again shortly */
                 struct timespec pause = {1, 0};
@@ -913,8 +1013,10 @@ out:
     webhook_server_destroy(d.webhook);
     common_informer_request_stop(d.tr_inf);
     common_informer_request_stop(d.ctr_inf);
+    common_informer_request_stop(d.js_inf);
     common_informer_destroy(d.tr_inf);
     common_informer_destroy(d.ctr_inf);
+    common_informer_destroy(d.js_inf);
     if (d.events) {
         common_events_flush(d.events, 2000);
         common_events_destroy(d.events);
@@ -925,6 +1027,7 @@ out:
     }
     common_health_destroy(health);
     common_metrics_destroy(d.metrics);
+    certmgr_destroy(d.cm);
     common_kube_client_destroy(d.kube);
     pthread_mutex_destroy(&d.mu);
     return status;
