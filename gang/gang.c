@@ -1,0 +1,617 @@
+/*
+ * gang/gang.c - the decisions: filter, prioritize, bind, tick, PodGroup status, introspection.
+ * The rules are in gang.h and docs/gang.md.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "gang/gang_int.h"
+
+static const char *const R_UNKNOWN_NODE = "node unknown to trainsched's cache";
+
+/* ---- gates shared by filter and bind ---- */
+
+enum gate {
+    GATE_PASS = 0, /* go on with the gang rules */
+    GATE_ALONE,    /* no gang constraint for this pod: fit per node, bind at once */
+    GATE_WAIT      /* UNRESOLVABLE / REJECT with s->why */
+};
+
+static int declared_mismatch(const struct gang *g, int32_t *seen)
+{
+    for (int i = 0; i < DECL_SLOTS; i++)
+        if (g->decl_cnt[i] && g->decl_val[i] != g->min_member) {
+            *seen = g->decl_val[i];
+            return 1;
+        }
+    if (g->decl_overflow) {
+        *seen = -1;
+        return 1;
+    }
+    return 0;
+}
+
+static enum gate gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                      const char **why)
+{
+    int32_t seen;
+    uint32_t pending_phased;
+
+    *why = g->why;
+    if (!g->has_pg) {
+        set_why(g->why, "PodGroup %s not found", g->key);
+        return GATE_WAIT;
+    }
+    if (g->min_member <= 0 || (p->a_flags & F_PHASED) || gang_admitted(g))
+        return GATE_ALONE;
+    if (g->backoff_until > now) {
+        set_why(s->why, "gang %s backing off for %lld ms more after failure %u: %s", g->key,
+                (long long)(g->backoff_until - now), g->failures, g->why);
+        *why = s->why;
+        return GATE_WAIT;
+    }
+    if (declared_mismatch(g, &seen)) {
+        if (seen >= 0)
+            set_why(g->why,
+                    "PodGroup %s has minMember %d but member pods were created for %d: waiting "
+                    "for the PodGroup and its pods to agree",
+                    g->key, g->min_member, seen);
+        else
+            set_why(g->why,
+                    "PodGroup %s has minMember %d but member pods were created for several "
+                    "other values: waiting for the PodGroup and its pods to agree",
+                    g->key, g->min_member);
+        return GATE_WAIT;
+    }
+    if (g->c.known < (uint32_t)g->min_member) {
+        set_why(g->why, "waiting for pods: %u of minMember %d exist", g->c.known, g->min_member);
+        return GATE_WAIT;
+    }
+    pending_phased = g->c.phased_known - g->c.done;
+    if ((uint64_t)gang_progress(g) + g->c.eligible < (uint64_t)g->min_member && pending_phased) {
+        set_why(g->why,
+                "waiting for %u phased pod(s) (%s) to be placed: %u of minMember %d can be "
+                "placed now",
+                pending_phased, GANG_PHASED_ANNOTATION, gang_progress(g) + g->c.eligible,
+                g->min_member);
+        return GATE_WAIT;
+    }
+    return GATE_PASS;
+}
+
+/* ---- filter ---- */
+
+static void all_verdict(struct gang_node_verdict *out, size_t n, enum gang_verdict v,
+                        const char *reason)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[i].verdict = v;
+        out[i].reason = v == GANG_NODE_OK ? NULL : reason;
+    }
+}
+
+static size_t only_node(const struct gang_state *s, const char *const *nodes, size_t n,
+                        int32_t node, const char *other, struct gang_node_verdict *out)
+{
+    const char *name = s->nodes[node]->name;
+    size_t ok = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i], name) == 0) {
+            out[i].verdict = GANG_NODE_OK;
+            out[i].reason = NULL;
+            ok++;
+        } else {
+            out[i].verdict = GANG_NODE_UNRESOLVABLE;
+            out[i].reason = node_slot_find(s, nodes[i]) < 0 ? R_UNKNOWN_NODE : other;
+        }
+    }
+    return ok;
+}
+
+/* per-node fit of p alone; capacity shortfalls are FAILED, everything else UNRESOLVABLE */
+static size_t fit_each(const struct gang_state *s, const struct gpod *p, const char *const *nodes,
+                       size_t n, const char *capacity_reason, struct gang_node_verdict *out)
+{
+    size_t ok = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int32_t idx = node_slot_find(s, nodes[i]);
+        const struct gnode *nd = idx >= 0 ? s->nodes[idx] : NULL;
+        const char *r;
+        if (!nd || !nd->present) {
+            out[i].verdict = GANG_NODE_UNRESOLVABLE;
+            out[i].reason = R_UNKNOWN_NODE;
+        } else if ((r = fit_static(p->shape, nd)) != NULL) {
+            out[i].verdict = GANG_NODE_UNRESOLVABLE;
+            out[i].reason = r;
+        } else if (!capacity_reason && (r = fit_capacity(s, p->req, p->n_req, nd)) != NULL) {
+            out[i].verdict = GANG_NODE_FAILED;
+            out[i].reason = r;
+        } else if (capacity_reason) {
+            out[i].verdict = GANG_NODE_FAILED;
+            out[i].reason = capacity_reason;
+        } else {
+            out[i].verdict = GANG_NODE_OK;
+            out[i].reason = NULL;
+            ok++;
+        }
+    }
+    return ok;
+}
+
+static void add_excl(struct gang *g, int32_t node)
+{
+    const uint32_t cap = sizeof(g->excl) / sizeof(g->excl[0]);
+
+    for (uint32_t i = 0; i < g->n_excl; i++)
+        if (g->excl[i] == node)
+            return;
+    if (g->n_excl == cap) { /* forget the oldest */
+        memmove(g->excl, g->excl + 1, (cap - 1) * sizeof(g->excl[0]));
+        g->n_excl--;
+    }
+    g->excl[g->n_excl++] = node;
+}
+
+static void plan_failure_why(const struct gang_state *s, struct gang *g, const struct plan_out *po)
+{
+    if (po->no_node)
+        set_why(g->why, "gang %s: no node matches the pods' nodeSelector, affinity and tolerations",
+                g->key);
+    else
+        set_why(g->why,
+                "gang %s: only %u of the %u pods it needs fit at once (after other gangs' "
+                "reservations)%s%s",
+                g->key, po->placed, po->need, po->short_res >= 0 ? "; short of " : "",
+                po->short_res >= 0
+                    ? s->res_names[po->short_res] ? s->res_names[po->short_res] : "a resource"
+                    : "");
+}
+
+/* minResources against the cluster-wide free sum; 0 when it fits */
+static int min_resources_short(const struct gang_state *s, struct gang *g)
+{
+    for (uint32_t i = 0; i < g->n_min_res; i++) {
+        uint16_t id = g->min_res[i].id;
+        int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id];
+        if (g->min_res[i].v > free) {
+            set_why(g->why,
+                    "gang %s: minResources needs %s %lld, the cluster has %lld free (after "
+                    "other gangs' reservations)",
+                    g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
+                    (long long)g->min_res[i].v, (long long)(free > 0 ? free : 0));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
+                           const char *const *nodes, size_t n_nodes, int64_t now,
+                           struct gang_node_verdict *out, struct gang_filter_result *res,
+                           struct common_error *err)
+{
+    struct gpod *p;
+    struct gang *g;
+    const char *why;
+    enum common_rc rc;
+    int32_t *cands = NULL;
+    struct plan_out po;
+    struct plan_req rq;
+    int found = 0;
+
+    memset(res, 0, sizeof(*res));
+    res->reason = "";
+    p = pod_find(s, pod->uid);
+    if (!p) {
+        if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)
+            return rc;
+        p = pod_find(s, pod->uid);
+    }
+    g = p->gang;
+    if (!g) {
+        all_verdict(out, n_nodes, GANG_NODE_OK, NULL);
+        res->n_ok = n_nodes;
+        return COMMON_OK;
+    }
+    if (g->has_pg && (p->held >= 0 || p->released >= 0 || p->node >= 0)) {
+        int32_t at = p->node >= 0 ? p->node : p->released >= 0 ? p->released : p->held;
+        set_why(s->why2, "pod is already held or bound on %s", s->nodes[at]->name);
+        res->n_ok = only_node(s, nodes, n_nodes, at, s->why2, out);
+        goto done;
+    }
+    switch (gate(s, g, p, now, &why)) {
+    case GATE_WAIT:
+        all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, why);
+        res->reason = why;
+        goto done;
+    case GATE_ALONE:
+        res->n_ok = fit_each(s, p, nodes, n_nodes, NULL, out);
+        if (!res->n_ok) {
+            set_why(s->why, "no candidate node fits pod %s/%s", p->ns, p->name);
+            res->reason = s->why;
+        }
+        goto done;
+    case GATE_PASS:
+        break;
+    }
+    if (!(p->a_flags & F_ELIGIBLE)) {
+        set_why(s->why, "pod %s/%s is not pending", p->ns, p->name);
+        all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, s->why);
+        res->reason = s->why;
+        goto done;
+    }
+    if (!g->active && g->has_min_res && min_resources_short(s, g)) {
+        gang_drop_plan(s, g);
+        res->n_ok = fit_each(s, p, nodes, n_nodes, g->why, out);
+        res->reason = g->why;
+        goto done;
+    }
+    /* the fast path: the plan stands and names one of the candidates */
+    if (p->planned >= 0 && (g->active || (g->plan_valid && g->plan_epoch == s->resv_epoch))) {
+        const char *name = s->nodes[p->planned]->name;
+        for (size_t i = 0; i < n_nodes && !found; i++)
+            found = strcmp(nodes[i], name) == 0;
+        if (!found) /* the scheduler's own filters ruled the planned node out */
+            add_excl(g, p->planned);
+    }
+    if (!found) {
+        cands = common_malloc((n_nodes ? n_nodes : 1) * sizeof(*cands));
+        if (!cands)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n_nodes; i++) {
+            int32_t idx = node_slot_find(s, nodes[i]);
+            cands[i] = idx >= 0 && s->nodes[idx]->present ? idx : -1;
+        }
+        memset(&rq, 0, sizeof(rq));
+        rq.restrict_pod = p;
+        rq.cands = cands;
+        rq.n_cands = n_nodes;
+        if (plan_gang(s, g, &rq, &po)) {
+            common_free(cands);
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
+        common_free(cands);
+        if (!po.ok) {
+            plan_failure_why(s, g, &po);
+            if (g->active)
+                gang_fail(s, g, now, 1, g->why);
+            else
+                gang_drop_plan(s, g);
+            res->n_ok = fit_each(s, p, nodes, n_nodes, g->why, out);
+            res->reason = g->why;
+            goto done;
+        }
+    }
+    if (p->planned < 0) { /* the gang completes without this member: it waits */
+        set_why(s->why,
+                "gang %s: no candidate node has room for %s/%s (the gang can reach "
+                "minMember %d without it)",
+                g->key, p->ns, p->name, g->min_member);
+        res->n_ok = fit_each(s, p, nodes, n_nodes, s->why, out);
+        res->reason = s->why;
+        goto done;
+    }
+    set_why(s->why2, "the gang plan of %s places this pod on %s", g->key,
+            s->nodes[p->planned]->name);
+    res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, out);
+    if (!g->active)
+        set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet", g->key,
+                g->c.planned + gang_progress(g), g->min_member);
+done:
+    if (!res->n_ok && !res->reason[0])
+        res->reason = g->why;
+    res->answers_pending = s->n_pending > 0;
+    return COMMON_OK;
+}
+
+/* ---- prioritize ---- */
+
+/* 0..4: mean over the requested resources (pods left out) of the room left after the pod */
+static int64_t least_allocated(const struct gnode *n, const struct gpod *p)
+{
+    __int128 sum = 0;
+    int64_t k = 0;
+
+    for (uint32_t i = 0; i < p->n_req; i++) {
+        uint16_t id = p->req[i].id;
+        int64_t alloc = n->alloc[id], left;
+        if (id == RES_PODS || p->req[i].v <= 0)
+            continue;
+        k++;
+        if (alloc <= 0)
+            continue;
+        left = alloc - n->used[id] - n->resv[id] - p->req[i].v;
+        if (left <= 0)
+            continue;
+        if (left > alloc)
+            left = alloc;
+        sum += (__int128)left * 4000 / alloc;
+    }
+    return k ? (int64_t)(sum / k / 1000) : 0;
+}
+
+enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *pod,
+                               const char *const *nodes, size_t n_nodes, int64_t *scores,
+                               struct common_error *err)
+{
+    struct gpod *p = pod_find(s, pod->uid);
+    struct gang *g;
+    int32_t mine;
+    enum common_rc rc;
+
+    if (!p) {
+        if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)
+            return rc;
+        p = pod_find(s, pod->uid);
+    }
+    g = p->gang;
+    mine = p->held >= 0 ? p->held : p->planned;
+    for (size_t i = 0; i < n_nodes; i++) {
+        int32_t idx = g ? node_slot_find(s, nodes[i]) : -1;
+        uint32_t sib;
+        if (idx < 0 || !s->nodes[idx]->present) {
+            scores[i] = 0;
+            continue;
+        }
+        if (idx == mine) {
+            scores[i] = 10;
+            continue;
+        }
+        sib = imap_get(&g->place, (uint32_t)idx) - (p->a_place == idx ? 1 : 0);
+        scores[i] = (sib ? 5 : 0) + least_allocated(s->nodes[idx], p);
+    }
+    return COMMON_OK;
+}
+
+/* ---- bind ---- */
+
+static enum common_rc bind_reject(struct gang_state *s, struct gang_bind_result *res,
+                                  const char *reason)
+{
+    if (reason != s->why)
+        set_why(s->why, "%s", reason);
+    res->action = GANG_BIND_REJECT;
+    res->reason = s->why;
+    res->answers_pending = s->n_pending > 0;
+    return COMMON_OK;
+}
+
+/* bind p alone on node now */
+static enum common_rc bind_alone(struct gang_state *s, struct gpod *p, int32_t node,
+                                 struct gang_bind_result *res, struct common_error *err)
+{
+    if (answers_reserve(s, 0, 1) || (p->gang && imap_reserve(&p->gang->place, 1)))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    pod_detach(s, p);
+    p->released = node;
+    pod_attach(s, p);
+    answer_bind(s, p, node);
+    res->action = GANG_BIND_RELEASE;
+    res->binds = s->binds;
+    res->n_binds = s->n_binds;
+    res->answers_pending = s->n_pending > 0;
+    return COMMON_OK;
+}
+
+enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name, const char *uid,
+                         const char *node, int64_t now, struct gang_bind_result *res,
+                         struct common_error *err)
+{
+    struct gpod *p = pod_find(s, uid);
+    struct gang *g;
+    int32_t ni = node_slot_find(s, node);
+    const char *why;
+    struct plan_out po;
+    struct plan_req rq;
+
+    memset(res, 0, sizeof(*res));
+    res->reason = "";
+    s->n_binds = 0;
+    if (!p) {
+        set_why(s->why, "pod %s/%s (uid %s) is not in trainsched's cache yet", ns, name, uid);
+        return bind_reject(s, res, s->why);
+    }
+    if (strcmp(p->ns, ns) != 0 || strcmp(p->name, name) != 0) {
+        set_why(s->why, "uid %s belongs to pod %s/%s, not %s/%s", uid, p->ns, p->name, ns, name);
+        return bind_reject(s, res, s->why);
+    }
+    if (ni < 0 || !s->nodes[ni]->present) {
+        set_why(s->why, "node %s is unknown to trainsched's cache", node);
+        return bind_reject(s, res, s->why);
+    }
+    g = p->gang;
+    if (p->node >= 0 || p->released >= 0) {
+        int32_t at = p->node >= 0 ? p->node : p->released;
+        if (at != ni) {
+            set_why(s->why, "pod %s/%s is already bound to %s", ns, name, s->nodes[at]->name);
+            return bind_reject(s, res, s->why);
+        }
+        /* a retry of a bind that went through: bind again (the API answers 409, success) */
+        if (answers_reserve(s, 0, 1))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        answer_bind(s, p, ni);
+        res->action = GANG_BIND_RELEASE;
+        res->binds = s->binds;
+        res->n_binds = s->n_binds;
+        return COMMON_OK;
+    }
+    if (p->held >= 0)
+        return bind_reject(s, res, "a bind of this pod is already held");
+    if (!g)
+        return bind_alone(s, p, ni, res, err);
+    switch (gate(s, g, p, now, &why)) {
+    case GATE_WAIT:
+        return bind_reject(s, res, why);
+    case GATE_ALONE:
+        return bind_alone(s, p, ni, res, err);
+    case GATE_PASS:
+        break;
+    }
+    if (!(p->a_flags & F_ELIGIBLE)) {
+        set_why(s->why, "pod %s/%s is not pending", ns, name);
+        return bind_reject(s, res, s->why);
+    }
+    if (answers_reserve(s, 1, (size_t)g->c.held + 1) || active_reserve(s) ||
+        imap_reserve(&g->place, 1))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (!g->active && g->has_min_res && min_resources_short(s, g)) {
+        gang_drop_plan(s, g);
+        return bind_reject(s, res, g->why);
+    }
+    if (!g->active || p->planned != ni) {
+        /* the first hold re-checks the whole gang against the reservations of now */
+        memset(&rq, 0, sizeof(rq));
+        rq.pin = p;
+        rq.pin_node = ni;
+        if (plan_gang(s, g, &rq, &po))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (!po.ok) {
+            plan_failure_why(s, g, &po);
+            if (!g->active)
+                gang_drop_plan(s, g);
+            set_why(s->why, "%s: not holding %s/%s on %s", g->why, ns, name, node);
+            return bind_reject(s, res, s->why);
+        }
+    }
+    if (!g->active)
+        gang_activate(s, g, now);
+    pod_detach(s, p);
+    p->held = ni;
+    p->planned = ni;
+    p->hold_since = now;
+    pod_attach(s, p);
+    s->n_held_total++;
+    if (gang_progress(g) >= (uint32_t)g->min_member) {
+        gang_release(s, g, 1);
+        res->action = GANG_BIND_RELEASE;
+        res->binds = s->binds;
+        res->n_binds = s->n_binds;
+    } else {
+        set_why(g->why,
+                "gang %s holding %u of minMember %d (%u bound); %u planned; times out in "
+                "%lld s",
+                g->key, g->c.held, g->min_member, g->c.bound + g->c.released + g->c.done,
+                g->c.planned, (long long)((g->deadline - now) / 1000));
+        res->action = GANG_BIND_HOLD;
+        res->reason = g->why;
+        res->deadline = g->deadline;
+    }
+    res->answers_pending = s->n_pending > 0;
+    node_gc(s);
+    return COMMON_OK;
+}
+
+/* ---- time ---- */
+
+enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_answer **answers,
+                         size_t *n, struct common_error *err)
+{
+    char why[GANG_REASON_MAX];
+
+    *answers = NULL;
+    *n = 0;
+    for (uint32_t i = 0; i < s->n_active;) {
+        struct gang *g = s->active[i];
+        if (now >= g->deadline) {
+            set_why(why, "gang %s timed out after %lld s: %u of minMember %d held or bound", g->key,
+                    (long long)((now - g->hold_start) / 1000), gang_progress(g), g->min_member);
+            gang_fail(s, g, now, 1, why);
+            continue; /* the list moved its last gang here */
+        }
+        if (g->c.held && gang_progress(g) >= (uint32_t)g->min_member) {
+            gang_release(s, g, 0);
+            continue;
+        }
+        i++;
+    }
+    node_gc(s);
+    if (s->n_pending > s->cap_out) {
+        struct gang_answer *o = common_realloc(s->out, s->n_pending * sizeof(*o));
+        if (!o)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        s->out = o;
+        s->cap_out = s->n_pending;
+    }
+    if (s->n_pending)
+        memcpy(s->out, s->pending, s->n_pending * sizeof(*s->out));
+    s->n_out = s->n_pending;
+    s->n_pending = 0;
+    *answers = s->out;
+    *n = s->n_out;
+    return COMMON_OK;
+}
+
+int64_t gang_next_deadline(const struct gang_state *s)
+{
+    int64_t t = INT64_MAX;
+
+    for (uint32_t i = 0; i < s->n_active; i++)
+        if (s->active[i]->deadline < t)
+            t = s->active[i]->deadline;
+    return t;
+}
+
+/* ---- status and introspection ---- */
+
+enum common_rc gang_podgroup_status(const struct gang_state *s, const char *ns, const char *name,
+                                    struct gang_status *out, struct common_error *err)
+{
+    const struct gang *g = gang_find(s, ns, name);
+    const struct gpod *first = NULL;
+    int64_t min, rs;
+
+    memset(out, 0, sizeof(*out));
+    if (!g || !g->has_pg)
+        return common_error_set(err, COMMON_ENOTFOUND, "PodGroup %s/%s not in the books", ns, name);
+    min = g->min_member > 0 ? g->min_member : 1; /* minMember 0: as 1 (the CRD's minimum) */
+    out->running = (int32_t)g->c.running;
+    out->succeeded = (int32_t)g->c.succeeded;
+    out->failed = (int32_t)g->c.failed;
+    rs = (int64_t)g->c.running + g->c.succeeded;
+    if ((int64_t)g->c.members < min) {
+        out->phase = "Pending";
+    } else {
+        out->phase = rs < min ? "Scheduling" : "Running";
+        if (g->c.failed && (int64_t)g->c.failed + rs >= min)
+            out->phase = "Failed";
+        if ((int64_t)g->c.succeeded >= min)
+            out->phase = "Finished";
+    }
+    for (uint32_t i = 0; i < g->n_members; i++)
+        if (!first || strcmp(g->members[i]->name, first->name) < 0)
+            first = g->members[i];
+    if (first && first->owner[0])
+        snprintf(out->occupied_by, sizeof(out->occupied_by), "%s/%s", first->ns, first->owner);
+    out->has_schedule_start = g->has_start;
+    out->schedule_start = g->last_start;
+    return COMMON_OK;
+}
+
+enum common_rc gang_info(const struct gang_state *s, const char *ns, const char *name,
+                         struct gang_info *out, struct common_error *err)
+{
+    const struct gang *g = gang_find(s, ns, name);
+
+    memset(out, 0, sizeof(*out));
+    if (!g)
+        return common_error_set(err, COMMON_ENOTFOUND, "gang %s/%s not in the books", ns, name);
+    out->has_podgroup = g->has_pg;
+    out->min_member = g->min_member;
+    out->members = g->c.members;
+    out->known = g->c.known;
+    out->bound = g->c.bound;
+    out->released = g->c.released;
+    out->held = g->c.held;
+    out->planned = g->c.planned;
+    out->phased_done = g->c.done;
+    out->active = g->active;
+    out->admitted = gang_admitted(g);
+    out->deadline = g->active ? g->deadline : 0;
+    out->backoff_until = g->backoff_until;
+    out->failures = g->failures;
+    out->reason = g->why;
+    return COMMON_OK;
+}

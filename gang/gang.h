@@ -1,0 +1,352 @@
+/*
+ * gang/gang.h - the pure gang core: all-or-nothing scheduling of PodGroups through the
+ * scheduler extender's filter, prioritize and bind verbs.
+ *
+ * What it owns. A struct gang_state is the extender's books: a compact copy of the cluster
+ * (nodes with allocatable, labels and taints; every pod with its requests, phase and node;
+ * PodGroups with minMember, minResources and scheduleTimeoutSeconds) fed by the watch caches,
+ * plus what only the extender knows: the gang plans, the held binds and their reservations,
+ * the binds released but not yet seen bound, timeouts and backoff. The state is pure: no I/O,
+ * no clock (every call that needs time takes `now`, milliseconds on any monotonic scale), no
+ * threads, no globals, deterministic (ties are broken by node or pod name). It is NOT
+ * thread-safe: the glue serialises every call with one mutex.
+ *
+ * Units: cpu in millicores, memory and ephemeral-storage in bytes, extended resources in whole
+ * units, pods as a count, time in milliseconds. Resource amounts are those of
+ * common/coretypes.h (the pod's effective requests as kube-scheduler sums them).
+ *
+ * The rules (source: ../shared/DESIGN.md "Gang scheduling through the extender" and
+ * ../shared/reference/protocols.md section 3; the numbers and the deadlock-freedom argument
+ * are in docs/gang.md):
+ * - Membership: pod label scheduling.x-k8s.io/pod-group naming a PodGroup in the pod's
+ *   namespace; the gang key is "namespace/name".
+ * - Gates (filter: every node FAILED_AND_UNRESOLVABLE with the reason; bind: REJECT): no
+ *   PodGroup; the gang in backoff; fewer than minMember member pods exist (a wait, never a
+ *   failure: no backoff, C10); member pods labelled trainsched.io/gang-min-member with a value
+ *   other than the cached minMember (the PodGroup or its pods are stale, C14).
+ * - Whole gang first: before the first member is held, every member that still needs a node
+ *   must fit at once in free capacity (allocatable minus non-terminal pods bound there minus
+ *   what other gangs have reserved), with per-node fit (every requested resource, nodeSelector,
+ *   required node affinity, NoSchedule/NoExecute taints); and minResources, when set, must fit
+ *   in the cluster-wide free sum. Otherwise nothing is held and the nodes where the pod could
+ *   go are FAILED (preemption may help), the others FAILED_AND_UNRESOLVABLE.
+ * - The plan: the first filtered member plans the whole gang (sticky, deterministic, packing
+ *   each pod shape onto the fewest nodes, a tight node for the tail); each member's filter keeps
+ *   only its planned node. A planned node missing from the candidates is excluded and the gang
+ *   replanned. Once the gang holds a member, its whole plan is reserved against other gangs.
+ * - Bind: HOLD (capacity reserved) until held + bound reaches minMember, then RELEASE_ALL
+ *   (every held member and this one bind now). A gang with a member bound at the API server
+ *   (or released by us) is admitted: its remaining members filter per node and bind at once
+ *   (restart, replacement pods: C10, C13).
+ * - Phased gangs: pods whose label jobset.sigs.k8s.io/replicatedjob-name is listed in the
+ *   PodGroup annotation trainsched.io/phased-replicated-jobs (comma-separated; the reconciler
+ *   writes the replicated jobs that others dependsOn, the initializers) filter per node and
+ *   bind on their own; they count toward quorum once bound and not Failed (Running or
+ *   Succeeded).
+ * - minMember 0 (or absent): no gang constraint; members filter per node and bind at once (C25).
+ * - Timeout: at hold start + min(scheduleTimeoutSeconds or the default, bind httpTimeout -
+ *   margin) every held bind of the gang answers with an error, the reservation is dropped and
+ *   the gang backs off (initial, doubling, capped). A gang whose plan can no longer be completed
+ *   (a planned node lost and no room elsewhere, C08) fails at once the same way.
+ *
+ * Errors: functions return enum common_rc (common/error.h): COMMON_EINVAL for malformed input
+ * (a pod without uid, a bad PodGroup), COMMON_ENOTFOUND for an unknown gang in queries,
+ * COMMON_ENOMEM (the state is left as it was: every upsert is all-or-nothing). Decisions are
+ * never errors: a rejected bind is a GANG_BIND_REJECT result with COMMON_OK.
+ *
+ * Strings in results (reasons, bindings, answers) stay valid until the next call into the
+ * state; copy them before unlocking.
+ */
+#ifndef GANG_GANG_H
+#define GANG_GANG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/coretypes.h"
+#include "common/error.h"
+
+/* Pod label naming the PodGroup (scheduler-plugins coscheduling). */
+#define GANG_POD_GROUP_LABEL "scheduling.x-k8s.io/pod-group"
+/* Optional pod label: the minMember the pod was created for (written by the reconciler into
+ * the pod templates). Members whose value differs from the cached PodGroup hold the gang. */
+#define GANG_MIN_MEMBER_LABEL "trainsched.io/gang-min-member"
+/* PodGroup annotation: comma-separated replicatedJob names whose pods are phased (bind on their
+ * own, count toward quorum once bound): the jobs other replicated jobs dependsOn. */
+#define GANG_PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
+/* The JobSet pod label naming the pod's replicatedJob. */
+#define GANG_REPLICATED_JOB_LABEL "jobset.sigs.k8s.io/replicatedjob-name"
+
+/* Distinct resource names the books track (cpu, memory, ephemeral-storage, pods and up to 60
+ * extended names). A node's resource past the cap is ignored; a pod requesting one fits
+ * nowhere ("Insufficient <name>"). */
+#define GANG_MAX_RESOURCES 64
+/* Bound on reason strings (Events, logs, bind errors). */
+#define GANG_REASON_MAX 256
+
+/* ---- configuration ---- */
+
+struct gang_config {
+    /* scheduleTimeoutSeconds when the PodGroup has none; 0 = 60,000 (scheduler-plugins'
+     * permitWaitingTimeSeconds default). */
+    int64_t default_timeout_ms;
+    /* The bind extender's httpTimeout from the KubeSchedulerConfiguration; 0 = 5,000
+     * (kube-scheduler's DefaultExtenderTimeout). A held bind never outlives
+     * bind_http_timeout_ms - hold_margin_ms: the scheduler has given up by then. */
+    int64_t bind_http_timeout_ms;
+    /* Time kept for creating the Bindings after a release; 0 = 2,000, at most half of
+     * bind_http_timeout_ms (larger values are cut to that). */
+    int64_t hold_margin_ms;
+    /* Backoff after a failed attempt: initial, doubling per consecutive failure, capped; a
+     * release resets it. 0 = 10,000 and 300,000. */
+    int64_t backoff_initial_ms;
+    int64_t backoff_max_ms;
+    /* Resource names left out of fit (the virtual trainsched.io/gang resource that marks gang
+     * pods). Copied at create. */
+    const char *const *ignored_resources;
+    size_t n_ignored_resources;
+};
+
+/* gang_config_default - zero *c (every field takes its default). */
+void gang_config_default(struct gang_config *c);
+
+struct gang_state;
+
+/*
+ * gang_state_create - empty books with configuration cfg (NULL = defaults; copied). Returns
+ * COMMON_OK with *out, COMMON_EINVAL for a negative time or a cap (backoff_max <
+ * backoff_initial), COMMON_ENOMEM.
+ */
+enum common_rc gang_state_create(const struct gang_config *cfg, struct gang_state **out,
+                                 struct common_error *err);
+
+/* gang_state_destroy - free everything. NULL is a no-op. */
+void gang_state_destroy(struct gang_state *s);
+
+/* ---- the cluster feed (from the watch caches; objects are borrowed for the call) ---- */
+
+/*
+ * gang_node_upsert - add or update a node: allocatable, labels, taints (unschedulable counts as
+ * the node.kubernetes.io/unschedulable:NoSchedule taint). COMMON_OK, COMMON_EINVAL (empty
+ * name), COMMON_ENOMEM (nothing changed).
+ */
+enum common_rc gang_node_upsert(struct gang_state *s, const struct common_node *node,
+                                struct common_error *err);
+
+/*
+ * gang_node_delete - the node is gone. Plans that used it are dropped (replanned at the next
+ * filter); a gang holding a member on it fails without backoff (its held binds are queued as
+ * error answers, see gang_tick). Unknown names are ignored.
+ */
+void gang_node_delete(struct gang_state *s, const char *name);
+
+/*
+ * gang_pod_upsert - add or update any pod of the cluster (all pods count toward node usage
+ * while bound and not Succeeded/Failed). A held member that shows up bound at the API server,
+ * turns terminal or starts deleting loses its hold (queued as an error answer). COMMON_OK,
+ * COMMON_EINVAL (no uid, namespace or name), COMMON_ENOMEM (nothing changed).
+ */
+enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *pod,
+                               struct common_error *err);
+
+/*
+ * gang_pod_delete - the pod (by uid) is gone. A held member's bind is queued as an error
+ * answer; if the gang can no longer reach minMember its whole attempt ends (no backoff).
+ */
+void gang_pod_delete(struct gang_state *s, const char *uid);
+
+/* A decoded PodGroup (scheduling.x-k8s.io/v1alpha1). Strings are borrowed. */
+struct gang_podgroup {
+    const char *namespace;
+    const char *name;
+    int32_t min_member; /* spec.minMember; 0 when absent */
+    /* spec.scheduleTimeoutSeconds when has_timeout */
+    int32_t timeout_seconds;
+    int has_timeout;
+    /* spec.minResources, in the units above; has_min_resources when the map is non-empty */
+    struct common_resources min_resources;
+    struct common_resource min_extended[GANG_MAX_RESOURCES];
+    int has_min_resources;
+    const char *phased_jobs; /* annotation GANG_PHASED_ANNOTATION, "" when absent */
+};
+
+/*
+ * gang_podgroup_from_json - decode a PodGroup object as the API server returns it (borrowed;
+ * strings in *out point into it). COMMON_OK, COMMON_EINVAL naming the field
+ * ("spec.minResources[nvidia.com/gpu]: ...", "spec.minMember: must be >= 0").
+ */
+enum common_rc gang_podgroup_from_json(const json_t *obj, struct gang_podgroup *out,
+                                       struct common_error *err);
+
+/*
+ * gang_podgroup_upsert - add or update a PodGroup. The spec replaces the old one (never
+ * merged, C16). A changed minMember or minResources drops the plan of a gang that holds
+ * nothing; a holding gang keeps its holds (gang_tick releases it if the new minMember is met).
+ * COMMON_OK, COMMON_EINVAL, COMMON_ENOMEM (nothing changed).
+ */
+enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podgroup *pg,
+                                    struct common_error *err);
+
+/* gang_podgroup_delete - the PodGroup is gone; a holding gang fails (no backoff). */
+void gang_podgroup_delete(struct gang_state *s, const char *ns, const char *name);
+
+/* ---- filter ---- */
+
+enum gang_verdict {
+    GANG_NODE_OK = 0,      /* keep the node (NodeNames) */
+    GANG_NODE_FAILED,      /* FailedNodes: preemption may help */
+    GANG_NODE_UNRESOLVABLE /* FailedAndUnresolvableNodes: preemption cannot help */
+};
+
+struct gang_node_verdict {
+    enum gang_verdict verdict;
+    const char *reason; /* NULL for OK */
+};
+
+struct gang_filter_result {
+    size_t n_ok;
+    const char *reason;  /* why the pod cannot go anywhere yet ("" when some node is OK) */
+    int answers_pending; /* held binds must be answered now: call gang_tick */
+};
+
+/*
+ * gang_filter - the filter verb for pod (the Pod of ExtenderArgs, decoded; added to the books
+ * when its uid is unknown) over the candidate node names (NodeNames, in order). out[i] is the
+ * verdict for nodes[i] (n_nodes entries, caller-allocated); a name unknown to the books is
+ * UNRESOLVABLE (C26). A pod without the PodGroup label is OK everywhere. When a plan exists the
+ * work is O(n_nodes) string compares and O(1) lookups. COMMON_OK or COMMON_ENOMEM (then out
+ * is undefined: answer the scheduler with an Error).
+ */
+enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
+                           const char *const *nodes, size_t n_nodes, int64_t now,
+                           struct gang_node_verdict *out, struct gang_filter_result *res,
+                           struct common_error *err);
+
+/* ---- prioritize ---- */
+
+/*
+ * gang_prioritize - scores 0..10 (MaxExtenderPriority) for each of nodes[i] into scores[i]:
+ * the member's planned or held node 10; nodes where siblings are planned, held or bound 5..9;
+ * other nodes 0..4; inside a band, least-allocated (more room left after the pod is higher)
+ * over the resources the pod requests. Unknown nodes and pods without the label score 0.
+ * Deterministic. COMMON_OK or COMMON_ENOMEM.
+ */
+enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *pod,
+                               const char *const *nodes, size_t n_nodes, int64_t *scores,
+                               struct common_error *err);
+
+/* ---- bind ---- */
+
+enum gang_bind_action {
+    GANG_BIND_HOLD = 1, /* keep the request open (suspend it); answered by a later RELEASE or by
+                           gang_tick */
+    GANG_BIND_RELEASE,  /* create the Binding of every entry of binds (this pod included), then
+                           answer each one's request: success, or the API's error */
+    GANG_BIND_REJECT    /* answer this request with reason as its Error */
+};
+
+/* One answer to a bind request: create the Binding (bind = 1) or fail it with reason. */
+struct gang_answer {
+    char uid[64];
+    char namespace[64];
+    char name[254];
+    char node[254];
+    char gang[320]; /* "namespace/name" of the PodGroup ("" for a pod of no gang) */
+    int bind;
+    char reason[GANG_REASON_MAX]; /* why it failed (bind = 0) */
+};
+
+struct gang_bind_result {
+    enum gang_bind_action action;
+    const char *reason;              /* REJECT: the Error; HOLD: why it waits */
+    const struct gang_answer *binds; /* RELEASE: n_binds entries, all with bind = 1 */
+    size_t n_binds;
+    int64_t deadline; /* HOLD: gang_tick fails the hold at this time at the latest */
+    int answers_pending;
+};
+
+/*
+ * gang_bind - the bind verb (ExtenderBindingArgs: pod namespace, name, uid, node). The pod must
+ * be in the books (else REJECT: the scheduler retries). The first hold of a gang re-checks that
+ * the whole gang still fits against other gangs' reservations (else REJECT, nothing held, no
+ * backoff). A duplicate bind of a held pod is REJECTed (the first hold stays). COMMON_OK with
+ * *res, or COMMON_ENOMEM (answer the request with an Error; nothing changed).
+ */
+enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name, const char *uid,
+                         const char *node, int64_t now, struct gang_bind_result *res,
+                         struct common_error *err);
+
+/*
+ * gang_bind_failed - creating the Binding of a released pod failed at the API server (not
+ * 409 AlreadyExists/Conflict, which the glue treats as bound): its capacity is returned; the
+ * scheduler retries the pod, which binds at once when the gang is still admitted.
+ */
+void gang_bind_failed(struct gang_state *s, const char *uid);
+
+/* ---- time ---- */
+
+/*
+ * gang_tick - advance to now: gangs past their deadline fail (every held bind answers with an
+ * error, the reservation is dropped, backoff starts); holding gangs whose quorum is met (after a
+ * PodGroup update) release; then every queued answer (from deletes, lost nodes, failures) is
+ * handed out: *answers has *n entries, valid until the next call. Call it at
+ * gang_next_deadline() and whenever a result says answers_pending. COMMON_OK.
+ */
+enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_answer **answers,
+                         size_t *n, struct common_error *err);
+
+/* gang_next_deadline - the earliest hold deadline, INT64_MAX when nothing is held. */
+int64_t gang_next_deadline(const struct gang_state *s);
+
+/* ---- status and introspection ---- */
+
+/* PodGroup status as the scheduler-plugins controller derives it (protocols.md 3.1/3.2); only
+ * fields of the upstream CRD. */
+struct gang_status {
+    const char *phase; /* "Pending", "Scheduling", "Running", "Finished", "Failed" */
+    int32_t running, succeeded, failed;
+    char occupied_by[320]; /* "<namespace>/<controller name>" of the first member by name */
+    int has_schedule_start;
+    int64_t schedule_start; /* start of the current or last attempt (first hold), ms */
+};
+
+/*
+ * gang_podgroup_status - derive the status of PodGroup ns/name from its member pods:
+ * fewer pods than minMember Pending; running + succeeded < minMember Scheduling; else Running;
+ * Failed when some failed and failed + running + succeeded >= minMember; Finished when
+ * succeeded >= minMember. COMMON_OK, COMMON_ENOTFOUND (no such PodGroup in the books).
+ */
+enum common_rc gang_podgroup_status(const struct gang_state *s, const char *ns, const char *name,
+                                    struct gang_status *out, struct common_error *err);
+
+struct gang_info {
+    int has_podgroup;
+    int32_t min_member;
+    uint32_t members;     /* pods with the label (any phase) */
+    uint32_t known;       /* not Failed, not deleting: what quorum counts */
+    uint32_t bound;       /* non-phased members bound at the API server */
+    uint32_t released;    /* released by us, not yet seen bound */
+    uint32_t held;        /* binds held */
+    uint32_t planned;     /* members planned but not held */
+    uint32_t phased_done; /* phased members bound or Succeeded */
+    int active;           /* holding: the plan is reserved */
+    int admitted;         /* bound + released > 0 */
+    int64_t deadline;     /* when active */
+    int64_t backoff_until;
+    uint32_t failures;  /* consecutive failed attempts */
+    const char *reason; /* why waiting ("" when nothing to say) */
+};
+
+/* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */
+enum common_rc gang_info(const struct gang_state *s, const char *ns, const char *name,
+                         struct gang_info *out, struct common_error *err);
+
+/*
+ * gang_check - recompute every derived number (node usage and reservations, cluster totals,
+ * gang counters, node references) from the records and compare. COMMON_OK or COMMON_ECONFLICT
+ * naming the first difference. For tests and debug builds; O(pods + nodes x resources).
+ */
+enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
+
+#endif

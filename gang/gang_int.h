@@ -1,0 +1,325 @@
+/*
+ * gang/gang_int.h - the records behind struct gang_state, shared by the files of gang/.
+ *
+ * Books: nodes live in slots (index = slot number, stable while any pod refers to the node);
+ * pods are keyed by uid, gangs by "namespace/name", node slots by name (open-addressing hash
+ * maps, map.c). Every number derived from a pod (node usage, node reservations, cluster totals,
+ * gang counters, the gang's per-node sibling counts, node references) is added by pod_attach
+ * and removed by pod_detach from what the pod recorded when attached, so a change is always
+ * detach, mutate, attach (books.c). gang_check recomputes them all.
+ */
+#ifndef GANG_GANG_INT_H
+#define GANG_GANG_INT_H
+
+#include <stdint.h>
+
+#include "gang/gang.h"
+
+#define NRES GANG_MAX_RESOURCES
+enum { RES_CPU = 0, RES_MEMORY, RES_EPHEMERAL, RES_PODS, RES_FIRST_EXT };
+
+/* ---- maps (map.c) ---- */
+
+struct gmap_entry {
+    const void *key; /* borrowed from the value's own record */
+    uint32_t len;
+    uint32_t hash;
+    void *val;
+};
+
+/* string (or byte) key -> pointer; linear probing with backward-shift deletion */
+struct gmap {
+    struct gmap_entry *e;
+    size_t cap, n; /* cap a power of two, or 0 */
+};
+
+void *gmap_get(const struct gmap *m, const void *key, size_t len);
+/* put or replace; the key must stay valid while in the map. 0 or -1 (out of memory) */
+int gmap_put(struct gmap *m, const void *key, size_t len, void *val);
+/* make room for one more put without allocating in it. 0 or -1 */
+int gmap_reserve(struct gmap *m);
+void gmap_del(struct gmap *m, const void *key, size_t len);
+void gmap_free(struct gmap *m);
+
+/* uint32 key -> uint32 count (the gang's members per node); no deletion */
+struct imap {
+    uint32_t *keys; /* key + 1, 0 = empty */
+    uint32_t *vals;
+    size_t cap, n;
+};
+
+uint32_t imap_get(const struct imap *m, uint32_t key);
+/* add delta to key's count (created at 0). 0 or -1 (out of memory, only when delta > 0 and the
+ * key is new) */
+int imap_add(struct imap *m, uint32_t key, int32_t delta);
+/* make room for k more keys without allocating in imap_add. 0 or -1 */
+int imap_reserve(struct imap *m, size_t k);
+void imap_free(struct imap *m);
+
+/* ---- packing one allocation (fit.c): run a fill twice, first with base NULL to size it ---- */
+
+struct packer {
+    char *base; /* NULL: only count */
+    size_t off;
+};
+
+/* size bytes aligned to 8; NULL while counting */
+void *pk_take(struct packer *pk, size_t size);
+/* a copy of s (NULL is ""); NULL while counting */
+char *pk_str(struct packer *pk, const char *s);
+
+/* ---- records ---- */
+
+struct gang_rq {
+    uint16_t id;
+    int64_t v;
+};
+
+/* A taint (copied). */
+struct gtaint {
+    const char *key, *value, *effect;
+};
+
+struct gnode {
+    char *name;
+    int32_t idx;
+    uint8_t present;
+    uint32_t refs;            /* pods whose node, planned, held or released field names this slot */
+    uint8_t in_gc;            /* queued for gc */
+    struct common_kv *labels; /* sorted by key */
+    uint32_t n_labels;
+    struct gtaint *taints;
+    uint32_t n_taints;
+    void *block; /* labels and taints strings */
+    int64_t alloc[NRES], used[NRES], resv[NRES];
+};
+
+/* A pod shape: requests and scheduling constraints, interned and shared by members. */
+struct gshape {
+    void *key; /* canonical bytes */
+    uint32_t key_len;
+    uint32_t refs;
+    struct gang_rq *req;
+    uint32_t n_req;
+    struct common_kv *selector;
+    uint32_t n_selector;
+    struct common_toleration *tols;
+    uint32_t n_tols;
+    struct common_node_selector_term *terms;
+    uint32_t n_terms;
+    void *block;
+};
+
+enum { PH_PENDING = 0, PH_RUNNING, PH_SUCCEEDED, PH_FAILED, PH_UNKNOWN };
+
+/* member flags (what the pod adds to its gang's counters) */
+enum {
+    F_MEMBER = 1u << 0,
+    F_KNOWN = 1u << 1,
+    F_PHASED = 1u << 2,
+    F_BOUND = 1u << 3,
+    F_RELEASED = 1u << 4,
+    F_HELD = 1u << 5,
+    F_PLANNED = 1u << 6,
+    F_DONE = 1u << 7,
+    F_ELIGIBLE = 1u << 8,
+    F_RUNNING = 1u << 9,
+    F_SUCCEEDED = 1u << 10,
+    F_FAILED = 1u << 11,
+    F_PHASED_KNOWN = 1u << 12
+};
+
+struct gang;
+
+struct gpod {
+    char *uid, *ns, *name;
+    char *gang_name;      /* label value, NULL when not a member */
+    char *rjob;           /* replicatedjob label, "" */
+    char *owner;          /* controller name, "" */
+    int32_t declared_min; /* GANG_MIN_MEMBER_LABEL, -1 when absent */
+    uint8_t phase;
+    uint8_t deleting;
+    int32_t node;     /* spec.nodeName slot, -1 */
+    int32_t planned;  /* -1 */
+    int32_t held;     /* -1 */
+    int32_t released; /* -1 */
+    int64_t hold_since;
+    struct gang *gang;
+    uint32_t member_idx;
+    struct gshape *shape; /* members only */
+    struct gang_rq *req;
+    uint32_t n_req;
+    /* what pod_attach added (pod_detach removes exactly this) */
+    uint8_t attached;
+    int32_t a_used, a_resv, a_place;
+    int32_t a_refs[4];
+    uint32_t a_flags;
+    int32_t a_declared;
+    struct gang *a_gang;
+    /* scratch for planning */
+    int32_t p_new;
+};
+
+struct gcounts {
+    uint32_t members, known, phased_known, bound, released, held, planned, done, eligible;
+    uint32_t running, succeeded, failed;
+};
+
+#define DECL_SLOTS 4
+
+struct gang {
+    char *key; /* "ns/name" */
+    char *ns;  /* points into key */
+    char *name;
+    /* PodGroup */
+    int has_pg;
+    int32_t min_member;
+    int32_t timeout_s;
+    int has_timeout;
+    int has_min_res;
+    struct gang_rq *min_res;
+    uint32_t n_min_res;
+    char **phased;
+    uint32_t n_phased;
+    /* members */
+    struct gpod **members;
+    uint32_t n_members, cap_members;
+    struct gcounts c;
+    int32_t decl_val[DECL_SLOTS];
+    uint32_t decl_cnt[DECL_SLOTS];
+    uint32_t decl_overflow;
+    struct imap place; /* node slot -> members placed there (bound, released, held, planned) */
+    /* attempt */
+    int active;
+    int32_t active_idx;
+    int64_t hold_start;
+    int64_t deadline;
+    int has_start;
+    int64_t last_start;
+    uint64_t plan_epoch;
+    int plan_valid;
+    int32_t excl[16];
+    uint32_t n_excl;
+    /* backoff */
+    int64_t backoff_until;
+    uint32_t failures;
+    char why[GANG_REASON_MAX];
+};
+
+struct gang_state {
+    struct gang_config cfg;
+    char **ignored;
+    size_t n_ignored;
+    int64_t eff_margin;
+    /* resources */
+    char *res_names[NRES];
+    char *res_short[NRES]; /* "Insufficient <name>" */
+    uint32_t n_res;
+    /* nodes */
+    struct gnode **nodes;
+    uint32_t n_nodes, cap_nodes;
+    int32_t *free_slots;
+    uint32_t n_free, cap_free;
+    struct gmap node_by_name;
+    int32_t *gc;
+    uint32_t n_gc, cap_gc;
+    int64_t tot_alloc[NRES], tot_used[NRES], tot_resv[NRES];
+    /* pods, gangs, shapes */
+    struct gmap pod_by_uid;
+    struct gmap gang_by_key;
+    struct gmap shape_by_key;
+    uint64_t n_pods;
+    /* active gangs */
+    struct gang **active;
+    uint32_t n_active, cap_active;
+    uint64_t resv_epoch;
+    /* answers: capacity reserved at hold time so queueing never allocates */
+    struct gang_answer *pending;
+    size_t n_pending, cap_pending;
+    struct gang_answer *out;
+    size_t n_out, cap_out;
+    struct gang_answer *binds; /* the RELEASE list of gang_bind */
+    size_t n_binds, cap_binds;
+    size_t n_held_total;
+    /* per-call reason buffers */
+    char why[GANG_REASON_MAX];
+    char why2[GANG_REASON_MAX];
+};
+
+/* ---- books.c ---- */
+
+int32_t node_slot_find(const struct gang_state *s, const char *name);
+void pod_attach(struct gang_state *s, struct gpod *p);
+void pod_detach(struct gang_state *s, struct gpod *p);
+void node_gc(struct gang_state *s);
+struct gpod *pod_find(const struct gang_state *s, const char *uid);
+struct gang *gang_find(const struct gang_state *s, const char *ns, const char *name);
+int pod_is_phased(const struct gang *g, const struct gpod *p);
+int gang_admitted(const struct gang *g);
+/* held + bound + released + phased done: what counts toward quorum now */
+uint32_t gang_progress(const struct gang *g);
+/* queue an error answer for held member p (capacity is reserved) */
+void answer_queue(struct gang_state *s, const struct gpod *p, int32_t node, int bind,
+                  const char *reason);
+/* room for pending answers (one per held pod plus pending_more) and binds_need RELEASE
+ * entries. 0 or -1 */
+int answers_reserve(struct gang_state *s, size_t pending_more, size_t binds_need);
+void answer_bind(struct gang_state *s, const struct gpod *p, int32_t node);
+int active_reserve(struct gang_state *s);
+/* the gang starts holding (room in s->active reserved by the caller) */
+void gang_activate(struct gang_state *s, struct gang *g, int64_t now);
+/* every held member binds now (into s->binds when to_binds, else queued answers) */
+void gang_release(struct gang_state *s, struct gang *g, int to_binds);
+/* end the attempt: held binds answer with reason; plans dropped; backoff when backoff != 0 */
+void gang_fail(struct gang_state *s, struct gang *g, int64_t now, int backoff, const char *reason);
+/* drop the plan of every unheld member (and the exclusions when the gang is not active) */
+void gang_drop_plan(struct gang_state *s, struct gang *g);
+/* the gang can still reach minMember with the members it has */
+int gang_completable(const struct gang *g);
+void gang_maybe_free(struct gang_state *s, struct gang *g);
+void set_why(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- fit.c ---- */
+
+/* static fit of shape on node: NULL when it matches, else a constant reason */
+const char *fit_static(const struct gshape *sh, const struct gnode *n);
+/* capacity: NULL when req fits in alloc - used - resv, else the "Insufficient x" string */
+const char *fit_capacity(const struct gang_state *s, const struct gang_rq *req, uint32_t n_req,
+                         const struct gnode *n);
+int fit_toleration_tolerates(const struct common_toleration *t, const struct gtaint *taint);
+/* intern a shape for pod cp; the caller owns one reference. NULL when out of memory */
+struct gshape *shape_intern(struct gang_state *s, const struct common_pod *cp,
+                            const struct gang_rq *req, uint32_t n_req);
+void shape_unref(struct gang_state *s, struct gshape *sh);
+/* resource id of name (interned when new and room is left); -1 when the table is full */
+int res_id(struct gang_state *s, const char *name, int intern);
+int res_ignored(const struct gang_state *s, const char *name);
+
+/* ---- plan.c ---- */
+
+struct plan_req {
+    struct gpod *pin; /* placed first on pin_node (a bind) */
+    int32_t pin_node;
+    struct gpod *restrict_pod; /* must land on one of cands (a filter) */
+    const int32_t *cands;
+    size_t n_cands;
+};
+
+struct plan_out {
+    int ok;
+    uint32_t placed;  /* held + newly planned */
+    uint32_t need;    /* minMember - bound - released - phased done */
+    int short_res;    /* a limiting resource id, -1 unknown */
+    int no_node;      /* no node matches the constraints of some shape */
+    int pod_unplaced; /* the restricted member fits none of its candidates */
+};
+
+/*
+ * plan_gang - plan every eligible member of g (sticky: a member keeps its planned node when it
+ * still fits and is not excluded). Committed only when ok; on failure nothing changes. Returns
+ * 0, or -1 when out of memory.
+ */
+int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq,
+              struct plan_out *out);
+
+#endif

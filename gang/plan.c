@@ -1,0 +1,406 @@
+/*
+ * gang/plan.c - place a whole gang onto nodes.
+ *
+ * Capacity for the gang on a node is allocatable - used - reserved (other gangs' holds and
+ * plans, and this gang's held members), plus this gang's own current plan when it is
+ * reserved. Order of placement, all deterministic:
+ *   1. the pinned member (a bind on a given node);
+ *   2. sticky: members keep their planned node while it fits and is not excluded;
+ *   3. the restricted member (a filter) on the best of its candidates: most siblings there,
+ *      then the tightest fit, then the name;
+ *   4. the rest, one pod shape at a time (largest shape first): nodes sorted by how many pods
+ *      of the shape they hold (most first, then name); while the remainder does not fit on one
+ *      node, fill the node that holds the most; the remainder goes on the tightest node that
+ *      holds all of it. So a gang lands on the fewest nodes, and its tail on a node it fills.
+ * The plan succeeds when held + planned >= minMember - bound - released - phased done; on
+ * failure nothing changes and the limiting resource is reported. Greedy, not optimal for mixed
+ * shapes; O(members log members + shapes x nodes log nodes).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "gang/gang_int.h"
+
+struct pctx {
+    struct gang_state *s;
+    struct gang *g;
+    struct gpod **e; /* eligible members, by name */
+    int32_t *assign;
+    uint32_t n_e;
+    int ids[NRES]; /* resource id -> column, -1 */
+    uint32_t u;
+    int64_t *avail; /* n_nodes x u */
+    uint8_t *usable;
+    const struct gshape **tried;
+    uint32_t n_tried;
+};
+
+#define SKIP (-2) /* assign: the restricted member that fits none of its candidates */
+
+struct cand {
+    int32_t node;
+    int64_t fits;
+    const char *name;
+};
+
+static int cmp_pod(const void *a, const void *b)
+{
+    const struct gpod *x = *(struct gpod *const *)a, *y = *(struct gpod *const *)b;
+    int c = strcmp(x->name, y->name);
+
+    return c ? c : strcmp(x->uid, y->uid);
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+
+    if (x->fits != y->fits)
+        return x->fits > y->fits ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int64_t *av(const struct pctx *c, int32_t node)
+{
+    return c->avail + (size_t)node * c->u;
+}
+
+/* copies of shape sh that fit on node (capped at cap), 0 when it does not match */
+static int64_t copies(const struct pctx *c, const struct gshape *sh, int32_t node, int64_t cap)
+{
+    const int64_t *a;
+    int64_t f = cap;
+
+    if (!c->usable[node] || fit_static(sh, c->s->nodes[node]))
+        return 0;
+    a = av(c, node);
+    for (uint32_t i = 0; i < sh->n_req && f > 0; i++) {
+        int64_t v = sh->req[i].v, q;
+        if (v <= 0)
+            continue;
+        q = a[c->ids[sh->req[i].id]];
+        q = q > 0 ? q / v : 0;
+        if (q < f)
+            f = q;
+    }
+    return f;
+}
+
+static void consume(struct pctx *c, uint32_t e, int32_t node)
+{
+    const struct gshape *sh = c->e[e]->shape;
+    int64_t *a = av(c, node);
+
+    for (uint32_t i = 0; i < sh->n_req; i++)
+        a[c->ids[sh->req[i].id]] -= sh->req[i].v;
+    c->assign[e] = node;
+}
+
+static uint32_t find_e(const struct pctx *c, const struct gpod *p)
+{
+    for (uint32_t i = 0; i < c->n_e; i++)
+        if (c->e[i] == p)
+            return i;
+    return UINT32_MAX;
+}
+
+static int64_t shape_weight(const struct gshape *sh, int id)
+{
+    for (uint32_t i = 0; i < sh->n_req; i++)
+        if (sh->req[i].id == id)
+            return sh->req[i].v;
+    return 0;
+}
+
+/* larger shapes first: extended resources, then cpu, then memory, then the key bytes */
+static int cmp_shape(const struct gshape *a, const struct gshape *b)
+{
+    int64_t xa = 0, xb = 0;
+
+    for (uint32_t i = 0; i < a->n_req; i++)
+        if (a->req[i].id >= RES_FIRST_EXT)
+            xa += a->req[i].v;
+    for (uint32_t i = 0; i < b->n_req; i++)
+        if (b->req[i].id >= RES_FIRST_EXT)
+            xb += b->req[i].v;
+    if (xa != xb)
+        return xa > xb ? -1 : 1;
+    if (shape_weight(a, RES_CPU) != shape_weight(b, RES_CPU))
+        return shape_weight(a, RES_CPU) > shape_weight(b, RES_CPU) ? -1 : 1;
+    if (shape_weight(a, RES_MEMORY) != shape_weight(b, RES_MEMORY))
+        return shape_weight(a, RES_MEMORY) > shape_weight(b, RES_MEMORY) ? -1 : 1;
+    if (a->key_len != b->key_len)
+        return a->key_len < b->key_len ? -1 : 1;
+    return memcmp(a->key, b->key, a->key_len);
+}
+
+/* the resource of sh with the fewest copies over the usable matching nodes */
+static void shortage(const struct pctx *c, const struct gshape *sh, struct plan_out *out)
+{
+    int64_t best = INT64_MAX;
+    int matched = 0;
+
+    for (uint32_t i = 0; i < sh->n_req; i++) {
+        int64_t total = 0, v = sh->req[i].v;
+        if (v <= 0)
+            continue;
+        for (uint32_t n = 0; n < c->s->n_nodes; n++) {
+            int64_t q;
+            if (!c->usable[n] || fit_static(sh, c->s->nodes[n]))
+                continue;
+            matched = 1;
+            q = av(c, (int32_t)n)[c->ids[sh->req[i].id]];
+            total += q > 0 ? q / v : 0;
+        }
+        if (total < best) {
+            best = total;
+            out->short_res = sh->req[i].id;
+        }
+    }
+    out->no_node = !matched;
+}
+
+/* step 4 for the unassigned members of shape sh; returns -1 when out of memory */
+static int place_shape(struct pctx *c, const struct gshape *sh)
+{
+    uint32_t k = 0, nc = 0, j = 0, i = 0;
+    struct cand *cs;
+
+    for (uint32_t e = 0; e < c->n_e; e++)
+        k += c->e[e]->shape == sh && c->assign[e] == -1;
+    if (!k)
+        return 0;
+    cs = common_malloc((c->s->n_nodes ? c->s->n_nodes : 1) * sizeof(*cs));
+    if (!cs)
+        return -1;
+    for (uint32_t n = 0; n < c->s->n_nodes; n++) {
+        int64_t f = copies(c, sh, (int32_t)n, k);
+        if (f > 0)
+            cs[nc++] = (struct cand){(int32_t)n, f, c->s->nodes[n]->name};
+    }
+    qsort(cs, nc, sizeof(*cs), cmp_cand);
+    while (k > 0 && i < nc) {
+        int32_t node;
+        int64_t take;
+        if (cs[i].fits >= k) {
+            /* the tightest node holding all of the remainder: the last run with fits >= k,
+             * first by name inside it */
+            uint32_t last = i, first;
+            while (last + 1 < nc && cs[last + 1].fits >= k)
+                last++;
+            first = last;
+            while (first > i && cs[first - 1].fits == cs[last].fits)
+                first--;
+            node = cs[first].node;
+            take = k;
+        } else {
+            node = cs[i].node;
+            take = cs[i].fits;
+            i++;
+        }
+        for (; j < c->n_e && take > 0; j++)
+            if (c->e[j]->shape == sh && c->assign[j] == -1) {
+                consume(c, j, node);
+                take--;
+                k--;
+            }
+        if (take > 0)
+            break;
+    }
+    common_free(cs);
+    return 0;
+}
+
+int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, struct plan_out *out)
+{
+    struct pctx c;
+    int rc = -1;
+    uint32_t placed, n_new = 0;
+    int64_t need;
+    const struct gshape *failed_shape = NULL;
+
+    memset(out, 0, sizeof(*out));
+    out->short_res = -1;
+    memset(&c, 0, sizeof(c));
+    c.s = s;
+    c.g = g;
+    need = (int64_t)g->min_member - g->c.bound - g->c.released - g->c.done;
+    out->need = need > 0 ? (uint32_t)need : 0;
+    for (int i = 0; i < NRES; i++)
+        c.ids[i] = -1;
+    c.e = common_malloc((g->n_members ? g->n_members : 1) * sizeof(*c.e));
+    c.assign = common_malloc((g->n_members ? g->n_members : 1) * sizeof(*c.assign));
+    c.tried = common_malloc((g->n_members ? g->n_members : 1) * sizeof(*c.tried));
+    if (!c.e || !c.assign || !c.tried)
+        goto out;
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        struct gpod *p = g->members[i];
+        if (!(p->a_flags & F_ELIGIBLE))
+            continue;
+        c.assign[c.n_e] = -1;
+        c.e[c.n_e++] = p;
+        for (uint32_t k = 0; k < p->shape->n_req; k++)
+            if (c.ids[p->shape->req[k].id] < 0)
+                c.ids[p->shape->req[k].id] = (int)c.u++;
+    }
+    qsort(c.e, c.n_e, sizeof(*c.e), cmp_pod);
+    c.avail =
+        common_calloc((size_t)(s->n_nodes ? s->n_nodes : 1) * (c.u ? c.u : 1), sizeof(int64_t));
+    c.usable = common_calloc(s->n_nodes ? s->n_nodes : 1, 1);
+    if (!c.avail || !c.usable)
+        goto out;
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        const struct gnode *nd = s->nodes[n];
+        int64_t *a = av(&c, (int32_t)n);
+        if (!nd || !nd->present)
+            continue;
+        c.usable[n] = 1;
+        for (int id = 0; id < NRES; id++)
+            if (c.ids[id] >= 0)
+                a[c.ids[id]] = nd->alloc[id] - nd->used[id] - nd->resv[id];
+    }
+    for (uint32_t i = 0; i < g->n_excl; i++)
+        if (g->excl[i] >= 0 && (uint32_t)g->excl[i] < s->n_nodes)
+            c.usable[g->excl[i]] = 0;
+    /* this gang's own reserved plan is capacity it may rearrange */
+    for (uint32_t e = 0; e < c.n_e; e++) {
+        const struct gpod *p = c.e[e];
+        if (p->a_resv < 0)
+            continue;
+        for (uint32_t k = 0; k < p->n_req; k++)
+            av(&c, p->a_resv)[c.ids[p->req[k].id]] += p->req[k].v;
+    }
+    /* 1. pin */
+    if (rq && rq->pin) {
+        uint32_t e = find_e(&c, rq->pin);
+        if (e == UINT32_MAX)
+            goto fail_e;
+        if (rq->pin_node < 0 || copies(&c, rq->pin->shape, rq->pin_node, 1) < 1) {
+            failed_shape = rq->pin->shape;
+            goto fail;
+        }
+        consume(&c, e, rq->pin_node);
+    }
+    /* 2. sticky */
+    for (uint32_t e = 0; e < c.n_e; e++) {
+        int32_t old = c.e[e]->planned;
+        if (c.assign[e] < 0 && old >= 0 && copies(&c, c.e[e]->shape, old, 1) >= 1)
+            consume(&c, e, old);
+    }
+    /* 3. restricted member on one of its candidates */
+    if (rq && rq->restrict_pod) {
+        uint32_t e = find_e(&c, rq->restrict_pod);
+        int32_t best = -1;
+        uint32_t best_sib = 0;
+        int64_t best_fits = 0;
+        if (e == UINT32_MAX)
+            goto fail_e;
+        if (c.assign[e] >= 0) {
+            int in = 0;
+            for (size_t i = 0; i < rq->n_cands && !in; i++)
+                in = rq->cands[i] == c.assign[e];
+            if (!in) /* sticky put it where the scheduler cannot: take it back */
+                for (uint32_t k = 0; k < c.e[e]->shape->n_req; k++)
+                    av(&c, c.assign[e])[c.ids[c.e[e]->shape->req[k].id]] += c.e[e]->shape->req[k].v;
+            if (!in)
+                c.assign[e] = -1;
+        }
+        for (size_t i = 0; i < rq->n_cands && c.assign[e] < 0; i++) {
+            int32_t n = rq->cands[i];
+            int64_t f;
+            uint32_t sib;
+            if (n < 0)
+                continue;
+            f = copies(&c, c.e[e]->shape, n, INT64_MAX);
+            if (f < 1)
+                continue;
+            sib = imap_get(&g->place, (uint32_t)n);
+            if (best < 0 || sib > best_sib || (sib == best_sib && f < best_fits) ||
+                (sib == best_sib && f == best_fits &&
+                 strcmp(s->nodes[n]->name, s->nodes[best]->name) < 0)) {
+                best = n;
+                best_sib = sib;
+                best_fits = f;
+            }
+        }
+        if (c.assign[e] < 0 && best >= 0) {
+            consume(&c, e, best);
+        } else if (c.assign[e] < 0) {
+            /* no candidate has room: the gang may still complete without it (a member beyond
+             * minMember); it must not be planned off its candidates */
+            c.assign[e] = SKIP;
+            out->pod_unplaced = 1;
+            failed_shape = c.e[e]->shape;
+        }
+    }
+    /* 4. the rest, each shape once, largest first */
+    for (;;) {
+        const struct gshape *next = NULL;
+        for (uint32_t e = 0; e < c.n_e; e++) {
+            const struct gshape *sh = c.e[e]->shape;
+            int tried = 0;
+            if (c.assign[e] != -1)
+                continue;
+            for (uint32_t t = 0; t < c.n_tried && !tried; t++)
+                tried = c.tried[t] == sh;
+            if (!tried && (!next || cmp_shape(sh, next) < 0))
+                next = sh;
+        }
+        if (!next)
+            break;
+        c.tried[c.n_tried++] = next;
+        if (place_shape(&c, next))
+            goto out;
+    }
+    placed = g->c.held;
+    for (uint32_t e = 0; e < c.n_e; e++)
+        if (c.assign[e] >= 0) {
+            placed++;
+            n_new++;
+        }
+    out->placed = placed;
+    if ((int64_t)placed < need) {
+        if (!failed_shape)
+            for (uint32_t e = 0; e < c.n_e && !failed_shape; e++)
+                if (c.assign[e] < 0)
+                    failed_shape = c.e[e]->shape;
+        goto fail;
+    }
+    /* commit */
+    if (imap_reserve(&g->place, n_new))
+        goto out;
+    for (uint32_t e = 0; e < c.n_e; e++) {
+        struct gpod *p = c.e[e];
+        int32_t to = c.assign[e] >= 0 ? c.assign[e] : -1;
+        if (p->planned == to)
+            continue;
+        pod_detach(s, p);
+        p->planned = to;
+        pod_attach(s, p);
+    }
+    if (g->active)
+        s->resv_epoch++;
+    g->plan_valid = 1;
+    g->plan_epoch = s->resv_epoch;
+    out->ok = 1;
+    node_gc(s);
+    rc = 0;
+    goto out;
+fail:
+    out->placed = g->c.held;
+    for (uint32_t e = 0; e < c.n_e; e++)
+        out->placed += c.assign[e] >= 0;
+    if (failed_shape)
+        shortage(&c, failed_shape, out);
+fail_e:
+    out->ok = 0;
+    rc = 0;
+out:
+    common_free(c.e);
+    common_free(c.assign);
+    common_free(c.tried);
+    common_free(c.avail);
+    common_free(c.usable);
+    return rc;
+}
