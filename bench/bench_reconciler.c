@@ -46,8 +46,10 @@
  * verb (rc_get_stats for B; counted for A) and the requests the API server counted by verb and
  * resource (apiserver_request_total from GET /metrics, before and after the phase), per
  * TrainJob. Then the ratio reconciler/direct per round, medians and best over R rounds.
- * Cleanup: the namespaces are emptied (deletecollection) and deleted, finalized by hand when
- * no namespace controller runs; --keep leaves them.
+ * Cleanup: the namespaces are emptied (deletecollection, children before their owners, so
+ * kube-controller-manager's garbage collector has no cascade whose retries would reach into
+ * the next round) and deleted, finalized by hand when no namespace controller runs; --keep
+ * leaves them.
  *
  * Run: . /tmp/tb-bench2/env; ./build-bench/bench/bench_reconciler [--trainjobs N]
  *      [--workers W] [--rounds R] [--no-suspend] [--keep]   (scripts/bench-reconciler.sh)

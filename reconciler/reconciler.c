@@ -325,6 +325,32 @@ static void on_delete(void *ctx, const void *old_item)
 }
 
 /*
+ * Every cached object without metadata.managedFields (nothing here reads them; they are about
+ * half of a cached TrainJob, JobSet or PodGroup): a shallow copy sharing every other value.
+ */
+static enum common_rc strip_from_json(const json_t *obj, void **item, struct common_error *err)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    json_t *copy, *mcopy;
+
+    if (!json_is_string(json_object_get(meta, "name")))
+        return common_error_set(err, COMMON_EINVAL, "object without metadata.name");
+    if (!json_object_get(meta, "managedFields")) {
+        *item = json_incref((json_t *)obj);
+        return COMMON_OK;
+    }
+    copy = json_copy((json_t *)obj);
+    mcopy = json_copy((json_t *)meta);
+    if (!copy || !mcopy || json_object_del(mcopy, "managedFields") ||
+        json_object_set_new(copy, "metadata", mcopy)) {
+        json_decref(copy);
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    *item = copy;
+    return COMMON_OK;
+}
+
+/*
  * ConfigMaps: every ConfigMap of the cluster passes through this watch, so only those a
  * TrainJob controls are kept whole; the others are kept as their bare metadata (name,
  * namespace, resourceVersion) so the cache stays small.
@@ -336,10 +362,8 @@ static enum common_rc cm_from_json(const json_t *obj, void **item, struct common
 
     if (!json_is_string(json_object_get(meta, "name")))
         return common_error_set(err, COMMON_EINVAL, "object without metadata.name");
-    if (rc_controller_owner(obj, NULL, NULL)) {
-        *item = json_incref((json_t *)obj);
-        return COMMON_OK;
-    }
+    if (rc_controller_owner(obj, NULL, NULL))
+        return strip_from_json(obj, item, err);
     slim = json_pack("{s:{s:O?, s:O?, s:O?}}", "metadata", "name", json_object_get(meta, "name"),
                      "namespace", json_object_get(meta, "namespace"), "resourceVersion",
                      json_object_get(meta, "resourceVersion"));
@@ -1005,8 +1029,7 @@ static enum common_rc start_informer(struct rc_reconciler *r, enum inf_kind kind
     s->r = r;
     s->kind = kind;
     common_informer_json_ops(&s->ops, name, res);
-    if (kind == INF_CM)
-        s->ops.from_json = cm_from_json;
+    s->ops.from_json = kind == INF_CM ? cm_from_json : strip_from_json;
     io.namespace = res->namespaced ? r->o.namespace : NULL;
     rc = common_informer_create(r->o.kube, &s->ops, &h, &io, &s->inf, err);
     if (rc)
