@@ -18,7 +18,9 @@
  *     takes namespaces labelled trainsched.io/e2e-webhook-pods=main (the first); one more
  *     MutatingWebhookConfiguration (the manifest's pod webhook alone, pointed at daemon "sched")
  *     takes =sched (the second);
- *   - probes (dry-run creates) until every webhook of every configuration answers.
+ *   - probes (dry-run creates) until every webhook of every configuration answers;
+ *   - a third namespace (ns3) labelled trainsched.io/e2e-webhook=<run id>-boot, which none of the
+ *     configurations above selects, with its TrainingRuntime "rt", for bootstrap_converges.
  * The unchecked teardown deletes the configurations first (failurePolicy Fail), whatever the
  * tests did; main() runs it again when the setup itself failed (Check skips the teardown then).
  * It also SIGKILLs the daemons and drops the namespaces; when a test failed the daemons' logs
@@ -37,6 +39,15 @@
  *                                  plain pod is untouched, the "sched" daemon sets schedulerName
  *   dry_run_mutates_stores_nothing dryRun=All returns the mutated object, GET is 404; invalid
  *                                  dry-runs are denied; every webhook says sideEffects None
+ *   bootstrap_converges            case C58: the shipped configurations registered as shipped
+ *                                  (service trainsched-controller.trainsched-system, which does
+ *                                  not exist, caBundle "") and limited to ns3: a plain pod (the
+ *                                  controller Deployment's labels) is not sent, a gang pod is sent,
+ *                                  fails open and stays as it was, a TrainJob is refused with the
+ *                                  call error naming the webhook; once the clientConfig points at
+ *                                  daemon "main" the TrainJob is admitted and gang pods mutated.
+ *                                  These configurations are deleted by the test, by the checked
+ *                                  teardown (CK_FORK=no) and by the runner's teardown
  *   certificate_reload             tls.crt/tls.key replaced by a pair from the same CA while
  *                                  TrainJobs are created in a loop: the new serial is served on
  *                                  new connections within the reload period, zero failures
@@ -98,7 +109,11 @@ static char ns[128], ns2[128];
 static char kubeconfig[512];
 static char certdir[512], certdir2[512];
 static char cfg_name[128], cfg_sched[128];
-static int cfg_made; /* setup got as far as naming the configurations */
+static int cfg_made;       /* setup got as far as naming the configurations */
+static char ns3[128];      /* bootstrap_converges' namespace */
+static char boot_id[80];   /* its RUN_LABEL value: "<run id>-boot" */
+static char cfg_boot[128]; /* bootstrap_converges' configurations (both kinds) */
+static int boot_made;      /* this process created them (checked teardown, CK_FORK=no) */
 static int cleaned;
 
 struct daemon {
@@ -779,10 +794,9 @@ static int cluster_scoped(const json_t *wh)
     return 0;
 }
 
-/* Turn one shipped webhook into this run's: url to port, caBundle, selectors. pod_label: the
- * POD_LABEL value for the pod webhook. Its clientConfig.service.path goes into path. */
-static void localize(json_t *wh, int port, const char *ca_b64, const char *pod_label, char *path,
-                     size_t size)
+/* clientConfig.service of one webhook -> url https://127.0.0.1:<port><its path> and caBundle;
+ * the path goes into path */
+static void point_at(json_t *wh, int port, const char *ca_b64, char *path, size_t size)
 {
     json_t *cc = json_object_get(wh, "clientConfig");
     const char *p = json_string_value(path_get(cc, "service.path"));
@@ -794,6 +808,14 @@ static void localize(json_t *wh, int port, const char *ca_b64, const char *pod_l
     json_object_del(cc, "service");
     json_object_set_new(cc, "url", json_string(url));
     json_object_set_new(cc, "caBundle", json_string(ca_b64));
+}
+
+/* Turn one shipped webhook into this run's: url to port, caBundle, selectors. pod_label: the
+ * POD_LABEL value for the pod webhook. Its clientConfig.service.path goes into path. */
+static void localize(json_t *wh, int port, const char *ca_b64, const char *pod_label, char *path,
+                     size_t size)
+{
+    point_at(wh, port, ca_b64, path, size);
     if (cluster_scoped(wh)) {
         add_match_label(wh, "objectSelector", RUN_LABEL, run_id);
     } else {
@@ -815,12 +837,25 @@ static void name_config(json_t *cfg, const char *name)
     json_object_set_new(labels, "trainsched.io/e2e", json_string("webhook"));
 }
 
+/* the base64 of the CA that signed the daemons' certificates (in a) */
+static char *ca_bundle(struct common_arena *a)
+{
+    char file[600], *ca, *b64;
+    snprintf(file, sizeof(file), "%s/ca.crt", certdir);
+    ca = read_text(file);
+    ck_assert_msg(strstr(ca, "BEGIN CERTIFICATE") != NULL, "%s: no certificate", file);
+    b64 = common_certs_base64(a, ca, strlen(ca));
+    ck_assert_ptr_nonnull(b64);
+    free(ca);
+    return b64;
+}
+
 static void create_configs(void)
 {
     struct common_yaml_docs docs;
     struct common_error err;
     struct common_arena *a = common_arena_create(0);
-    char file[600], *ca, *ca_b64;
+    char file[600], *ca_b64;
     int seen_paths = 0, nmut = 0, nval = 0;
     json_t *sched = NULL;
     static const char *const want_paths[] = {"/validate-trainjob", "/validate-trainingruntime",
@@ -828,12 +863,7 @@ static void create_configs(void)
                                              "/mutate-pod"};
 
     ck_assert_ptr_nonnull(a);
-    snprintf(file, sizeof(file), "%s/ca.crt", certdir);
-    ca = read_text(file);
-    ck_assert_msg(strstr(ca, "BEGIN CERTIFICATE") != NULL, "%s: no certificate", file);
-    ca_b64 = common_certs_base64(a, ca, strlen(ca));
-    ck_assert_ptr_nonnull(ca_b64);
-    free(ca);
+    ca_b64 = ca_bundle(a);
 
     snprintf(file, sizeof(file), "%s/manifests/webhook/webhooks.yaml", TS_SOURCE_DIR);
     ck_assert_msg(common_yaml_load_file(file, NULL, &docs, &err) == COMMON_OK, "%s", err.msg);
@@ -897,22 +927,32 @@ static void create_configs(void)
     common_arena_destroy(a);
 }
 
+/* delete one configuration (gone already is fine), retrying; no Check calls. Returns the last
+ * code (COMMON_ENOTFOUND as COMMON_OK), the message into err. */
+static enum common_rc delete_config(struct common_kube *c, const struct common_kube_resource *r,
+                                    const char *name, struct common_error *err)
+{
+    enum common_rc rc = COMMON_OK;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        rc = common_kube_delete(c, r, NULL, name, NULL, NULL, NULL, err);
+        if (rc == COMMON_OK || rc == COMMON_ENOTFOUND)
+            return COMMON_OK;
+        fprintf(stderr, "deleting %s %s: %s (retrying)\n", r->resource, name, err->msg);
+        nap(1000);
+    }
+    return rc;
+}
+
+/* every configuration of this run, bootstrap_converges' included (it may have failed before
+ * deleting them) */
 static void delete_configs(struct common_kube *c)
 {
-    const struct common_kube_resource *rs[] = {&vwcs, &mwcs, &mwcs};
-    const char *names[] = {cfg_name, cfg_name, cfg_sched};
-    for (int i = 0; i < 3; i++) {
+    const struct common_kube_resource *rs[] = {&vwcs, &mwcs, &mwcs, &vwcs, &mwcs};
+    const char *names[] = {cfg_name, cfg_name, cfg_sched, cfg_boot, cfg_boot};
+    for (int i = 0; i < 5; i++) {
         struct common_error err;
-        enum common_rc rc;
-        if (!names[i][0])
-            continue;
-        for (int attempt = 0; attempt < 5; attempt++) {
-            rc = common_kube_delete(c, rs[i], NULL, names[i], NULL, NULL, NULL, &err);
-            if (rc == COMMON_OK || rc == COMMON_ENOTFOUND)
-                break;
-            fprintf(stderr, "deleting %s %s: %s (retrying)\n", rs[i]->resource, names[i], err.msg);
-            nap(1000);
-        }
+        if (names[i][0])
+            delete_config(c, rs[i], names[i], &err);
     }
 }
 
@@ -1081,7 +1121,7 @@ static void mark_passed(void)
     fclose(f);
 }
 
-#define NTESTS 7
+#define NTESTS 8
 
 static int passed_count(void)
 {
@@ -1095,13 +1135,17 @@ static int passed_count(void)
     return n;
 }
 
-static void label_ns(const char *name, const char *pods)
+/* RUN_LABEL=run and (pods not NULL) POD_LABEL=pods on namespace name */
+static void label_ns(const char *name, const char *run, const char *pods)
 {
     struct common_error err;
     char body[512];
     json_t *out = NULL;
-    snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\",\"%s\":\"%s\"}}}",
-             RUN_LABEL, run_id, POD_LABEL, pods);
+    if (pods)
+        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\",\"%s\":\"%s\"}}}",
+                 RUN_LABEL, run, POD_LABEL, pods);
+    else
+        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", RUN_LABEL, run);
     ck_assert_msg(common_kube_patch(admin, &common_kube_namespaces, NULL, name,
                                     COMMON_KUBE_MERGE_PATCH, body, NULL, &out, &err) == COMMON_OK,
                   "label namespace %s: %s", name, err.msg);
@@ -1116,18 +1160,23 @@ static void outer_setup(void)
     snprintf(run_id, sizeof(run_id), "wh-%ld-%d", (long)time(NULL) % 100000, rand() % 100000);
     snprintf(cfg_name, sizeof(cfg_name), "trainsched-e2e-%s", run_id);
     snprintf(cfg_sched, sizeof(cfg_sched), "trainsched-e2e-%s-sched", run_id);
+    snprintf(cfg_boot, sizeof(cfg_boot), "trainsched-e2e-%s-boot", run_id);
+    snprintf(boot_id, sizeof(boot_id), "%s-boot", run_id);
     snprintf(certdir, sizeof(certdir), "%s/certs", tmpdir);
     snprintf(certdir2, sizeof(certdir2), "%s/certs2", tmpdir);
     admin = e2e_client(20000, 0);
     write_sa_kubeconfig();
     e2e_make_ns(admin, "wh", ns, sizeof(ns));
     e2e_make_ns(admin, "wh2", ns2, sizeof(ns2));
-    label_ns(ns, "main");
-    label_ns(ns2, "sched");
+    e2e_make_ns(admin, "whboot", ns3, sizeof(ns3));
+    label_ns(ns, run_id, "main");
+    label_ns(ns2, run_id, "sched");
+    label_ns(ns3, boot_id, NULL);
     /* runtimes before the daemons, so their caches hold them once ready */
     json_decref(create_ok(&common_kube_trainingruntimes, ns, runtime("rt", ns, 1, ""), 0));
     json_decref(create_ok(&common_kube_trainingruntimes, ns2, runtime("rt", ns2, 1, ""), 0));
     json_decref(create_ok(&common_kube_trainingruntimes, ns2, runtime("elsewhere", ns2, 1, ""), 0));
+    json_decref(create_ok(&common_kube_trainingruntimes, ns3, runtime("rt", ns3, 1, ""), 0));
 
     make_certs(certdir, NULL);
     make_certs(certdir2, certdir); /* same CA, so one caBundle serves both daemons */
@@ -1205,6 +1254,8 @@ static void cleanup_all(void)
         e2e_drop_ns(c, ns);
     if (ns2[0] && c)
         e2e_drop_ns(c, ns2);
+    if (ns3[0] && c)
+        e2e_drop_ns(c, ns3);
     common_kube_client_destroy(c);
     if (ok) {
         char cmd[400];
@@ -1229,6 +1280,13 @@ static void setup(void)
 
 static void teardown(void)
 {
+    struct common_error err;
+    /* reached after a failure only with CK_FORK=no; with fork the runner's teardown does it */
+    if (boot_made && admin) {
+        delete_config(admin, &mwcs, cfg_boot, &err);
+        delete_config(admin, &vwcs, cfg_boot, &err);
+        boot_made = 0;
+    }
     common_kube_client_destroy(admin);
     admin = NULL;
 }
@@ -1483,6 +1541,293 @@ START_TEST(dry_run_mutates_stores_nothing)
 }
 END_TEST
 
+/* ---- case C58: the shipped configurations registered before the webhook is up ---- */
+
+#define BOOT_SERVICE "trainsched-controller"
+#define BOOT_SERVICE_NS "trainsched-system"
+#define FAIL_OPEN "apiserver_admission_webhook_fail_open_count"
+
+/* the sum of the series of `name` in the API server's own /metrics (0: none yet) */
+static double apiserver_metric(const char *name, const char *labels)
+{
+    struct common_buf b;
+    struct common_error err;
+    long status = 0;
+    double v;
+    common_buf_init(&b, (size_t)64 << 20);
+    ck_assert_msg(common_kube_request(admin, "GET", "/metrics", NULL, NULL, 0, "text/plain", &b,
+                                      &status, &err) == COMMON_OK,
+                  "GET /metrics of the API server: %s", err.msg);
+    v = metric(b.data ? b.data : "", name, labels);
+    common_buf_free(&b);
+    return v;
+}
+
+/* the API server refused the write because it could not call `webhook` (not a denial) */
+static int call_failed(enum common_rc rc, const struct common_error *err, const char *webhook)
+{
+    char needle[200];
+    snprintf(needle, sizeof(needle), "failed calling webhook \"%s\"", webhook);
+    return rc != COMMON_OK && strstr(err->msg, needle) != NULL;
+}
+
+/* The configurations of manifests/webhook/webhooks.yaml as shipped (clientConfig.service
+ * trainsched-controller.trainsched-system, which the bed does not have, caBundle ""), named
+ * cfg_boot and limited to ns3: RUN_LABEL=boot_id merged into the namespaceSelector of each
+ * namespaced webhook, into the objectSelector of the cluster-scoped one. The API's copies into
+ * created[0] (mutating) and created[1] (validating). */
+static void create_boot_configs(json_t *created[2])
+{
+    struct common_yaml_docs docs;
+    struct common_error err;
+    char file[600];
+
+    snprintf(file, sizeof(file), "%s/manifests/webhook/webhooks.yaml", TS_SOURCE_DIR);
+    ck_assert_msg(common_yaml_load_file(file, NULL, &docs, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(docs.n == 2, "%s: %zu documents, want 2", file, docs.n);
+    for (size_t i = 0; i < docs.n; i++) {
+        json_t *cfg = docs.docs[i], *wh;
+        const char *kind = json_string_value(json_object_get(cfg, "kind"));
+        int idx = kind && strcmp(kind, "MutatingWebhookConfiguration") == 0 ? 0 : 1;
+        size_t j;
+        ck_assert_ptr_null(created[idx]);
+        json_array_foreach(json_object_get(cfg, "webhooks"), j, wh)
+        {
+            const json_t *cc = json_object_get(wh, "clientConfig");
+            /* what a fresh install registers: the Service, and no CA injected yet */
+            ck_assert_msg(strcmp(path_str(cc, "service.name"), BOOT_SERVICE) == 0 &&
+                              strcmp(path_str(cc, "service.namespace"), BOOT_SERVICE_NS) == 0 &&
+                              !json_object_get(cc, "url"),
+                          "%s: webhook %s is not served by Service %s/%s", file,
+                          path_str(wh, "name"), BOOT_SERVICE_NS, BOOT_SERVICE);
+            ck_assert_msg(strcmp(path_str(cc, "caBundle"), "") == 0, "%s: webhook %s: caBundle %s",
+                          file, path_str(wh, "name"), path_str(cc, "caBundle"));
+            add_match_label(wh, cluster_scoped(wh) ? "objectSelector" : "namespaceSelector",
+                            RUN_LABEL, boot_id);
+        }
+        name_config(cfg, cfg_boot);
+        boot_made = 1;
+        ck_assert_msg(common_kube_create(admin, idx ? &vwcs : &mwcs, NULL, cfg, NULL, &created[idx],
+                                         &err) == COMMON_OK,
+                      "create %s %s as shipped: %s", kind ? kind : "?", cfg_boot, err.msg);
+    }
+    common_yaml_docs_free(&docs);
+    ck_assert_msg(created[0] && created[1], "%s: want one configuration of each kind", file);
+}
+
+/* "the webhook comes up": every clientConfig of the two -> url of daemon "main" + caBundle */
+static void point_boot_configs(json_t *created[2])
+{
+    struct common_arena *a = common_arena_create(0);
+    char *ca_b64;
+    ck_assert_ptr_nonnull(a);
+    ca_b64 = ca_bundle(a);
+    for (int i = 0; i < 2; i++) {
+        struct common_error err;
+        json_t *wh, *out = NULL;
+        size_t j;
+        json_array_foreach(json_object_get(created[i], "webhooks"), j, wh)
+        {
+            char path[256];
+            point_at(wh, dmain.https_port, ca_b64, path, sizeof(path));
+        }
+        ck_assert_msg(common_kube_update(admin, i ? &vwcs : &mwcs, NULL, created[i], NULL, &out,
+                                         &err) == COMMON_OK,
+                      "update %s %s: %s", i ? vwcs.resource : mwcs.resource, cfg_boot, err.msg);
+        json_decref(created[i]);
+        created[i] = out;
+    }
+    common_arena_destroy(a);
+}
+
+/* the pod labels of the shipped controller Deployment (which serves the webhook) */
+static json_t *controller_pod_labels(void)
+{
+    struct common_yaml_docs docs;
+    struct common_error err;
+    char file[600];
+    json_t *labels = NULL;
+
+    snprintf(file, sizeof(file), "%s/manifests/controller/deployment.yaml", TS_SOURCE_DIR);
+    ck_assert_msg(common_yaml_load_file(file, NULL, &docs, &err) == COMMON_OK, "%s", err.msg);
+    for (size_t i = 0; i < docs.n && !labels; i++)
+        if (strcmp(path_str(docs.docs[i], "kind"), "Deployment") == 0)
+            labels = json_deep_copy(path_get(docs.docs[i], "spec.template.metadata.labels"));
+    common_yaml_docs_free(&docs);
+    ck_assert_msg(json_object_size(labels) > 0, "%s: no Deployment pod labels", file);
+    ck_assert_msg(!json_object_get(labels, GANG_LABEL), "%s: the controller's pods carry %s", file,
+                  GANG_LABEL);
+    return labels;
+}
+
+/* a pod created as sent: no trainsched.io/gang, resources and scheduler untouched */
+static void assert_unmutated(const json_t *got, const json_t *sent, const char *what)
+{
+    const json_t *c;
+    size_t i;
+    json_array_foreach(path_get(sent, "spec.containers"), i, c)
+    {
+        const json_t *gc = json_array_get(path_get(got, "spec.containers"), i);
+        ck_assert_msg(json_equal(json_object_get(gc, "resources"), json_object_get(c, "resources")),
+                      "%s, container %s: resources %s, sent %s", what, path_str(c, "name"),
+                      json_dumps(json_object_get(gc, "resources"), JSON_COMPACT),
+                      json_dumps(json_object_get(c, "resources"), JSON_COMPACT));
+    }
+    ck_assert_str_eq(path_str(got, "spec.schedulerName"), "default-scheduler");
+}
+
+/* create pod `name` in ns3 (gang: the pod-group label; else the controller's own labels);
+ * it must be admitted. Returns the created object, what was sent into *sent. */
+static json_t *boot_pod(const char *name, int gang, json_t **sent, const char *why)
+{
+    struct common_error err;
+    json_t *p = pod(name, ns3, gang), *out = NULL;
+    enum common_rc rc;
+    if (!gang)
+        json_object_set_new(json_object_get(p, "metadata"), "labels", controller_pod_labels());
+    *sent = json_deep_copy(p);
+    rc = try_create(admin, &common_kube_pods, ns3, p, 0, &out, &err);
+    ck_assert_msg(rc == COMMON_OK, "pod %s refused (%s): %s", name, why, err.msg);
+    return out;
+}
+
+START_TEST(bootstrap_converges)
+{
+    const char *pod_hook = "name=\"mutate-pod.trainsched.io\"";
+    json_t *created[2] = {NULL, NULL}, *got, *sent, *tj = NULL;
+    struct common_error err;
+    enum common_rc rc;
+    double t0 = now_s(), t_effective, t_up, t_conv, fo0, fo1, fo2, before, after;
+    int tries = 0;
+
+    create_boot_configs(created);
+
+    /* in effect within about a second: a dry-run TrainJob fails at the mutating configuration
+     * (called first), a dry-run TrainingRuntime at the validating one */
+    for (;;) {
+        rc = try_create(admin, &common_kube_trainjobs, ns3, trainjob("probe", ns3, "rt", NULL), 1,
+                        NULL, &err);
+        if (call_failed(rc, &err, "mutate-trainjob.trainsched.io"))
+            break;
+        ck_assert_msg(rc == COMMON_OK || call_failed(rc, &err, "validate-trainjob.trainsched.io"),
+                      "dry-run TrainJob in %s: %s", ns3, err.msg);
+        ck_assert_msg(now_s() - t0 < 15, "%s %s not in effect after 15 s", mwcs.resource, cfg_boot);
+        nap(100);
+    }
+    for (;;) {
+        rc = try_create(admin, &common_kube_trainingruntimes, ns3, runtime("probe", ns3, 1, ""), 1,
+                        NULL, &err);
+        if (call_failed(rc, &err, "validate-trainingruntime.trainsched.io"))
+            break;
+        ck_assert_msg(rc == COMMON_OK, "dry-run TrainingRuntime in %s: %s", ns3, err.msg);
+        ck_assert_msg(now_s() - t0 < 15, "%s %s not in effect after 15 s", vwcs.resource, cfg_boot);
+        nap(100);
+    }
+    t_effective = now_s();
+
+    /* (a) the webhook's own pods (no gang label): not sent (objectSelector), so created */
+    fo0 = apiserver_metric(FAIL_OPEN, pod_hook);
+    got = boot_pod("controller", 0, &sent, "the webhook blocks its own controller");
+    fo1 = apiserver_metric(FAIL_OPEN, pod_hook);
+    ck_assert_msg(fo1 == fo0,
+                  "the controller's pod was sent to mutate-pod.trainsched.io (fail-open count %g "
+                  "-> %g)",
+                  fo0, fo1);
+    assert_unmutated(got, sent, "the controller's pod");
+    json_decref(got);
+    json_decref(sent);
+
+    /* (b) a gang pod: sent, the call fails, failurePolicy Ignore admits it as it was */
+    got = boot_pod("gang", 1, &sent, "mutate-pod must fail open (failurePolicy Ignore)");
+    fo2 = apiserver_metric(FAIL_OPEN, pod_hook);
+    ck_assert_msg(fo2 >= fo1 + 1,
+                  "the gang pod did not fail open at mutate-pod.trainsched.io (fail-open count %g "
+                  "-> %g)",
+                  fo1, fo2);
+    assert_unmutated(got, sent, "the gang pod (webhook down)");
+    json_decref(got);
+    json_decref(sent);
+
+    /* (c) a TrainJob fails closed (failurePolicy Fail) with the call error */
+    rc = try_create(admin, &common_kube_trainjobs, ns3, trainjob("boot", ns3, "rt", "node"), 0,
+                    NULL, &err);
+    ck_assert_msg(call_failed(rc, &err, "mutate-trainjob.trainsched.io"),
+                  "TrainJob with the webhook down: want the call error of "
+                  "mutate-trainjob.trainsched.io, got %s: %s",
+                  common_rc_name(rc), rc ? err.msg : "(admitted)");
+    ck_assert_msg(strstr(err.msg, BOOT_SERVICE) != NULL, "the error does not name Service %s: %s",
+                  BOOT_SERVICE, err.msg);
+    ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns3, "boot"));
+
+    /* (d) the webhook comes up: the same TrainJob converges, gang pods are mutated */
+    t_up = now_s();
+    point_boot_configs(created);
+    for (;;) {
+        rc = try_create(admin, &common_kube_trainjobs, ns3, trainjob("boot", ns3, "rt", "node"), 0,
+                        &tj, &err);
+        tries++;
+        if (rc == COMMON_OK)
+            break;
+        ck_assert_msg(call_failed(rc, &err, "mutate-trainjob.trainsched.io") ||
+                          call_failed(rc, &err, "validate-trainjob.trainsched.io"),
+                      "TrainJob after the webhook came up: %s", err.msg);
+        ck_assert_msg(now_s() - t_up < 20,
+                      "TrainJob still refused 20 s after the webhook came up (%d tries): %s", tries,
+                      err.msg);
+        nap(100);
+    }
+    t_conv = now_s();
+    ck_assert_msg(json_is_string(path_get(tj, "spec.runtimePatches.0.time")),
+                  "the admitted TrainJob is not mutated: %s",
+                  json_dumps(path_get(tj, "spec"), JSON_COMPACT));
+    ck_assert_str_eq(path_str(tj, "spec.managedBy"), "trainer.kubeflow.org/trainjob-controller");
+    json_decref(tj);
+
+    before = webhook_requests(&dmain, "mutate-pod");
+    got = boot_pod("controller-2", 0, &sent, "webhook up");
+    after = webhook_requests(&dmain, "mutate-pod");
+    ck_assert_msg(after == before, "the controller's pod reached the daemon (%g -> %g requests)",
+                  before, after);
+    assert_unmutated(got, sent, "the controller's pod (webhook up)");
+    json_decref(got);
+    json_decref(sent);
+    got = boot_pod("gang-2", 1, &sent, "webhook up");
+    json_decref(sent);
+    after = webhook_requests(&dmain, "mutate-pod");
+    ck_assert_msg(after >= before + 1, "the gang pod did not reach the daemon (%g -> %g requests)",
+                  before, after);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         path_get(got, "spec.containers.0.resources.limits"), GANG_RESOURCE)),
+                     "1");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         path_get(got, "spec.containers.0.resources.requests"), GANG_RESOURCE)),
+                     "1");
+    json_decref(got);
+    ck_assert_msg(apiserver_metric(FAIL_OPEN, pod_hook) == fo2,
+                  "mutate-pod.trainsched.io failed open after the webhook came up");
+
+    for (int i = 0; i < 2; i++) {
+        const struct common_kube_resource *r = i ? &vwcs : &mwcs;
+        json_t *left;
+        ck_assert_msg(delete_config(admin, r, cfg_boot, &err) == COMMON_OK, "delete %s %s: %s",
+                      r->resource, cfg_boot, err.msg);
+        left = get_obj(r, NULL, cfg_boot);
+        ck_assert_msg(left == NULL || path_get(left, "metadata.deletionTimestamp"),
+                      "%s %s still there", r->resource, cfg_boot);
+        json_decref(left);
+        json_decref(created[i]);
+    }
+    boot_made = 0;
+    fprintf(stderr,
+            "bootstrap_converges: shipped configurations in effect %.2f s after their creation; "
+            "webhook down: both pods admitted (the gang pod failed open), the TrainJob refused; "
+            "webhook up: the TrainJob admitted %.2f s (%d tries) after the clientConfig change; "
+            "%.2f s in all\n",
+            t_effective - t0, t_conv - t_up, tries, now_s() - t0);
+    mark_passed();
+}
+END_TEST
+
 START_TEST(certificate_reload)
 {
     char ca[600], crt[600], serial0[256], file0[256], file1[256] = "", got[256] = "";
@@ -1677,6 +2022,7 @@ static Suite *suite(void)
     tcase_add_test(tc, runtime_policy_denied);
     tcase_add_test(tc, gang_pods_mutated);
     tcase_add_test(tc, dry_run_mutates_stores_nothing);
+    tcase_add_test(tc, bootstrap_converges);
     tcase_add_test(tc, certificate_reload);
     tcase_add_test(tc, daemons_stop_cleanly);
     suite_add_tcase(s, tc);
