@@ -12,8 +12,21 @@
  * Per request: libmicrohttpd's URI log callback creates a struct req_state (the raw query, the
  * body buffer) and counts the request in flight; the access handler is called once when the
  * headers are in, once per piece of body, and once at the end, when the route runs; the
- * completion callback frees the state and uncounts it. This state is also where a held
- * request's token and stored response would live (httpd.h).
+ * completion callback frees the state and uncounts it.
+ *
+ * Held requests (httpd.h): a struct common_httpd_hold is on h->holds from common_httpd_hold
+ * until it is freed, which happens once both references are gone: the owner's (release called)
+ * and the server's (the request completed), whichever goes second frees it, under h->mu. Its
+ * flags (h->mu): answered (an answer is stored: by release, or 503 by stop), suspended
+ * (MHD_suspend_connection has returned), resumed (someone has decided to resume, or that no
+ * suspension will happen). Only the party that sets resumed calls MHD_resume_connection, and
+ * only after suspended is set, because libmicrohttpd 0.9.75 cancels a suspension that a
+ * resume overtook (internal_suspend_connection_) and the request would then hang. The
+ * connection cannot close while suspended, so the pointer stays valid until that call.
+ * gen.held counts holds whose connection is or may become suspended and whose resume call has
+ * not returned: a generation is never stopped while it is nonzero (MHD_stop_daemon panics on a
+ * suspended connection), and a generation being stopped (gen.stopping, h->stopping) only gets
+ * holds that are answered 503 already, which are never suspended.
  */
 #include "common/httpd.h"
 
@@ -48,6 +61,8 @@
 #define HTTPD_PEM_MAX (1024 * 1024)   /* largest certificate or key file */
 #define HTTPD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define HTTPD_TEXT "text/plain; charset=utf-8"
+#define HTTPD_STOPPING_TEXT "503 server stopping\n"
+#define HTTPD_ERROR_TEXT "500 internal server error\n"
 
 struct route {
     char *method; /* NULL = any */
@@ -65,6 +80,8 @@ struct gen {
     size_t key_len;
     long inflight;        /* requests started, not completed (h->mu) */
     long conns;           /* open connections (h->mu) */
+    long held;            /* holds maybe suspended, resume not returned (h->mu; see top) */
+    int stopping;         /* the reaper is stopping it: new holds answer 503 (h->mu) */
     int retired;          /* no longer receives connections (h->mu) */
     double retired_at;    /* monotonic seconds */
     struct gen *next;     /* on h->retired */
@@ -91,6 +108,23 @@ struct common_httpd {
     struct gen *cur;
     struct gen *retired;
     int started, stopping;
+    struct common_httpd_hold *holds; /* every hold not yet freed (h->mu) */
+    _Atomic size_t nheld;            /* holds not yet answered (changed under h->mu) */
+};
+
+struct common_httpd_hold {
+    struct common_httpd *h;
+    struct gen *g;                         /* NULL once the request completed */
+    struct MHD_Connection *conn;           /* valid while the request runs */
+    struct common_httpd_hold *prev, *next; /* on h->holds */
+    struct common_httpd_hold *resume_next; /* common_httpd_stop's list to resume */
+    int answered, suspended, resumed;      /* see the top of the file (h->mu) */
+    int released, done;                    /* the owner's and the server's references are gone */
+    int status;                            /* of the stored answer */
+    const char *fixed;                     /* a text answer of the server's ("503 ..."), or NULL */
+    char *content_type;                    /* NULL = HTTPD_TEXT */
+    struct common_buf body;                /* the stored answer's body */
+    struct common_buf headers;             /* the handler's extra headers, moved at its return */
 };
 
 struct req_state {
@@ -101,6 +135,7 @@ struct req_state {
     int too_big; /* body over max_body: being discarded */
     int oom;     /* the body could not be stored */
     size_t discarded;
+    struct common_httpd_hold *hold; /* common_httpd_hold made one (this thread only) */
 };
 
 static double now_s(void)
@@ -304,6 +339,40 @@ static enum common_rc read_pem(const char *path, char **out, size_t *len, struct
     return COMMON_OK;
 }
 
+/* ---- holds (all under h->mu) ---- */
+
+static void hold_answer_fixed(struct common_httpd_hold *hd, int status, const char *text)
+{
+    if (!hd->answered)
+        atomic_fetch_sub(&hd->h->nheld, 1);
+    hd->answered = 1;
+    hd->status = status;
+    hd->fixed = text;
+}
+
+/* one hold of g is unsuspended for good (resume returned, or it never suspends) */
+static void gen_unhold(struct gen *g)
+{
+    if (--g->held == 0)
+        pthread_cond_broadcast(&g->h->cv);
+}
+
+static void hold_free(struct common_httpd *h, struct common_httpd_hold *hd)
+{
+    if (hd->prev)
+        hd->prev->next = hd->next;
+    else
+        h->holds = hd->next;
+    if (hd->next)
+        hd->next->prev = hd->prev;
+    if (!hd->answered)
+        atomic_fetch_sub(&h->nheld, 1);
+    common_free(hd->content_type);
+    common_buf_free(&hd->body);
+    common_buf_free(&hd->headers);
+    common_free(hd);
+}
+
 /* ---- generations ---- */
 
 static void gen_free(struct gen *g)
@@ -415,14 +484,17 @@ static void reap(struct common_httpd *h)
     pthread_mutex_lock(&h->mu);
     for (pp = &h->retired; (g = *pp) != NULL;) {
         double age = now - g->retired_at;
+        /* never while it holds requests: libmicrohttpd cannot stop suspended connections */
         int done =
-            (g->inflight == 0 && (g->conns == 0 || age >= (double)h->opts.connection_timeout_s)) ||
-            age >= HTTPD_RETIRE_MAX_S;
+            g->held == 0 &&
+            ((g->inflight == 0 && (g->conns == 0 || age >= (double)h->opts.connection_timeout_s)) ||
+             age >= HTTPD_RETIRE_MAX_S);
         if (!done) {
             pp = &g->next;
             continue;
         }
         *pp = g->next;
+        g->stopping = 1; /* a request held from now on is answered at once, never suspended */
         snprintf(counts, 24, "%ld", g->inflight);
         snprintf(counts + 24, 24, "%ld", g->conns);
         pthread_mutex_unlock(&h->mu);
@@ -698,8 +770,10 @@ enum common_rc common_httpd_reload_tls(struct common_httpd *h, struct common_err
 void common_httpd_stop(struct common_httpd *h)
 {
     struct gen *all, *g, *next;
+    struct common_httpd_hold *hd, *to_resume = NULL;
     struct timespec dl;
-    long busy;
+    long busy, held;
+    int timed_out = 0;
 
     if (!h)
         return;
@@ -709,7 +783,27 @@ void common_httpd_stop(struct common_httpd *h)
         return;
     }
     h->stopping = 1;
+    /* answer every held request 503; from now on common_httpd_hold makes answered holds */
+    for (hd = h->holds; hd; hd = hd->next) {
+        if (hd->answered)
+            continue;
+        hold_answer_fixed(hd, 503, HTTPD_STOPPING_TEXT);
+        if (hd->suspended && !hd->resumed && !hd->done) {
+            hd->resumed = 1; /* not freed before the resume: it cannot complete until then */
+            hd->resume_next = to_resume;
+            to_resume = hd;
+        }
+    }
     pthread_mutex_unlock(&h->mu);
+    while (to_resume) {
+        struct MHD_Connection *c = to_resume->conn;
+        g = to_resume->g;
+        to_resume = to_resume->resume_next;
+        MHD_resume_connection(c);
+        pthread_mutex_lock(&h->mu);
+        gen_unhold(g);
+        pthread_mutex_unlock(&h->mu);
+    }
     wake_acceptor(h);
     if (h->acceptor_on)
         pthread_join(h->acceptor, NULL);
@@ -729,11 +823,19 @@ void common_httpd_stop(struct common_httpd *h)
     all = h->cur;
     h->cur = h->retired = NULL;
     for (;;) {
-        busy = 0;
-        for (g = all; g; g = g->next)
+        busy = held = 0;
+        for (g = all; g; g = g->next) {
             busy += g->inflight;
-        if (busy == 0 || pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
+            held += g->held;
+        }
+        /* past the drain time, still wait for resumes under way (microseconds) and handlers
+         * that are holding: MHD_stop_daemon must not meet a suspended connection */
+        if (held == 0 && (busy == 0 || timed_out))
             break;
+        if (timed_out)
+            pthread_cond_wait(&h->cv, &h->mu);
+        else if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT)
+            timed_out = 1;
     }
     pthread_mutex_unlock(&h->mu);
     if (busy)
@@ -751,6 +853,8 @@ void common_httpd_destroy(struct common_httpd *h)
     if (!h)
         return;
     common_httpd_stop(h);
+    while (h->holds) /* answered and completed; their owners never released them */
+        hold_free(h, h->holds);
     for (int i = 0; i < 2; i++)
         if (h->wake[i] >= 0)
             close(h->wake[i]);
@@ -817,6 +921,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!rs)
         return;
     *con_cls = NULL;
+    if (rs->hold) {
+        struct common_httpd_hold *hd = rs->hold;
+        pthread_mutex_lock(&g->h->mu);
+        if (!hd->resumed) { /* not expected: a held request completes after its resume */
+            hd->resumed = 1;
+            gen_unhold(g);
+        }
+        if (!hd->answered) /* the owner's release then answers nothing */
+            hold_answer_fixed(hd, 500, HTTPD_ERROR_TEXT);
+        hd->done = 1;
+        hd->g = NULL;
+        hd->conn = NULL;
+        if (hd->released)
+            hold_free(g->h, hd);
+        pthread_mutex_unlock(&g->h->mu);
+    }
     common_buf_free(&rs->body);
     common_free(rs->query);
     common_free(rs);
@@ -880,6 +1000,81 @@ static enum MHD_Result send_text(struct gen *g, struct MHD_Connection *c, int st
     common_buf_free(&body);
     common_buf_free(&headers);
     return ret;
+}
+
+/* queue the answer stored in hold hd (on the connection's thread, after the handler returned
+ * or the connection resumed) */
+static enum MHD_Result send_held(struct gen *g, struct MHD_Connection *c,
+                                 struct common_httpd_hold *hd)
+{
+    struct common_buf body, headers;
+    const char *fixed;
+    char *ctype;
+    int status;
+    enum MHD_Result ret;
+
+    pthread_mutex_lock(&g->h->mu);
+    status = hd->status;
+    fixed = hd->fixed;
+    ctype = hd->content_type;
+    body = hd->body;
+    headers = hd->headers;
+    hd->content_type = NULL;
+    common_buf_init(&hd->body, 0);
+    common_buf_init(&hd->headers, 0);
+    pthread_mutex_unlock(&g->h->mu);
+    if (fixed) {
+        common_buf_free(&body);
+        common_buf_init(&body, strlen(fixed));
+        if (common_buf_puts(&body, fixed, NULL) != COMMON_OK) {
+            ret = MHD_NO;
+            goto out;
+        }
+    }
+    ret = send_response(g, c, status, fixed || !ctype ? HTTPD_TEXT : ctype, &body, &headers);
+out:
+    common_free(ctype);
+    common_buf_free(&body);
+    common_buf_free(&headers);
+    return ret;
+}
+
+/* the handler held the request: suspend the connection, or answer at once when the answer is
+ * already there (released while the handler returned, or 503 while stopping) */
+static enum MHD_Result dispatch_held(struct gen *g, struct MHD_Connection *c,
+                                     struct common_httpd_hold *hd,
+                                     struct common_httpd_response *resp)
+{
+    struct common_httpd *h = g->h;
+    int resume = 0;
+
+    pthread_mutex_lock(&h->mu);
+    hd->headers = resp->headers; /* sent with the eventual answer */
+    common_buf_init(&resp->headers, HTTPD_HEADERS_MAX);
+    if (hd->answered) {
+        hd->resumed = 1; /* never suspended */
+        gen_unhold(g);
+        pthread_mutex_unlock(&h->mu);
+        return send_held(g, c, hd);
+    }
+    pthread_mutex_unlock(&h->mu);
+    /* releases that come now store their answer and leave the resume to us (suspended is 0) */
+    MHD_suspend_connection(c);
+    pthread_mutex_lock(&h->mu);
+    hd->suspended = 1;
+    if (hd->answered && !hd->resumed) { /* released meanwhile */
+        hd->resumed = 1;
+        resume = 1;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (resume) {
+        /* from the daemon's own thread: allowed, the resume is picked up on its next turn */
+        MHD_resume_connection(c);
+        pthread_mutex_lock(&h->mu);
+        gen_unhold(g);
+        pthread_mutex_unlock(&h->mu);
+    }
+    return MHD_YES;
 }
 
 static int method_fits(const struct route *r, const char *method)
@@ -1003,9 +1198,16 @@ static enum MHD_Result dispatch(struct gen *g, struct MHD_Connection *c, const c
     req.remote_addr = remote;
     req.tls = h->tls;
     req.conn = c;
+    req.state = rs;
     common_buf_init(&resp.body, h->opts.max_response);
     common_buf_init(&resp.headers, HTTPD_HEADERS_MAX);
     r->fn(r->ctx, &req, &resp);
+    if (rs->hold) {
+        ret = dispatch_held(g, c, rs->hold, &resp);
+        common_buf_free(&resp.body);
+        common_buf_free(&resp.headers);
+        return ret;
+    }
     if (resp.status == 0)
         resp.status = 200;
     if (resp.status < 100 || resp.status > 599) {
@@ -1037,6 +1239,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
             return MHD_NO;
         *con_cls = rs;
     }
+    if (rs->hold) /* called again after the resume of a held request: its answer is there */
+        return send_held(g, c, rs->hold);
     if (!rs->seen) {
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         rs->seen = 1;
@@ -1082,6 +1286,106 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (rs->oom)
         return send_text(g, c, 503, "503 out of memory\n", NULL);
     return dispatch(g, c, url, method, rs);
+}
+
+/* ---- public: held requests ---- */
+
+struct common_httpd_hold *common_httpd_hold(const struct common_httpd_request *req,
+                                            struct common_httpd_response *resp)
+{
+    struct req_state *rs = req ? req->state : NULL;
+    struct common_httpd_hold *hd;
+    struct common_httpd *h;
+
+    if (!rs || !resp || !req->conn)
+        return NULL;
+    if (rs->hold)
+        return rs->hold;
+    hd = common_calloc(1, sizeof(*hd));
+    if (!hd)
+        return NULL;
+    h = rs->g->h;
+    hd->h = h;
+    hd->g = rs->g;
+    hd->conn = req->conn;
+    common_buf_init(&hd->body, 0);
+    common_buf_init(&hd->headers, 0);
+    pthread_mutex_lock(&h->mu);
+    hd->next = h->holds;
+    if (h->holds)
+        h->holds->prev = hd;
+    h->holds = hd;
+    rs->g->held++;
+    atomic_fetch_add(&h->nheld, 1);
+    if (h->stopping || rs->g->stopping)
+        hold_answer_fixed(hd, 503, HTTPD_STOPPING_TEXT);
+    pthread_mutex_unlock(&h->mu);
+    rs->hold = hd;
+    return hd;
+}
+
+enum common_rc common_httpd_release(struct common_httpd_hold *hd, int status,
+                                    const char *content_type, const void *body, size_t len)
+{
+    struct common_httpd *h;
+    struct MHD_Connection *resume = NULL;
+    struct gen *g = NULL;
+    struct common_buf b;
+    char *ct = NULL;
+    enum common_rc rc = COMMON_OK;
+
+    if (!hd)
+        return COMMON_EINVAL;
+    h = hd->h;
+    /* copies made before the lock; hd's memory is the server's to read under h->mu only */
+    common_buf_init(&b, h->opts.max_response);
+    if (status < 100 || status > 599 || (!body && len) ||
+        (content_type && strpbrk(content_type, "\r\n")))
+        rc = COMMON_EINVAL;
+    else if (len)
+        rc = common_buf_append(&b, body, len, NULL);
+    if (rc == COMMON_OK && content_type && !(ct = common_strdup(content_type)))
+        rc = COMMON_ENOMEM;
+    pthread_mutex_lock(&h->mu);
+    hd->released = 1;
+    if (hd->answered) {
+        rc = COMMON_ECONFLICT; /* by common_httpd_stop (or a reaped daemon): 503 went out */
+    } else {
+        if (rc == COMMON_OK) {
+            atomic_fetch_sub(&h->nheld, 1);
+            hd->answered = 1;
+            hd->status = status;
+            hd->content_type = ct;
+            hd->body = b;
+            ct = NULL;
+            common_buf_init(&b, 0);
+        } else {
+            hold_answer_fixed(hd, 500, HTTPD_ERROR_TEXT);
+        }
+        if (hd->suspended && !hd->resumed && !hd->done) {
+            hd->resumed = 1;
+            resume = hd->conn;
+            g = hd->g;
+        }
+    }
+    if (hd->done)
+        hold_free(h, hd);
+    pthread_mutex_unlock(&h->mu);
+    /* hd may be gone from here on; the connection stays until it has been resumed */
+    common_free(ct);
+    common_buf_free(&b);
+    if (resume) {
+        MHD_resume_connection(resume);
+        pthread_mutex_lock(&h->mu);
+        gen_unhold(g);
+        pthread_mutex_unlock(&h->mu);
+    }
+    return rc;
+}
+
+size_t common_httpd_held(const struct common_httpd *h)
+{
+    return h ? atomic_load(&h->nheld) : 0;
 }
 
 /* ---- public: request and response helpers ---- */

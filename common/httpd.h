@@ -26,19 +26,28 @@
  * certificate rotation clean: common_httpd_reload_tls starts a new daemon with the new
  * certificate and key and makes it current; the old one finishes what it has (its responses
  * carry "Connection: close") and is stopped by the acceptor thread once its last request is done
- * and its connections are closed or idle (at most HTTPD_RETIRE_MAX_S, ten minutes, later).
+ * and its connections are closed or idle (at most HTTPD_RETIRE_MAX_S, ten minutes, later,
+ * unless it still holds requests: see below).
  *
- * Held requests (gang binds; not implemented yet, the internals are laid out for them): a
- * handler would call common_httpd_hold(resp) to get a token instead of answering; dispatch then
- * calls MHD_suspend_connection (the daemons already run with MHD_ALLOW_SUSPEND_RESUME and epoll,
- * so a held request costs no thread). common_httpd_release(token, status, body), from any
- * thread, would store the response in the request's state and call MHD_resume_connection;
- * libmicrohttpd then calls the access handler again on its own thread, which finds the stored
- * response and queues it. A held request counts as in flight, so certificate reloads keep its
- * daemon until it is answered; common_httpd_stop must release every held request (with an
- * error) before stopping the daemons, since libmicrohttpd cannot stop a daemon that has
- * suspended connections. libmicrohttpd reports no hang-up on a suspended connection, so the
- * owner of held requests must expire them itself (DESIGN.md, gang scheduling).
+ * Held requests (gang binds): a handler calls common_httpd_hold instead of answering; once the
+ * handler has returned, dispatch suspends the connection (MHD_suspend_connection: the daemons
+ * run with MHD_ALLOW_SUSPEND_RESUME, which includes an inter-thread channel, on epoll), so a
+ * held request costs an open socket and a few hundred bytes, never a thread. Any thread later
+ * calls common_httpd_release: the answer is stored in the hold and MHD_resume_connection wakes
+ * the connection's daemon thread, which calls the access handler again; that call finds the
+ * stored answer and queues it. Resuming is only ever done after the suspension has happened
+ * (libmicrohttpd 0.9.75 cancels a suspension that a resume overtook, and the request would
+ * hang): a release that comes while the handler is still running stores the answer, and the
+ * handler's thread sends it without suspending at all. A held request counts as in flight:
+ *   - certificate reload: a retired daemon is never stopped while it has a held request (not
+ *     even at HTTPD_RETIRE_MAX_S); its held requests stay held until released, answer with
+ *     "Connection: close", and the daemon is stopped once it is idle;
+ *   - common_httpd_stop answers every held request 503 "server stopping" first (a request held
+ *     during the stop is answered so at once), then drains; libmicrohttpd cannot stop a daemon
+ *     with suspended connections.
+ * libmicrohttpd reports no hang-up on a suspended connection: the owner of held requests must
+ * expire them itself (DESIGN.md, gang scheduling). Releasing a request whose client has gone is
+ * harmless: the write fails and the connection closes.
  *
  * Source: /usr/include/microhttpd.h (libmicrohttpd 0.9.75, Debian 12), RFC 9110 (405 needs
  * Allow, 413), RFC 9112 (chunked transfer coding).
@@ -65,6 +74,7 @@ struct common_httpd_request {
     const char *remote_addr;     /* "127.0.0.1:54321", "[::1]:54321" */
     int tls;                     /* nonzero on an HTTPS connection */
     struct MHD_Connection *conn; /* private: for common_httpd_header and _query_arg */
+    void *state;                 /* private: the server's request state (common_httpd_hold) */
 };
 
 /*
@@ -142,15 +152,53 @@ int common_httpd_port(const struct common_httpd *h);
 enum common_rc common_httpd_reload_tls(struct common_httpd *h, struct common_error *err);
 
 /*
- * common_httpd_stop - stop accepting (the listening socket is closed at once), let requests in
- * flight finish for up to opts.drain_ms (their responses carry "Connection: close"), then close
- * every connection and join the server's threads. A no-op when not started or already stopped.
- * Must not be called from a handler.
+ * common_httpd_stop - stop accepting (the listening socket is closed at once), answer every held
+ * request 503 "server stopping" (common_httpd_hold), let requests in flight finish for up to
+ * opts.drain_ms (their responses carry "Connection: close"), then close every connection and
+ * join the server's threads. Holds not yet released stay valid until released or destroyed. A no-op
+ * when not started or already stopped. Must not be called from a handler.
  */
 void common_httpd_stop(struct common_httpd *h);
 
-/* common_httpd_destroy - stop (see above) and free. NULL is a no-op. */
+/* common_httpd_destroy - stop (see above) and free, holds not yet released included. NULL is a
+ * no-op. */
 void common_httpd_destroy(struct common_httpd *h);
+
+/* One held request: made by common_httpd_hold, answered by common_httpd_release. */
+struct common_httpd_hold;
+
+/*
+ * common_httpd_hold - in a handler: hold this request instead of answering now. After the
+ * handler returns, the connection is suspended (no thread waits on it) until
+ * common_httpd_release. resp's status and body are then ignored; headers added to resp with
+ * common_httpd_set_header before the handler returns are sent with the eventual answer. Calling
+ * it again for the same request returns the same hold. While common_httpd_stop runs, the hold
+ * is made already answered (503, see common_httpd_release). Returns the hold, owned by the
+ * caller until it passes it to common_httpd_release (exactly once), or NULL when out of memory
+ * or req is not a live request of this server (then answer through resp as usual).
+ */
+struct common_httpd_hold *common_httpd_hold(const struct common_httpd_request *req,
+                                            struct common_httpd_response *resp);
+
+/*
+ * common_httpd_release - answer held request hd and give the hold back: exactly once per hold,
+ * from any thread (concurrently with other releases, new requests and the handler that held it,
+ * whose return then sends the answer), never after common_httpd_destroy. status: 100..599;
+ * content_type: NULL = "text/plain; charset=utf-8"; body: len bytes (NULL when len is 0); both
+ * are copied. Returns COMMON_OK (answer queued; when the client has gone, the write fails
+ * silently), COMMON_ECONFLICT (common_httpd_stop had begun, or the request came on a retired
+ * daemon being stopped: it was answered 503 "server stopping" and this answer is dropped),
+ * COMMON_EINVAL (hd NULL, bad status, NULL body with len > 0, CR or LF in content_type),
+ * COMMON_ETOOBIG (len over opts.max_response) or COMMON_ENOMEM; on the last three (hd not NULL)
+ * the request is answered 500 "500 internal server error". In every case but hd NULL the hold
+ * is consumed: its memory is freed once both this call and the request are done.
+ */
+enum common_rc common_httpd_release(struct common_httpd_hold *hd, int status,
+                                    const char *content_type, const void *body, size_t len);
+
+/* common_httpd_held - requests held now: made by common_httpd_hold and not yet answered (by
+ * release or stop). For metrics; a snapshot, any thread. 0 for NULL. */
+size_t common_httpd_held(const struct common_httpd *h);
 
 /*
  * common_httpd_header - the value of request header name (case-insensitive; the first one when
