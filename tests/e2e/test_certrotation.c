@@ -1,0 +1,1197 @@
+/*
+ * tests/e2e/test_certrotation.c - `serve --tls-managed` (cmd/certmgr.c) rotating the webhook's
+ * certificates under load, against the test bed.
+ *
+ *   rotation_under_load  two replicas (webhook component, managed TLS, leader-elected) with
+ *                        2-minute serving certificates and a 4-minute CA (renewed at 85 % of
+ *                        their life, publish and switch graces 10 s, files checked every
+ *                        second). Mutating and validating configurations derived from
+ *                        manifests/webhook/webhooks.yaml (the TrainJob webhooks only, url
+ *                        clientConfigs to replica A on 127.0.0.1, failurePolicy Fail, scoped to
+ *                        the test's namespace) are created with an empty caBundle. TrainJobs are
+ *                        created at 5 per second until replica A has served at least two new
+ *                        serving certificates and the CA has been rotated completely (bundle
+ *                        {old} -> {old, new} -> {new}). Asserts: every create answered 201;
+ *                        every certificate A served (OpenSSL client, a new connection every
+ *                        second) verified against the caBundle the configurations held then;
+ *                        the bundle went through exactly those phases; the Secret ends valid
+ *                        and published; replica B's files equal the Secret. A timeline goes to
+ *                        stderr.
+ *
+ * The daemons run as the bed's admin (the Secret lives in the test namespace);
+ * manifests/rbac/webhook-rbac.yaml is applied and checked with trainsched's ServiceAccount
+ * (allowed: the Secret and the `trainsched` configurations; refused: other configurations).
+ *
+ * Cleanup: an unchecked fixture in the runner process kills the daemons and deletes the two
+ * webhook configurations and the namespace whatever the test did (a failed assertion _exits
+ * the test's child), so a failure never leaves a failing-closed webhook behind.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/arena.h"
+#include "common/certs.h"
+#include "common/kube.h"
+#include "common/log.h"
+#include "common/yaml.h"
+#include "e2eutil.h"
+
+#define SECRET "webhook-certs"
+#define LEASE "certrot"
+#define LOAD_PER_S 5
+#define DEADLINE_S 300 /* from the first certificate */
+
+static const struct common_kube_resource mutating_res = {"admissionregistration.k8s.io", "v1",
+                                                         "mutatingwebhookconfigurations", 0};
+static const struct common_kube_resource validating_res = {"admissionregistration.k8s.io", "v1",
+                                                           "validatingwebhookconfigurations", 0};
+static const struct common_kube_resource roles = {"rbac.authorization.k8s.io", "v1", "roles", 1};
+static const struct common_kube_resource rolebindings = {"rbac.authorization.k8s.io", "v1",
+                                                         "rolebindings", 1};
+static const struct common_kube_resource clusterroles = {"rbac.authorization.k8s.io", "v1",
+                                                         "clusterroles", 0};
+static const struct common_kube_resource clusterrolebindings = {"rbac.authorization.k8s.io", "v1",
+                                                                "clusterrolebindings", 0};
+
+static struct common_kube *admin;
+static char ns[128];
+static char cfgname[200]; /* both webhook configurations: "trainsched-<ns>" */
+static char tmpdir[256];
+static double t_start;
+
+struct replica {
+    pid_t pid; /* 0: not running (reaped) */
+    int port;  /* plain HTTP */
+    int https;
+    int status;
+    char identity[64];
+    char log[512];
+    char certdir[512];
+};
+
+#define MAX_REPLICAS 2
+static struct replica replicas[MAX_REPLICAS];
+static int nreplicas;
+
+static void record_pid(pid_t pid);
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static json_t *yaml1(const char *text)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    json_t *o;
+    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
+                  err.msg);
+    ck_assert_uint_eq(d.n, 1);
+    o = json_incref(d.docs[0]);
+    common_yaml_docs_free(&d);
+    return o;
+}
+
+static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *yamlf(const char *fmt, ...)
+{
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return yaml1(buf);
+}
+
+/* the whole file (malloc'ed, "" when missing) */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *s;
+    long n;
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    s = malloc((size_t)(n > 0 ? n : 0) + 1);
+    ck_assert_ptr_nonnull(s);
+    n = (long)fread(s, 1, (size_t)(n > 0 ? n : 0), f);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* a port no one listens on now (the kernel's pick for port 0) */
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+    ck_assert_int_ge(fd, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* GET path on 127.0.0.1:port (HTTP/1.0, so the body ends at EOF). Returns the status code, or -1
+ * when nothing answered; the body (malloc'ed) into *body when body is not NULL. */
+static int http_get(int port, const char *path, char **body)
+{
+    struct sockaddr_in a;
+    struct timeval tv = {5, 0};
+    char req[256], *buf = NULL, *p;
+    size_t len = 0, cap = 0;
+    ssize_t n;
+    int fd, code = -1;
+
+    if (body)
+        *body = NULL;
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 16384;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!buf)
+        return -1;
+    buf[len] = 0;
+    if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12) {
+        char *end;
+        long c = strtol(buf + 9, &end, 10);
+        if (end != buf + 9 && c >= 100 && c < 600)
+            code = (int)c;
+    }
+    if (body && code > 0 && (p = strstr(buf, "\r\n\r\n")) != NULL) {
+        *body = strdup(p + 4);
+        ck_assert_ptr_nonnull(*body);
+    }
+    free(buf);
+    return code;
+}
+
+/* The sum of the series of family `name` in a Prometheus text whose labels contain `labels`
+ * (e.g. "verb=\"create\""; NULL: any), or NAN when there is none. */
+static double metric(const char *text, const char *name, const char *labels)
+{
+    double sum = NAN;
+    size_t nl = strlen(name);
+    for (const char *line = text; line && *line;) {
+        const char *eol = strchr(line, '\n');
+        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+        if (line[0] != '#' && ll > nl && strncmp(line, name, nl) == 0 &&
+            (line[nl] == ' ' || line[nl] == '{')) {
+            const char *v = line + nl;
+            int match = 1;
+            if (*v == '{') {
+                const char *close = memchr(v, '}', ll - nl);
+                if (!close)
+                    goto next;
+                if (labels) {
+                    char lab[512];
+                    snprintf(lab, sizeof(lab), "%.*s", (int)(close - v), v);
+                    match = strstr(lab, labels) != NULL;
+                }
+                v = close + 1;
+            } else if (labels) {
+                match = 0;
+            }
+            if (match) {
+                char *end;
+                double d = strtod(v, &end);
+                if (end != v)
+                    sum = isnan(sum) ? d : sum + d;
+            }
+        }
+    next:
+        line = eol ? eol + 1 : NULL;
+    }
+    return sum;
+}
+
+/* fork/exec TS_BINARY with argv (argv[0] is ignored); output to log. Returns the pid. */
+static pid_t spawn(char *const argv[], const char *log)
+{
+    pid_t pid;
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            close(fd);
+        }
+        execv(TS_BINARY, argv);
+        _exit(127);
+    }
+    record_pid(pid);
+    return pid;
+}
+
+/* reap r when it has exited (or wait up to secs for it to); 1 when it is gone */
+static int reap(struct replica *r, double secs)
+{
+    double end = now_s() + secs;
+    if (!r->pid)
+        return 1;
+    for (;;) {
+        int st;
+        pid_t w = waitpid(r->pid, &st, WNOHANG);
+        if (w == r->pid) {
+            r->status = st;
+            r->pid = 0;
+            return 1;
+        }
+        if (now_s() >= end)
+            return 0;
+        nap(20);
+    }
+}
+
+static int alive(struct replica *r)
+{
+    return !reap(r, 0);
+}
+
+static const char *exit_text(int st)
+{
+    static char s[64];
+    if (WIFEXITED(st))
+        snprintf(s, sizeof(s), "exit %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(s, sizeof(s), "signal %d", WTERMSIG(st));
+    else
+        snprintf(s, sizeof(s), "status %d", st);
+    return s;
+}
+
+/* echo the last lines of a log to stderr; from a sanitizer's report on when it has one */
+static void echo_tail(const char *path, int lines)
+{
+    char *s = read_text(path), *p, *san;
+    int seen = 0;
+    san = strstr(s, "ERROR: AddressSanitizer");
+    if (!san)
+        san = strstr(s, "runtime error:");
+    if (!san)
+        san = strstr(s, "ERROR: LeakSanitizer");
+    if (san) {
+        while (san > s && san[-1] != '\n')
+            san--;
+        for (p = san; *p && seen < lines; p++)
+            seen += *p == '\n';
+        fprintf(stderr, "---- %s (sanitizer report) ----\n%.*s\n", path, (int)(p - san), san);
+        free(s);
+        return;
+    }
+    for (p = s + strlen(s); p > s; p--)
+        if (p[-1] == '\n' && p[0] && ++seen > lines)
+            break;
+    fprintf(stderr, "---- %s (last %d lines) ----\n%s\n", path, lines, p);
+    free(s);
+}
+
+/* ---- fixture (as tests/e2e/test_serve.c) ---- */
+
+static void tmp_path(char *out, size_t size, const char *name)
+{
+    snprintf(out, size, "%s/%s", tmpdir, name);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void mark(const char *name)
+{
+    char p[600];
+    tmp_path(p, sizeof(p), name);
+    write_file(p, "1\n");
+}
+
+static int marked(const char *name)
+{
+    char p[600];
+    tmp_path(p, sizeof(p), name);
+    return access(p, F_OK) == 0;
+}
+
+static void record_pid(pid_t pid)
+{
+    char p[600];
+    FILE *f;
+    tmp_path(p, sizeof(p), "pids");
+    f = fopen(p, "a");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%ld\n", (long)pid);
+    fclose(f);
+}
+
+static void kill_if_ours(pid_t pid)
+{
+    char link[64], exe[4096];
+    ssize_t n;
+    snprintf(link, sizeof(link), "/proc/%ld/exe", (long)pid);
+    n = readlink(link, exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return;
+    exe[n] = 0;
+    if (strncmp(exe, TS_BINARY, strlen(TS_BINARY)) != 0)
+        return;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static void outer_setup(void)
+{
+    struct common_kube *sa;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/trainsched-certrot-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    admin = e2e_client(20000, 0);
+    /* rbac.yaml (trainsched-system, the ServiceAccount) for the RBAC check */
+    sa = e2e_client(20000, 1);
+    common_kube_client_destroy(sa);
+    e2e_make_ns(admin, "certrot", ns, sizeof(ns));
+    snprintf(cfgname, sizeof(cfgname), "trainsched-%s", ns);
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+
+static void outer_teardown(void)
+{
+    char p[600], *pids, *line, *end;
+    int ok = marked("passed");
+    struct common_error err;
+
+    tmp_path(p, sizeof(p), "pids");
+    pids = read_text(p);
+    for (line = pids; *line; line = end) {
+        long pid = strtol(line, &end, 10);
+        if (end == line)
+            break;
+        if (pid > 0)
+            kill_if_ours((pid_t)pid);
+        while (*end == '\n')
+            end++;
+    }
+    free(pids);
+    if (!ok) {
+        DIR *d = opendir(tmpdir);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            size_t n = strlen(e->d_name);
+            if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0) {
+                tmp_path(p, sizeof(p), e->d_name);
+                echo_tail(p, 60);
+            }
+        }
+        if (d)
+            closedir(d);
+        fprintf(stderr, "test failed: daemon logs kept in %s\n", tmpdir);
+    }
+    admin = e2e_client(20000, 0);
+    /* the configurations fail closed: they go first, whatever happened */
+    if (common_kube_delete(admin, &mutating_res, NULL, cfgname, NULL, NULL, NULL, &err) &&
+        err.code != COMMON_ENOTFOUND)
+        fprintf(stderr, "delete MutatingWebhookConfiguration %s: %s\n", cfgname, err.msg);
+    if (common_kube_delete(admin, &validating_res, NULL, cfgname, NULL, NULL, NULL, &err) &&
+        err.code != COMMON_ENOTFOUND)
+        fprintf(stderr, "delete ValidatingWebhookConfiguration %s: %s\n", cfgname, err.msg);
+    e2e_drop_ns(admin, ns);
+    common_kube_client_destroy(admin);
+    admin = NULL;
+    if (ok) {
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+}
+
+static void setup(void)
+{
+    enum common_log_level level;
+    if (getenv("E2E_LOG_LEVEL") && common_log_parse_level(getenv("E2E_LOG_LEVEL"), &level) == 0)
+        common_log_set_level(level);
+    nreplicas = 0;
+    admin = e2e_client(20000, 0);
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < nreplicas; i++) {
+        struct replica *r = &replicas[i];
+        if (r->pid) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, NULL, 0);
+            r->pid = 0;
+        }
+    }
+    nreplicas = 0;
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+
+/* ---- cluster objects ---- */
+
+static void tl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* one timeline line on stderr: seconds since the test started */
+static void tl(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "[%6.1f s] ", now_s() - t_start);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static json_t *runtime(const char *name)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainingRuntime\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  mlPolicy: {numNodes: 1}\n"
+                 "  template:\n"
+                 "    spec:\n"
+                 "      replicatedJobs:\n"
+                 "      - name: node\n"
+                 "        template:\n"
+                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                 "trainer}}\n"
+                 "          spec:\n"
+                 "            template:\n"
+                 "              spec:\n"
+                 "                containers:\n"
+                 "                - name: node\n"
+                 "                  image: busybox:1.36\n"
+                 "                  command: [sh, -c, 'sleep 1']\n",
+                 name, ns);
+}
+
+static json_t *trainjob(const char *name)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainJob\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  runtimeRef: {name: rt, kind: TrainingRuntime}\n"
+                 "  suspend: true\n",
+                 name, ns);
+}
+
+/*
+ * The TrainJob webhooks of manifests/webhook/webhooks.yaml as configurations named cfgname: url
+ * clientConfigs to 127.0.0.1:https_port (same paths), no caBundle, only this namespace.
+ */
+static void create_configs(int https_port)
+{
+    struct common_yaml_docs docs;
+    struct common_error err;
+    char file[512];
+
+    snprintf(file, sizeof(file), "%s/manifests/webhook/webhooks.yaml", TS_SOURCE_DIR);
+    ck_assert_msg(common_yaml_load_file(file, NULL, &docs, &err) == COMMON_OK, "%s", err.msg);
+    for (size_t i = 0; i < docs.n; i++) {
+        json_t *doc = docs.docs[i], *hooks = json_array(), *h;
+        const char *kind = json_string_value(json_object_get(doc, "kind"));
+        const struct common_kube_resource *r =
+            strcmp(kind, "MutatingWebhookConfiguration") == 0 ? &mutating_res : &validating_res;
+        struct common_kube_write_opts wo = {.strict = 1};
+        size_t j;
+        json_object_set_new(json_object_get(doc, "metadata"), "name", json_string(cfgname));
+        json_array_foreach(json_object_get(doc, "webhooks"), j, h)
+        {
+            const char *name = json_string_value(json_object_get(h, "name"));
+            const char *path = json_string_value(json_object_get(
+                json_object_get(json_object_get(h, "clientConfig"), "service"), "path"));
+            char url[256];
+            if (!strstr(name, "-trainjob."))
+                continue;
+            snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", https_port, path);
+            json_object_set_new(h, "clientConfig", json_pack("{s:s}", "url", url));
+            json_object_set_new(
+                h, "namespaceSelector",
+                json_pack("{s:{s:s}}", "matchLabels", "kubernetes.io/metadata.name", ns));
+            json_array_append(hooks, h);
+        }
+        ck_assert_int_eq(json_array_size(hooks), 1);
+        json_object_set_new(doc, "webhooks", hooks);
+        ck_assert_msg(common_kube_create(admin, r, NULL, doc, &wo, NULL, &err) == COMMON_OK,
+                      "create %s %s: %s", kind, cfgname, err.msg);
+    }
+    ck_assert_int_eq(docs.n, 2);
+    common_yaml_docs_free(&docs);
+}
+
+/* apply manifests/rbac/webhook-rbac.yaml; check it with trainsched's ServiceAccount */
+static void check_rbac(void)
+{
+    struct common_yaml_docs docs;
+    struct common_error err;
+    struct common_kube_write_opts wo = {.field_manager = "trainsched-e2e", .force = 1};
+    struct common_kube *sa;
+    json_t *o = NULL;
+    enum common_rc rc;
+    char file[512];
+
+    snprintf(file, sizeof(file), "%s/manifests/rbac/webhook-rbac.yaml", TS_SOURCE_DIR);
+    ck_assert_msg(common_yaml_load_file(file, NULL, &docs, &err) == COMMON_OK, "%s", err.msg);
+    for (size_t i = 0; i < docs.n; i++) {
+        const char *kind = json_string_value(json_object_get(docs.docs[i], "kind"));
+        const char *dns = json_string_value(
+            json_object_get(json_object_get(docs.docs[i], "metadata"), "namespace"));
+        const struct common_kube_resource *r = strcmp(kind, "Role") == 0          ? &roles
+                                               : strcmp(kind, "RoleBinding") == 0 ? &rolebindings
+                                               : strcmp(kind, "ClusterRole") == 0 ? &clusterroles
+                                                                                  : NULL;
+        if (strcmp(kind, "ClusterRoleBinding") == 0)
+            r = &clusterrolebindings;
+        ck_assert_msg(r != NULL, "webhook-rbac.yaml: unexpected kind %s", kind);
+        ck_assert_msg(common_kube_apply(admin, r, dns, docs.docs[i], &wo, NULL, &err) == COMMON_OK,
+                      "applying webhook-rbac.yaml: %s", err.msg);
+    }
+    ck_assert_int_eq(docs.n, 4);
+    common_yaml_docs_free(&docs);
+    sa = e2e_client(20000, 1);
+    /* allowed (found or not): the Secret, the `trainsched` configurations */
+    for (double end = now_s() + 10;; nap(200)) { /* RBAC caches: a moment */
+        rc = common_kube_get(sa, &common_kube_secrets, "trainsched-system",
+                             "trainsched-webhook-certs", &o, &err);
+        if (rc != COMMON_EUNAUTHORIZED || now_s() > end)
+            break;
+    }
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_ENOTFOUND, "SA get Secret: %s", err.msg);
+    json_decref(o);
+    o = NULL;
+    rc = common_kube_get(sa, &mutating_res, NULL, "trainsched", &o, &err);
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_ENOTFOUND, "SA get mutating trainsched: %s",
+                  err.msg);
+    json_decref(o);
+    o = NULL;
+    rc = common_kube_get(sa, &validating_res, NULL, "trainsched", &o, &err);
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_ENOTFOUND, "SA get validating trainsched: %s",
+                  err.msg);
+    json_decref(o);
+    o = NULL;
+    /* refused: another configuration, another namespace's Secret */
+    rc = common_kube_get(sa, &mutating_res, NULL, cfgname, &o, &err);
+    ck_assert_msg(rc == COMMON_EUNAUTHORIZED, "SA may read configuration %s (%d)", cfgname, rc);
+    json_decref(o);
+    o = NULL;
+    rc = common_kube_get(sa, &common_kube_secrets, ns, SECRET, &o, &err);
+    ck_assert_msg(rc == COMMON_EUNAUTHORIZED, "SA may read Secrets in %s (%d)", ns, rc);
+    json_decref(o);
+    common_kube_client_destroy(sa);
+}
+
+/* ---- TLS probe ---- */
+
+/* A new TLS connection to 127.0.0.1:port: the served certificate's PEM (malloc'ed) or NULL. */
+static char *served_pem(int port)
+{
+    struct sockaddr_in a;
+    struct timeval tv = {5, 0};
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = NULL;
+    X509 *cert = NULL;
+    char *pem = NULL;
+    int fd;
+
+    ck_assert_ptr_nonnull(ctx);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        goto out;
+    ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) != 1)
+        goto out;
+    cert = SSL_get1_peer_certificate(ssl);
+    if (cert) {
+        struct common_arena *ar = common_arena_create(0);
+        char *p = common_certs_x509_to_pem(ar, cert);
+        pem = p ? strdup(p) : NULL;
+        common_arena_destroy(ar);
+    }
+    SSL_shutdown(ssl);
+out:
+    X509_free(cert);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    return pem;
+}
+
+/* serial (upper-case hex) of a PEM certificate into out */
+static void pem_serial(const char *pem, char *out, size_t size)
+{
+    struct common_arena *ar = common_arena_create(0);
+    struct common_certs_info info;
+    struct common_error err;
+    ck_assert_msg(common_certs_info(ar, pem, &info, &err) == COMMON_OK, "%s", err.msg);
+    snprintf(out, size, "%s", info.serial);
+    common_arena_destroy(ar);
+}
+
+static void pem_issuer(const char *pem, char *out, size_t size)
+{
+    struct common_arena *ar = common_arena_create(0);
+    struct common_certs_info info;
+    struct common_error err;
+    ck_assert_msg(common_certs_info(ar, pem, &info, &err) == COMMON_OK, "%s", err.msg);
+    snprintf(out, size, "%s", info.issuer);
+    common_arena_destroy(ar);
+}
+
+/* ---- the bundle ---- */
+
+/* base64 -> text (malloc'ed, NUL-terminated); "" for "" */
+static char *unbase64(const char *b64)
+{
+    size_t n = strlen(b64);
+    unsigned char *out = malloc(n / 4 * 3 + 4);
+    int len;
+    ck_assert_ptr_nonnull(out);
+    if (n == 0) {
+        out[0] = 0;
+        return (char *)out;
+    }
+    len = EVP_DecodeBlock(out, (const unsigned char *)b64, (int)n);
+    ck_assert_int_ge(len, 0);
+    while (n > 0 && b64[n - 1] == '=') {
+        len--;
+        n--;
+    }
+    out[len] = 0;
+    return (char *)out;
+}
+
+/* the caBundle (decoded PEM, malloc'ed; "" when empty) of a configuration; when its webhooks
+ * disagree, fails the test */
+static char *config_bundle(const struct common_kube_resource *r)
+{
+    json_t *o = NULL, *h;
+    struct common_error err;
+    const char *first = NULL;
+    size_t i;
+    char *text;
+    ck_assert_msg(common_kube_get(admin, r, NULL, cfgname, &o, &err) == COMMON_OK, "%s", err.msg);
+    json_array_foreach(json_object_get(o, "webhooks"), i, h)
+    {
+        const char *cb =
+            json_string_value(json_object_get(json_object_get(h, "clientConfig"), "caBundle"));
+        if (!cb)
+            cb = "";
+        if (!first)
+            first = cb;
+        ck_assert_msg(strcmp(first, cb) == 0, "the webhooks of %s disagree on caBundle",
+                      r->resource);
+    }
+    text = unbase64(first ? first : "");
+    json_decref(o);
+    return text;
+}
+
+static int count_certs(const char *pem)
+{
+    int n = 0;
+    for (const char *p = pem; (p = strstr(p, "-----BEGIN CERTIFICATE-----")) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* the i-th CERTIFICATE block of pem (malloc'ed) */
+static char *cert_block(const char *pem, int i)
+{
+    const char *p = pem, *e;
+    for (int k = 0; k <= i; k++, p++) {
+        p = strstr(p, "-----BEGIN CERTIFICATE-----");
+        ck_assert_ptr_nonnull(p);
+        if (k == i)
+            break;
+    }
+    e = strstr(p, "-----END CERTIFICATE-----");
+    ck_assert_ptr_nonnull(e);
+    e += strlen("-----END CERTIFICATE-----");
+    return strndup(p, (size_t)(e - p));
+}
+
+/* ---- the Secret ---- */
+
+static json_t *get_secret(void)
+{
+    json_t *o = NULL;
+    struct common_error err;
+    enum common_rc rc = common_kube_get(admin, &common_kube_secrets, ns, SECRET, &o, &err);
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get Secret: %s", err.msg);
+    return o;
+}
+
+/* ---- the daemons ---- */
+
+static struct replica *start_replica(const char *identity, int http_port, int https_port)
+{
+    struct replica *r;
+    char addr[64], saddr[64];
+    const char *kc = getenv("KUBECONFIG");
+    ck_assert_msg(kc != NULL, "KUBECONFIG not set: source the test bed's env");
+    ck_assert_int_lt(nreplicas, MAX_REPLICAS);
+    r = &replicas[nreplicas++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->identity, sizeof(r->identity), "%s", identity);
+    snprintf(r->log, sizeof(r->log), "%s/%s.log", tmpdir, identity);
+    snprintf(r->certdir, sizeof(r->certdir), "%s/%s-certs", tmpdir, identity);
+    r->port = http_port;
+    r->https = https_port;
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", http_port);
+    snprintf(saddr, sizeof(saddr), "127.0.0.1:%d", https_port);
+    {
+        char *argv[] = {"trainsched",
+                        "serve",
+                        "--kubeconfig",
+                        (char *)kc,
+                        "--components",
+                        "webhook",
+                        "--http-address",
+                        addr,
+                        "--https-address",
+                        saddr,
+                        "--leader-elect-namespace",
+                        ns,
+                        "--leader-elect-lease-name",
+                        LEASE,
+                        "--leader-elect-lease-duration",
+                        "4",
+                        "--leader-elect-renew-deadline",
+                        "3",
+                        "--leader-elect-retry-period",
+                        "0.5",
+                        "--identity",
+                        r->identity,
+                        "--tls-managed",
+                        "--tls-cert-dir",
+                        r->certdir,
+                        "--tls-secret-namespace",
+                        ns,
+                        "--tls-secret-name",
+                        SECRET,
+                        "--tls-extra-ips",
+                        "127.0.0.1",
+                        "--tls-webhook-configurations",
+                        cfgname,
+                        "--tls-ca-lifetime",
+                        "4m",
+                        "--tls-serving-lifetime",
+                        "2m",
+                        "--tls-renew-fraction",
+                        "0.85",
+                        "--tls-publish-grace",
+                        "10s",
+                        "--tls-switch-grace",
+                        "10s",
+                        "--tls-reload-seconds",
+                        "1",
+                        NULL};
+        r->pid = spawn(argv, r->log);
+    }
+    return r;
+}
+
+static int count_in_file(const char *path, const char *needle)
+{
+    char *s = read_text(path);
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    free(s);
+    return n;
+}
+
+/* ---- the test ---- */
+
+#define MAX_FAIL_MSGS 5
+
+START_TEST(rotation_under_load)
+{
+    struct replica *a, *b;
+    int ha = free_port(), sa = free_port(), hb = free_port(), sb = free_port();
+    char *bundle = NULL, *first_ca = NULL, *both = NULL, serial[128] = "", issuer[256];
+    int created = 0, failed = 0, serving_changes = 0, probes = 0, probe_fail = 0, verify_fail = 0,
+        phase = 0; /* 0 {old}, 1 {old,new}, 2 {new} */
+    double t_first = 0, t_drop = 0, next_create, next_probe = 0;
+    char fail_msgs[MAX_FAIL_MSGS][512];
+    struct common_error err;
+
+    t_start = now_s();
+    {
+        struct common_kube_write_opts wo = {.strict = 1};
+        json_t *rt = runtime("rt");
+        ck_assert_msg(common_kube_create(admin, &common_kube_trainingruntimes, ns, rt, &wo, NULL,
+                                         &err) == COMMON_OK,
+                      "create runtime: %s", err.msg);
+        json_decref(rt);
+    }
+    check_rbac();
+    tl("RBAC of webhook-rbac.yaml checked with trainsched's ServiceAccount");
+    create_configs(sa);
+    tl("webhook configurations %s created (url https://127.0.0.1:%d, caBundle empty)", cfgname, sa);
+    a = start_replica("replica-a", ha, sa);
+    b = start_replica("replica-b", hb, sb);
+
+    /* both ready: certificate loaded, HTTPS serving, caches synced; bundle published */
+    for (double end = now_s() + 60;; nap(200)) {
+        json_t *s;
+        int ra = http_get(a->port, "/readyz", NULL), rb = http_get(b->port, "/readyz", NULL);
+        const char *pub = NULL;
+        ck_assert_msg(alive(a) && alive(b), "a replica exited: a %s, b %s",
+                      alive(a) ? "running" : exit_text(a->status),
+                      alive(b) ? "running" : exit_text(b->status));
+        s = get_secret();
+        if (s)
+            pub = json_string_value(
+                json_object_get(json_object_get(json_object_get(s, "metadata"), "annotations"),
+                                COMMON_CERTS_ANN_PUBLISHED_AT));
+        if (ra == 200 && rb == 200 && pub) {
+            json_decref(s);
+            break;
+        }
+        json_decref(s);
+        ck_assert_msg(now_s() < end, "not ready after 60 s: /readyz a %d b %d, published %s", ra,
+                      rb, pub ? pub : "(no)");
+    }
+    bundle = config_bundle(&mutating_res);
+    ck_assert_int_eq(count_certs(bundle), 1);
+    first_ca = cert_block(bundle, 0);
+    {
+        char *pem = served_pem(a->https);
+        ck_assert_ptr_nonnull(pem);
+        ck_assert_msg(common_certs_verify(pem, bundle, "127.0.0.1", (int64_t)time(NULL), &err) ==
+                          COMMON_OK,
+                      "A's first certificate: %s", err.msg);
+        pem_serial(pem, serial, sizeof(serial));
+        pem_issuer(pem, issuer, sizeof(issuer));
+        free(pem);
+    }
+    t_first = now_s();
+    tl("both replicas ready; CA bundle published (1 CA); A serves serial %s from %s", serial,
+       issuer);
+
+    /* load: LOAD_PER_S creates a second; a probe of A and the configurations every second */
+    next_create = now_s();
+    for (;;) {
+        double t = now_s();
+        ck_assert_msg(alive(a) && alive(b), "a replica exited: a %s, b %s",
+                      alive(a) ? "running" : exit_text(a->status),
+                      alive(b) ? "running" : exit_text(b->status));
+        if (t >= next_create) {
+            struct common_kube_write_opts wo = {0};
+            char name[32];
+            json_t *tj;
+            enum common_rc rc;
+            snprintf(name, sizeof(name), "tj-%05d", created + failed);
+            tj = trainjob(name);
+            rc = common_kube_create(admin, &common_kube_trainjobs, ns, tj, &wo, NULL, &err);
+            json_decref(tj);
+            if (rc == COMMON_OK) {
+                created++;
+            } else {
+                if (failed < MAX_FAIL_MSGS)
+                    snprintf(fail_msgs[failed], sizeof(fail_msgs[0]), "%s: %s", name, err.msg);
+                failed++;
+                tl("FAILED admission of %s: %s", name, err.msg);
+            }
+            next_create += 1.0 / LOAD_PER_S;
+            if (next_create < t - 1)
+                next_create = t; /* a slow create: no burst to catch up */
+        }
+        if (t >= next_probe) {
+            char *pem = served_pem(a->https), *nb, *nv, s2[128];
+            next_probe = t + 1;
+            probes++;
+            nb = config_bundle(&mutating_res);
+            nv = config_bundle(&validating_res);
+            if (strcmp(nb, bundle) != 0) {
+                int n = count_certs(nb);
+                tl("caBundle changed: %d CA(s)%s", n,
+                   n == 2   ? " (old + new)"
+                   : n == 1 ? " (new only)"
+                            : "");
+                if (phase == 0 && n == 2) {
+                    ck_assert_msg(strstr(nb, first_ca) != NULL,
+                                  "the two-CA bundle lacks the first CA");
+                    both = strdup(nb);
+                    phase = 1;
+                } else if (phase == 1 && n == 1) {
+                    ck_assert_msg(strstr(nb, first_ca) == NULL,
+                                  "the old CA was kept and the new one dropped");
+                    char *newca = cert_block(nb, 0);
+                    ck_assert_msg(strstr(both, newca) != NULL,
+                                  "the one-CA bundle is not the new CA of the two-CA bundle");
+                    free(newca);
+                    phase = 2;
+                    t_drop = t;
+                } else {
+                    ck_assert_msg(0, "unexpected bundle change in phase %d: %d CAs", phase, n);
+                }
+                free(bundle);
+                bundle = nb;
+            } else {
+                free(nb);
+            }
+            if (strcmp(nv, bundle) != 0)
+                tl("the validating configuration lags the mutating one (%d CAs)", count_certs(nv));
+            free(nv);
+            if (!pem) {
+                probe_fail++;
+                tl("TLS probe of A failed");
+            } else {
+                if (common_certs_verify(pem, bundle, "127.0.0.1", (int64_t)time(NULL), &err) !=
+                    COMMON_OK) {
+                    verify_fail++;
+                    tl("A's certificate does not verify against the published bundle: %s", err.msg);
+                }
+                pem_serial(pem, s2, sizeof(s2));
+                if (strcmp(s2, serial) != 0) {
+                    pem_issuer(pem, issuer, sizeof(issuer));
+                    serving_changes++;
+                    snprintf(serial, sizeof(serial), "%s", s2);
+                    tl("A serves a new certificate: serial %s from %s (change %d; %d TrainJobs "
+                       "admitted so far)",
+                       serial, issuer, serving_changes, created);
+                }
+                free(pem);
+            }
+        }
+        if (phase == 2 && serving_changes >= 2 && t - t_drop >= 10)
+            break;
+        ck_assert_msg(t - t_first < DEADLINE_S,
+                      "after %d s: %d serving changes, bundle phase %d (want 2 and phase 2)",
+                      DEADLINE_S, serving_changes, phase);
+        {
+            double wake = next_create < next_probe ? next_create : next_probe;
+            if (wake > now_s())
+                nap((int)((wake - now_s()) * 1000) + 1);
+        }
+    }
+    tl("load stopped: %d TrainJobs admitted, %d failed; %d probes (%d failed, %d not verified); "
+       "%d serving changes",
+       created, failed, probes, probe_fail, verify_fail, serving_changes);
+    for (int i = 0; i < failed && i < MAX_FAIL_MSGS; i++)
+        fprintf(stderr, "  failure: %s\n", fail_msgs[i]);
+    ck_assert_msg(failed == 0, "%d of %d admissions failed; first: %s", failed, created + failed,
+                  fail_msgs[0]);
+    ck_assert_int_eq(probe_fail, 0);
+    ck_assert_int_eq(verify_fail, 0);
+    ck_assert_int_ge(serving_changes, 2);
+    ck_assert_int_ge(created, 100);
+
+    /* the Secret: valid, published, steady; B's files equal it; A serves it */
+    {
+        json_t *s = get_secret();
+        struct common_arena *ar = common_arena_create(0);
+        struct common_certs_secret sec;
+        struct common_certs_view v;
+        struct common_certs_decision d;
+        struct common_certs_policy p;
+        struct common_certs_names names = {"trainsched-controller", ns, NULL, 0, NULL, 0};
+        const char *ips[] = {"127.0.0.1"};
+        char path[600], want[128], got[128];
+        char *pem;
+        struct stat st;
+        int64_t now = (int64_t)time(NULL);
+
+        names.ips = ips;
+        names.nips = 1;
+        ck_assert_ptr_nonnull(s);
+        ck_assert_msg(common_certs_secret_from_json(ar, s, &sec, &err) == COMMON_OK, "%s", err.msg);
+        ck_assert_int_eq(count_certs(sec.ca_bundle), 1);
+        ck_assert_str_eq(sec.ca_bundle, bundle);
+        ck_assert_msg(sec.bundle_published_at != 0, "the final bundle is not marked published");
+        ck_assert_msg(common_certs_verify(sec.tls_crt, sec.ca_bundle, "127.0.0.1", now, &err) ==
+                          COMMON_OK,
+                      "Secret tls.crt: %s", err.msg);
+        ck_assert_msg(common_certs_observe(&sec, &names, &v, &err) == COMMON_OK, "%s", err.msg);
+        common_certs_policy_default(&p);
+        p.ca_lifetime_s = 240;
+        p.serving_lifetime_s = 120;
+        p.renew_num = 850;
+        p.renew_den = 1000;
+        p.publish_grace_s = p.switch_grace_s = 10;
+        ck_assert_msg(v.ca_ok && v.ca_in_bundle && v.old_cas == 0 &&
+                          v.serving_issuer == COMMON_CERTS_ISSUER_CA && v.serving_names_ok,
+                      "final view: ca_ok %d in_bundle %d old_cas %d issuer %d names %d", v.ca_ok,
+                      v.ca_in_bundle, v.old_cas, (int)v.serving_issuer, v.serving_names_ok);
+        common_certs_decide(&v, &p, now, &d);
+        tl("final Secret: 1 CA, published, serving certificate verifies for 127.0.0.1; next "
+           "decision %s (%s)",
+           common_certs_action_name(d.action), d.reason);
+        /* B's files (it syncs every second) */
+        snprintf(path, sizeof(path), "%s/tls.crt", b->certdir);
+        for (double end = now_s() + 5;; nap(200)) {
+            char *crt = read_text(path);
+            int eq = strcmp(crt, sec.tls_crt) == 0;
+            free(crt);
+            if (eq)
+                break;
+            ck_assert_msg(now_s() < end, "replica B's %s differs from the Secret's tls.crt", path);
+        }
+        {
+            char *key;
+            snprintf(path, sizeof(path), "%s/tls.key", b->certdir);
+            key = read_text(path);
+            ck_assert_msg(strcmp(key, sec.tls_key) == 0, "replica B's tls.key differs");
+            free(key);
+            ck_assert_int_eq(stat(path, &st), 0);
+            ck_assert_int_eq(st.st_mode & 0777, 0600);
+        }
+        /* what A and B serve now is the Secret's (unless it rotated this very second) */
+        pem_serial(sec.tls_crt, want, sizeof(want));
+        for (int k = 0; k < 2; k++) {
+            struct replica *r = k ? b : a;
+            for (double end = now_s() + 5;; nap(200)) {
+                pem = served_pem(r->https);
+                ck_assert_ptr_nonnull(pem);
+                pem_serial(pem, got, sizeof(got));
+                free(pem);
+                if (strcmp(got, want) == 0)
+                    break;
+                ck_assert_msg(now_s() < end, "%s serves %s, the Secret has %s", r->identity, got,
+                              want);
+            }
+        }
+        common_arena_destroy(ar);
+        json_decref(s);
+    }
+    /* the leader logged the protocol's actions (leadership may have moved: both logs) */
+    {
+        const char *actions[] = {"\"create\"", "\"renew-serving\"", "\"rotate-ca-add\"",
+                                 "\"switch-serving\"", "\"drop-old-ca\""};
+        for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
+            int n = count_in_file(a->log, actions[i]) + count_in_file(b->log, actions[i]);
+            ck_assert_msg(n >= 1, "no %s in the leader's log", actions[i]);
+        }
+    }
+    /* A answered the admissions (mutating and validating) */
+    {
+        char *m = NULL;
+        double allowed;
+        ck_assert_int_eq(http_get(a->port, "/metrics", &m), 200);
+        allowed = metric(m, "trainsched_webhook_requests_total", "result=\"allowed\"");
+        free(m);
+        tl("replica A: trainsched_webhook_requests_total{result=\"allowed\"} %g", allowed);
+        ck_assert_msg(allowed >= 2.0 * created, "A allowed %g reviews for %d TrainJobs", allowed,
+                      created);
+    }
+    free(bundle);
+    free(first_ca);
+    free(both);
+    mark("passed");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("certrotation");
+    TCase *tc = tcase_create("rotation_under_load");
+    tcase_add_unchecked_fixture(tc, outer_setup, outer_teardown);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 420);
+    tcase_add_test(tc, rotation_under_load);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
