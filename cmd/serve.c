@@ -34,6 +34,7 @@
 #include "common/yaml.h"
 #include "common/informer.h"
 #include "webhook/server.h"
+#include "extender/server.h"
 #include "reconciler/reconciler.h"
 
 #define STR_MAX 512
@@ -53,6 +54,7 @@ struct serve_config {
     char field_manager[128];
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
+    double ext_bind_timeout_s, ext_schedule_timeout_s;
     double tls_reload_s;
     struct certmgr_settings certs; /* tls.managed and friends (cmd/certmgr.h) */
 };
@@ -75,6 +77,8 @@ static void config_defaults(struct serve_config *c)
     c->workers = 4;
     snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
     c->tls_reload_s = 10;
+    c->ext_bind_timeout_s = 630; /* manifests/scheduler/scheduler-config.yaml's bind httpTimeout */
+    c->ext_schedule_timeout_s = 60;
     certmgr_settings_default(&c->certs);
 }
 
@@ -91,8 +95,8 @@ static void usage(FILE *f)
           "                                   $KUBECONFIG, else ~/.kube/config\n"
           "  --context NAME                   kubeconfig context (default: current-context)\n"
           "  --components LIST                comma list of reconciler,webhook,extender\n"
-          "                                   (default reconciler; the extender is not in this\n"
-          "                                   version)\n"
+          "                                   (default reconciler; extender: the scheduler\n"
+          "                                   extender verbs, see docs/extender.md)\n"
           "  --http-address HOST:PORT         /healthz, /readyz, /metrics (default :8080)\n"
           "  --https-address HOST:PORT        webhook and extender verbs (default :9443)\n"
           "  --leader-elect=true|false        elect a leader through a Lease (default true)\n"
@@ -262,6 +266,8 @@ static const struct {
     {"tls.publishGrace", "--tls-publish-grace"},
     {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
+    {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
+    {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
 };
 
 static int load_object(struct serve_config *c, const char *file, const json_t *obj,
@@ -277,7 +283,7 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
         if (json_is_object(v) && !*prefix &&
             (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
-             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0)) {
+             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -419,6 +425,18 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         c->tls_reload_s = d;
         return 0;
     }
+    if (strcmp(flag, "--extender-bind-timeout") == 0) {
+        if (parse_num(v, 1, 86400, &d))
+            return -1;
+        c->ext_bind_timeout_s = d;
+        return 0;
+    }
+    if (strcmp(flag, "--extender-schedule-timeout") == 0) {
+        if (parse_num(v, 1, 86400, &d))
+            return -1;
+        c->ext_schedule_timeout_s = d;
+        return 0;
+    }
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -456,6 +474,8 @@ static void print_config(const struct serve_config *c, FILE *out)
             c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
     certmgr_print_settings(&c->certs, out);
     fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n", c->gang_scheduler_name);
+    fprintf(out, "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n",
+            c->ext_bind_timeout_s, c->ext_schedule_timeout_s);
 }
 
 /* ---- the daemon ---- */
@@ -475,6 +495,7 @@ struct daemon {
     struct common_informer_ops tr_ops, ctr_ops, js_ops;
     struct common_informer *tr_inf, *ctr_inf, *js_inf;
     struct webhook_server *webhook;
+    struct extender_server *ext;
     struct common_httpd *https;
     time_t started;
     struct certmgr *cm;   /* tls.managed */
@@ -641,9 +662,57 @@ static int start_webhook(struct daemon *d, FILE *err)
     ho.threads = 4;
     d->https = common_httpd_create(&ho, &e);
     if (!d->https || webhook_server_install(d->webhook, d->https, &e) != COMMON_OK ||
+        (d->ext && extender_server_install(d->ext, d->https, &e) != COMMON_OK) ||
         common_httpd_start(d->https, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: https %s: %s\n", d->cfg.https_address, e.msg);
         return 1;
+    }
+    return 0;
+}
+
+static int ready_extender(void *ctx, char *why, size_t why_size)
+{
+    struct daemon *d = ctx;
+    if (d->ext && extender_server_ready(d->ext))
+        return 0;
+    snprintf(why, why_size, "extender caches (nodes, pods, PodGroups) are not synced yet");
+    return 1;
+}
+
+/* The extender: its state and informers; its routes go on the webhook's HTTPS server when the
+ * webhook runs too, else on a server of its own at the HTTPS address (plain HTTP when no TLS
+ * pair is given: a kube-scheduler sidecar on localhost, enableHTTPS false). */
+static int start_extender(struct daemon *d, FILE *err)
+{
+    struct extender_server_opts xo = {0};
+    struct common_error e;
+
+    xo.kube = d->kube;
+    xo.events = d->events;
+    xo.metrics = d->metrics;
+    xo.bind_http_timeout_ms = (int64_t)(d->cfg.ext_bind_timeout_s * 1000);
+    xo.default_schedule_timeout_s = (int64_t)d->cfg.ext_schedule_timeout_s;
+    d->ext = extender_server_create(&xo, &e);
+    if (!d->ext || extender_server_start(d->ext, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: extender: %s\n", e.msg);
+        return 1;
+    }
+    if (!d->cfg.comp_webhook) {
+        struct common_httpd_opts ho = {0};
+        ho.address = d->cfg.https_address;
+        ho.tls_cert_file = d->cfg.tls_cert_file[0] ? d->cfg.tls_cert_file : NULL;
+        ho.tls_key_file = d->cfg.tls_key_file[0] ? d->cfg.tls_key_file : NULL;
+        ho.max_body = 64u << 20;
+        ho.threads = 4;
+        if (!ho.tls_cert_file)
+            common_log(COMMON_LOG_WARN, "extender: no TLS pair given: plain HTTP", "address",
+                       d->cfg.https_address, NULL);
+        d->https = common_httpd_create(&ho, &e);
+        if (!d->https || extender_server_install(d->ext, d->https, &e) != COMMON_OK ||
+            common_httpd_start(d->https, &e) != COMMON_OK) {
+            fprintf(err, "trainsched serve: extender %s: %s\n", d->cfg.https_address, e.msg);
+            return 1;
+        }
     }
     return 0;
 }
@@ -820,11 +889,6 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         if (rc)
             return 2;
     }
-    if (d.cfg.comp_extender) {
-        fprintf(err, "trainsched serve: components: extender is not available in this version "
-                     "(reconciler, webhook)\n");
-        return 2;
-    }
     if (d.cfg.certs.managed) {
         if (certmgr_settings_check(&d.cfg.certs, &e) != COMMON_OK) {
             fprintf(err, "trainsched serve: %s\n", e.msg);
@@ -838,7 +902,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                      "them)\n");
         return 2;
     }
-    if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook) {
+    if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook && !d.cfg.comp_extender) {
         fprintf(err, "trainsched serve: components: nothing to run\n");
         return 2;
     }
@@ -887,6 +951,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
          common_health_add_check(health, "leader-election", ready_election, &d) != 0) ||
         (d.cfg.comp_webhook &&
          common_health_add_check(health, "webhook", ready_webhook, &d) != 0) ||
+        (d.cfg.comp_extender &&
+         common_health_add_check(health, "extender", ready_extender, &d) != 0) ||
         common_httpd_start(http, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: http %s: %s\n", d.cfg.http_address, e.msg);
         goto out;
@@ -910,6 +976,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         }
         /* HTTPS starts in the main loop once the files equal the Secret's pair */
         atomic_store(&d.cert_wait, d.cfg.comp_webhook);
+    }
+    if (d.cfg.comp_extender) {
+        int xrc = start_extender(&d, err);
+        if (xrc) {
+            status = xrc;
+            goto out;
+        }
     }
     if (d.cfg.comp_webhook && !d.cm) {
         int wrc = start_webhook(&d, err);
@@ -1006,11 +1079,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 out:
     stop_reconciler(&d);
     common_leader_stop(d.leader, COMMON_LEADER_RELEASE);
+    extender_server_stop(d.ext); /* answers held binds before the server stops */
     if (d.https) {
         common_httpd_stop(d.https);
         common_httpd_destroy(d.https);
     }
     webhook_server_destroy(d.webhook);
+    extender_server_destroy(d.ext);
     common_informer_request_stop(d.tr_inf);
     common_informer_request_stop(d.ctr_inf);
     common_informer_request_stop(d.js_inf);

@@ -103,8 +103,11 @@ START_TEST(bad_settings_name_the_key)
     ck_assert_int_eq(run("--check-config --components webhook", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "--tls-cert-file and --tls-key-file are required") != NULL, "%s",
                   out);
-    ck_assert_int_eq(run("--check-config --components extender", out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, "extender is not available") != NULL, "%s", out);
+    ck_assert_int_eq(
+        run("--check-config --components extender --extender-bind-timeout 0", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--extender-bind-timeout: invalid value \"0\"") != NULL, "%s", out);
+    ck_assert_int_eq(run("--check-config --components extender", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "bindHTTPTimeoutSeconds: 630") != NULL, "%s", out);
     ck_assert_int_eq(run("--no-such-flag x", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "unknown option --no-such-flag") != NULL, "%s", out);
     ck_assert_int_eq(run("--config /nonexistent/trainsched.yaml", out, sizeof(out)), 2);

@@ -1,0 +1,152 @@
+/*
+ * extender/server.h - the scheduler extender's glue: watch caches feeding the gang core
+ * (gang/gang.h), the four extender verbs on a common_httpd, held binds, the Bindings, the
+ * virtual gang resource on every node, PodGroup status and Events, metrics and readiness.
+ *
+ * Routes (extender_server_install; all POST, JSON in and out, always HTTP 200 with the error
+ * in the body where the protocol has an Error field, since kube-scheduler treats any other
+ * status as a transport error):
+ *   /scheduler/filter      ExtenderArgs -> ExtenderFilterResult
+ *   /scheduler/prioritize  ExtenderArgs -> HostPriorityList
+ *   /scheduler/bind        ExtenderBindingArgs -> ExtenderBindingResult (may be held)
+ *   /scheduler/preempt     ExtenderPreemptionArgs -> ExtenderPreemptionResult
+ * so the KubeSchedulerConfiguration says urlPrefix "https://127.0.0.1:9443/scheduler" with
+ * filterVerb "filter", prioritizeVerb "prioritize", bindVerb "bind", preemptVerb "preempt"
+ * (manifests/scheduler/scheduler-config.yaml, docs/extender.md). A malformed body gets HTTP 400
+ * with a text message (the scheduler reports it as "code 400").
+ *
+ * Verbs:
+ * - filter / prioritize: decoded with extender/codec.h, decided by gang_filter /
+ *   gang_prioritize under the one mutex, encoded. Pods without the PodGroup label (they should
+ *   not reach the extender: only pods requesting trainsched.io/gang do) pass every node with a
+ *   neutral score 0, without taking the mutex.
+ * - bind: gang_bind. HOLD: the request is held (common_httpd_hold) and remembered by pod uid.
+ *   RELEASE: this request is held too, and a binder thread creates a v1 Binding for every
+ *   listed pod (POST pods/NAME/binding with metadata.uid as precondition; 409 AlreadyExists or
+ *   "already assigned" count as bound), then answers each pod's held request: {"Error": ""}, or
+ *   the API's error (and gang_bind_failed for that pod). REJECT: {"Error": reason} at once.
+ * - preempt: the scheduler's candidates are answered unchanged, except that a node whose
+ *   victims include a held gang member is vetoed (left out of the answer): a held member is
+ *   assumed on its node by kube-scheduler and must not be evicted to make room, and evicting
+ *   only the other victims of that node might not make room at all.
+ *
+ * Threads: informer threads (nodes, pods: protobuf; PodGroups: JSON) feed the core under the
+ * mutex; a timer thread calls gang_tick at gang_next_deadline() and whenever a call reports
+ * answers_pending (expired holds answer with the core's error), patches node status and
+ * PodGroup status and records Events; opts.binders binder threads create Bindings and answer
+ * held requests. Handlers never wait on the network.
+ *
+ * Virtual resource: every node gets EXTENDER_GANG_RESOURCE in status.capacity and
+ * status.allocatable (JSON merge patch of nodes/NAME/status) equal to its pod capacity (110
+ * when the node reports none), re-applied whenever a node event lacks it or carries another
+ * value. The core ignores the resource in fit (gang_config.ignored_resources).
+ *
+ * PodGroup status: when gang_podgroup_status changes, a JSON merge patch of
+ * podgroups/NAME/status {phase, running, succeeded, failed, occupiedBy, scheduleStartTime};
+ * when the gang's "why waiting" reason (gang_info) changes, an Event on the PodGroup: Warning
+ * "GangWaiting" (note: the reason); Normal "GangReleased" when the gang's members are bound.
+ *
+ * Metrics (opts.metrics):
+ *   trainsched_extender_requests_total{verb,result}  counter; result ok, error (the verb's
+ *                                                    Error, or 4xx), held, rejected
+ *   trainsched_extender_duration_seconds{verb}        histogram, time to answer (held binds:
+ *                                                    time until the hold is taken)
+ *   trainsched_extender_bindings_total{result}        counter: bound, failed
+ *   trainsched_extender_held_binds                    gauge
+ *   trainsched_extender_gangs{state}                  gauge: waiting, holding, admitted, backoff
+ *   trainsched_extender_cache_objects{kind}           gauge: nodes, pods, podgroups
+ *
+ * Shutdown order: extender_server_stop (answers every held bind with an error, stops the
+ * threads) BEFORE common_httpd_stop, then extender_server_destroy after the httpd is gone.
+ *
+ * RBAC: pods, nodes list/watch; podgroups (scheduling.x-k8s.io) list/watch; pods/binding
+ * create; nodes/status patch; podgroups/status patch; events.k8s.io events create/patch.
+ *
+ * Source: ../shared/DESIGN.md (gang scheduling through the extender; which pods reach the
+ * extender), ../shared/reference/protocols.md §1 (verbs, Binding) and §3 (PodGroup),
+ * docs/gang.md (what the glue feeds and carries out), docs/extender.md.
+ */
+#ifndef EXTENDER_SERVER_H
+#define EXTENDER_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/events.h"
+#include "common/httpd.h"
+#include "common/kube.h"
+#include "common/metrics.h"
+
+/* The virtual extended resource that marks gang pods (the pod webhook adds a request of 1). */
+#define EXTENDER_GANG_RESOURCE "trainsched.io/gang"
+/* Route prefix: urlPrefix = scheme://host:port + EXTENDER_URL_PREFIX. */
+#define EXTENDER_URL_PREFIX "/scheduler"
+
+struct extender_server_opts {
+    struct common_kube *kube;       /* MUST; borrowed: informers, Bindings, patches */
+    struct common_events *events;   /* borrowed; NULL = no Events */
+    struct common_metrics *metrics; /* borrowed; NULL = no metrics */
+    /* The bind extender's httpTimeout (ms) of the scheduler config; 0 = 5000. Holds never
+     * outlive it (gang_config.bind_http_timeout_ms). */
+    int64_t bind_http_timeout_ms;
+    /* scheduleTimeoutSeconds for PodGroups without one; 0 = 60. */
+    int64_t default_schedule_timeout_s;
+    /* Backoff after a failed gang attempt (ms); 0 = the core's defaults (10 s, 300 s). */
+    int64_t backoff_initial_ms, backoff_max_ms;
+    unsigned binders;          /* binder threads; 0 = 4 */
+    int advertise_resource;    /* patch EXTENDER_GANG_RESOURCE onto nodes: 1 (default) or -1 */
+    int write_podgroup_status; /* 1 (default) or -1: leave PodGroup status alone */
+    size_t max_body;           /* request body cap (bytes); 0 = 64 MiB (the codec's default) */
+};
+
+/* Counters for tests and logs (cumulative). */
+struct extender_server_stats {
+    uint64_t filter, prioritize, bind, preempt; /* requests received */
+    uint64_t held, released, rejected;          /* binds */
+    uint64_t bindings_ok, bindings_failed;      /* Binding creates */
+    uint64_t node_patches, status_patches;      /* writes */
+    size_t held_now;                            /* held right now */
+};
+
+struct extender_server;
+
+/*
+ * extender_server_create - the state, informers created (not started). opts is copied.
+ * Returns NULL with err set: COMMON_EINVAL (no kube, negative times), COMMON_ENOMEM.
+ */
+struct extender_server *extender_server_create(const struct extender_server_opts *opts,
+                                               struct common_error *err);
+
+/*
+ * extender_server_install - add the four POST routes above to h (before common_httpd_start);
+ * x must outlive h's serving. COMMON_OK or COMMON_EINVAL (a route could not be added).
+ */
+enum common_rc extender_server_install(struct extender_server *x, struct common_httpd *h,
+                                       struct common_error *err);
+
+/* extender_server_start - start the informers, the timer and the binder threads. COMMON_OK,
+ * COMMON_ECONFLICT (already started), COMMON_ENOMEM / COMMON_EIO (no thread). */
+enum common_rc extender_server_start(struct extender_server *x, struct common_error *err);
+
+/* extender_server_ready - nonzero once nodes, pods and PodGroups have synced (their first
+ * list is in the books). A missing PodGroup CRD keeps it not ready. */
+int extender_server_ready(struct extender_server *x);
+
+/* extender_server_wait_ready - wait up to timeout_ms for readiness; nonzero when ready. */
+int extender_server_wait_ready(struct extender_server *x, long timeout_ms);
+
+/* extender_server_stats - a copy of the counters. */
+void extender_server_stats(struct extender_server *x, struct extender_server_stats *out);
+
+/*
+ * extender_server_stop - answer every held bind with an error, stop the threads and the
+ * informers; later binds are answered with an error at once. Call before common_httpd_stop.
+ * Idempotent.
+ */
+void extender_server_stop(struct extender_server *x);
+
+/* extender_server_destroy - stop, then free (after the httpd has stopped). NULL is a no-op. */
+void extender_server_destroy(struct extender_server *x);
+
+#endif

@@ -1,0 +1,574 @@
+/*
+ * tests/e2e/test_extender.c - gang scheduling through the HTTP extender with the real
+ * kube-scheduler of the test bed (tests/e2e/testbed/up.sh; KUBECONFIG from its env file).
+ *
+ * `trainsched serve` has no extender component yet, so each test runs extender/server.h
+ * in-process on a plain-HTTP common_httpd at 127.0.0.1:PORT (one port for the whole run).
+ * main() restarts the bed's kube-scheduler with a KubeSchedulerConfiguration whose extender
+ * points there (tests/e2e/testbed/scheduler-ctl.sh; enableHTTPS false, nodeCacheCapable,
+ * managedResources trainsched.io/gang ignoredByScheduler) and restores the bed's own config
+ * after the run, whatever the result.
+ *
+ * Nodes: created per test with a label of the test's own (pods select it with nodeSelector, so
+ * tests never see each other's nodes), as kwok nodes (annotation kwok.x-k8s.io/node=fake) when
+ * TESTBED_KWOK_RUNNING=1, else plain Node objects: without a kubelet, bound pods stay Pending,
+ * which is fine, the tests assert spec.nodeName. Gang pods request trainsched.io/gang: 1
+ * themselves here; in a real install the pod webhook adds it (webhook/, mutate-pod).
+ *
+ * Scenarios: a gang of 8 on 8 free nodes is bound whole; a gang of 8 with room for 6 binds
+ * nothing while the PodGroup's status and Event say why, and binds whole once 2 nodes are
+ * added; pods without the gang resource never reach the extender and schedule as before; two
+ * gangs of 12 x 1 GPU interleaved on 2 nodes x 8 GPUs: one is bound whole, the other not at all.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/events.h"
+#include "common/httpd.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+#include "common/metrics.h"
+#include "e2eutil.h"
+#include "extender/server.h"
+
+#define SCHED_CTL TS_SOURCE_DIR "/tests/e2e/testbed/scheduler-ctl.sh"
+#define GANG_LABEL "scheduling.x-k8s.io/pod-group"
+#define RUN_LABEL "trainsched.io/e2e-run"
+#define BIND_TIMEOUT_S 30
+
+static int port;                 /* the extender's, chosen by main */
+static struct common_kube *kube; /* admin: the test's view and the extender's client */
+static struct common_events *events;
+static struct common_metrics *metrics;
+static struct extender_server *ext;
+static struct common_httpd *httpd;
+static char ns[96];
+static char run[32]; /* the label value of this test's nodes */
+static char nodes[32][96];
+static int n_nodes;
+
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int kwok(void)
+{
+    const char *k = getenv("TESTBED_KWOK_RUNNING");
+    return k && strcmp(k, "1") == 0;
+}
+
+static int bound(const char *gang, int *total);
+
+static void setup(void)
+{
+    struct extender_server_opts o = {0};
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_error err;
+    char addr[64];
+
+    srand((unsigned)getpid() ^ (unsigned)time(NULL));
+    kube = e2e_client(10000, 0);
+    e2e_make_ns(kube, "ext", ns, sizeof(ns));
+    snprintf(run, sizeof(run), "r%lx%lx", (unsigned long)getpid() & 0xffff,
+             (unsigned long)time(NULL) & 0xffff);
+    n_nodes = 0;
+    events = common_events_create(kube, "e2e-extender", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    metrics = common_metrics_create();
+    ck_assert_ptr_nonnull(metrics);
+    o.kube = kube;
+    o.events = events;
+    o.metrics = metrics;
+    o.bind_http_timeout_ms = BIND_TIMEOUT_S * 1000;
+    o.default_schedule_timeout_s = 20;
+    o.backoff_initial_ms = 2000;
+    o.backoff_max_ms = 4000;
+    ext = extender_server_create(&o, &err);
+    ck_assert_msg(ext != NULL, "%s", err.msg);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ho.address = addr;
+    ho.threads = 4;
+    httpd = common_httpd_create(&ho, &err);
+    ck_assert_msg(httpd != NULL, "%s", err.msg);
+    ck_assert_int_eq(extender_server_install(ext, httpd, &err), COMMON_OK);
+    ck_assert_msg(extender_server_start(ext, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(extender_server_wait_ready(ext, 30000), "extender caches not synced in 30 s");
+    ck_assert_msg(common_httpd_start(httpd, &err) == COMMON_OK, "%s", err.msg);
+}
+
+/* delete every pod of the namespace at once (grace 0) and wait until they are gone (30 s), so
+ * that the scheduler stops retrying them against the next test's extender */
+static void drop_pods(void)
+{
+    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                               "\"gracePeriodSeconds\":0}";
+    struct common_error err;
+    struct common_buf resp;
+    char path[512];
+    long status = 0;
+    double t0 = mono();
+
+    common_buf_init(&resp, 64 << 20);
+    common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
+    (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
+                              &resp, &status, &err);
+    common_buf_free(&resp);
+    while (mono() - t0 < 30) {
+        int total = 0;
+        (void)bound(NULL, &total);
+        if (!total)
+            break;
+        usleep(200 * 1000);
+    }
+}
+
+static void teardown(void)
+{
+    struct common_error err;
+
+    extender_server_stop(ext);
+    common_httpd_destroy(httpd);
+    extender_server_destroy(ext);
+    common_events_destroy(events);
+    common_metrics_destroy(metrics);
+    drop_pods();
+    for (int i = 0; i < n_nodes; i++)
+        common_kube_delete(kube, &common_kube_nodes, NULL, nodes[i], NULL, NULL, NULL, &err);
+    e2e_drop_ns(kube, ns);
+    common_kube_client_destroy(kube);
+}
+
+/* a node with cpu cores, gpus nvidia.com/gpu (0: none) and 110 pods */
+static void make_node(int cpu, int gpus)
+{
+    struct common_error err;
+    char cpus[16], gp[16];
+    json_t *n, *res;
+    enum common_rc rc;
+
+    ck_assert_int_lt(n_nodes, 32);
+    snprintf(nodes[n_nodes], sizeof(nodes[0]), "ext-%s-%d", run, n_nodes);
+    snprintf(cpus, sizeof(cpus), "%d", cpu);
+    snprintf(gp, sizeof(gp), "%d", gpus);
+    res = json_pack("{s:s, s:s, s:s}", "cpu", cpus, "memory", "64Gi", "pods", "110");
+    if (gpus)
+        json_object_set_new(res, "nvidia.com/gpu", json_string(gp));
+    n = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:O, s:O}}", "apiVersion", "v1", "kind", "Node",
+                  "metadata", "name", nodes[n_nodes], "labels", RUN_LABEL, run, "status",
+                  "capacity", res, "allocatable", res);
+    if (kwok())
+        json_object_set_new(json_object_get(n, "metadata"), "annotations",
+                            json_pack("{s:s}", "kwok.x-k8s.io/node", "fake"));
+    json_decref(res);
+    rc = common_kube_create(kube, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+    json_decref(n);
+    ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
+    n_nodes++;
+}
+
+static void make_podgroup(const char *name, int min_member)
+{
+    struct common_error err;
+    json_t *pg =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:i}}", "apiVersion",
+                  "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name", name,
+                  "namespace", ns, "spec", "minMember", min_member, "scheduleTimeoutSeconds", 20);
+    enum common_rc rc = common_kube_create(kube, &common_kube_podgroups, ns, pg, NULL, NULL, &err);
+
+    json_decref(pg);
+    ck_assert_msg(rc == COMMON_OK, "PodGroup %s: %s", name, err.msg);
+}
+
+/* a pod of gang (NULL: none, and no trainsched.io/gang request) asking cpu and gpus */
+static void make_pod(const char *name, const char *gang, const char *cpu, int gpus)
+{
+    struct common_error err;
+    json_t *req = json_pack("{s:s}", "cpu", cpu), *lim = json_object();
+    json_t *p;
+    enum common_rc rc;
+
+    if (gang) {
+        json_object_set_new(req, "trainsched.io/gang", json_string("1"));
+        json_object_set_new(lim, "trainsched.io/gang", json_string("1"));
+    }
+    if (gpus) {
+        char g[16];
+        snprintf(g, sizeof(g), "%d", gpus);
+        json_object_set_new(req, "nvidia.com/gpu", json_string(g));
+        json_object_set_new(lim, "nvidia.com/gpu", json_string(g));
+    }
+    p = json_pack("{s:s, s:s, s:{s:s, s:s, s:{}}, s:{s:{s:s}, s:[{s:s, s:s, s:{s:o, s:o}}], "
+                  "s:[{s:s, s:s, s:s}]}}",
+                  "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "namespace", ns,
+                  "labels", "spec", "nodeSelector", RUN_LABEL, run, "containers", "name", "c",
+                  "image", "registry.k8s.io/pause:3.10", "resources", "requests", req, "limits",
+                  lim, "tolerations", "key", "kwok.x-k8s.io/node", "operator", "Exists", "effect",
+                  "NoSchedule");
+    ck_assert_ptr_nonnull(p);
+    if (gang)
+        json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), GANG_LABEL,
+                            json_string(gang));
+    rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
+    json_decref(p);
+    ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+}
+
+/* pods of gang (NULL: every pod of the namespace) with spec.nodeName set; *total gets all */
+static int bound(const char *gang, int *total)
+{
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    char sel[256];
+    json_t *items = NULL, *it;
+    size_t i;
+    int n = 0;
+
+    if (gang) {
+        snprintf(sel, sizeof(sel), GANG_LABEL "=%s", gang);
+        lo.label_selector = sel;
+    }
+    ck_assert_msg(common_kube_list(kube, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "%s", err.msg);
+    json_array_foreach(items, i, it)
+    {
+        const char *nn =
+            json_string_value(json_object_get(json_object_get(it, "spec"), "nodeName"));
+        if (nn && *nn)
+            n++;
+    }
+    if (total)
+        *total = (int)json_array_size(items);
+    json_decref(items);
+    return n;
+}
+
+/* wait up to timeout_s for gang to have want pods bound; returns the seconds it took */
+static double wait_bound(const char *gang, int want, double timeout_s)
+{
+    double t0 = mono();
+    int n = 0;
+
+    while (mono() - t0 < timeout_s) {
+        n = bound(gang, NULL);
+        if (n >= want)
+            return mono() - t0;
+        usleep(250 * 1000);
+    }
+    ck_abort_msg("gang %s: %d of %d pods bound after %.0f s", gang ? gang : "(none)", n, want,
+                 timeout_s);
+    return 0;
+}
+
+static json_t *get_podgroup(const char *name)
+{
+    struct common_error err;
+    json_t *pg = NULL;
+
+    ck_assert_msg(common_kube_get(kube, &common_kube_podgroups, ns, name, &pg, &err) == COMMON_OK,
+                  "%s", err.msg);
+    return pg;
+}
+
+/* the note of an Event on PodGroup name with reason and a note containing want, or NULL (a
+ * new string) */
+static char *event_note(const char *name, const char *reason, const char *want)
+{
+    struct common_error err;
+    json_t *items = NULL, *it;
+    size_t i;
+    char *note = NULL;
+
+    ck_assert_msg(common_kube_list(kube, &common_kube_events, ns, NULL, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "%s", err.msg);
+    json_array_foreach(items, i, it)
+    {
+        const json_t *reg = json_object_get(it, "regarding");
+        const char *r = json_string_value(json_object_get(it, "reason"));
+        const char *k = json_string_value(json_object_get(reg, "kind"));
+        const char *n = json_string_value(json_object_get(reg, "name"));
+        const char *nt = json_string_value(json_object_get(it, "note"));
+        if (r && k && n && nt && strcmp(r, reason) == 0 && strcmp(k, "PodGroup") == 0 &&
+            strcmp(n, name) == 0 && strstr(nt, want)) {
+            free(note);
+            note = strdup(nt);
+        }
+    }
+    json_decref(items);
+    return note;
+}
+
+static uint64_t extender_requests(void)
+{
+    struct extender_server_stats st;
+
+    extender_server_stats(ext, &st);
+    return st.filter + st.prioritize + st.bind + st.preempt;
+}
+
+START_TEST(gang_of_8_on_8_free_nodes_is_bound_whole)
+{
+    struct extender_server_stats st;
+    char name[32];
+    double t;
+
+    for (int i = 0; i < 8; i++)
+        make_node(4, 0);
+    make_podgroup("g8", 8);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "g8-%d", i);
+        make_pod(name, "g8", "3", 0);
+    }
+    t = wait_bound("g8", 8, 60);
+    extender_server_stats(ext, &st);
+    fprintf(stderr,
+            "gang of 8 on 8 free nodes: bound whole after %.1f s (filter %llu, bind %llu, held "
+            "%llu, released %llu, rejected %llu, bindings %llu, node patches %llu)\n",
+            t, (unsigned long long)st.filter, (unsigned long long)st.bind,
+            (unsigned long long)st.held, (unsigned long long)st.released,
+            (unsigned long long)st.rejected, (unsigned long long)st.bindings_ok,
+            (unsigned long long)st.node_patches);
+    ck_assert_uint_ge(st.held, 7);
+    ck_assert_uint_eq(st.bindings_ok, 8);
+    ck_assert_uint_ge(st.node_patches, 8);
+    /* one pod per node */
+    {
+        struct common_error err;
+        json_t *items = NULL, *it;
+        size_t i;
+        char seen[8][96];
+        int ns_seen = 0;
+        ck_assert_int_eq(common_kube_list(kube, &common_kube_pods, ns, NULL, &items, NULL, &err),
+                         COMMON_OK);
+        json_array_foreach(items, i, it)
+        {
+            const char *nn =
+                json_string_value(json_object_get(json_object_get(it, "spec"), "nodeName"));
+            for (int j = 0; j < ns_seen; j++)
+                ck_assert_str_ne(seen[j], nn);
+            snprintf(seen[ns_seen++], sizeof(seen[0]), "%s", nn);
+        }
+        json_decref(items);
+    }
+    /* the virtual resource is advertised on the nodes */
+    {
+        struct common_error err;
+        json_t *n = NULL;
+        ck_assert_int_eq(common_kube_get(kube, &common_kube_nodes, NULL, nodes[0], &n, &err),
+                         COMMON_OK);
+        ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(n, "status"), "allocatable"),
+                             EXTENDER_GANG_RESOURCE)),
+                         "110");
+        json_decref(n);
+    }
+}
+END_TEST
+
+START_TEST(gang_of_8_with_room_for_6_waits_then_binds_when_room_is_added)
+{
+    char name[32], *note;
+    json_t *pg;
+    const char *phase;
+    double t;
+
+    for (int i = 0; i < 6; i++)
+        make_node(4, 0);
+    make_podgroup("w8", 8);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "w8-%d", i);
+        make_pod(name, "w8", "3", 0);
+    }
+    /* none bound for a while */
+    for (int i = 0; i < 32; i++) {
+        ck_assert_int_eq(bound("w8", NULL), 0);
+        usleep(250 * 1000);
+    }
+    ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+    note = event_note("w8", "GangWaiting", "6 of the 8");
+    ck_assert_msg(note != NULL, "no GangWaiting Event on PodGroup w8 saying \"6 of the 8\"");
+    fprintf(stderr, "gang of 8 with room for 6: Event GangWaiting: %s\n", note);
+    free(note);
+    pg = get_podgroup("w8");
+    phase = json_string_value(json_object_get(json_object_get(pg, "status"), "phase"));
+    ck_assert_msg(phase && strcmp(phase, "Scheduling") == 0, "status.phase %s",
+                  phase ? phase : "(none)");
+    json_decref(pg);
+
+    make_node(4, 0);
+    make_node(4, 0);
+    t = wait_bound("w8", 8, 60);
+    fprintf(stderr, "gang of 8 with room for 6: bound whole %.1f s after 2 nodes were added\n", t);
+}
+END_TEST
+
+START_TEST(pods_without_the_gang_resource_never_reach_the_extender)
+{
+    uint64_t before;
+    char name[32];
+    double t;
+
+    make_node(4, 0);
+    make_node(4, 0);
+    before = extender_requests();
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "plain-%d", i);
+        make_pod(name, NULL, "1", 0);
+    }
+    t = wait_bound(NULL, 4, 60);
+    fprintf(stderr, "4 pods without a gang: bound by the default binder in %.1f s\n", t);
+    ck_assert_uint_eq(extender_requests(), before);
+}
+END_TEST
+
+START_TEST(two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none)
+{
+    char name[32];
+    int a, b;
+
+    make_node(64, 8);
+    make_node(64, 8);
+    make_podgroup("ga", 12);
+    make_podgroup("gb", 12);
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof(name), "ga-%d", i);
+        make_pod(name, "ga", "1", 1);
+        snprintf(name, sizeof(name), "gb-%d", i);
+        make_pod(name, "gb", "1", 1);
+    }
+    {
+        double t0 = mono();
+        for (;;) {
+            a = bound("ga", NULL);
+            b = bound("gb", NULL);
+            ck_assert_msg(!(a > 0 && b > 0), "both gangs partly bound: %d and %d", a, b);
+            if (a == 12 || b == 12)
+                break;
+            ck_assert_msg(mono() - t0 < 60, "no gang bound whole after 60 s: %d and %d", a, b);
+            usleep(250 * 1000);
+        }
+        fprintf(stderr, "two gangs of 12 GPUs interleaved: gang %s bound whole after %.1f s\n",
+                a == 12 ? "ga" : "gb", mono() - t0);
+    }
+    /* and the other stays unbound */
+    for (int i = 0; i < 20; i++) {
+        a = bound("ga", NULL);
+        b = bound("gb", NULL);
+        ck_assert_msg((a == 12 && b == 0) || (a == 0 && b == 12), "ga %d bound, gb %d bound", a, b);
+        usleep(250 * 1000);
+    }
+}
+END_TEST
+
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), p;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        perror("free port");
+        exit(1);
+    }
+    p = ntohs(sa.sin_port);
+    close(fd);
+    return p;
+}
+
+static int sched_ctl(const char *args)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd), "%s %s >&2", SCHED_CTL, args);
+    return system(cmd);
+}
+
+int main(void)
+{
+    char cfg[] = "/tmp/ts-ext-sched-XXXXXX";
+    char args[128];
+    int fd, failed;
+    FILE *f;
+    Suite *s = suite_create("scheduler extender with the real kube-scheduler");
+    TCase *tc = tcase_create("gang");
+    SRunner *sr;
+
+    if (!getenv("KUBECONFIG")) {
+        fprintf(stderr, "KUBECONFIG is not set: start the test bed first\n");
+        return 1;
+    }
+    port = free_port();
+    fd = mkstemp(cfg);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        perror(cfg);
+        return 1;
+    }
+    /* the shipped manifests/scheduler/scheduler-config.yaml, with plain HTTP to the test's
+     * port, a 30 s bind timeout and short pod backoffs */
+    fprintf(f,
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "percentageOfNodesToScore: 100\n"
+            "podInitialBackoffSeconds: 1\n"
+            "podMaxBackoffSeconds: 2\n"
+            "profiles:\n"
+            "- schedulerName: default-scheduler\n"
+            "extenders:\n"
+            "- urlPrefix: http://127.0.0.1:%d/scheduler\n"
+            "  filterVerb: filter\n"
+            "  prioritizeVerb: prioritize\n"
+            "  preemptVerb: preempt\n"
+            "  bindVerb: bind\n"
+            "  weight: 1\n"
+            "  enableHTTPS: false\n"
+            "  httpTimeout: %ds\n"
+            "  nodeCacheCapable: true\n"
+            "  ignorable: false\n"
+            "  managedResources:\n"
+            "  - name: trainsched.io/gang\n"
+            "    ignoredByScheduler: true\n",
+            port, BIND_TIMEOUT_S);
+    fclose(f);
+    snprintf(args, sizeof(args), "restart %s", cfg);
+    if (sched_ctl(args) != 0) {
+        fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
+        sched_ctl("restore");
+        unlink(cfg);
+        return 1;
+    }
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, gang_of_8_on_8_free_nodes_is_bound_whole);
+    tcase_add_test(tc, gang_of_8_with_room_for_6_waits_then_binds_when_room_is_added);
+    tcase_add_test(tc, pods_without_the_gang_resource_never_reach_the_extender);
+    tcase_add_test(tc, two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (sched_ctl("restore") != 0) {
+        fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
+        failed++;
+    }
+    unlink(cfg);
+    return failed ? 1 : 0;
+}
