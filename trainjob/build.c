@@ -88,6 +88,18 @@ json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps)
     return list;
 }
 
+int64_t tj_podset_replicas(const struct tj_podset *ps)
+{
+    const json_t *r = json_object_get(ps->rjob, "replicas");
+    const char *anc = ps->ancestor;
+
+    /* build_jobset forces these three to 1 */
+    if (anc && (strcmp(anc, "dataset-initializer") == 0 || strcmp(anc, "model-initializer") == 0 ||
+                strcmp(anc, "trainer") == 0))
+        return 1;
+    return json_is_integer(r) ? (int64_t)json_integer_value(r) : 1;
+}
+
 /* Deterministic placeholder uid for a TrainJob without metadata.uid: the SHA-256 of
  * "trainsched-render/<namespace>/<name>" shaped as a version-5-style UUID. */
 static const char *placeholder_uid(struct common_arena *a, const char *ns, const char *name)
@@ -526,6 +538,11 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
         if ((c->gangs & (1u << g)) && gp && gp->validate)
             gp->validate(c);
     }
+    /* the final pod counts (the ML policy's numNodes), then the rule that needs them: JobSet's
+     * webhook would refuse the JobSet when a generated pod name is over 63 characters */
+    if (ml && ml->counts && (rc = ml->counts(c, err)))
+        return rc;
+    tj_webhook_generated_names(c);
     if (c->errs->oom)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     if (c->errs->n)
@@ -544,11 +561,9 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (!ml)
         return common_error_set(err, COMMON_EUNSUPPORTED, "unknown ML policy");
 
-    /* 3. plugins: counts, ML policy, gang labels */
+    /* 3. plugins (counts ran with the checks above): ML policy, gang labels */
     c->command = json_object_get(c->trainer, "command");
     c->args = json_object_get(c->trainer, "args");
-    if (ml->counts && (rc = ml->counts(c, err)))
-        return rc;
     if (ml->enforce && (rc = ml->enforce(c, err)))
         return rc;
     for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {

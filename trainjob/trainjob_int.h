@@ -147,6 +147,9 @@ void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *
 
 /* endpoint list "<name>-<rjob>-<replica>-<pod>.<subdomain>" for a podset (array, new ref) */
 json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps);
+/* replicas of the podset's replicated job in the JobSet written (§2.5): 1 for the initializer and
+ * trainer jobs, else the template's own (JobSet default 1) */
+int64_t tj_podset_replicas(const struct tj_podset *ps);
 
 /* ---- gang objects (podgroup.c) ---- */
 struct tj_gang_policy {
@@ -172,5 +175,8 @@ void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e);
 void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e);
 void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e);
 void tj_webhook_trainjob(struct tj_ctx *c);
+/* JobSet's name-length rule on the JobSet to be written (cases.md C56); needs the final counts
+ * (run after the ML policy's counts) */
+void tj_webhook_generated_names(struct tj_ctx *c);
 
 #endif

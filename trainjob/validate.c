@@ -2,8 +2,8 @@
  * trainjob/validate.c - field errors, schema defaults, CEL rules and the general webhook checks.
  *
  * Source: ../shared/reference/trainer.md §1 (schema and CEL), §5.0 (defaults), §5.1 checks 3-14
- * (TrainJob), §5.2 (runtimes). Policy-specific checks (torch, torchtune, mpi, xgboost,
- * volcano) live with their policy.
+ * (TrainJob), §5.2 (runtimes), and JobSet's generated-name length rule (cases.md C56).
+ * Policy-specific checks (torch, torchtune, mpi, xgboost, volcano) live with their policy.
  */
 #include <regex.h>
 #include <stdarg.h>
@@ -551,4 +551,68 @@ void tj_webhook_trainjob(struct tj_ctx *c)
             }
         }
     }
+}
+
+/* ---- generated names: JobSet's webhook on the JobSet we write (cases.md C56) ----
+ *
+ * JobSet (pkg/webhooks/jobset_webhook.go, ValidateCreate; kubernetes-sigs/jobset #408/#409)
+ * refuses a JobSet when, for some replicated job, the longest child name is not a DNS-1035
+ * label: the Job "<jobset>-<rjob>-<replicas-1>" always, and for an Indexed Job with completions
+ * set (JobSet defaults completionMode to Indexed; Trainer always sets completions) the pod
+ * "<jobset>-<rjob>-<replicas-1>-<completions-1>" plus "-" and the 5-character random suffix the
+ * API server appends. The pod name is the longer of the two, so it decides for Indexed Jobs.
+ * Trainer names the JobSet after the TrainJob, so the field at fault is metadata.name; we report
+ * the single longest derived name over every replicated job. Only the length is checked: the
+ * TrainJob name is already an RFC 1035 label. */
+
+#define TJ_NAME_MAX 63
+#define TJ_POD_SUFFIX "-xxxxx" /* "-" + the 5 random characters (JobSet validates "-abcde") */
+
+void tj_webhook_generated_names(struct tj_ctx *c)
+{
+    const json_t *name = tj_get(c->trainjob, "metadata.name");
+    const char *longest = NULL, *rjob = NULL;
+    size_t longest_len = 0;
+    int longest_is_pod = 0;
+
+    if (!c->name)
+        return;
+    for (size_t i = 0; i < c->npodsets; i++) {
+        const struct tj_podset *ps = &c->podsets[i];
+        const char *mode = tj_str(ps->rjob, "template.spec.completionMode");
+        int indexed = !mode || strcmp(mode, "Indexed") == 0;
+        long long max_job = (long long)tj_podset_replicas(ps) - 1;
+        long long max_pod = (long long)ps->count - 1;
+        const char *n;
+        size_t len;
+
+        n = indexed ? common_arena_printf(c->arena, "%s-%s-%lld-%lld" TJ_POD_SUFFIX, c->name,
+                                          ps->name, max_job, max_pod)
+                    : common_arena_printf(c->arena, "%s-%s-%lld", c->name, ps->name, max_job);
+        if (!n) {
+            c->errs->oom = 1;
+            return;
+        }
+        len = strlen(n);
+        if (len > longest_len) {
+            longest = n;
+            longest_len = len;
+            rjob = ps->name;
+            longest_is_pod = indexed;
+        }
+    }
+    if (longest_len <= TJ_NAME_MAX)
+        return;
+    if (longest_is_pod)
+        tj_err(c->errs, c->trainjob, name, "Invalid", "metadata.name",
+               "Invalid value: \"%s\": TrainJob name is too long, pod names generated for its "
+               "JobSet will exceed %d characters: the longest, \"%s\" (replicated job \"%s\"; "
+               "xxxxx stands for the random suffix), is %zu characters",
+               c->name, TJ_NAME_MAX, longest, rjob, longest_len);
+    else
+        tj_err(c->errs, c->trainjob, name, "Invalid", "metadata.name",
+               "Invalid value: \"%s\": TrainJob name is too long, job names generated for its "
+               "JobSet will exceed %d characters: the longest, \"%s\" (replicated job \"%s\"), is "
+               "%zu characters",
+               c->name, TJ_NAME_MAX, longest, rjob, longest_len);
 }
