@@ -4,6 +4,7 @@
  * (scheduling.volcano.sh/v1beta1), with the pod label / annotation that ties pods to them.
  * Source: trainer.md §3.1-3.3, §5.1 check 29, §6 cases 52-56.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "trainjob/trainjob_int.h"
@@ -11,6 +12,9 @@
 #define COSCHED_LABEL "scheduling.x-k8s.io/pod-group"
 #define VOLCANO_ANNOTATION "scheduling.k8s.io/group-name"
 #define VOLCANO_QUEUE "scheduling.volcano.sh/queue-name"
+/* = GANG_PHASED_ANNOTATION of gang/gang.h (docs/gang.md "Phased gangs"): the replicated jobs
+ * other replicated jobs dependsOn, whose pods the extender binds on their own */
+#define PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
 
 enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
                               struct common_error *err)
@@ -82,10 +86,58 @@ static enum common_rc cosched_enforce(struct tj_ctx *c, struct common_error *err
     return tag_pods(c, "labels", COSCHED_LABEL, err);
 }
 
+/* the comma-separated names of the replicated jobs of the rendered JobSet that another one
+ * dependsOn, in replicatedJobs order, each once; "" when none. A new string or NULL (no memory). */
+static char *phased_jobs(const struct tj_ctx *c)
+{
+    const json_t *rjobs = json_object_get(c->spec, "replicatedJobs"), *rj;
+    size_t i, len = 0, cap = 1;
+    char *out;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *name = json_string_value(json_object_get(rj, "name"));
+        cap += name ? strlen(name) + 1 : 0;
+    }
+    out = malloc(cap);
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *name = json_string_value(json_object_get(rj, "name"));
+        const json_t *other, *dep;
+        size_t j, k, n;
+        int needed = 0;
+
+        if (!name || !*name)
+            continue;
+        json_array_foreach(rjobs, j, other)
+        {
+            json_array_foreach(json_object_get(other, "dependsOn"), k, dep)
+            {
+                const char *dn = json_string_value(json_object_get(dep, "name"));
+                if (dn && strcmp(dn, name) == 0)
+                    needed = 1;
+            }
+        }
+        if (!needed)
+            continue;
+        if (len)
+            out[len++] = ',';
+        n = strlen(name);
+        memcpy(out + len, name, n);
+        len += n;
+        out[len] = '\0';
+    }
+    return out;
+}
+
 static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct common_error *err)
 {
     int64_t mm;
     json_t *res = NULL;
+    char *phased;
     const json_t *timeout =
         tj_get(c->runtime, "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds");
     enum common_rc rc = tj_gang_totals(c, &mm, &res, err);
@@ -97,7 +149,19 @@ static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct commo
                      tj_owner_meta(c, c->name), "spec", "minMember", (json_int_t)mm, "minResources",
                      res, "scheduleTimeoutSeconds",
                      (json_int_t)(json_is_integer(timeout) ? json_integer_value(timeout) : 60));
-    return *obj ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (!*obj)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    /* phased gang (initializers): the extender binds these jobs' pods alone */
+    phased = phased_jobs(c);
+    if (!phased || (*phased && tj_set(tj_obj(json_object_get(*obj, "metadata"), "annotations"),
+                                      PHASED_ANNOTATION, json_string(phased)))) {
+        free(phased);
+        json_decref(*obj);
+        *obj = NULL;
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    free(phased);
+    return COMMON_OK;
 }
 
 static enum common_rc volcano_enforce(struct tj_ctx *c, struct common_error *err)

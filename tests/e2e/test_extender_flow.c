@@ -1,0 +1,1474 @@
+/*
+ * tests/e2e/test_extender_flow.c - the whole gang path once, end to end, on the test bed
+ * (tests/e2e/testbed/up.sh with TESTBED_JOBSET=1 TESTBED_KWOK=1; KUBECONFIG from its env file):
+ *
+ *   TrainJob -> the reconciler (in-process, as trainsched's ServiceAccount) -> JobSet + PodGroup
+ *   -> the real JobSet controller and kube-controller-manager's Job controller -> pods -> the pod
+ *   webhook (`trainsched serve --components webhook`, a child process) adds trainsched.io/gang:
+ *   1 -> the real kube-scheduler calls the extender (in-process, plain HTTP) -> Bindings -> kwok
+ *   runs the pods to completion -> TrainJob Complete.
+ *
+ * main() makes the webhook's certificates (`trainsched certs --ip 127.0.0.1`), starts the
+ * webhook daemon, creates a MutatingWebhookConfiguration holding only the shipped pod webhook,
+ * pointed at it and limited to namespaces labelled FLOW_LABEL=<run id> (every test namespace
+ * gets the label), and restarts the bed's kube-scheduler with an extender config
+ * (tests/e2e/testbed/scheduler-ctl.sh). After the run, whatever the result: the configuration
+ * is deleted, the daemon stopped and the bed's scheduler config restored.
+ *
+ * Scenarios, in this order:
+ *   whole_path_numnodes_4         TrainJob numNodes 4 on 4 kwok nodes: 4 pods bound together on
+ *                                 4 nodes (3 binds held, 1 release, 4 Bindings), Complete;
+ *   bad_input_live_server         malformed JSON, a Pod without metadata, unknown node names, a
+ *                                 200 MB body, a stalled and a trickling client, a bind for a
+ *                                 pod that does not exist, for a pod already bound, and for one
+ *                                 member of a gang that cannot complete: clear answers, the
+ *                                 server keeps serving, no gang is partly bound;
+ *   restart_mid_gang              a gang of 8 with 7 binds held (the 8th pod is gated), the
+ *                                 extender replaced by a new instance: nothing is bound after
+ *                                 the gang's timeout; the gate removed: all 8 bound;
+ *   phased_initializer_then_gang  a runtime whose `node` job dependsOn `dataset-initializer`:
+ *                                 the PodGroup names the phased job, the initializer pod binds
+ *                                 alone and completes, the 2 trainer pods bind as a gang,
+ *                                 Complete. Skipped when the bed has no JobSet controller.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/certs.h"
+#include "common/events.h"
+#include "common/httpd.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+#include "common/metrics.h"
+#include "common/yaml.h"
+#include "e2eutil.h"
+#include "extender/server.h"
+#include "reconciler/reconciler.h"
+
+#define SCHED_CTL TS_SOURCE_DIR "/tests/e2e/testbed/scheduler-ctl.sh"
+#define GANG_LABEL "scheduling.x-k8s.io/pod-group"
+#define RUN_LABEL "trainsched.io/e2e-run"
+#define FLOW_LABEL "trainsched.io/e2e-flow"
+#define PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
+#define BIND_TIMEOUT_S 30
+#define CONN_TIMEOUT_S 3
+
+static const struct common_kube_resource mwcs = {"admissionregistration.k8s.io", "v1",
+                                                 "mutatingwebhookconfigurations", 0};
+
+/* suite state (main) */
+static int port;           /* the extender's */
+static char run_id[32];    /* FLOW_LABEL value of this run's namespaces */
+static char tmpdir[256];   /* certificates, logs, the scheduler config */
+static char cfg_name[128]; /* the MutatingWebhookConfiguration */
+static pid_t webhook_pid;
+static int wh_https, wh_http;
+
+/* per test */
+static struct common_kube *kube, *tsk;
+static struct common_events *events;
+static struct common_metrics *metrics;
+static struct extender_server *ext;
+static struct common_httpd *httpd;
+static struct rc_reconciler *rec;
+static char ns[96];
+static char run[32]; /* RUN_LABEL value of this test's nodes */
+static char nodes[32][96];
+static int n_nodes;
+
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int env_is_1(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
+}
+
+static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *yamlf(const char *fmt, ...)
+{
+    char buf[16384];
+    struct common_yaml_docs d;
+    struct common_error err;
+    json_t *o;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    ck_assert_msg(common_yaml_load(buf, strlen(buf), "inline", NULL, &d, &err) == COMMON_OK, "%s",
+                  err.msg);
+    ck_assert_uint_eq(d.n, 1);
+    o = json_incref(d.docs[0]);
+    common_yaml_docs_free(&d);
+    return o;
+}
+
+static const char *jstr(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    if (b)
+        v = json_object_get(v, b);
+    return json_string_value(v);
+}
+
+/* ---- the extender in-process ---- */
+
+static void start_extender(void)
+{
+    struct extender_server_opts o = {0};
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_error err;
+    char addr[64];
+    enum common_rc rc = COMMON_EIO;
+
+    metrics = common_metrics_create();
+    ck_assert_ptr_nonnull(metrics);
+    o.kube = kube;
+    o.events = events;
+    o.metrics = metrics;
+    o.bind_http_timeout_ms = BIND_TIMEOUT_S * 1000;
+    o.default_schedule_timeout_s = 20;
+    o.backoff_initial_ms = 2000;
+    o.backoff_max_ms = 4000;
+    ext = extender_server_create(&o, &err);
+    ck_assert_msg(ext != NULL, "%s", err.msg);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ho.address = addr;
+    ho.threads = 4;
+    ho.connection_timeout_s = CONN_TIMEOUT_S;
+    ho.drain_ms = 2000;
+    httpd = common_httpd_create(&ho, &err);
+    ck_assert_msg(httpd != NULL, "%s", err.msg);
+    ck_assert_int_eq(extender_server_install(ext, httpd, &err), COMMON_OK);
+    ck_assert_msg(extender_server_start(ext, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(extender_server_wait_ready(ext, 30000), "extender caches not synced in 30 s");
+    /* the port of a previous instance may linger a moment */
+    for (int i = 0; i < 50 && (rc = common_httpd_start(httpd, &err)) != COMMON_OK; i++)
+        nap(100);
+    ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
+}
+
+static void stop_extender(void)
+{
+    if (!ext)
+        return;
+    extender_server_stop(ext);
+    common_httpd_destroy(httpd);
+    extender_server_destroy(ext);
+    common_metrics_destroy(metrics);
+    ext = NULL;
+    httpd = NULL;
+    metrics = NULL;
+}
+
+static void start_reconciler(void)
+{
+    struct rc_opts o = {0};
+    struct common_error err;
+
+    o.kube = tsk;
+    o.namespace = ns;
+    o.workers = 2;
+    o.queue.max_delay_ms = 2000;
+    rec = rc_create(&o, &err);
+    ck_assert_msg(rec != NULL, "%s", err.msg);
+    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+}
+
+static int bound(const char *gang, int *total);
+
+static void setup(void)
+{
+    struct common_error err;
+    char body[256];
+
+    srand((unsigned)getpid() ^ (unsigned)time(NULL));
+    kube = e2e_client(20000, 0);
+    e2e_make_ns(kube, "flow", ns, sizeof(ns));
+    /* the pod webhook of this run serves namespaces with our label */
+    snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", FLOW_LABEL, run_id);
+    ck_assert_msg(common_kube_patch(kube, &common_kube_namespaces, NULL, ns,
+                                    COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, &err) == COMMON_OK,
+                  "label namespace %s: %s", ns, err.msg);
+    snprintf(run, sizeof(run), "f%lx%lx", (unsigned long)getpid() & 0xffff,
+             (unsigned long)time(NULL) & 0xffff);
+    n_nodes = 0;
+    events = common_events_create(kube, "e2e-extender-flow", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    start_extender();
+}
+
+/* delete every pod of the namespace at once (grace 0) and wait until they are gone */
+static void drop_pods(void)
+{
+    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                               "\"gracePeriodSeconds\":0}";
+    struct common_error err;
+    struct common_buf resp;
+    char path[512];
+    long status = 0;
+    double t0 = mono();
+
+    common_buf_init(&resp, 64 << 20);
+    common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
+    (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
+                              &resp, &status, &err);
+    common_buf_free(&resp);
+    while (mono() - t0 < 20) {
+        int total = 0;
+        (void)bound(NULL, &total);
+        if (!total)
+            break;
+        nap(200);
+    }
+}
+
+static void teardown(void)
+{
+    struct common_error err;
+
+    if (rec)
+        rc_destroy(rec);
+    rec = NULL;
+    if (tsk)
+        common_kube_client_destroy(tsk);
+    tsk = NULL;
+    stop_extender();
+    common_events_destroy(events);
+    drop_pods();
+    for (int i = 0; i < n_nodes; i++)
+        common_kube_delete(kube, &common_kube_nodes, NULL, nodes[i], NULL, NULL, NULL, &err);
+    e2e_drop_ns(kube, ns);
+    common_kube_client_destroy(kube);
+}
+
+/* ---- cluster objects ---- */
+
+/* a kwok node with cpu cores and 110 pods, labelled RUN_LABEL=run */
+static void make_node(int cpu)
+{
+    struct common_error err;
+    json_t *n;
+    enum common_rc rc;
+
+    ck_assert_int_lt(n_nodes, 32);
+    snprintf(nodes[n_nodes], sizeof(nodes[0]), "flow-%s-%d", run, n_nodes);
+    n = yamlf("apiVersion: v1\nkind: Node\n"
+              "metadata:\n  name: %s\n  labels: {%s: %s}\n"
+              "  annotations: {kwok.x-k8s.io/node: fake}\n"
+              "status:\n  allocatable: {cpu: '%d', memory: 64Gi, pods: '110'}\n"
+              "  capacity: {cpu: '%d', memory: 64Gi, pods: '110'}\n",
+              nodes[n_nodes], RUN_LABEL, run, cpu, cpu);
+    rc = common_kube_create(kube, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+    json_decref(n);
+    ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
+    n_nodes++;
+}
+
+static void make_podgroup(const char *name, int min_member, int timeout_s)
+{
+    struct common_error err;
+    json_t *pg = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:i}}", "apiVersion",
+                           "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name",
+                           name, "namespace", ns, "spec", "minMember", min_member,
+                           "scheduleTimeoutSeconds", timeout_s);
+    enum common_rc rc = common_kube_create(kube, &common_kube_podgroups, ns, pg, NULL, NULL, &err);
+
+    json_decref(pg);
+    ck_assert_msg(rc == COMMON_OK, "PodGroup %s: %s", name, err.msg);
+}
+
+/* a gang pod asking cpu (and trainsched.io/gang: 1); gated: with a scheduling gate; selector:
+ * the RUN_LABEL value its nodeSelector asks for (NULL: this test's nodes) */
+static void make_pod(const char *name, const char *gang, const char *cpu, int gated,
+                     const char *selector)
+{
+    struct common_error err;
+    json_t *p;
+    enum common_rc rc;
+
+    p = yamlf("apiVersion: v1\nkind: Pod\n"
+              "metadata: {name: %s, namespace: %s, labels: {%s: %s}}\n"
+              "spec:\n"
+              "  nodeSelector: {%s: '%s'}\n"
+              "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]\n"
+              "  containers:\n"
+              "  - name: c\n"
+              "    image: registry.k8s.io/pause:3.10\n"
+              "    resources:\n"
+              "      requests: {cpu: '%s', trainsched.io/gang: '1'}\n"
+              "      limits: {trainsched.io/gang: '1'}\n"
+              "%s",
+              name, ns, GANG_LABEL, gang, RUN_LABEL, selector ? selector : run, cpu,
+              gated ? "  schedulingGates: [{name: trainsched.io/e2e-later}]\n" : "");
+    rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
+    json_decref(p);
+    ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+}
+
+static json_t *list_pods(const char *selector)
+{
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL;
+
+    lo.label_selector = selector;
+    ck_assert_msg(common_kube_list(kube, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "%s", err.msg);
+    return items;
+}
+
+/* pods of gang (NULL: every pod of the namespace) with spec.nodeName set; *total gets all */
+static int bound(const char *gang, int *total)
+{
+    char sel[256];
+    json_t *items, *it;
+    size_t i;
+    int n = 0;
+
+    if (gang)
+        snprintf(sel, sizeof(sel), GANG_LABEL "=%s", gang);
+    items = list_pods(gang ? sel : NULL);
+    json_array_foreach(items, i, it)
+    {
+        const char *nn = jstr(it, "spec", "nodeName");
+        if (nn && *nn)
+            n++;
+    }
+    if (total)
+        *total = (int)json_array_size(items);
+    json_decref(items);
+    return n;
+}
+
+static double wait_bound(const char *gang, int want, double timeout_s)
+{
+    double t0 = mono();
+    int n = 0;
+
+    while (mono() - t0 < timeout_s) {
+        n = bound(gang, NULL);
+        if (n >= want)
+            return mono() - t0;
+        nap(250);
+    }
+    ck_abort_msg("gang %s: %d of %d pods bound after %.0f s", gang ? gang : "(none)", n, want,
+                 timeout_s);
+    return 0;
+}
+
+static json_t *get_obj(const struct common_kube_resource *r, const char *name)
+{
+    struct common_error err;
+    json_t *o = NULL;
+    enum common_rc rc = common_kube_get(kube, r, ns, name, &o, &err);
+
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
+    return o;
+}
+
+static void create_obj(const struct common_kube_resource *r, json_t *obj)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    enum common_rc rc = common_kube_create(kube, r, ns, obj, &wo, NULL, &err);
+
+    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
+    json_decref(obj);
+}
+
+/* wait until TrainJob name has condition type=True; returns the seconds */
+static double wait_trainjob(const char *name, const char *type, double secs)
+{
+    double t0 = mono();
+
+    for (;;) {
+        json_t *tj = get_obj(&common_kube_trainjobs, name), *c;
+        size_t i;
+        int ok = 0;
+        json_array_foreach(json_object_get(json_object_get(tj, "status"), "conditions"), i, c)
+        {
+            const char *t = jstr(c, "type", NULL), *s = jstr(c, "status", NULL);
+            if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
+                ok = 1;
+        }
+        json_decref(tj);
+        if (ok)
+            return mono() - t0;
+        ck_assert_msg(mono() - t0 < secs, "TrainJob %s: no %s=True after %.0f s", name, type, secs);
+        nap(250);
+    }
+}
+
+static const char *requests_of(const json_t *pod, const char *res)
+{
+    const json_t *c =
+        json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(c, "resources"), "requests"), res));
+}
+
+static void stats_line(const char *what)
+{
+    struct extender_server_stats st;
+
+    extender_server_stats(ext, &st);
+    fprintf(stderr,
+            "%s: filter %llu, prioritize %llu, bind %llu, held %llu, released %llu, rejected "
+            "%llu, bindings %llu ok / %llu failed, held now %zu\n",
+            what, (unsigned long long)st.filter, (unsigned long long)st.prioritize,
+            (unsigned long long)st.bind, (unsigned long long)st.held,
+            (unsigned long long)st.released, (unsigned long long)st.rejected,
+            (unsigned long long)st.bindings_ok, (unsigned long long)st.bindings_failed,
+            st.held_now);
+}
+
+/* a namespaced TrainingRuntime: coscheduling (timeout_s), mlPolicy numNodes, a `node` job of
+ * node_cpu; with init_cpu, a `dataset-initializer` job first that `node` dependsOn */
+static json_t *runtime(const char *name, int num_nodes, const char *node_cpu, const char *init_cpu,
+                       int timeout_s)
+{
+    char init[2048] = "", dep[256] = "";
+
+    if (init_cpu) {
+        snprintf(init, sizeof(init),
+                 "      - name: dataset-initializer\n"
+                 "        template:\n"
+                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                 "dataset-initializer}}\n"
+                 "          spec:\n"
+                 "            template:\n"
+                 "              spec:\n"
+                 "                nodeSelector: {%s: '%s'}\n"
+                 "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                 "effect: NoSchedule}]\n"
+                 "                containers:\n"
+                 "                - name: dataset-initializer\n"
+                 "                  image: busybox:1.36\n"
+                 "                  command: [sh, -c, 'sleep 1']\n"
+                 "                  resources: {requests: {cpu: '%s', memory: 64Mi}}\n",
+                 RUN_LABEL, run, init_cpu);
+        snprintf(dep, sizeof(dep),
+                 "        dependsOn: [{name: dataset-initializer, status: "
+                 "Complete}]\n");
+    }
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                 "kind: TrainingRuntime\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n"
+                 "  mlPolicy: {numNodes: %d}\n"
+                 "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: %d}}\n"
+                 "  template:\n"
+                 "    spec:\n"
+                 "      replicatedJobs:\n"
+                 "%s"
+                 "      - name: node\n"
+                 "%s"
+                 "        template:\n"
+                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                 "trainer}}\n"
+                 "          spec:\n"
+                 "            template:\n"
+                 "              spec:\n"
+                 "                nodeSelector: {%s: '%s'}\n"
+                 "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                 "effect: NoSchedule}]\n"
+                 "                containers:\n"
+                 "                - name: node\n"
+                 "                  image: busybox:1.36\n"
+                 "                  command: [sh, -c, 'sleep 1']\n"
+                 "                  resources: {requests: {cpu: '%s', memory: 64Mi}}\n",
+                 name, ns, num_nodes, timeout_s, init, dep, RUN_LABEL, run, node_cpu);
+}
+
+static json_t *trainjob(const char *name, const char *rt)
+{
+    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                 "metadata: {name: %s, namespace: %s}\n"
+                 "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
+                 name, ns, rt);
+}
+
+/* the pod webhook answers for this namespace: a dry-run gang pod comes back with the resource
+ * (the API server picks up configurations and namespace labels within a second or so) */
+static void wait_webhook(void)
+{
+    struct common_kube_write_opts wo = {.dry_run = 1};
+    struct common_error err;
+    double t0 = mono();
+
+    for (;;) {
+        json_t *p = yamlf("apiVersion: v1\nkind: Pod\n"
+                          "metadata: {name: probe, namespace: %s, labels: {%s: probe}}\n"
+                          "spec: {containers: [{name: c, image: x}]}\n",
+                          ns, GANG_LABEL);
+        json_t *out = NULL;
+        enum common_rc rc = common_kube_create(kube, &common_kube_pods, ns, p, &wo, &out, &err);
+        const char *g = rc == COMMON_OK ? requests_of(out, EXTENDER_GANG_RESOURCE) : NULL;
+        int ok = g && strcmp(g, "1") == 0;
+        json_decref(p);
+        json_decref(out);
+        if (ok)
+            return;
+        ck_assert_msg(mono() - t0 < 20, "the pod webhook does not answer for %s after 20 s (%s)",
+                      ns, rc == COMMON_OK ? "no gang resource added" : err.msg);
+        nap(200);
+    }
+}
+
+/* ---- raw HTTP to the extender ---- */
+
+static int connect_ext(void)
+{
+    struct sockaddr_in sa;
+    struct timeval tv = {15, 0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
+                  strerror(errno));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+/* read an HTTP/1.x response to EOF: the status (-1: none), the body into *body (malloc) */
+static int read_response(int fd, char **body)
+{
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap), *p;
+    int code = -1;
+    ssize_t n;
+
+    ck_assert_ptr_nonnull(buf);
+    for (;;) {
+        if (cap - len < 4096) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    if (len > 12 && strncmp(buf, "HTTP/1.", 7) == 0) {
+        char *end;
+        long v = strtol(buf + 9, &end, 10);
+        if (end != buf + 9)
+            code = (int)v;
+    }
+    p = strstr(buf, "\r\n\r\n");
+    *body = strdup(p ? p + 4 : "");
+    free(buf);
+    return code;
+}
+
+/* POST body to path; the status, the body into *resp (malloc) */
+static int post(const char *path, const char *body, char **resp)
+{
+    char hdr[512];
+    int fd = connect_ext(), code;
+    size_t len = strlen(body);
+
+    snprintf(hdr, sizeof(hdr),
+             "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+             path, len);
+    ck_assert(send(fd, hdr, strlen(hdr), MSG_NOSIGNAL) == (ssize_t)strlen(hdr));
+    ck_assert(send(fd, body, len, MSG_NOSIGNAL) == (ssize_t)len);
+    code = read_response(fd, resp);
+    close(fd);
+    return code;
+}
+
+/* the body's "Error" (NULL when it is not JSON with a string Error); *out the parsed body */
+static const char *error_of(const char *body, json_t **out)
+{
+    *out = json_loads(body, 0, NULL);
+    return json_string_value(json_object_get(*out, "Error"));
+}
+
+/* ---- tests ---- */
+
+/* 2: TrainJob numNodes 4 -> JobSet + PodGroup -> pods (webhook adds the gang resource) -> the
+ * scheduler and the extender bind all 4 together -> kwok runs them -> Complete */
+START_TEST(whole_path_numnodes_4)
+{
+    struct extender_server_stats st;
+    json_t *pg, *items, *it;
+    size_t i;
+    char seen[4][96], sel[128];
+    double t, tc, first = 1e18, last = 0;
+
+    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP whole_path_numnodes_4: the bed runs no JobSet controller / kwok "
+                        "(TESTBED_JOBSET=1 TESTBED_KWOK=1 up.sh)\n");
+        return;
+    }
+    tsk = e2e_client(20000, 1);
+    start_reconciler();
+    wait_webhook();
+    for (int k = 0; k < 4; k++)
+        make_node(4);
+    create_obj(&common_kube_trainingruntimes, runtime("gang4", 4, "3", NULL, 30));
+    create_obj(&common_kube_trainjobs, trainjob("flow", "gang4"));
+    t = wait_bound("flow", 4, 90);
+    /* the PodGroup the reconciler made */
+    pg = get_obj(&common_kube_podgroups, "flow");
+    ck_assert_msg(pg != NULL, "no PodGroup flow");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")),
+                     4);
+    ck_assert_msg(!json_object_get(json_object_get(json_object_get(pg, "metadata"), "annotations"),
+                                   PHASED_ANNOTATION),
+                  "a runtime without dependsOn has no phased jobs");
+    json_decref(pg);
+    /* 4 pods, each with the gang resource from the webhook, on 4 distinct nodes of ours */
+    snprintf(sel, sizeof(sel), GANG_LABEL "=flow");
+    items = list_pods(sel);
+    ck_assert_uint_eq(json_array_size(items), 4);
+    fprintf(stderr, "whole path: 4 pods bound %.1f s after the TrainJob was created:\n", t);
+    json_array_foreach(items, i, it)
+    {
+        const char *nn = jstr(it, "spec", "nodeName"), *g = requests_of(it, EXTENDER_GANG_RESOURCE);
+        const json_t *c;
+        size_t j;
+        int mine = 0;
+        ck_assert_msg(g && strcmp(g, "1") == 0, "pod %s: requests %s %s (the webhook adds 1)",
+                      jstr(it, "metadata", "name"), EXTENDER_GANG_RESOURCE, g ? g : "(none)");
+        ck_assert_ptr_nonnull(nn);
+        for (int k = 0; k < n_nodes; k++)
+            mine |= strcmp(nodes[k], nn) == 0;
+        ck_assert_msg(mine, "pod on %s, not on a node of this test", nn);
+        for (size_t k = 0; k < i; k++)
+            ck_assert_str_ne(seen[k], nn);
+        snprintf(seen[i], sizeof(seen[0]), "%s", nn);
+        /* PodScheduled times: the 4 Bindings were created together */
+        json_array_foreach(json_object_get(json_object_get(it, "status"), "conditions"), j, c)
+        {
+            const char *ty = jstr(c, "type", NULL), *ts = jstr(c, "lastTransitionTime", NULL);
+            struct tm tmv;
+            memset(&tmv, 0, sizeof(tmv));
+            if (ty && ts && strcmp(ty, "PodScheduled") == 0 &&
+                strptime(ts, "%Y-%m-%dT%H:%M:%SZ", &tmv)) {
+                double s = (double)timegm(&tmv);
+                first = s < first ? s : first;
+                last = s > last ? s : last;
+            }
+        }
+        fprintf(stderr, "  %-28s -> %s\n", jstr(it, "metadata", "name"), nn);
+    }
+    json_decref(items);
+    extender_server_stats(ext, &st);
+    stats_line("whole path");
+    /* held then released together: 3 holds, 1 release that bound all 4 */
+    ck_assert_uint_ge(st.held, 3);
+    ck_assert_uint_ge(st.released, 1);
+    ck_assert_uint_eq(st.bindings_ok, 4);
+    ck_assert_uint_eq(st.bindings_failed, 0);
+    ck_assert_uint_eq(st.held_now, 0);
+    if (last > 0)
+        ck_assert_msg(last - first <= 2, "PodScheduled spread over %.0f s", last - first);
+    tc = wait_trainjob("flow", "Complete", 90);
+    fprintf(stderr, "whole path: TrainJob flow Complete %.1f s after its pods were bound\n", tc);
+}
+END_TEST
+
+/* 4: bad input against the live server */
+START_TEST(bad_input_live_server)
+{
+    char *resp = NULL, body[4096], uid0[64];
+    const char *e;
+    json_t *j = NULL, *pod;
+    int code;
+    struct extender_server_stats st0, st;
+
+    make_node(4);
+    make_node(4);
+    extender_server_stats(ext, &st0);
+
+    /* malformed ExtenderArgs: filter answers 200 with Error (the scheduler reads the Error);
+     * prioritize 400 with a text message */
+    code = post("/scheduler/filter", "{\"Pod\": {\"metadata\": ", &resp);
+    e = error_of(resp, &j);
+    fprintf(stderr, "malformed filter: %d %s", code, resp);
+    ck_assert_int_eq(code, 200);
+    ck_assert_msg(e && *e, "filter of malformed JSON: no Error in %s", resp);
+    json_decref(j);
+    free(resp);
+    code = post("/scheduler/prioritize", "[1, 2", &resp);
+    fprintf(stderr, "malformed prioritize: %d %s", code, resp);
+    ck_assert_int_eq(code, 400);
+    ck_assert_msg(strlen(resp) > 1, "400 without a message");
+    free(resp);
+    code = post("/scheduler/bind", "{\"PodName\": 7}", &resp);
+    e = error_of(resp, &j);
+    fprintf(stderr, "malformed bind: %d %s\n", code, resp);
+    ck_assert_int_eq(code, 200);
+    ck_assert_msg(e && *e, "bind of malformed JSON: no Error in %s", resp);
+    json_decref(j);
+    free(resp);
+
+    /* a Pod without metadata: not a gang pod of any PodGroup, or an Error: never a crash */
+    code = post("/scheduler/filter", "{\"Pod\": {\"spec\": {}}, \"NodeNames\": [\"x\"]}", &resp);
+    e = error_of(resp, &j);
+    fprintf(stderr, "pod without metadata: %d %s\n", code, resp);
+    ck_assert_int_eq(code, 200);
+    ck_assert_msg(j != NULL, "not JSON: %s", resp);
+    ck_assert_msg((e && *e) || json_array_size(json_object_get(j, "NodeNames")) == 1,
+                  "neither an Error nor the node passed: %s", resp);
+    json_decref(j);
+    free(resp);
+
+    /* node names unknown to the cache: unresolvable, with a reason */
+    make_podgroup("bi", 1, 5);
+    make_pod("bi-0", "bi", "1", 0, "nowhere"); /* no node has it: the scheduler never sends it */
+    pod = get_obj(&common_kube_pods, "bi-0");
+    {
+        json_t *args = json_pack("{s:O, s:[s,s]}", "Pod", pod, "NodeNames", "no-such-node-a",
+                                 "no-such-node-b");
+        char *text = json_dumps(args, JSON_COMPACT);
+        code = post("/scheduler/filter", text, &resp);
+        free(text);
+        json_decref(args);
+    }
+    e = error_of(resp, &j);
+    fprintf(stderr, "unknown nodes: %d %s\n", code, resp);
+    ck_assert_int_eq(code, 200);
+    ck_assert_msg(!e || !*e, "Error %s", e);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "NodeNames")), 0);
+    {
+        const json_t *fu = json_object_get(j, "FailedAndUnresolvableNodes");
+        ck_assert_msg(json_string_length(json_object_get(fu, "no-such-node-a")) > 0 &&
+                          json_string_length(json_object_get(fu, "no-such-node-b")) > 0,
+                      "unknown nodes not unresolvable with a reason: %s", resp);
+    }
+    json_decref(j);
+    free(resp);
+    json_decref(pod);
+
+    /* a 200 MB body, streamed: 413 with a message, at once (not after 200 MB) */
+    {
+        static char chunk[1 << 20];
+        char hdr[256];
+        size_t total = 200u << 20, sent = 0;
+        int fd = connect_ext();
+        double t0 = mono();
+        memset(chunk, ' ', sizeof(chunk));
+        snprintf(hdr, sizeof(hdr),
+                 "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n{\"Pod\":",
+                 total);
+        ck_assert(send(fd, hdr, strlen(hdr), MSG_NOSIGNAL) > 0);
+        while (sent < total) {
+            ssize_t n = send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL);
+            if (n <= 0)
+                break;
+            sent += (size_t)n;
+        }
+        shutdown(fd, SHUT_WR);
+        code = read_response(fd, &resp);
+        close(fd);
+        fprintf(stderr, "200 MB body: %d after %zu MB sent, %.1f s: %s", code, sent >> 20,
+                mono() - t0, resp);
+        ck_assert_msg(code == 413 || code == 400, "200 MB body: HTTP %d", code);
+        ck_assert_msg(strstr(resp, "limit") != NULL, "no message: %s", resp);
+        free(resp);
+    }
+
+    /* a stalled client is dropped after the connection timeout; a trickling one (1 byte/s)
+     * never blocks the others */
+    {
+        static const char slow[] = "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                                   "100\r\n\r\n{\"Pod\": {}, \"NodeNames\": [\"a\"]}";
+        int stalled = connect_ext(), trickle = connect_ext(), trickle_open = 1;
+        size_t off = 0;
+        double t0 = mono(), stalled_closed = -1, worst = 0;
+        char c;
+        ck_assert(send(stalled, slow, 10, MSG_NOSIGNAL) == 10);
+        {
+            struct timeval tv = {0, 100 * 1000};
+            setsockopt(stalled, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        }
+        while (mono() - t0 < CONN_TIMEOUT_S + 5) {
+            double r0 = mono();
+            ssize_t n;
+            if (trickle_open && off < sizeof(slow) - 1 &&
+                send(trickle, slow + off++, 1, MSG_NOSIGNAL) != 1)
+                trickle_open = 0;
+            code =
+                post("/scheduler/filter",
+                     "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"x\",\"uid\":\"u-p\"}},"
+                     "\"NodeNames\":[\"n1\"]}",
+                     &resp);
+            ck_assert_msg(code == 200 && strstr(resp, "n1"),
+                          "filter while a slow client is connected: %d %s", code, resp);
+            free(resp);
+            worst = mono() - r0 > worst ? mono() - r0 : worst;
+            n = recv(stalled, &c, 1, 0);
+            if (stalled_closed < 0 &&
+                (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)))
+                stalled_closed = mono() - t0;
+            nap(900);
+        }
+        fprintf(stderr,
+                "stalled client: closed after %.1f s (timeout %d s); trickling client (1 byte/s "
+                "for %.0f s): %s; others served in %.3f s at worst\n",
+                stalled_closed, CONN_TIMEOUT_S, mono() - t0,
+                trickle_open ? "still open (the timeout is an idle timeout: each byte resets it)"
+                             : "dropped",
+                worst);
+        ck_assert_msg(stalled_closed >= CONN_TIMEOUT_S - 1 && stalled_closed <= CONN_TIMEOUT_S + 3,
+                      "stalled client closed after %.1f s", stalled_closed);
+        ck_assert_msg(worst < 1.0, "a request took %.3f s while slow clients were connected",
+                      worst);
+        close(stalled);
+        close(trickle);
+    }
+
+    /* a bind for a pod that does not exist: rejected with a reason, nothing created */
+    snprintf(body, sizeof(body),
+             "{\"PodName\":\"ghost\",\"PodNamespace\":\"%s\",\"PodUID\":"
+             "\"00000000-0000-0000-0000-00000000dead\",\"Node\":\"%s\"}",
+             ns, nodes[0]);
+    code = post("/scheduler/bind", body, &resp);
+    e = error_of(resp, &j);
+    fprintf(stderr, "bind of a pod that does not exist: %d %s\n", code, resp);
+    ck_assert_int_eq(code, 200);
+    ck_assert_msg(e && *e, "bind of a missing pod succeeded: %s", resp);
+    json_decref(j);
+    free(resp);
+    ck_assert(get_obj(&common_kube_pods, "ghost") == NULL);
+
+    /* a bind for one member of a gang that cannot complete (3 of minMember 4 exist, none
+     * schedulable by the scheduler): an error, never a lone Binding */
+    make_podgroup("bh", 4, 5);
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "bh-%d", k);
+        make_pod(name, "bh", "1", 0, "nowhere");
+    }
+    nap(1000); /* in the extender's pod cache */
+    pod = get_obj(&common_kube_pods, "bh-0");
+    snprintf(body, sizeof(body),
+             "{\"PodName\":\"bh-0\",\"PodNamespace\":\"%s\",\"PodUID\":\"%s\",\"Node\":\"%s\"}", ns,
+             jstr(pod, "metadata", "uid"), nodes[0]);
+    json_decref(pod);
+    {
+        double t0 = mono();
+        code = post("/scheduler/bind", body, &resp);
+        e = error_of(resp, &j);
+        fprintf(stderr, "bind of 1 member of a gang of 4 with 3 pods: %d after %.1f s: %s\n", code,
+                mono() - t0, resp);
+    }
+    ck_assert_int_eq(code, 200);
+    ck_assert_msg(e && *e, "a lone member of an incomplete gang was bound: %s", resp);
+    json_decref(j);
+    free(resp);
+    ck_assert_int_eq(bound("bh", NULL), 0);
+
+    /* a bind for a pod already bound (a gang of 2 bound by the scheduler), to the other node:
+     * the pod stays where it is, the gang stays whole */
+    make_podgroup("bb", 2, 10);
+    make_pod("bb-0", "bb", "3", 0, NULL);
+    make_pod("bb-1", "bb", "3", 0, NULL);
+    wait_bound("bb", 2, 60);
+    {
+        json_t *p0 = get_obj(&common_kube_pods, "bb-0"), *p1 = get_obj(&common_kube_pods, "bb-1");
+        char n0[96], n1[96];
+        snprintf(n0, sizeof(n0), "%s", jstr(p0, "spec", "nodeName"));
+        snprintf(n1, sizeof(n1), "%s", jstr(p1, "spec", "nodeName"));
+        snprintf(uid0, sizeof(uid0), "%s", jstr(p0, "metadata", "uid"));
+        json_decref(p0);
+        json_decref(p1);
+        snprintf(body, sizeof(body),
+                 "{\"PodName\":\"bb-0\",\"PodNamespace\":\"%s\",\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+                 ns, uid0, n1);
+        code = post("/scheduler/bind", body, &resp);
+        e = error_of(resp, &j);
+        fprintf(stderr, "bind of a pod already bound on %s, to %s: %d %s\n", n0, n1, code, resp);
+        ck_assert_int_eq(code, 200);
+        ck_assert_msg(j != NULL && e != NULL, "bind answer is not an ExtenderBindingResult: %s",
+                      resp);
+        json_decref(j);
+        free(resp);
+        nap(1000);
+        p0 = get_obj(&common_kube_pods, "bb-0");
+        p1 = get_obj(&common_kube_pods, "bb-1");
+        ck_assert_str_eq(jstr(p0, "spec", "nodeName"), n0);
+        ck_assert_str_eq(jstr(p1, "spec", "nodeName"), n1);
+        json_decref(p0);
+        json_decref(p1);
+    }
+
+    /* still serving, nothing partly bound */
+    code = post("/scheduler/filter",
+                "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"x\",\"uid\":\"u-p\"}},"
+                "\"NodeNames\":[\"n1\"]}",
+                &resp);
+    ck_assert_int_eq(code, 200);
+    free(resp);
+    ck_assert_int_eq(bound("bi", NULL), 0);
+    ck_assert_int_eq(bound("bh", NULL), 0);
+    extender_server_stats(ext, &st);
+    stats_line("bad input");
+    ck_assert_uint_eq(st.bindings_failed, st0.bindings_failed);
+    ck_assert_uint_eq(st.held_now, 0);
+}
+END_TEST
+
+/* 3: gang of 8, 7 binds held, the extender replaced: no partial bind; then whole */
+START_TEST(restart_mid_gang)
+{
+    struct extender_server_stats st;
+    char name[32];
+    double t0;
+    size_t max_held2 = 0;
+    int saw_hold2 = 0, saw_drop2 = 0;
+
+    for (int k = 0; k < 8; k++)
+        make_node(4);
+    make_podgroup("r8", 8, 6);
+    for (int k = 0; k < 8; k++) {
+        snprintf(name, sizeof(name), "r8-%d", k);
+        make_pod(name, "r8", "3", k == 7, NULL); /* the 8th is gated: the scheduler skips it */
+    }
+    t0 = mono();
+    for (;;) {
+        extender_server_stats(ext, &st);
+        if (st.held_now == 7)
+            break;
+        ck_assert_int_eq(bound("r8", NULL), 0);
+        ck_assert_msg(mono() - t0 < 30, "%zu binds held after 30 s, want 7", st.held_now);
+        nap(200);
+    }
+    fprintf(stderr, "restart mid-gang: 7 binds held after %.1f s; stopping the extender\n",
+            mono() - t0);
+    stop_extender();
+    ck_assert_int_eq(bound("r8", NULL), 0);
+    nap(1500); /* the scheduler meets a dead extender meanwhile */
+    ck_assert_int_eq(bound("r8", NULL), 0);
+    start_extender();
+    fprintf(stderr, "restart mid-gang: a new extender serves\n");
+    /* the new instance holds the 7 again, its gang times out (6 s), nothing is bound */
+    t0 = mono();
+    while (mono() - t0 < 20) {
+        extender_server_stats(ext, &st);
+        max_held2 = st.held_now > max_held2 ? st.held_now : max_held2;
+        if (st.held_now == 7)
+            saw_hold2 = 1;
+        if (saw_hold2 && st.held_now == 0)
+            saw_drop2 = 1;
+        ck_assert_int_eq(bound("r8", NULL), 0);
+        if (saw_drop2 && mono() - t0 > 10)
+            break;
+        nap(200);
+    }
+    stats_line("restart mid-gang, new instance before the gate is removed");
+    ck_assert_msg(saw_hold2, "the new extender never held the 7 binds (at most %zu)", max_held2);
+    ck_assert_msg(saw_drop2, "the new extender's holds did not time out");
+    ck_assert_uint_eq(st.bindings_ok, 0);
+    /* the 8th pod becomes schedulable: the gang binds whole */
+    {
+        struct common_error err;
+        ck_assert_msg(common_kube_patch(kube, &common_kube_pods, ns, "r8-7", COMMON_KUBE_JSON_PATCH,
+                                        "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]",
+                                        NULL, NULL, &err) == COMMON_OK,
+                      "ungate r8-7: %s", err.msg);
+    }
+    t0 = mono();
+    for (;;) {
+        int n = bound("r8", NULL);
+        ck_assert_msg(n == 0 || n == 8 || mono() - t0 < 60, "gang r8: %d of 8 bound", n);
+        if (n == 8)
+            break;
+        ck_assert_msg(mono() - t0 < 60, "gang r8: %d of 8 bound after 60 s", n);
+        nap(100);
+    }
+    extender_server_stats(ext, &st);
+    stats_line("restart mid-gang, whole");
+    fprintf(stderr, "restart mid-gang: all 8 bound %.1f s after the gate was removed\n",
+            mono() - t0);
+    ck_assert_uint_eq(st.bindings_ok, 8);
+}
+END_TEST
+
+/* 1: phased gang: the initializer binds alone and completes, then the trainer pods as a gang */
+START_TEST(phased_initializer_then_gang)
+{
+    struct extender_server_stats st;
+    json_t *pg, *items, *it;
+    const char *ann;
+    size_t i;
+    double t0;
+    char init_node[96] = "";
+
+    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP phased_initializer_then_gang: the bed runs no JobSet controller / "
+                        "kwok (TESTBED_JOBSET=1 TESTBED_KWOK=1 up.sh)\n");
+        return;
+    }
+    tsk = e2e_client(20000, 1);
+    start_reconciler();
+    wait_webhook();
+    make_node(4);
+    make_node(4);
+    create_obj(&common_kube_trainingruntimes, runtime("phased", 2, "3", "1", 30));
+    create_obj(&common_kube_trainjobs, trainjob("ph", "phased"));
+    t0 = mono();
+    for (;;) {
+        pg = get_obj(&common_kube_podgroups, "ph");
+        if (pg)
+            break;
+        ck_assert_msg(mono() - t0 < 30, "no PodGroup ph after 30 s");
+        nap(200);
+    }
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")),
+                     3);
+    ann = json_string_value(json_object_get(
+        json_object_get(json_object_get(pg, "metadata"), "annotations"), PHASED_ANNOTATION));
+    ck_assert_msg(ann && strcmp(ann, "dataset-initializer") == 0, "PodGroup annotation %s: %s",
+                  PHASED_ANNOTATION, ann ? ann : "(none)");
+    json_decref(pg);
+    /* the initializer pod binds alone: no trainer pod exists while it is bound */
+    for (;;) {
+        int init_bound = 0, trainers = 0;
+        items = list_pods(GANG_LABEL "=ph");
+        json_array_foreach(items, i, it)
+        {
+            const char *rj = json_string_value(
+                json_object_get(json_object_get(json_object_get(it, "metadata"), "labels"),
+                                "jobset.sigs.k8s.io/replicatedjob-name"));
+            const char *nn = jstr(it, "spec", "nodeName");
+            if (rj && strcmp(rj, "dataset-initializer") == 0 && nn && *nn) {
+                init_bound = 1;
+                snprintf(init_node, sizeof(init_node), "%s", nn);
+            } else if (rj && strcmp(rj, "node") == 0) {
+                trainers++;
+            }
+        }
+        json_decref(items);
+        if (init_bound) {
+            ck_assert_int_eq(trainers, 0);
+            break;
+        }
+        ck_assert_msg(mono() - t0 < 60, "the initializer pod was not bound in 60 s");
+        nap(100);
+    }
+    fprintf(stderr, "phased: the initializer bound alone on %s after %.1f s\n", init_node,
+            mono() - t0);
+    /* then the 2 trainer pods, together */
+    for (;;) {
+        int b = 0, n = 0;
+        items = list_pods(GANG_LABEL "=ph,jobset.sigs.k8s.io/replicatedjob-name=node");
+        json_array_foreach(items, i, it)
+        {
+            const char *nn = jstr(it, "spec", "nodeName");
+            n++;
+            b += nn && *nn;
+        }
+        json_decref(items);
+        if (b == 2 && n == 2)
+            break;
+        ck_assert_msg(mono() - t0 < 90, "trainer pods: %d of %d bound after 90 s", b, n);
+        nap(100);
+    }
+    extender_server_stats(ext, &st);
+    stats_line("phased");
+    fprintf(stderr, "phased: both trainer pods bound %.1f s after the TrainJob\n", mono() - t0);
+    /* the initializer's bind went through at once; the trainers held 1, released 1 */
+    ck_assert_uint_ge(st.held, 1);
+    ck_assert_uint_ge(st.released, 2);
+    ck_assert_uint_eq(st.bindings_ok, 3);
+    wait_trainjob("ph", "Complete", 90);
+    fprintf(stderr, "phased: TrainJob ph Complete after %.1f s\n", mono() - t0);
+}
+END_TEST
+
+/* ---- main: scheduler config, webhook daemon and configuration ---- */
+
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), p;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        perror("free port");
+        exit(1);
+    }
+    p = ntohs(sa.sin_port);
+    close(fd);
+    return p;
+}
+
+static int sched_ctl(const char *args)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd), "%s %s >&2", SCHED_CTL, args);
+    return system(cmd);
+}
+
+static pid_t spawn(char *const argv[], const char *log)
+{
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        int fd;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(TS_BINARY, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* GET path on 127.0.0.1:p: the status, -1 when no answer */
+static int http_status(int p, const char *path)
+{
+    struct sockaddr_in sa;
+    struct timeval tv = {2, 0};
+    char req[256], buf[64];
+    int fd = socket(AF_INET, SOCK_STREAM, 0), code = -1;
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)p);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        send(fd, req, strlen(req), MSG_NOSIGNAL) > 0 &&
+        (n = recv(fd, buf, sizeof(buf) - 1, 0)) > 12) {
+        buf[n] = '\0';
+        code = (int)strtol(buf + 9, NULL, 10);
+    }
+    close(fd);
+    return code;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *s;
+    long n;
+
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s)
+        s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* certificates, the webhook daemon (ready), the MutatingWebhookConfiguration; 0 or -1 */
+static int webhook_up(struct common_kube *admin)
+{
+    char certdir[300], log[300], https[64], http[64], cert[320], key[320], file[320];
+    char *ca, *b64;
+    struct common_arena *a;
+    struct common_error err;
+    json_t *cfg;
+    enum common_rc rc;
+    int st;
+    double t0;
+
+    snprintf(certdir, sizeof(certdir), "%s/certs", tmpdir);
+    snprintf(log, sizeof(log), "%s/webhook.log", tmpdir);
+    {
+        char *argv[] = {"trainsched",  "certs",
+                        "--service",   "trainsched-controller",
+                        "--namespace", "trainsched-system",
+                        "--out",       certdir,
+                        "--ip",        "127.0.0.1",
+                        "--force",     NULL};
+        pid_t pid = spawn(argv, log);
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "trainsched certs failed; see %s\n", log);
+            return -1;
+        }
+    }
+    wh_https = free_port();
+    do
+        wh_http = free_port();
+    while (wh_http == wh_https);
+    snprintf(https, sizeof(https), "127.0.0.1:%d", wh_https);
+    snprintf(http, sizeof(http), "127.0.0.1:%d", wh_http);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", certdir);
+    snprintf(key, sizeof(key), "%s/tls.key", certdir);
+    {
+        char *argv[] = {"trainsched",
+                        "serve",
+                        "--components",
+                        "webhook",
+                        "--kubeconfig",
+                        getenv("KUBECONFIG"),
+                        "--https-address",
+                        https,
+                        "--http-address",
+                        http,
+                        "--tls-cert-file",
+                        cert,
+                        "--tls-key-file",
+                        key,
+                        NULL};
+        webhook_pid = spawn(argv, log);
+    }
+    if (webhook_pid < 0)
+        return -1;
+    for (t0 = mono(); http_status(wh_http, "/readyz") != 200; nap(100)) {
+        if (waitpid(webhook_pid, &st, WNOHANG) == webhook_pid || mono() - t0 > 30) {
+            fprintf(stderr, "the webhook daemon is not ready; see %s\n", log);
+            return -1;
+        }
+    }
+    snprintf(file, sizeof(file), "%s/ca.crt", certdir);
+    ca = read_file(file);
+    a = common_arena_create(0);
+    if (!ca || !a) {
+        free(ca);
+        common_arena_destroy(a);
+        return -1;
+    }
+    b64 = common_certs_base64(a, ca, strlen(ca));
+    free(ca);
+    /* the shipped pod webhook (manifests/webhook/webhooks.yaml), with failurePolicy Fail so a
+     * webhook that does not answer fails the test instead of leaving pods without the
+     * resource */
+    cfg = json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:s}}, s:[{s:s, s:[s], s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s}, "
+        "s:{s:{s:s}}, s:{s:[{s:s, s:s}]}, s:[{s:[s], s:[s], s:[s], s:[s], s:s}]}]}",
+        "apiVersion", "admissionregistration.k8s.io/v1", "kind", "MutatingWebhookConfiguration",
+        "metadata", "name", cfg_name, "labels", "trainsched.io/e2e", "extender-flow", "webhooks",
+        "name", "mutate-pod.trainsched.io", "admissionReviewVersions", "v1", "sideEffects", "None",
+        "timeoutSeconds", 5, "failurePolicy", "Fail", "reinvocationPolicy", "IfNeeded",
+        "matchPolicy", "Equivalent", "clientConfig", "url", "", "caBundle", b64 ? b64 : "",
+        "namespaceSelector", "matchLabels", FLOW_LABEL, run_id, "objectSelector",
+        "matchExpressions", "key", GANG_LABEL, "operator", "Exists", "rules", "apiGroups", "",
+        "apiVersions", "v1", "operations", "CREATE", "resources", "pods", "scope", "Namespaced");
+    if (!cfg) {
+        common_arena_destroy(a);
+        return -1;
+    }
+    {
+        char url[128];
+        snprintf(url, sizeof(url), "https://127.0.0.1:%d/mutate-pod", wh_https);
+        json_object_set_new(
+            json_object_get(json_array_get(json_object_get(cfg, "webhooks"), 0), "clientConfig"),
+            "url", json_string(url));
+    }
+    rc = common_kube_create(admin, &mwcs, NULL, cfg, NULL, NULL, &err);
+    json_decref(cfg);
+    common_arena_destroy(a);
+    if (rc != COMMON_OK) {
+        fprintf(stderr, "create MutatingWebhookConfiguration %s: %s\n", cfg_name, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* the admin client for main (e2e_client uses Check asserts, which only work inside a test) */
+static struct common_kube *main_client(void)
+{
+    struct common_kubeconfig kc;
+    struct common_error err;
+    struct common_kube_opts o = common_kube_opts_default();
+    struct common_kube *k;
+
+    memset(&kc, 0, sizeof(kc));
+    if (common_kubeconfig_load(getenv("KUBECONFIG"), NULL, &kc, &err) != COMMON_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return NULL;
+    }
+    o.timeout_ms = 20000;
+    k = common_kube_client_create(&kc, &o, &err);
+    common_kubeconfig_free(&kc);
+    if (!k)
+        fprintf(stderr, "%s\n", err.msg);
+    return k;
+}
+
+static int webhook_down(struct common_kube *admin)
+{
+    struct common_error err;
+    enum common_rc rc = COMMON_OK;
+    int st;
+
+    for (int attempt = 0; attempt < 5; attempt++) {
+        rc = common_kube_delete(admin, &mwcs, NULL, cfg_name, NULL, NULL, NULL, &err);
+        if (rc == COMMON_OK || rc == COMMON_ENOTFOUND)
+            break;
+        fprintf(stderr, "delete MutatingWebhookConfiguration %s: %s (retrying)\n", cfg_name,
+                err.msg);
+        nap(1000);
+    }
+    if (webhook_pid > 0) {
+        kill(webhook_pid, SIGTERM);
+        for (int i = 0; i < 50 && waitpid(webhook_pid, &st, WNOHANG) != webhook_pid; i++)
+            nap(100);
+        kill(webhook_pid, SIGKILL);
+        waitpid(webhook_pid, &st, 0);
+        webhook_pid = 0;
+    }
+    return rc == COMMON_OK || rc == COMMON_ENOTFOUND ? 0 : -1;
+}
+
+int main(void)
+{
+    char cfg[320], args[400], cmd[400];
+    int failed = 0;
+    FILE *f;
+    Suite *s = suite_create("the gang path through the extender, end to end");
+    TCase *tc = tcase_create("flow");
+    SRunner *sr;
+    struct common_kube *admin;
+
+    if (!getenv("KUBECONFIG")) {
+        fprintf(stderr, "KUBECONFIG is not set: start the test bed first\n");
+        return 1;
+    }
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/ts-ext-flow-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror(tmpdir);
+        return 1;
+    }
+    snprintf(run_id, sizeof(run_id), "fl%lx%lx", (unsigned long)getpid() & 0xffff,
+             (unsigned long)time(NULL) & 0xffff);
+    snprintf(cfg_name, sizeof(cfg_name), "trainsched-e2e-flow-%s", run_id);
+    admin = main_client();
+    if (!admin)
+        return 1;
+    port = free_port();
+    snprintf(cfg, sizeof(cfg), "%s/scheduler-config.yaml", tmpdir);
+    f = fopen(cfg, "w");
+    if (!f) {
+        perror(cfg);
+        return 1;
+    }
+    fprintf(f,
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "percentageOfNodesToScore: 100\n"
+            "podInitialBackoffSeconds: 1\n"
+            "podMaxBackoffSeconds: 2\n"
+            "profiles:\n"
+            "- schedulerName: default-scheduler\n"
+            "extenders:\n"
+            "- urlPrefix: http://127.0.0.1:%d/scheduler\n"
+            "  filterVerb: filter\n"
+            "  prioritizeVerb: prioritize\n"
+            "  preemptVerb: preempt\n"
+            "  bindVerb: bind\n"
+            "  weight: 1\n"
+            "  enableHTTPS: false\n"
+            "  httpTimeout: %ds\n"
+            "  nodeCacheCapable: true\n"
+            "  ignorable: false\n"
+            "  managedResources:\n"
+            "  - name: trainsched.io/gang\n"
+            "    ignoredByScheduler: true\n",
+            port, BIND_TIMEOUT_S);
+    fclose(f);
+    if (webhook_up(admin) != 0) {
+        webhook_down(admin);
+        common_kube_client_destroy(admin);
+        return 1;
+    }
+    snprintf(args, sizeof(args), "restart %s", cfg);
+    if (sched_ctl(args) != 0) {
+        fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
+        sched_ctl("restore");
+        webhook_down(admin);
+        common_kube_client_destroy(admin);
+        return 1;
+    }
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, whole_path_numnodes_4);
+    tcase_add_test(tc, bad_input_live_server);
+    tcase_add_test(tc, restart_mid_gang);
+    tcase_add_test(tc, phased_initializer_then_gang);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (webhook_down(admin) != 0) {
+        fprintf(stderr, "could not delete MutatingWebhookConfiguration %s\n", cfg_name);
+        failed++;
+    }
+    if (sched_ctl("restore") != 0) {
+        fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
+        failed++;
+    }
+    common_kube_client_destroy(admin);
+    if (!failed) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        (void)system(cmd);
+    } else {
+        fprintf(stderr, "logs kept in %s\n", tmpdir);
+    }
+    return failed ? 1 : 0;
+}
