@@ -136,6 +136,7 @@ struct req_state {
     int oom;     /* the body could not be stored */
     size_t discarded;
     struct common_httpd_hold *hold; /* common_httpd_hold made one (this thread only) */
+    double started;                 /* CLOCK_MONOTONIC seconds when the request line came */
 };
 
 static double now_s(void)
@@ -895,6 +896,7 @@ static struct req_state *req_new(struct gen *g, const char *uri)
     if (!rs)
         return NULL;
     rs->g = g;
+    rs->started = now_s();
     common_buf_init(&rs->body, g->h->opts.max_body);
     if (q) {
         rs->query = common_strdup(q + 1);
@@ -1261,6 +1263,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        /* the idle timeout restarts with every byte: a client trickling its body is dropped
+         * once the whole request has taken longer than connection_timeout_s */
+        if (now_s() - rs->started > (double)g->h->opts.connection_timeout_s)
+            return MHD_NO;
         if (!rs->too_big && !rs->oom) {
             enum common_rc rc = common_buf_append(&rs->body, upload_data, n, NULL);
             if (rc == COMMON_ETOOBIG) {

@@ -100,7 +100,9 @@ struct common_httpd_opts {
     size_t max_body;           /* largest request body; default 3 MiB */
     size_t max_response;       /* largest response body a handler may build; default 64 MiB */
     unsigned threads;          /* server threads; default 2 (plus one acceptor thread) */
-    unsigned connection_timeout_s; /* idle connections close after this; default 30 */
+    unsigned connection_timeout_s; /* idle connections close after this, and a request whose
+                                      body is still arriving after this long is dropped (a
+                                      client trickling bytes); default 30 */
     unsigned max_connections;      /* open connections at once; default 2048 */
     long drain_ms; /* common_httpd_stop waits this long for requests in flight; default 10000 */
 };

@@ -988,6 +988,56 @@ START_TEST(test_health)
 }
 END_TEST
 
+/* A client trickling its body (a byte every 300 ms, so the idle timeout never fires) is dropped
+ * once the request has taken longer than connection_timeout_s; others are served meanwhile. */
+START_TEST(test_trickling_body_dropped)
+{
+    struct common_httpd_opts o = common_httpd_opts_default();
+    struct common_httpd *h;
+    struct sockaddr_in a = {0};
+    struct timespec t0, t1, pause = {0, 300 * 1000 * 1000};
+    static const char head[] = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    char out[256];
+    double secs = 0;
+    int fd, dropped = 0;
+    struct reply r = {0};
+    char *url;
+
+    o.connection_timeout_s = 2;
+    h = server(&o);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)common_httpd_port(h));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ck_assert_int_eq(send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(head) - 1));
+    for (int i = 0; i < 60 && !dropped; i++) {
+        nanosleep(&pause, NULL);
+        if (send(fd, "x", 1, MSG_NOSIGNAL) != 1)
+            dropped = 1;
+        if (i == 3) { /* meanwhile another client is served */
+            url = url_of(h, "http", "/hello");
+            request(url, NULL, &r);
+            ck_assert_int_eq(r.status, 200);
+            reply_free(&r);
+        }
+    }
+    if (!dropped) {
+        struct timeval tv = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        dropped = recv(fd, out, sizeof(out), 0) == 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    close(fd);
+    ck_assert_msg(dropped, "a client trickling for %.1f s was not dropped", secs);
+    ck_assert_msg(secs < 8.0, "dropped only after %.1f s (limit 2 s)", secs);
+    common_httpd_stop(h);
+    common_httpd_destroy(h);
+}
+END_TEST
+
 static Suite *httpd_suite(void)
 {
     Suite *s = suite_create("httpd");
@@ -1004,6 +1054,7 @@ static Suite *httpd_suite(void)
     tcase_add_test(tc, test_stop_drains);
     tcase_add_test(tc, test_tls_and_reload);
     tcase_add_test(tc, test_health);
+    tcase_add_test(tc, test_trickling_body_dropped);
     suite_add_tcase(s, tc);
     return s;
 }
