@@ -59,13 +59,19 @@ trap on_fail ERR
 
 # ---------------------------------------------------------------- ports
 USED_PORTS=" "
+# Ports come from below the kernel's ephemeral range (ip_local_port_range, usually from 32768):
+# a port picked there can be taken by any outgoing connection before the server binds it.
+EPHEMERAL_LO=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+PORT_LO=20000
+PORT_SPAN=$(( EPHEMERAL_LO - PORT_LO ))
+[ "$PORT_SPAN" -ge 2000 ] || { PORT_LO=10000; PORT_SPAN=$(( EPHEMERAL_LO > 12000 ? EPHEMERAL_LO - 10000 : 20000 )); }
 free_port() { # free_port VAR...: sets each VAR to a TCP port free on 127.0.0.1, all distinct
   local v p
   for v in "$@"; do
     for _ in $(seq 1 200); do
-      p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+      p=$(( PORT_LO + (RANDOM * 32768 + RANDOM) % PORT_SPAN ))
       case "$USED_PORTS" in *" $p "*) continue ;; esac
-      ss -Htln "sport = :$p" 2>/dev/null | grep -q . || break
+      ss -Htan "sport = :$p" 2>/dev/null | grep -q . || break
     done
     USED_PORTS+="$p "
     printf -v "$v" '%s' "$p"
