@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "cmd/certmgr.h"
@@ -38,6 +39,11 @@
 #include "reconciler/reconciler.h"
 
 #define STR_MAX 512
+
+/* Connections the HTTPS server accepts when the extender runs: held binds are open requests, and
+ * at the 2,048 default a backlog of held binds left no room for filter calls (bench_scheduler:
+ * the scheduler's filters were refused until gangs timed out). Needs as many file descriptors. */
+#define EXTENDER_MAX_CONNECTIONS 16384
 
 struct serve_config {
     char kubeconfig[PATH_MAX], context[STR_MAX];
@@ -660,6 +666,9 @@ static int start_webhook(struct daemon *d, FILE *err)
     ho.tls_key_file = d->cfg.tls_key_file;
     ho.max_body = webhook_server_httpd_max_body(d->webhook);
     ho.threads = 4;
+    /* every held bind of the extender keeps a connection open (a 1,000-pod gang is 1,000) */
+    if (d->ext)
+        ho.max_connections = EXTENDER_MAX_CONNECTIONS;
     d->https = common_httpd_create(&ho, &e);
     if (!d->https || webhook_server_install(d->webhook, d->https, &e) != COMMON_OK ||
         (d->ext && extender_server_install(d->ext, d->https, &e) != COMMON_OK) ||
@@ -704,6 +713,7 @@ static int start_extender(struct daemon *d, FILE *err)
         ho.tls_key_file = d->cfg.tls_key_file[0] ? d->cfg.tls_key_file : NULL;
         ho.max_body = 64u << 20;
         ho.threads = 4;
+        ho.max_connections = EXTENDER_MAX_CONNECTIONS;
         if (!ho.tls_cert_file)
             common_log(COMMON_LOG_WARN, "extender: no TLS pair given: plain HTTP", "address",
                        d->cfg.https_address, NULL);
@@ -923,6 +933,14 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    {
+        /* held binds and watch connections are file descriptors: use the hard limit */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
 
     if (connect_api(&d, err))
         return 1;

@@ -1,0 +1,1036 @@
+/*
+ * bench/bench_scheduler.c - the test bed's real kube-scheduler with and without trainsched as
+ * its HTTP extender (docs/benchmarks-scheduler.md), side by side in one run:
+ *
+ * (b) throughput: P pods (default 5,000) on N Nodes (default 5,000), both scheduler configs
+ *     with percentageOfNodesToScore 100:
+ *       A  plain   the scheduler restarted with a config WITHOUT the extender; pods without the
+ *                  gang label and without the trainsched.io/gang request;
+ *       B  gang    the scheduler restarted WITH the extender config (plain HTTP to
+ *                  `trainsched serve --components extender`, started by the script); P/8
+ *                  PodGroups (minMember 8) created and seen by the extender first, then P pods
+ *                  labelled scheduling.x-k8s.io/pod-group and requesting trainsched.io/gang: 1;
+ *     each measured from the first pod create to the last pod bound (a pod informer stamps the
+ *     moment spec.nodeName appears), R rounds (default 2), the order alternated each round,
+ *     the pods deleted between variants. Pods/s of each and the ratio B/A (median of rounds).
+ * (c) G gangs of 8 (default 500): time until all are bound, with the gangs' pods created in
+ *     order (gang after gang) and interleaved (member 0 of every gang, then member 1, ...);
+ *     what kube-scheduler's retry backoff takes of it, from its own metrics sampled every
+ *     0.5 s (scheduler_pending_pods{queue}, scheduler_schedule_attempts_total{result},
+ *     scheduler_queue_incoming_pods_total{queue}), the extender's (held binds, requests) and
+ *     the timeline of binds (gaps).
+ *
+ * Both scheduler configs raise clientConnection qps/burst (--sched-qps, default 1000): at the
+ * default 50/100 both variants measure client-go's rate limiter on Bindings, not scheduling.
+ * Both use podInitialBackoffSeconds 1, podMaxBackoffSeconds 5 (the shipped config's values).
+ *
+ * The scheduler is restarted with tests/e2e/testbed/scheduler-ctl.sh before each variant and
+ * restored (the bed's own config) at the end, failure included.
+ *
+ * Run: . $TESTBED_RUN/env; bench_scheduler --extender http://127.0.0.1:PORT
+ *      --extender-metrics http://127.0.0.1:PORT2/metrics [--nodes N] [--pods P] [--rounds R]
+ *      [--gangs-c G] [--threads T] [--sched-qps Q] [--only b|c] [--c-order gang|interleaved]
+ *      [--ns NAME] [--cleanup-nodes]
+ *      (scripts/bench-scheduler.sh does it all)
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/coretypes.h"
+#include "common/informer.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+
+#define GANG_LABEL "scheduling.x-k8s.io/pod-group"
+#define RUN_LABEL "trainsched.io/bench-sched"
+#define NODE_LABEL "trainsched-bench-sched"
+#define MAX_PODS 20000
+#define MAX_SAMPLES 8192
+#define GANG 8
+
+static struct {
+    const char *ns, *ext_url, *ext_metrics, *sched_ctl, *only, *c_order;
+    long nodes, pods, rounds, gangs_c, threads, sched_qps, timeout_s;
+    int cleanup_nodes;
+} cfg = {
+    "trainsched-bench-sched", NULL, NULL, NULL, NULL, NULL, 5000, 5000, 2, 500, 4, 1000, 900, 0};
+
+static struct common_kube *kube;
+static char sched_metrics_url[512];
+static char cfg_plain[] = "/tmp/bench-sched-plain-XXXXXX";
+static char cfg_gang[] = "/tmp/bench-sched-gang-XXXXXX";
+static int restored;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const struct common_error *err);
+
+/* ---- the bed's scheduler ---- */
+
+static int sched_ctl(const char *verb, const char *file)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "'%s' %s %s >&2", cfg.sched_ctl, verb, file ? file : "");
+    return system(cmd);
+}
+
+static void restore_scheduler(void)
+{
+    if (restored || !cfg.sched_ctl)
+        return;
+    restored = 1;
+    if (sched_ctl("restore", NULL) != 0)
+        fprintf(stderr, "bench_scheduler: could not restore the bed's kube-scheduler config\n");
+    unlink(cfg_plain);
+    unlink(cfg_gang);
+}
+
+static void die(const char *what, const struct common_error *err)
+{
+    fprintf(stderr, "bench_scheduler: %s: %s\n", what, err ? err->msg : "");
+    restore_scheduler();
+    exit(1);
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    restore_scheduler();
+    _exit(1);
+}
+
+static long pid_file(const char *name)
+{
+    const char *run = getenv("TESTBED_RUN");
+    char path[1024];
+    FILE *f;
+    long pid = 0;
+    if (!run)
+        return 0;
+    snprintf(path, sizeof(path), "%s/pids/%s.pid", run, name);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    return pid;
+}
+
+static double proc_cpu(long pid)
+{
+    char path[64], buf[2048], *p;
+    FILE *f;
+    size_t n;
+    unsigned long ut = 0, st = 0;
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void write_config(const char *path, int with_extender)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f,
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "percentageOfNodesToScore: 100\n"
+            "podInitialBackoffSeconds: 1\n"
+            "podMaxBackoffSeconds: 5\n"
+            "clientConnection:\n"
+            "  kubeconfig: %s\n"
+            "  qps: %ld\n"
+            "  burst: %ld\n"
+            "profiles:\n"
+            "- schedulerName: default-scheduler\n",
+            getenv("TESTBED_SCHEDULER_KUBECONFIG"), cfg.sched_qps, cfg.sched_qps);
+    if (with_extender)
+        fprintf(f,
+                "extenders:\n"
+                "- urlPrefix: %s/scheduler\n"
+                "  filterVerb: filter\n"
+                "  prioritizeVerb: prioritize\n"
+                "  preemptVerb: preempt\n"
+                "  bindVerb: bind\n"
+                "  weight: 1\n"
+                "  enableHTTPS: false\n"
+                "  httpTimeout: 630s\n"
+                "  nodeCacheCapable: true\n"
+                "  ignorable: false\n"
+                "  managedResources:\n"
+                "  - name: trainsched.io/gang\n"
+                "    ignoredByScheduler: true\n",
+                cfg.ext_url);
+    fclose(f);
+}
+
+/* ---- metrics: GET with curl (the scheduler's /metrics wants the admin client cert) ---- */
+
+static char *scrape(const char *url, int certs)
+{
+    char cmd[2048];
+    FILE *p;
+    struct common_buf b;
+    struct common_error err;
+    enum common_rc rc;
+
+    if (!url)
+        return NULL;
+    if (certs)
+        snprintf(cmd, sizeof(cmd),
+                 "curl -sS --max-time 10 --cacert '%s' --cert '%s' --key '%s' '%s' 2>/dev/null",
+                 getenv("TESTBED_CA"), getenv("TESTBED_ADMIN_CERT"), getenv("TESTBED_ADMIN_KEY"),
+                 url);
+    else
+        snprintf(cmd, sizeof(cmd), "curl -sS --max-time 10 '%s' 2>/dev/null", url);
+    p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    common_buf_init(&b, (size_t)64 << 20);
+    rc = common_buf_read_stream(&b, p, "curl", &err);
+    pclose(p);
+    if (rc != COMMON_OK || b.len == 0) {
+        common_buf_free(&b);
+        return NULL;
+    }
+    return b.data; /* common_buf's memory: released with common_free */
+}
+
+/* the sum of every series of name whose labels contain want (NULL: all); -1 when none */
+static double metric(const char *text, const char *name, const char *want)
+{
+    size_t n = strlen(name);
+    double sum = -1;
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *end = strchr(l, '\n'), *val;
+        if (strncmp(l, name, n) != 0 || (l[n] != '{' && l[n] != ' '))
+            continue;
+        val = l + n;
+        if (*val == '{') {
+            const char *close = strchr(val, '}');
+            if (!close || (end && close > end))
+                continue;
+            if (want) {
+                const char *hit = strstr(val, want);
+                if (!hit || hit > close)
+                    continue;
+            }
+            val = close + 1;
+        } else if (want) {
+            continue;
+        }
+        sum = (sum < 0 ? 0 : sum) + strtod(val, NULL);
+    }
+    return sum;
+}
+
+static double mdelta(const char *a, const char *b, const char *name, const char *want)
+{
+    double x = metric(a, name, want), y = metric(b, name, want);
+    if (y < 0)
+        return 0;
+    return y - (x < 0 ? 0 : x);
+}
+
+/* ---- the pod informer: when each pod got its node ---- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char cur_prefix[32];
+static double bind_t[MAX_PODS], create_t[MAX_PODS];
+static long n_bound, n_present;
+
+static void seen(const struct common_pod *p)
+{
+    size_t pl = strlen(cur_prefix);
+    char *end;
+    long i;
+    if (!p->node_name || !*p->node_name || !pl || strncmp(p->name, cur_prefix, pl) != 0 ||
+        p->name[pl] != '-')
+        return;
+    i = strtol(p->name + pl + 1, &end, 10);
+    if (*end || i < 0 || i >= MAX_PODS)
+        return;
+    if (bind_t[i] == 0) {
+        bind_t[i] = now();
+        n_bound++;
+    }
+}
+
+static void on_add(void *ctx, const void *item)
+{
+    (void)ctx;
+    pthread_mutex_lock(&mu);
+    n_present++;
+    seen(item);
+    pthread_mutex_unlock(&mu);
+}
+
+static void on_update(void *ctx, const void *o, const void *item)
+{
+    (void)ctx;
+    (void)o;
+    pthread_mutex_lock(&mu);
+    seen(item);
+    pthread_mutex_unlock(&mu);
+}
+
+static void on_delete(void *ctx, const void *item)
+{
+    (void)ctx;
+    (void)item;
+    pthread_mutex_lock(&mu);
+    n_present--;
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- sampling the queues ---- */
+
+struct sample {
+    double t, active, backoff, unsched, gated, held;
+    long bound;
+};
+
+static struct sample samples[MAX_SAMPLES];
+static int n_samples, sampling;
+static double sample_every = 1.0;
+static pthread_t sampler_th;
+
+static void *sampler(void *arg)
+{
+    (void)arg;
+    while (__atomic_load_n(&sampling, __ATOMIC_ACQUIRE)) {
+        double t0 = now();
+        char *s = scrape(sched_metrics_url, 1), *x = scrape(cfg.ext_metrics, 0);
+        if (n_samples < MAX_SAMPLES) {
+            struct sample *m = &samples[n_samples];
+            m->t = t0;
+            m->active = metric(s, "scheduler_pending_pods", "queue=\"active\"");
+            m->backoff = metric(s, "scheduler_pending_pods", "queue=\"backoff\"");
+            m->unsched = metric(s, "scheduler_pending_pods", "queue=\"unschedulable\"");
+            m->gated = metric(s, "scheduler_pending_pods", "queue=\"gated\"");
+            m->held = metric(x, "trainsched_extender_held_binds", NULL);
+            pthread_mutex_lock(&mu);
+            m->bound = n_bound;
+            pthread_mutex_unlock(&mu);
+            n_samples++;
+        }
+        common_free(s);
+        common_free(x);
+        while (__atomic_load_n(&sampling, __ATOMIC_ACQUIRE) && now() - t0 < sample_every)
+            usleep(20000);
+    }
+    return NULL;
+}
+
+/* ---- objects ---- */
+
+static json_t *node_status(void)
+{
+    json_t *r = json_pack("{s:s, s:s, s:s}", "cpu", "64", "memory", "512Gi", "pods", "110");
+    json_t *st =
+        json_pack("{s:O, s:O, s:[{s:s, s:s, s:s}]}", "capacity", r, "allocatable", r, "conditions",
+                  "type", "Ready", "status", "True", "reason", "KubeletReady");
+    json_decref(r);
+    return st;
+}
+
+static int node_status_patch;
+
+static enum common_rc create_node(long i, struct common_error *err)
+{
+    char name[64], zone[16];
+    json_t *obj;
+    enum common_rc rc;
+    snprintf(name, sizeof(name), "bsched-node-%05ld", i);
+    snprintf(zone, sizeof(zone), "zone-%c", (char)('a' + i % 4));
+    obj =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}, s:o}", "apiVersion", "v1", "kind", "Node",
+                  "metadata", "name", name, "labels", NODE_LABEL, "1", "kubernetes.io/hostname",
+                  name, "topology.kubernetes.io/zone", zone, "status", node_status());
+    rc = common_kube_create(kube, &common_kube_nodes, NULL, obj, NULL, NULL, err);
+    if ((rc == COMMON_OK || rc == COMMON_EEXISTS) && node_status_patch) {
+        json_t *st = json_pack("{s:O}", "status", json_object_get(obj, "status"));
+        char *body = json_dumps(st, JSON_COMPACT);
+        struct common_kube_write_opts wo = {NULL, 0, 0, 0, "status"};
+        rc = common_kube_patch(kube, &common_kube_nodes, NULL, name, COMMON_KUBE_MERGE_PATCH, body,
+                               &wo, NULL, err);
+        free(body);
+        json_decref(st);
+    }
+    json_decref(obj);
+    return rc;
+}
+
+/* which variant the pod workers create */
+static struct {
+    char prefix[32];
+    int gang;        /* 0: plain pods */
+    int interleaved; /* gang member order */
+    long pods, gangs;
+} job;
+
+static void gang_of(long i, char *buf, size_t size)
+{
+    long g = job.interleaved ? i % job.gangs : i / GANG;
+    snprintf(buf, size, "%s-g%04ld", job.prefix, g);
+}
+
+static enum common_rc create_pod(long i, struct common_error *err)
+{
+    char name[64];
+    json_t *req = json_pack("{s:s, s:s}", "cpu", "1", "memory", "1Gi"), *lim = json_object();
+    json_t *p;
+    enum common_rc rc;
+
+    snprintf(name, sizeof(name), "%s-%05ld", job.prefix, i);
+    if (job.gang) {
+        json_object_set_new(req, "trainsched.io/gang", json_string("1"));
+        json_object_set_new(lim, "trainsched.io/gang", json_string("1"));
+    }
+    p = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:b, s:i, s:[{s:s, s:s, s:{s:o, s:o}}]}}",
+                  "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "labels", RUN_LABEL,
+                  job.prefix, "spec", "automountServiceAccountToken", 0,
+                  "terminationGracePeriodSeconds", 0, "containers", "name", "c", "image",
+                  "registry.k8s.io/pause:3.10", "resources", "requests", req, "limits", lim);
+    if (job.gang) {
+        char g[64];
+        gang_of(i, g, sizeof(g));
+        json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), GANG_LABEL,
+                            json_string(g));
+    }
+    create_t[i] = now();
+    rc = common_kube_create(kube, &common_kube_pods, cfg.ns, p, NULL, NULL, err);
+    json_decref(p);
+    return rc;
+}
+
+static enum common_rc create_podgroup(long g, struct common_error *err)
+{
+    char name[64];
+    json_t *pg;
+    enum common_rc rc;
+    snprintf(name, sizeof(name), "%s-g%04ld", job.prefix, g);
+    pg = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:i, s:i}}", "apiVersion",
+                   "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name", name,
+                   "namespace", cfg.ns, "labels", RUN_LABEL, job.prefix, "spec", "minMember", GANG,
+                   "scheduleTimeoutSeconds", 120);
+    rc = common_kube_create(kube, &common_kube_podgroups, cfg.ns, pg, NULL, NULL, err);
+    json_decref(pg);
+    return rc;
+}
+
+/* ---- many requests from several threads (as bench_kube) ---- */
+
+struct par {
+    long next, to, ok, failed;
+    enum common_rc (*one)(long i, struct common_error *err);
+    pthread_mutex_t lock;
+    char first_err[COMMON_ERROR_MSG_MAX];
+};
+
+static void *par_worker(void *arg)
+{
+    struct par *p = arg;
+    for (;;) {
+        long i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        struct common_error err;
+        enum common_rc rc;
+        if (i >= p->to)
+            break;
+        rc = p->one(i, &err);
+        if (rc == COMMON_OK || rc == COMMON_EEXISTS) {
+            __atomic_add_fetch(&p->ok, 1, __ATOMIC_RELAXED);
+        } else {
+            pthread_mutex_lock(&p->lock);
+            if (p->failed++ == 0)
+                snprintf(p->first_err, sizeof(p->first_err), "%s", err.msg);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+    return NULL;
+}
+
+static double run_parallel(struct par *p, long from, long to,
+                           enum common_rc (*one)(long, struct common_error *))
+{
+    pthread_t th[64];
+    long threads = cfg.threads > 64 ? 64 : cfg.threads;
+    double t0 = now();
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+    p->next = from;
+    p->to = to;
+    p->one = one;
+    for (long t = 0; t < threads; t++)
+        pthread_create(&th[t], NULL, par_worker, p);
+    for (long t = 0; t < threads; t++)
+        pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&p->lock);
+    return now() - t0;
+}
+
+/* DELETE collection (grace 0: no kubelet finishes deletions) of r in ns with selector */
+static void delete_collection(const struct common_kube_resource *r, const char *ns,
+                              const char *selector)
+{
+    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                               "\"gracePeriodSeconds\":0}";
+    char path[1024], full[2048];
+    char *esc = common_kube_escape(selector);
+    struct common_buf resp;
+    struct common_error err;
+    long status = 0;
+    common_kube_path(r, ns, NULL, NULL, path, sizeof(path));
+    snprintf(full, sizeof(full), "%s?labelSelector=%s", path, esc ? esc : "");
+    common_free(esc);
+    common_buf_init(&resp, (size_t)1 << 30);
+    if (common_kube_request(kube, "DELETE", full, "application/json", opts, strlen(opts), NULL,
+                            &resp, &status, &err) != COMMON_OK)
+        fprintf(stderr, "bench_scheduler: delete %s %s: %s\n", r->resource, selector, err.msg);
+    common_buf_free(&resp);
+}
+
+/* ---- setup ---- */
+
+static void ensure_nodes(void)
+{
+    struct common_error err;
+    struct par p;
+    json_t *out = NULL;
+    double secs;
+    char first[64];
+    enum common_rc rc;
+
+    snprintf(first, sizeof(first), "bsched-node-%05d", 0);
+    rc = create_node(0, &err);
+    if (rc && rc != COMMON_EEXISTS)
+        die("create the first Node", &err);
+    if (common_kube_get(kube, &common_kube_nodes, NULL, first, &out, &err))
+        die("get the first Node", &err);
+    node_status_patch =
+        json_object_size(json_object_get(json_object_get(out, "status"), "allocatable")) == 0;
+    json_decref(out);
+    secs = run_parallel(&p, node_status_patch ? 0 : 1, cfg.nodes, create_node);
+    printf("setup: %ld Nodes (64 cpu, 512Gi, 110 pods; no kubelet)%s in %.1f s%s%s\n", cfg.nodes,
+           node_status_patch ? " created + status patched" : " created", secs,
+           p.failed ? "; FAILED: " : "", p.failed ? p.first_err : "");
+    if (p.failed)
+        die("nodes", NULL);
+}
+
+static void ensure_namespace(void)
+{
+    struct common_error err;
+    static const struct common_kube_resource sa = {"", "v1", "serviceaccounts", 1};
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                            "metadata", "name", cfg.ns);
+    enum common_rc rc =
+        common_kube_create(kube, &common_kube_namespaces, NULL, obj, NULL, NULL, &err);
+    json_decref(obj);
+    if (rc && rc != COMMON_EEXISTS)
+        die("create namespace", &err);
+    obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount", "metadata",
+                    "name", "default");
+    rc = common_kube_create(kube, &sa, cfg.ns, obj, NULL, NULL, &err);
+    json_decref(obj);
+    if (rc && rc != COMMON_EEXISTS)
+        die("create ServiceAccount", &err);
+}
+
+/* wait until the extender's cache holds want objects of kind (skipped without its metrics) */
+static double wait_extender_cache(const char *kind, double want, double timeout_s)
+{
+    char sel[64];
+    double t0 = now(), v = -1;
+    if (!cfg.ext_metrics)
+        return -1;
+    snprintf(sel, sizeof(sel), "kind=\"%s\"", kind);
+    while (now() - t0 < timeout_s) {
+        char *x = scrape(cfg.ext_metrics, 0);
+        v = metric(x, "trainsched_extender_cache_objects", sel);
+        common_free(x);
+        if (v == want)
+            break;
+        usleep(200000);
+    }
+    return v;
+}
+
+/* ---- one measured variant ---- */
+
+struct result {
+    double secs, pods_per_s, first_bind, sched_secs, p50, p99, max_lat;
+    double gaps_1s, idle_backoff, idle_held, create_secs;
+    double attempts_sched, attempts_unsched, attempts_err, to_backoff, to_unsched, to_active;
+    double algo_avg_ms, attempts_per_pod;
+    double ext_filter, ext_bind_held, ext_bind_rejected, ext_filter_err;
+    double cpu_sched, cpu_api, cpu_etcd, cpu_ext, cpu_self;
+    long bound, pods;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double self_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void drop_pods(const char *prefix)
+{
+    char sel[96];
+    double t0 = now();
+    snprintf(sel, sizeof(sel), RUN_LABEL "=%s", prefix);
+    delete_collection(&common_kube_pods, cfg.ns, sel);
+    delete_collection(&common_kube_podgroups, cfg.ns, sel);
+    for (;;) {
+        long left;
+        pthread_mutex_lock(&mu);
+        left = n_present;
+        pthread_mutex_unlock(&mu);
+        if (left <= 0 || now() - t0 > 120)
+            break;
+        usleep(200000);
+    }
+    wait_extender_cache("pods", 0, 30);
+    printf("    (pods deleted in %.1f s)\n", now() - t0);
+}
+
+static void run_variant(const char *prefix, int gang, int interleaved, long pods, double every,
+                        struct result *r)
+{
+    struct par p;
+    char *s0, *s1, *x0 = NULL, *x1 = NULL;
+    long ext_pid = 0, pid_sched, pid_api = pid_file("kube-apiserver"), pid_etcd = pid_file("etcd");
+    double c0[5], t_first, t_last, *lat;
+    const char *e = getenv("EXTENDER_PID");
+    long n;
+
+    memset(r, 0, sizeof(*r));
+    if (e)
+        ext_pid = strtol(e, NULL, 10);
+    snprintf(job.prefix, sizeof(job.prefix), "%s", prefix);
+    job.gang = gang;
+    job.interleaved = interleaved;
+    job.pods = pods;
+    job.gangs = pods / GANG;
+    if (sched_ctl("restart", gang ? cfg_gang : cfg_plain) != 0)
+        die("restart kube-scheduler", NULL);
+    sleep(2); /* its informers have synced the Nodes once /healthz answers; let it settle */
+    pid_sched = pid_file("kube-scheduler");
+    /* /healthz may have been answered by another scheduler on the port: ours must be alive */
+    if (pid_sched <= 0 || kill((pid_t)pid_sched, 0) != 0)
+        die("kube-scheduler exited after the restart (port taken?); see its log", NULL);
+    if (gang) {
+        double t0 = now(), v;
+        run_parallel(&p, 0, job.gangs, create_podgroup);
+        if (p.failed) {
+            fprintf(stderr, "PodGroups: %s\n", p.first_err);
+            die("create PodGroups", NULL);
+        }
+        v = wait_extender_cache("podgroups", (double)job.gangs, 60);
+        printf("    %ld PodGroups created in %.1f s, in the extender's cache: %.0f\n", job.gangs,
+               now() - t0, v);
+    }
+    pthread_mutex_lock(&mu);
+    snprintf(cur_prefix, sizeof(cur_prefix), "%s", prefix);
+    memset(bind_t, 0, sizeof(bind_t));
+    memset(create_t, 0, sizeof(create_t));
+    n_bound = 0;
+    pthread_mutex_unlock(&mu);
+    s0 = scrape(sched_metrics_url, 1);
+    x0 = scrape(cfg.ext_metrics, 0);
+    c0[0] = proc_cpu(pid_sched);
+    c0[1] = proc_cpu(pid_api);
+    c0[2] = proc_cpu(pid_etcd);
+    c0[3] = proc_cpu(ext_pid);
+    c0[4] = self_cpu();
+    n_samples = 0;
+    sample_every = every;
+    __atomic_store_n(&sampling, 1, __ATOMIC_RELEASE);
+    pthread_create(&sampler_th, NULL, sampler, NULL);
+
+    r->create_secs = run_parallel(&p, 0, pods, create_pod);
+    if (p.failed)
+        fprintf(stderr, "bench_scheduler: %ld pod creates failed: %s\n", p.failed, p.first_err);
+    for (;;) {
+        long b;
+        pthread_mutex_lock(&mu);
+        b = n_bound;
+        pthread_mutex_unlock(&mu);
+        if (b >= p.ok || now() - create_t[0] > (double)cfg.timeout_s)
+            break;
+        usleep(50000);
+    }
+    __atomic_store_n(&sampling, 0, __ATOMIC_RELEASE);
+    pthread_join(sampler_th, NULL);
+    r->cpu_sched = proc_cpu(pid_sched) - c0[0];
+    r->cpu_api = proc_cpu(pid_api) - c0[1];
+    r->cpu_etcd = proc_cpu(pid_etcd) - c0[2];
+    r->cpu_ext = ext_pid ? proc_cpu(ext_pid) - c0[3] : -1;
+    r->cpu_self = self_cpu() - c0[4];
+    s1 = scrape(sched_metrics_url, 1);
+    x1 = scrape(cfg.ext_metrics, 0);
+
+    pthread_mutex_lock(&mu);
+    r->bound = n_bound;
+    r->pods = pods;
+    t_first = 1e300;
+    t_last = 0;
+    lat = calloc((size_t)pods + 1, sizeof(double));
+    n = 0;
+    {
+        double first_bind = 1e300, *bt = calloc((size_t)pods + 1, sizeof(double));
+        long nb = 0;
+        for (long i = 0; i < pods; i++) {
+            if (create_t[i] > 0 && create_t[i] < t_first)
+                t_first = create_t[i];
+            if (bind_t[i] > 0) {
+                if (bind_t[i] > t_last)
+                    t_last = bind_t[i];
+                if (bind_t[i] < first_bind)
+                    first_bind = bind_t[i];
+                lat[n++] = bind_t[i] - create_t[i];
+                bt[nb++] = bind_t[i];
+            }
+        }
+        qsort(bt, (size_t)nb, sizeof(double), cmp_double);
+        for (long i = 1; i < nb; i++)
+            if (bt[i] - bt[i - 1] > 1.0)
+                r->gaps_1s += bt[i] - bt[i - 1];
+        r->first_bind = nb ? first_bind - t_first : -1;
+        r->sched_secs = nb ? t_last - first_bind : -1;
+        free(bt);
+    }
+    pthread_mutex_unlock(&mu);
+    qsort(lat, (size_t)n, sizeof(double), cmp_double);
+    r->secs = t_last - t_first;
+    r->pods_per_s = r->secs > 0 ? (double)r->bound / r->secs : 0;
+    r->p50 = n ? lat[n / 2] : -1;
+    r->p99 = n ? lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] : -1;
+    r->max_lat = n ? lat[n - 1] : -1;
+    free(lat);
+    for (int i = 1; i < n_samples; i++) {
+        const struct sample *a = &samples[i - 1];
+        double dt = samples[i].t - a->t;
+        if (a->bound >= pods || a->active != 0)
+            continue;
+        if (a->backoff + a->unsched > 0)
+            r->idle_backoff += dt;
+        else if (a->held > 0)
+            r->idle_held += dt;
+    }
+    r->attempts_sched = mdelta(s0, s1, "scheduler_schedule_attempts_total", "result=\"scheduled\"");
+    r->attempts_unsched =
+        mdelta(s0, s1, "scheduler_schedule_attempts_total", "result=\"unschedulable\"");
+    r->attempts_err = mdelta(s0, s1, "scheduler_schedule_attempts_total", "result=\"error\"");
+    r->to_backoff = mdelta(s0, s1, "scheduler_queue_incoming_pods_total", "queue=\"backoff\"");
+    r->to_unsched =
+        mdelta(s0, s1, "scheduler_queue_incoming_pods_total", "queue=\"unschedulable\"");
+    r->to_active = mdelta(s0, s1, "scheduler_queue_incoming_pods_total", "queue=\"active\"");
+    {
+        double cnt = mdelta(s0, s1, "scheduler_scheduling_algorithm_duration_seconds_count", NULL);
+        double sum = mdelta(s0, s1, "scheduler_scheduling_algorithm_duration_seconds_sum", NULL);
+        double pc = mdelta(s0, s1, "scheduler_pod_scheduling_attempts_count", NULL);
+        double ps = mdelta(s0, s1, "scheduler_pod_scheduling_attempts_sum", NULL);
+        r->algo_avg_ms = cnt > 0 ? 1000 * sum / cnt : -1;
+        r->attempts_per_pod = pc > 0 ? ps / pc : -1;
+    }
+    if (x0 && x1) {
+        r->ext_filter = mdelta(x0, x1, "trainsched_extender_requests_total", "verb=\"filter\"");
+        r->ext_filter_err = mdelta(x0, x1, "trainsched_extender_requests_total",
+                                   "verb=\"filter\",result=\"error\"");
+        r->ext_bind_held =
+            mdelta(x0, x1, "trainsched_extender_requests_total", "verb=\"bind\",result=\"held\"");
+        r->ext_bind_rejected = mdelta(x0, x1, "trainsched_extender_requests_total",
+                                      "verb=\"bind\",result=\"rejected\"");
+    }
+    common_free(s0);
+    common_free(s1);
+    common_free(x0);
+    common_free(x1);
+    pthread_mutex_lock(&mu);
+    cur_prefix[0] = '\0';
+    pthread_mutex_unlock(&mu);
+
+    printf("    %ld of %ld pods bound in %.2f s (first create -> last bind) = %.1f pods/s; "
+           "creates took %.2f s; first bind after %.2f s, then %.2f s of binding\n",
+           r->bound, pods, r->secs, r->pods_per_s, r->create_secs, r->first_bind, r->sched_secs);
+    printf("    create->bind latency p50 %.2f s, p99 %.2f s, max %.2f s; gaps > 1 s between "
+           "binds: %.1f s\n",
+           r->p50, r->p99, r->max_lat, r->gaps_1s);
+    printf("    kube-scheduler: attempts scheduled %.0f, unschedulable %.0f, error %.0f; "
+           "attempts per scheduled pod %.2f; algorithm %.2f ms avg; queue entries: active %.0f, "
+           "backoff %.0f, unschedulable %.0f\n",
+           r->attempts_sched, r->attempts_unsched, r->attempts_err, r->attempts_per_pod,
+           r->algo_avg_ms, r->to_active, r->to_backoff, r->to_unsched);
+    if (gang)
+        printf("    extender: filter %.0f (error %.0f), bind held %.0f, rejected %.0f; queue "
+               "empty while pods sat in backoff/unschedulable: %.1f s, while only held binds "
+               "waited: %.1f s (samples every %.1f s)\n",
+               r->ext_filter, r->ext_filter_err, r->ext_bind_held, r->ext_bind_rejected,
+               r->idle_backoff, r->idle_held, every);
+    printf("    CPU s: kube-scheduler %.1f, kube-apiserver %.1f, etcd %.1f, extender %.1f, this "
+           "client %.1f (over %.1f s)\n",
+           r->cpu_sched, r->cpu_api, r->cpu_etcd, r->cpu_ext, r->cpu_self, r->secs);
+    fflush(stdout);
+}
+
+static void print_timeline(const struct result *r)
+{
+    double t0 = samples[0].t;
+    (void)r;
+    printf("    timeline (s since the first create; pending pods in kube-scheduler's queues, "
+           "extender's held binds, pods bound):\n");
+    printf("      %6s %7s %7s %7s %6s %6s\n", "t", "active", "backoff", "unsched", "held", "bound");
+    for (int i = 0; i < n_samples; i++) {
+        const struct sample *m = &samples[i];
+        if (i % (n_samples / 40 + 1) && i != n_samples - 1)
+            continue;
+        printf("      %6.1f %7.0f %7.0f %7.0f %6.0f %6ld\n", m->t - t0, m->active, m->backoff,
+               m->unsched, m->held, m->bound);
+    }
+}
+
+static double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static long arg_long(int argc, char **argv, int *i)
+{
+    char *end;
+    long v;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "bench_scheduler: %s needs a value\n", argv[*i]);
+        exit(2);
+    }
+    v = strtol(argv[++*i], &end, 10);
+    if (*end || v < 0) {
+        fprintf(stderr, "bench_scheduler: bad value %s\n", argv[*i]);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    struct common_kubeconfig kc;
+    struct common_kube_opts o = common_kube_opts_default();
+    struct common_error err;
+    struct common_informer *inf = NULL;
+    struct common_informer_handlers h = {on_add, on_update, on_delete, NULL};
+    struct common_informer_opts io = {0};
+    const char *hz = getenv("TESTBED_SCHEDULER_HEALTHZ");
+    static struct result ra[16], rb[16], rc[2];
+    double t_start = now();
+    int fd;
+
+    common_alloc_init();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--nodes") == 0)
+            cfg.nodes = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--pods") == 0)
+            cfg.pods = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--rounds") == 0)
+            cfg.rounds = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--gangs-c") == 0)
+            cfg.gangs_c = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--threads") == 0)
+            cfg.threads = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--sched-qps") == 0)
+            cfg.sched_qps = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--timeout") == 0)
+            cfg.timeout_s = arg_long(argc, argv, &i);
+        else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc)
+            cfg.ns = argv[++i];
+        else if (strcmp(argv[i], "--extender") == 0 && i + 1 < argc)
+            cfg.ext_url = argv[++i];
+        else if (strcmp(argv[i], "--extender-metrics") == 0 && i + 1 < argc)
+            cfg.ext_metrics = argv[++i];
+        else if (strcmp(argv[i], "--sched-ctl") == 0 && i + 1 < argc)
+            cfg.sched_ctl = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            cfg.only = argv[++i];
+        else if (strcmp(argv[i], "--c-order") == 0 && i + 1 < argc)
+            cfg.c_order = argv[++i];
+        else if (strcmp(argv[i], "--cleanup-nodes") == 0)
+            cfg.cleanup_nodes = 1;
+        else {
+            fprintf(stderr,
+                    "usage: bench_scheduler --extender http://127.0.0.1:PORT [--extender-metrics "
+                    "URL] [--sched-ctl PATH] [--nodes N] [--pods P] [--rounds R] [--gangs-c G] "
+                    "[--threads T] [--sched-qps Q] [--timeout S] [--only b|c] [--c-order "
+                    "gang|interleaved] "
+                    "[--ns NAME] "
+                    "[--cleanup-nodes]\n  needs the test bed's env (KUBECONFIG, TESTBED_*)\n");
+            return 2;
+        }
+    }
+    if (!cfg.ext_url || !getenv("KUBECONFIG") || !hz || !getenv("TESTBED_SCHEDULER_KUBECONFIG")) {
+        fprintf(stderr, "bench_scheduler: needs --extender and the test bed's env\n");
+        return 2;
+    }
+    if (cfg.pods > MAX_PODS || cfg.gangs_c * GANG > MAX_PODS || cfg.rounds > 16) {
+        fprintf(stderr, "bench_scheduler: at most %d pods and 16 rounds\n", MAX_PODS);
+        return 2;
+    }
+    if (!cfg.sched_ctl)
+        cfg.sched_ctl = "tests/e2e/testbed/scheduler-ctl.sh";
+    snprintf(sched_metrics_url, sizeof(sched_metrics_url), "%.*s/metrics",
+             (int)(strlen(hz) - strlen("/healthz")), hz);
+    fd = mkstemp(cfg_plain);
+    if (fd >= 0)
+        close(fd);
+    fd = mkstemp(cfg_gang);
+    if (fd >= 0)
+        close(fd);
+    write_config(cfg_plain, 0);
+    write_config(cfg_gang, 1);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    memset(&kc, 0, sizeof(kc));
+    if (common_kubeconfig_load(NULL, NULL, &kc, &err))
+        die("kubeconfig", &err);
+    o.qps = 1e9;
+    o.burst = 1000000;
+    o.timeout_ms = 300000;
+    kube = common_kube_client_create(&kc, &o, &err);
+    common_kubeconfig_free(&kc);
+    if (!kube)
+        die("client", &err);
+
+    printf("bench_scheduler: %ld Nodes, %ld pods (gangs of %d), %ld rounds; (c) %ld gangs; "
+           "kube-scheduler qps/burst %ld; %ld create threads; %ld cores, load %s",
+           cfg.nodes, cfg.pods, GANG, cfg.rounds, cfg.gangs_c, cfg.sched_qps, cfg.threads,
+           sysconf(_SC_NPROCESSORS_ONLN), "");
+    fflush(stdout);
+    {
+        FILE *f = fopen("/proc/loadavg", "r");
+        char la[128] = "";
+        if (f) {
+            if (!fgets(la, sizeof(la), f))
+                la[0] = '\0';
+            fclose(f);
+        }
+        printf("%s", la[0] ? la : "\n");
+    }
+    ensure_namespace();
+    ensure_nodes();
+    io.namespace = cfg.ns;
+    if (common_informer_create(kube, &common_informer_pods, &h, &io, &inf, &err) ||
+        common_informer_start(inf, &err))
+        die("pod informer", &err);
+    if (!common_informer_wait_synced(inf, 60000))
+        die("pod informer not synced", NULL);
+    printf("extender's cache: %.0f Nodes\n", wait_extender_cache("nodes", (double)cfg.nodes, 120));
+
+    if (!cfg.only || strcmp(cfg.only, "b") == 0) {
+        double pa[16], pb[16], ratio[16];
+        printf("\n(b) %ld pods on %ld Nodes, percentageOfNodesToScore 100: A plain (no extender) "
+               "vs B gang (extender, %ld PodGroups of %d)\n",
+               cfg.pods, cfg.nodes, cfg.pods / GANG, GANG);
+        for (long r = 0; r < cfg.rounds; r++) {
+            for (int k = 0; k < 2; k++) {
+                int gang = (int)((k + r) % 2);
+                char prefix[16];
+                snprintf(prefix, sizeof(prefix), "%s%ld", gang ? "b" : "a", r + 1);
+                printf("  round %ld, %s:\n", r + 1, gang ? "B gang + extender" : "A plain");
+                fflush(stdout);
+                run_variant(prefix, gang, 0, cfg.pods, 1.0, gang ? &rb[r] : &ra[r]);
+                drop_pods(prefix);
+            }
+            pa[r] = ra[r].pods_per_s;
+            pb[r] = rb[r].pods_per_s;
+            ratio[r] = pa[r] > 0 ? pb[r] / pa[r] : 0;
+            printf("  round %ld: A %.1f pods/s, B %.1f pods/s, B/A %.3f\n", r + 1, pa[r], pb[r],
+                   ratio[r]);
+        }
+        printf("\n(b) summary: A plain %.1f pods/s, B gang %.1f pods/s (medians of %ld rounds); "
+               "ratio B/A %.3f (median of the rounds' ratios; target >= 0.85)\n",
+               median(pa, cfg.rounds), median(pb, cfg.rounds), cfg.rounds,
+               median(ratio, cfg.rounds));
+        for (long r = 0; r < cfg.rounds; r++)
+            printf("  round %ld: A %.1f pods/s (%.2f s, sched CPU %.1f s), B %.1f pods/s (%.2f s, "
+                   "sched CPU %.1f s, extender CPU %.1f s), ratio %.3f\n",
+                   r + 1, ra[r].pods_per_s, ra[r].secs, ra[r].cpu_sched, rb[r].pods_per_s,
+                   rb[r].secs, rb[r].cpu_sched, rb[r].cpu_ext, ratio[r]);
+        fflush(stdout);
+    }
+    if (!cfg.only || strcmp(cfg.only, "c") == 0) {
+        long pods = cfg.gangs_c * GANG;
+        printf("\n(c) %ld gangs of %d (%ld pods) on %ld Nodes, with the extender:\n", cfg.gangs_c,
+               GANG, pods, cfg.nodes);
+        for (int k = 0; k < 2; k++) {
+            char prefix[16];
+            if (cfg.c_order && strcmp(cfg.c_order, k ? "interleaved" : "gang") != 0)
+                continue;
+            snprintf(prefix, sizeof(prefix), "c%d", k + 1);
+            printf("  pods created %s:\n",
+                   k ? "interleaved (member 0 of every gang, then member 1, ...)"
+                     : "gang after gang");
+            fflush(stdout);
+            run_variant(prefix, 1, k, pods, 0.5, &rc[k]);
+            print_timeline(&rc[k]);
+            printf("    => all %ld bound after %.2f s; retry backoff: %.0f extender rejections "
+                   "(%.0f unschedulable attempts), queue idle on backoff %.1f s = %.0f%% of the "
+                   "time, bind gaps > 1 s %.1f s = %.0f%%\n",
+                   rc[k].bound, rc[k].secs, rc[k].attempts_unsched, rc[k].attempts_unsched,
+                   rc[k].idle_backoff, rc[k].secs > 0 ? 100 * rc[k].idle_backoff / rc[k].secs : 0,
+                   rc[k].gaps_1s, rc[k].secs > 0 ? 100 * rc[k].gaps_1s / rc[k].secs : 0);
+            drop_pods(prefix);
+        }
+    }
+    restore_scheduler();
+    common_informer_destroy(inf);
+    if (cfg.cleanup_nodes) {
+        delete_collection(&common_kube_nodes, NULL, NODE_LABEL "=1");
+        printf("\nNodes deleted\n");
+    }
+    printf("\nbench_scheduler: done in %.0f s\n", now() - t_start);
+    printf("command: . $TESTBED_RUN/env; %s --extender %s%s%s --nodes %ld --pods %ld --rounds %ld "
+           "--gangs-c %ld --threads %ld --sched-qps %ld%s%s%s%s\n",
+           argv[0], cfg.ext_url, cfg.ext_metrics ? " --extender-metrics " : "",
+           cfg.ext_metrics ? cfg.ext_metrics : "", cfg.nodes, cfg.pods, cfg.rounds, cfg.gangs_c,
+           cfg.threads, cfg.sched_qps, cfg.only ? " --only " : "", cfg.only ? cfg.only : "",
+           cfg.c_order ? " --c-order " : "", cfg.c_order ? cfg.c_order : "");
+    common_kube_client_destroy(kube);
+    return 0;
+}
