@@ -34,11 +34,12 @@
  * it shares the two cores with the server), achieved rate, errors, CPU seconds of the process
  * and of the generator thread (the rest is the server: µs of server CPU per request), the
  * webhook's own handler time (its duration histogram: mean, share over 0.5 and 1 ms), new
- * connections, the generator's send lag, and the CPU other processes used meanwhile. Then closed
- * loop: C requests always in flight for max(2, D/4) s per round, validate-trainjob and empty:
- * requests/s and the ratio. And the pure handler cost: webhook_serve on the same body in this
- * thread, no HTTP, split into decode, decide and encode, and validate-trainjob's decide split into
- * its public parts (schema validation, runtime lookup, runtime validation, trainjob_render).
+ * connections, the generator's send lag, the CPU other processes used meanwhile (/proc/stat
+ * minus our rusage: it reads up to ~0.25 core low) and the CPU pressure (/proc/pressure/cpu). Then
+ * closed loop: C requests always in flight for max(2, D/4) s per round, validate-trainjob and
+ * empty: requests/s and the ratio. And the pure handler cost: webhook_serve on the same body in
+ * this thread, no HTTP, split into decode, decide and encode, and validate-trainjob's decide split
+ * into its public parts (schema validation, runtime lookup, runtime validation, trainjob_render).
  *
  * Run: ./build-bwh/bench/bench_webhook [--rate N] [--seconds D] [--rounds R] [--conns C]
  *      (Release build; progress on stderr, figures on stdout; see docs/benchmarks-webhook.md)
@@ -121,6 +122,26 @@ static double machine_busy(void)
     return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
 }
 
+/* CPU pressure (PSI): microseconds in which some runnable task waited for a CPU; -1 when the
+ * kernel does not expose /proc/pressure/cpu */
+static double cpu_pressure_us(void)
+{
+    char line[256];
+    double total = -1;
+    FILE *f = fopen("/proc/pressure/cpu", "r");
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "some ", 5) == 0) {
+            const char *p = strstr(line, "total=");
+            if (p)
+                total = strtod(p + 6, NULL);
+        }
+    fclose(f);
+    return total;
+}
+
 static void loadavg(char *out, size_t size)
 {
     FILE *f = fopen("/proc/loadavg", "r");
@@ -179,7 +200,8 @@ static double pct(const double *v, size_t n, double q)
 
 static void samples_sort(struct samples *s)
 {
-    qsort(s->v, s->n, sizeof(double), cmp_double);
+    if (s->n)
+        qsort(s->v, s->n, sizeof(double), cmp_double);
 }
 
 /* ---- the requests ---- */
@@ -470,6 +492,7 @@ struct variant {
     /* open loop */
     struct samples lat, lag, svc;
     double round_p50[MAX_ROUNDS], round_p99[MAX_ROUNDS], round_others[MAX_ROUNDS];
+    double round_psi[MAX_ROUNDS], psi_us; /* CPU pressure: share of the run, and µs in all */
     long n, errors, conns;
     double wall, cpu, cpu_client, others, handler_s;
     long handler_n, handler_le500, handler_le1000; /* from the histogram: calls, <= 0.5/1 ms */
@@ -1069,20 +1092,24 @@ static void report(const char *load_start, const char *load_end, double others_c
            "with %d threads, TLS ECDSA P-256\n",
            cfg.rate, cfg.seconds, cfg.rounds, cfg.conns, SERVER_THREADS);
     printf("load average at start %s, at end %s; other processes used %.2f cores during the "
-           "timed runs; %.0f s in all\n\n",
+           "timed runs; %.0f s in all\n",
            load_start, load_end, others_cores, total_s);
+    printf("(others' cores: /proc/stat busy time minus this process's rusage; /proc/stat samples "
+           "busy time with the tick and misses part of this process's short bursts, so it reads up "
+           "to ~0.25 core low, even below 0. CPU pressure: /proc/pressure/cpu \"some\", the share "
+           "of the time in which a runnable task, ours or another's, waited for a CPU.)\n\n");
 
     printf("## Open loop: latency from the scheduled send to the complete response (µs)\n\n");
-    printf("| variant | requests | rate/s | p50 | p90 | p99 | p99.9 | max | p99 per round (others' "
-           "cores) | errors | new conns |\n");
+    printf("| variant | requests | rate/s | p50 | p90 | p99 | p99.9 | max | p99 per round (CPU "
+           "pressure) | errors | new conns |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         char rounds[256] = "";
         size_t off = 0;
         for (long r = 0; r < cfg.rounds; r++)
-            off += (size_t)snprintf(rounds + off, sizeof(rounds) - off, "%s%.0f (%.2f)",
-                                    r ? " / " : "", v->round_p99[r], v->round_others[r]);
+            off += (size_t)snprintf(rounds + off, sizeof(rounds) - off, "%s%.0f (%.1f%%)",
+                                    r ? " / " : "", v->round_p99[r], 100 * v->round_psi[r]);
         printf("| %s | %ld | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %ld | %ld |\n", v->name,
                v->n, (double)v->n / v->wall, pct(v->lat.v, v->lat.n, 0.50),
                pct(v->lat.v, v->lat.n, 0.90), pct(v->lat.v, v->lat.n, 0.99),
@@ -1114,8 +1141,8 @@ static void report(const char *load_start, const char *load_end, double others_c
     printf("\nCPU and where the time goes (open loop):\n\n");
     printf("| variant | process CPU s | generator thread CPU s | server CPU µs/request | webhook "
            "handler in the server: mean µs, share > 0.5 ms, > 1 ms (its histogram) | send lag p99 "
-           "µs | others' cores |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+           "µs | others' cores | CPU pressure |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         char handler[96] = "-";
@@ -1124,9 +1151,9 @@ static void report(const char *load_start, const char *load_end, double others_c
                      v->handler_s / (double)v->handler_n * 1e6,
                      100.0 * (double)(v->handler_n - v->handler_le500) / (double)v->handler_n,
                      100.0 * (double)(v->handler_n - v->handler_le1000) / (double)v->handler_n);
-        printf("| %s | %.2f | %.2f | %.0f | %s | %.0f | %.2f |\n", v->name, v->cpu, v->cpu_client,
-               (v->cpu - v->cpu_client) / (double)v->n * 1e6, handler,
-               pct(v->lag.v, v->lag.n, 0.99), v->others / v->wall);
+        printf("| %s | %.2f | %.2f | %.0f | %s | %.0f | %.2f | %.1f%% |\n", v->name, v->cpu,
+               v->cpu_client, (v->cpu - v->cpu_client) / (double)v->n * 1e6, handler,
+               pct(v->lag.v, v->lag.n, 0.99), v->others / v->wall, v->psi_us / 1e4 / v->wall);
     }
 
     printf("\n## Closed loop: %ld connections always busy, %.0f s per variant per round\n\n",
@@ -1281,6 +1308,7 @@ int main(int argc, char **argv)
             struct samples one = {0};
             struct run_result rr;
             double c0 = process_cpu(), tc0 = thread_cpu(), m0 = machine_busy();
+            double psi0 = cpu_pressure_us();
             struct htime h0 = {0}, h1 = {0};
             double p99;
 
@@ -1289,11 +1317,14 @@ int main(int argc, char **argv)
             run(&g, v, (double)cfg.seconds, 0, &one, &v->lag, &v->svc, &rr);
             {
                 double c1 = process_cpu(), tc1 = thread_cpu(), m1 = machine_busy();
+                double psi1 = cpu_pressure_us();
                 double wall = rr.last_done - rr.first_sched;
                 v->cpu += c1 - c0;
                 v->cpu_client += tc1 - tc0;
                 v->others += (m1 - m0) - (c1 - c0);
                 v->round_others[r] = ((m1 - m0) - (c1 - c0)) / wall;
+                v->round_psi[r] = psi0 < 0 || psi1 < 0 ? NAN : (psi1 - psi0) / 1e6 / wall;
+                v->psi_us += psi0 < 0 || psi1 < 0 ? NAN : psi1 - psi0;
                 others += (m1 - m0) - (c1 - c0);
                 timed += wall;
                 v->wall += wall;
@@ -1315,10 +1346,10 @@ int main(int argc, char **argv)
             v->round_p99[r] = p99 = pct(one.v, one.n, 0.99);
             fprintf(stderr,
                     "  round %ld %-18s %6ld requests %7.1f/s  p50 %5.0f µs  p99 %6.0f µs  max "
-                    "%6.0f µs  errors %ld  others %.2f cores\n",
+                    "%6.0f µs  errors %ld  others %.2f cores  CPU pressure %.1f%%\n",
                     r + 1, v->name, rr.n, (double)rr.n / (rr.last_done - rr.first_sched),
                     v->round_p50[r], p99, one.n ? one.v[one.n - 1] : NAN, rr.errors,
-                    v->round_others[r]);
+                    v->round_others[r], 100 * v->round_psi[r]);
             free(one.v);
         }
     }
