@@ -14,9 +14,9 @@
  * common_httpd (plain HTTP, 4 threads, as cmd/serve.c gives the extender) whose handlers are
  * h_filter / h_prioritize of extender/server.c line for line: a per-request arena capped as
  * there (4 x 64 MiB + 1 MiB), extender_decode_args, the gang core under the mutex only for
- * pods with the PodGroup label, verdict and reason mapping, the encoder into a local buffer,
- * then copied into the response. Left out: the metrics counter and histogram, the stats
- * atomics and mark_dirty's set insert plus cond signal (a few hundred ns together).
+ * pods with the PodGroup label, extender_filter_answer (an Error for a waiting pod), the encoder
+ * into a local buffer, then copied into the response. Left out: the metrics counter and histogram,
+ * the stats atomics and mark_dirty's set insert plus cond signal (a few hundred ns together).
  *
  * The cluster (gang_*_upsert, decoded from API JSON with common_*_from_json as the informers
  * would): --nodes nodes (cpu 64, memory 256Gi, nvidia.com/gpu 8, pods 110, trainsched.io/gang
@@ -83,6 +83,7 @@
 #include "common/coretypes.h"
 #include "common/httpd.h"
 #include "common/log.h"
+#include "extender/answer.h"
 #include "extender/codec.h"
 #include "extender/server.h"
 #include "gang/gang.h"
@@ -334,6 +335,7 @@ static int do_filter(const char *body, size_t len, struct common_buf *out)
     uint8_t *verdict;
     const char **reason;
     struct gang_filter_result res = {0};
+    const char *wait_msg = NULL;
     enum common_rc rc;
     int ret = 0;
 
@@ -354,27 +356,21 @@ static int do_filter(const char *body, size_t len, struct common_buf *out)
     memset(verdict, EXTENDER_PASS, args->n_nodes + 1);
     memset(reason, 0, (args->n_nodes + 1) * sizeof(*reason));
     if (args->pod_group[0]) {
-        const char *last_in = NULL, *last_out = NULL;
-
         pthread_mutex_lock(&mu);
         rc = gang_filter(gs, args->pod, args->node_names, args->n_nodes, mono_ms(), gv, &res, &e);
         if (rc == COMMON_OK) {
-            for (uint32_t i = 0; i < args->n_nodes; i++) {
-                verdict[i] = gv[i].verdict == GANG_NODE_OK       ? EXTENDER_PASS
-                             : gv[i].verdict == GANG_NODE_FAILED ? EXTENDER_FAIL
-                                                                 : EXTENDER_FAIL_UNRESOLVABLE;
-                if (gv[i].reason) {
-                    if (gv[i].reason != last_in) {
-                        last_in = gv[i].reason;
-                        last_out = common_arena_strdup(a, last_in);
-                    }
-                    reason[i] = last_out;
-                }
-            }
+            if (extender_filter_answer(a, gv, args->n_nodes, &res, verdict, reason, &wait_msg))
+                rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
         }
         pthread_mutex_unlock(&mu);
         if (rc)
             goto fail;
+    }
+    if (wait_msg) {
+        rc = extender_encode_filter_error(out, wait_msg, &e);
+        if (rc)
+            goto fail;
+        goto done;
     }
     rc = extender_encode_filter_result(out, args, verdict, reason, &e);
     if (rc)
@@ -810,6 +806,16 @@ static void floors(struct variant *v, double seconds)
     if (v->kind == K_FILTER) {
         const char *k;
         json_t *val;
+        size_t i;
+        json_t *nn;
+        /* nodes in no list are dropped (extender/answer.h) */
+        memset(verdict, EXTENDER_DROP, pre->n_nodes + 1);
+        json_array_foreach(json_object_get(ans, "NodeNames"), i, nn)
+        {
+            long idx = extender_args_node_index(pre, json_string_value(nn));
+            if (idx >= 0)
+                verdict[idx] = EXTENDER_PASS;
+        }
         json_object_foreach(json_object_get(ans, "FailedNodes"), k, val)
         {
             long idx = extender_args_node_index(pre, k);

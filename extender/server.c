@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/informer.h"
 #include "common/log.h"
+#include "extender/answer.h"
 #include "extender/codec.h"
 #include "extender/server.h"
 #include "gang/gang.h"
@@ -870,6 +871,7 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
     struct gang_filter_result res = {0};
     struct common_buf b;
     const char *result = "ok";
+    const char *wait_msg = NULL;
     enum common_rc rc;
 
     __atomic_add_fetch(&x->st.filter, 1, __ATOMIC_RELAXED);
@@ -891,24 +893,13 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
     memset(verdict, EXTENDER_PASS, args->n_nodes + 1);
     memset(reason, 0, (args->n_nodes + 1) * sizeof(*reason));
     if (args->pod_group[0]) {
-        const char *last_in = NULL, *last_out = NULL;
-
         pthread_mutex_lock(&x->mu);
         rc =
             gang_filter(x->gs, args->pod, args->node_names, args->n_nodes, mono_ms(), gv, &res, &e);
         if (rc == COMMON_OK) {
-            for (uint32_t i = 0; i < args->n_nodes; i++) {
-                verdict[i] = gv[i].verdict == GANG_NODE_OK       ? EXTENDER_PASS
-                             : gv[i].verdict == GANG_NODE_FAILED ? EXTENDER_FAIL
-                                                                 : EXTENDER_FAIL_UNRESOLVABLE;
-                if (gv[i].reason) {
-                    if (gv[i].reason != last_in) {
-                        last_in = gv[i].reason;
-                        last_out = common_arena_strdup(a, last_in);
-                    }
-                    reason[i] = last_out;
-                }
-            }
+            /* reasons live in the books: copy them before unlocking */
+            if (extender_filter_answer(a, gv, args->n_nodes, &res, verdict, reason, &wait_msg))
+                rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
             if (res.answers_pending)
                 x->tick_req = 1;
             mark_dirty(x, args->pod->namespace, args->pod_group);
@@ -917,6 +908,17 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
         pthread_mutex_unlock(&x->mu);
         if (rc)
             goto fail;
+    }
+    if (wait_msg) {
+        /* an Error, not node lists: kube-scheduler retries it after its error backoff, where a
+         * rejected pod would sleep until a cluster event (extender/answer.h) */
+        result = "wait";
+        if (extender_encode_filter_error(&b, wait_msg, &e) == COMMON_OK) {
+            answer_json(resp, &b);
+            goto out;
+        }
+        rc = e.code ? e.code : COMMON_ENOMEM;
+        goto fail;
     }
     rc = extender_encode_filter_result(&b, args, verdict, reason, &e);
     if (rc)
@@ -1118,13 +1120,37 @@ static void h_preempt(void *ctx, const struct common_httpd_request *req,
         goto fail;
     }
     memset(keep, 1, args->n_nodes + 1);
-    pthread_mutex_lock(&x->mu);
-    if (x->n_holds)
-        for (uint32_t i = 0; i < args->n_nodes; i++)
-            for (uint32_t j = 0; j < args->nodes[i].n_pods && keep[i]; j++)
-                if (holds_find(x, args->nodes[i].uids[j]) >= 0)
-                    keep[i] = 0;
-    pthread_mutex_unlock(&x->mu);
+    if (args->n_nodes) {
+        struct gang_preempt_node *pn = common_arena_alloc(a, args->n_nodes * sizeof(*pn));
+        struct gang_preempt_choice *pc = common_arena_alloc(a, args->n_nodes * sizeof(*pc));
+        struct gang_preempt_result pr = {0};
+        const char *why = NULL;
+
+        if (!pn || !pc) {
+            rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < args->n_nodes; i++) {
+            pn[i].node = args->nodes[i].node;
+            pn[i].n_victims = args->nodes[i].n_pods;
+            pn[i].uids = args->nodes[i].uids;
+        }
+        pthread_mutex_lock(&x->mu);
+        rc = gang_preempt(x->gs, args->pod, pn, args->n_nodes, mono_ms(), pc, &pr, &e);
+        if (rc == COMMON_OK) {
+            for (uint32_t i = 0; i < args->n_nodes; i++)
+                keep[i] = (uint8_t)(pc[i].keep != 0);
+            if (!pr.n_kept && pr.reason && pr.reason[0])
+                why = common_arena_strdup(a, pr.reason);
+            mark_dirty(x, args->pod->namespace, args->pod_group);
+        }
+        pthread_mutex_unlock(&x->mu);
+        if (rc)
+            goto fail;
+        if (why)
+            common_log(COMMON_LOG_INFO, "extender: preemption vetoed", "pod", args->pod->name,
+                       "namespace", args->pod->namespace, "reason", why, NULL);
+    }
     choice.keep_node = keep;
     rc = extender_encode_preempt_result(&b, args, &choice, &e);
     if (rc)

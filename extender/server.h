@@ -25,10 +25,14 @@
  *   listed pod (POST pods/NAME/binding with metadata.uid as precondition; 409 AlreadyExists or
  *   "already assigned" count as bound), then answers each pod's held request: {"Error": ""}, or
  *   the API's error (and gang_bind_failed for that pod). REJECT: {"Error": reason} at once.
- * - preempt: the scheduler's candidates are answered unchanged, except that a node whose
- *   victims include a held gang member is vetoed (left out of the answer): a held member is
- *   assumed on its node by kube-scheduler and must not be evicted to make room, and evicting
- *   only the other victims of that node might not make room at all.
+ * - preempt: gang_preempt (gang/gang.h) decides, under the mutex, which of the scheduler's
+ *   candidate nodes stay; kept nodes are answered with their victims exactly as sent, vetoed
+ *   ones are left out (an empty map when none is kept: no preemption). Vetoed: a node whose
+ *   victims include a held or released gang member, or would leave another running gang below
+ *   minMember (unless the whole gang is among them); every node when even evicting every
+ *   lower-priority pod could not make the preemptor's whole gang fit; and the candidates ranked
+ *   behind another (more gangs partly evicted, then more victims). Only pods that reach the
+ *   extender (requesting the gang resource) are asked about: a plain pod's preemption never is.
  *
  * Threads: informer threads (nodes, pods: protobuf; PodGroups: JSON) feed the core under the
  * mutex; a timer thread calls gang_tick at gang_next_deadline() and whenever a call reports
@@ -48,7 +52,9 @@
  *
  * Metrics (opts.metrics):
  *   trainsched_extender_requests_total{verb,result}  counter; result ok, error (the verb's
- *                                                    Error, or 4xx), held, rejected
+ *                                                    Error, or 4xx), held, rejected, wait (a
+ *                                                    filter answered with an Error because the
+ *                                                    gang waits: extender/answer.h)
  *   trainsched_extender_duration_seconds{verb}        histogram, time to answer (held binds:
  *                                                    time until the hold is taken)
  *   trainsched_extender_bindings_total{result}        counter: bound, failed

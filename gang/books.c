@@ -152,6 +152,7 @@ void gang_state_destroy(struct gang_state *s)
     common_free(s->pending);
     common_free(s->out);
     common_free(s->binds);
+    common_free(s->pre_why);
     gmap_free(&s->node_by_name);
     gmap_free(&s->pod_by_uid);
     gmap_free(&s->gang_by_key);
@@ -993,6 +994,7 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
     pk_take(&pk, sizeof(*p));
     pod_fill(&pk, p, cp, gname, rjob ? rjob : "", req, n_req);
     p->declared_min = gname ? parse_min(label_of(cp, GANG_MIN_MEMBER_LABEL)) : -1;
+    p->priority = cp->has_priority ? cp->priority : 0;
     p->phase = phase_of(cp->phase);
     p->deleting = cp->deleting;
     p->node = node;

@@ -226,6 +226,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
     case GATE_WAIT:
         all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, why);
         res->reason = why;
+        res->retry = 1;
         goto done;
     case GATE_ALONE:
         res->n_ok = fit_each(s, p, nodes, n_nodes, NULL, out);

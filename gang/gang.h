@@ -1,6 +1,6 @@
 /*
  * gang/gang.h - the pure gang core: all-or-nothing scheduling of PodGroups through the
- * scheduler extender's filter, prioritize and bind verbs.
+ * scheduler extender's filter, prioritize, bind and preempt verbs.
  *
  * What it owns. A struct gang_state is the extender's books: a compact copy of the cluster
  * (nodes with allocatable, labels and taints; every pod with its requests, phase and node;
@@ -208,6 +208,13 @@ struct gang_filter_result {
     size_t n_ok;
     const char *reason;  /* why the pod cannot go anywhere yet ("" when some node is OK) */
     int answers_pending; /* held binds must be answered now: call gang_tick */
+    /* The pod waits on something kube-scheduler does not watch (the PodGroup to appear, sibling
+     * pods to be created, the gang's backoff, a stale minMember, phased pods to be placed):
+     * every node is UNRESOLVABLE with reason. The extender answers such a filter with an Error
+     * rather than node lists: kube-scheduler 1.36 parks a pod whose nodes an extender rejected
+     * until some cluster event (schedule_one.go, framework.ExtenderName), but retries an errored
+     * pod after its error backoff (1 s doubling to podMaxBackoffSeconds). */
+    int retry;
 };
 
 /*
@@ -348,5 +355,76 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
  * naming the first difference. For tests and debug builds; O(pods + nodes x resources).
  */
 enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
+
+/* ---- preempt ---- */
+
+/*
+ * The preempt verb (protocols.md section 1.4 "Preempt"; issue 5 item 7). kube-scheduler's
+ * DefaultPreemption sends, for a pod that failed filtering, its candidate nodes, each with the
+ * victims (lower-priority pods on that node, by uid) it would evict there; the extender answers
+ * the same map, a node left out is vetoed, and the scheduler then evicts the victims of ONE kept
+ * node. gang_preempt only keeps or vetoes whole candidates: it never adds, drops or reorders a
+ * victim (the glue echoes a kept node's victims as sent). The rules, in order:
+ * - R1 in-flight binds: a victim that is a held or released-not-yet-bound member of any gang
+ *   vetoes the node (evicting it breaks that gang's admission).
+ * - R2 quorum: let a gang H with minMember > 0 have A members alive (bound or released, not
+ *   Succeeded/Failed, not deleting) and Q = A + its phased members that Succeeded (what its
+ *   quorum counts). A node whose victims are E of H's alive members is vetoed when
+ *   0 < E < A and Q - E < minMember; E = A (the whole gang is on this node's victim list) is
+ *   allowed, and so is Q - E >= minMember (exactly minMember left is allowed). Victims unknown
+ *   to the books are plain pods.
+ * - R3 whole gang: when the preemptor's gang still needs its whole-gang placement (PodGroup,
+ *   minMember > 0, not admitted, preemptor not phased: what gang_filter plans), every node is
+ *   vetoed with one reason naming the gang and its shortfall unless the gang planner, run dry
+ *   with the same per-node fit as the filter (resources, nodeSelector, required affinity,
+ *   taints; other gangs' reservations stay; the gang's excluded nodes are usable), places all
+ *   the members it needs when every pod such a preemption could evict is gone: bound,
+ *   non-terminal, priority strictly below the preemptor's, not of the preemptor's gang, and not
+ *   of a gang with minMember > 0 unless every alive member of that gang qualifies (whole gangs
+ *   only). minResources, when set on a gang that holds nothing, is checked against the
+ *   cluster-wide free sum with the same pods gone. Fewer member pods than minMember: vetoed.
+ *   R3 is an upper bound: it does not check that this node's victims are the right ones, only
+ *   that evictions could ever make the gang fit.
+ * - R4 preference among the survivors: only the best-ranked are kept, by (a) fewest gangs left
+ *   partially evicted (some alive members evicted, the gang still at or above minMember), then
+ *   (b) fewest victims; ties are all kept (the scheduler picks among them by its own rules:
+ *   PDB violations, victim priorities, ...). The others are vetoed ("another candidate evicts
+ *   fewer pods ...").
+ * Victims are counted once per node (a uid sent twice counts once). Cost: O(victims) lookups
+ * per node, plus for R3 O(pods) and one dry plan of the gang.
+ */
+
+/* One candidate of the request (an entry of NodeNameToMetaVictims); borrowed for the call. */
+struct gang_preempt_node {
+    const char *node;
+    uint32_t n_victims;
+    const char *const *uids; /* [n_victims] victim pod uids, as the scheduler sent them */
+};
+
+/* The decision on one candidate (caller-allocated, one per candidate). */
+struct gang_preempt_choice {
+    int keep;           /* 1: answer the node with its victims as sent; 0: vetoed (left out) */
+    const char *reason; /* why vetoed, NULL when kept */
+};
+
+struct gang_preempt_result {
+    size_t n_kept;
+    const char *reason; /* why no candidate is kept ("" when some is); the glue's log line */
+};
+
+/*
+ * gang_preempt - decide the preempt verb for preemptor (the request's Pod, decoded; added to the
+ * books when its uid is unknown, as gang_filter does) over nodes[0..n_nodes) (the request's
+ * map, in order): out[i] for nodes[i]. now (ms) is taken for symmetry with the other verbs; no
+ * rule uses it today. Decisions are not errors: COMMON_OK with every node vetoed is "no
+ * preemption" (answer an empty map). COMMON_EINVAL for a preemptor without uid (or, unknown to
+ * the books, without namespace or name); COMMON_ENOMEM (out is undefined: answer the scheduler
+ * with an Error; the books may have learned the preemptor, nothing else changed). Reasons stay
+ * valid until the next call.
+ */
+enum common_rc gang_preempt(struct gang_state *s, const struct common_pod *preemptor,
+                            const struct gang_preempt_node *nodes, size_t n_nodes, int64_t now,
+                            struct gang_preempt_choice *out, struct gang_preempt_result *res,
+                            struct common_error *err);
 
 #endif

@@ -158,6 +158,10 @@ struct gpod {
     struct gang *a_gang;
     /* scratch for planning */
     int32_t p_new;
+    /* spec.priority (0 when absent) */
+    int32_t priority;
+    /* scratch for gang_preempt: the call's epoch when counted as a victim of the node at hand */
+    uint64_t v_mark;
 };
 
 struct gcounts {
@@ -204,6 +208,14 @@ struct gang {
     int64_t backoff_until;
     uint32_t failures;
     char why[GANG_REASON_MAX];
+    /* scratch for gang_preempt (preempt.c): per node (v_*) and per call (q_*), valid while the
+     * mark equals the state's pre_epoch / pre_call */
+    uint64_t v_mark, v_done;
+    uint32_t v_evicted;
+    uint64_t q_mark;
+    uint32_t q_alive;  /* members bound (or released) and not terminal, not deleting */
+    uint32_t q_quorum; /* q_alive + phased members that Succeeded: what minMember is held to */
+    int q_low;         /* every alive member is bound with priority below the preemptor's */
 };
 
 struct gang_state {
@@ -244,6 +256,10 @@ struct gang_state {
     /* per-call reason buffers */
     char why[GANG_REASON_MAX];
     char why2[GANG_REASON_MAX];
+    /* gang_preempt: epochs of the scratch marks, and its per-node reasons (NUL-separated) */
+    uint64_t pre_epoch, pre_call;
+    char *pre_why;
+    size_t pre_len, pre_cap;
 };
 
 /* ---- books.c ---- */
@@ -303,6 +319,12 @@ struct plan_req {
     struct gpod *restrict_pod; /* must land on one of cands (a filter) */
     const int32_t *cands;
     size_t n_cands;
+    /* a dry run (gang_preempt): nothing is committed even when the plan succeeds, the gang's
+     * excluded nodes are usable, and the requests of the freed pods (each on its a_used node)
+     * count as free capacity */
+    int dry_run;
+    const struct gpod *const *freed;
+    size_t n_freed;
 };
 
 struct plan_out {
@@ -316,8 +338,8 @@ struct plan_out {
 
 /*
  * plan_gang - plan every eligible member of g (sticky: a member keeps its planned node when it
- * still fits and is not excluded). Committed only when ok; on failure nothing changes. Returns
- * 0, or -1 when out of memory.
+ * still fits and is not excluded). Committed only when ok and not rq->dry_run; on failure
+ * nothing changes. Returns 0, or -1 when out of memory.
  */
 int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq,
               struct plan_out *out);

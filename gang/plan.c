@@ -14,7 +14,8 @@
  *      holds all of it. So a gang lands on the fewest nodes, and its tail on a node it fills.
  * The plan succeeds when held + planned >= minMember - bound - released - phased done; on
  * failure nothing changes and the limiting resource is reported. Greedy, not optimal for mixed
- * shapes; O(members log members + shapes x nodes log nodes).
+ * shapes; O(members log members + shapes x nodes log nodes). A dry run (gang_preempt) plans the
+ * same way with some pods' requests handed back to their nodes and commits nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -260,9 +261,18 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
             if (c.ids[id] >= 0)
                 a[c.ids[id]] = nd->alloc[id] - nd->used[id] - nd->resv[id];
     }
-    for (uint32_t i = 0; i < g->n_excl; i++)
+    for (uint32_t i = 0; i < g->n_excl && !(rq && rq->dry_run); i++)
         if (g->excl[i] >= 0 && (uint32_t)g->excl[i] < s->n_nodes)
             c.usable[g->excl[i]] = 0;
+    /* a dry run: the freed pods' requests return to their nodes */
+    for (size_t i = 0; rq && rq->dry_run && i < rq->n_freed; i++) {
+        const struct gpod *p = rq->freed[i];
+        if (p->a_used < 0)
+            continue;
+        for (uint32_t k = 0; k < p->n_req; k++)
+            if (c.ids[p->req[k].id] >= 0)
+                av(&c, p->a_used)[c.ids[p->req[k].id]] += p->req[k].v;
+    }
     /* this gang's own reserved plan is capacity it may rearrange */
     for (uint32_t e = 0; e < c.n_e; e++) {
         const struct gpod *p = c.e[e];
@@ -366,6 +376,11 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
                 if (c.assign[e] < 0)
                     failed_shape = c.e[e]->shape;
         goto fail;
+    }
+    if (rq && rq->dry_run) {
+        out->ok = 1;
+        rc = 0;
+        goto out;
     }
     /* commit */
     if (imap_reserve(&g->place, n_new))

@@ -18,7 +18,9 @@
  * Scenarios: a gang of 8 on 8 free nodes is bound whole; a gang of 8 with room for 6 binds
  * nothing while the PodGroup's status and Event say why, and binds whole once 2 nodes are
  * added; pods without the gang resource never reach the extender and schedule as before; two
- * gangs of 12 x 1 GPU interleaved on 2 nodes x 8 GPUs: one is bound whole, the other not at all.
+ * gangs of 12 x 1 GPU interleaved on 2 nodes x 8 GPUs: one is bound whole, the other not at all;
+ * a high-priority gang pod preempts: the extender vetoes the nodes whose victims would leave a
+ * running gang below minMember, so kube-scheduler evicts plain pods instead (kwok beds only).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -191,8 +193,10 @@ static void make_podgroup(const char *name, int min_member)
     ck_assert_msg(rc == COMMON_OK, "PodGroup %s: %s", name, err.msg);
 }
 
-/* a pod of gang (NULL: none, and no trainsched.io/gang request) asking cpu and gpus */
-static void make_pod(const char *name, const char *gang, const char *cpu, int gpus)
+/* a pod of gang (NULL: none, and no trainsched.io/gang request) asking cpu and gpus, with
+ * priorityClassName pc (NULL: none) */
+static void make_pod_pc(const char *name, const char *gang, const char *cpu, int gpus,
+                        const char *pc)
 {
     struct common_error err;
     json_t *req = json_pack("{s:s}", "cpu", cpu), *lim = json_object();
@@ -220,9 +224,57 @@ static void make_pod(const char *name, const char *gang, const char *cpu, int gp
     if (gang)
         json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), GANG_LABEL,
                             json_string(gang));
+    if (pc)
+        json_object_set_new(json_object_get(p, "spec"), "priorityClassName", json_string(pc));
     rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
     json_decref(p);
     ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+}
+
+static void make_pod(const char *name, const char *gang, const char *cpu, int gpus)
+{
+    make_pod_pc(name, gang, cpu, gpus, NULL);
+}
+
+/* a PriorityClass (cluster-scoped; kept if it exists, the tests reuse it) */
+static void ensure_priority_class(const char *name, int value)
+{
+    struct common_error err;
+    struct common_buf resp;
+    long status = 0;
+    char *body;
+    json_t *pc = json_pack("{s:s, s:s, s:{s:s}, s:i, s:s}", "apiVersion", "scheduling.k8s.io/v1",
+                           "kind", "PriorityClass", "metadata", "name", name, "value", value,
+                           "preemptionPolicy", "PreemptLowerPriority");
+
+    body = json_dumps(pc, JSON_COMPACT);
+    json_decref(pc);
+    common_buf_init(&resp, 1 << 20);
+    (void)common_kube_request(kube, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                              "application/json", body, strlen(body), NULL, &resp, &status, &err);
+    ck_assert_msg(status == 201 || status == 409, "PriorityClass %s: HTTP %ld %s", name, status,
+                  err.msg);
+    common_buf_free(&resp);
+    free(body);
+}
+
+/* the pod's spec.nodeName ("" when unbound; NULL when the pod is gone); *deleting when it has
+ * a deletionTimestamp. The string is static until the next call. */
+static const char *pod_node(const char *name, int *deleting)
+{
+    static char node[256];
+    struct common_error err;
+    json_t *p = NULL;
+    const char *nn;
+
+    *deleting = 0;
+    if (common_kube_get(kube, &common_kube_pods, ns, name, &p, &err) != COMMON_OK)
+        return NULL;
+    nn = json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+    snprintf(node, sizeof(node), "%s", nn ? nn : "");
+    *deleting = json_object_get(json_object_get(p, "metadata"), "deletionTimestamp") != NULL;
+    json_decref(p);
+    return node;
 }
 
 /* pods of gang (NULL: every pod of the namespace) with spec.nodeName set; *total gets all */
@@ -473,6 +525,71 @@ START_TEST(two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none)
 }
 END_TEST
 
+/* C32 and issue 5 item 7 with the real preemption: a gang pod of high priority needs a whole
+ * node; two nodes run one member each of a low-priority gang (minMember 2), the third two
+ * low-priority plain pods. kube-scheduler alone would evict a gang member (one victim beats two:
+ * smallest priority sum); the extender vetoes those nodes (the gang would drop below minMember),
+ * so the two plain pods go and the gang keeps running. */
+START_TEST(preemption_by_a_gang_pod_never_breaks_a_running_gang)
+{
+    struct extender_server_stats st;
+    const char *nn;
+    int deleting, gone = 0;
+    double t0;
+    char low_nodes[2][256];
+
+    if (!kwok()) {
+        fprintf(stderr, "SKIP preemption: victims only go away with kwok (no kubelet here)\n");
+        return;
+    }
+    ensure_priority_class("trainsched-e2e-low", 10);
+    ensure_priority_class("trainsched-e2e-high", 100000);
+    for (int i = 0; i < 3; i++)
+        make_node(4, 0);
+    make_podgroup("low", 2);
+    make_pod_pc("low-0", "low", "4", 0, "trainsched-e2e-low");
+    make_pod_pc("low-1", "low", "4", 0, "trainsched-e2e-low");
+    wait_bound("low", 2, 60);
+    for (int i = 0; i < 2; i++) {
+        nn = pod_node(i ? "low-1" : "low-0", &deleting);
+        ck_assert_ptr_nonnull(nn);
+        snprintf(low_nodes[i], sizeof(low_nodes[i]), "%s", nn);
+    }
+    make_pod_pc("plain-a", NULL, "2", 0, "trainsched-e2e-low");
+    make_pod_pc("plain-b", NULL, "2", 0, "trainsched-e2e-low");
+    wait_bound(NULL, 4, 60);
+    make_podgroup("high", 1);
+    t0 = mono();
+    make_pod_pc("high-0", "high", "4", 0, "trainsched-e2e-high");
+    for (;;) {
+        int pa, pb;
+        nn = pod_node("high-0", &deleting);
+        ck_assert_ptr_nonnull(nn);
+        if (*nn)
+            break;
+        pa = pod_node("plain-a", &deleting) == NULL;
+        pb = pod_node("plain-b", &deleting) == NULL;
+        gone = pa + pb;
+        ck_assert_msg(mono() - t0 < 90, "high-0 not bound after 90 s (%d plain pods gone)", gone);
+        usleep(250 * 1000);
+    }
+    fprintf(stderr, "preemption: high-0 bound on %s after %.1f s\n", nn, mono() - t0);
+    ck_assert_msg(strcmp(nn, low_nodes[0]) != 0 && strcmp(nn, low_nodes[1]) != 0,
+                  "high-0 took a node of the running gang");
+    /* the gang is whole and not deleting; the plain pods were the victims */
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "low-1" : "low-0";
+        nn = pod_node(name, &deleting);
+        ck_assert_msg(nn && strcmp(nn, low_nodes[i]) == 0 && !deleting,
+                      "gang member %s was evicted or moved", name);
+    }
+    ck_assert_msg(pod_node("plain-a", &deleting) == NULL || deleting, "plain-a survived");
+    ck_assert_msg(pod_node("plain-b", &deleting) == NULL || deleting, "plain-b survived");
+    extender_server_stats(ext, &st);
+    ck_assert_uint_ge(st.preempt, 1);
+}
+END_TEST
+
 static int free_port(void)
 {
     struct sockaddr_in sa;
@@ -560,6 +677,7 @@ int main(void)
     tcase_add_test(tc, gang_of_8_with_room_for_6_waits_then_binds_when_room_is_added);
     tcase_add_test(tc, pods_without_the_gang_resource_never_reach_the_extender);
     tcase_add_test(tc, two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none);
+    tcase_add_test(tc, preemption_by_a_gang_pod_never_breaks_a_running_gang);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

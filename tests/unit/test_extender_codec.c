@@ -20,7 +20,9 @@
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
+#include "extender/answer.h"
 #include "extender/codec.h"
+#include "gang/gang.h"
 #include "testutil.h"
 
 #define MAX_CASES 256
@@ -591,6 +593,181 @@ START_TEST(test_five_thousand_names_round_trip)
 }
 END_TEST
 
+/* ---- the filter answer from the gang core's decision (extender/answer.h) ---- */
+
+static struct common_pod *answer_pod(const char *name, const char *uid, const char *group,
+                                     const char *cpu)
+{
+    struct common_pod *p = NULL;
+    struct common_error err;
+    json_t *j =
+        json_pack("{s:{s:s, s:s, s:s, s:{s:s}}, s:{s:[{s:s, s:{s:{s:s}}}]}}", "metadata", "name",
+                  name, "namespace", "ml", "uid", uid, "labels", GANG_POD_GROUP_LABEL, group,
+                  "spec", "containers", "name", "c", "resources", "requests", "cpu", cpu);
+
+    ck_assert_int_eq(common_pod_from_json(j, &p, &err), COMMON_OK);
+    json_decref(j);
+    return p;
+}
+
+/* filter pod p over nodes through gang_filter, extender_filter_answer and the encoder; returns
+ * the parsed answer (NULL when the answer is an Error: *error_out gets it) */
+static json_t *answer_of(struct gang_state *gs, struct extender_args *x, struct common_pod *p,
+                         size_t *len_out, char *error_out, size_t error_max)
+{
+    struct gang_node_verdict *gv = calloc(x->n_nodes, sizeof(*gv));
+    struct gang_filter_result res;
+    uint8_t *verdict = calloc(x->n_nodes, 1);
+    const char **reason = calloc(x->n_nodes, sizeof(*reason));
+    struct common_error err;
+    struct common_buf b;
+    struct common_arena *ar = common_arena_create(0);
+    const char *wait = NULL;
+    json_t *j = NULL;
+
+    x->pod = p;
+    ck_assert_int_eq(gang_filter(gs, p, x->node_names, x->n_nodes, 0, gv, &res, &err), COMMON_OK);
+    common_buf_init(&b, 1 << 24);
+    ck_assert_int_eq(extender_filter_answer(ar, gv, x->n_nodes, &res, verdict, reason, &wait),
+                     COMMON_OK);
+    if (wait) {
+        ck_assert_int_eq(extender_encode_filter_error(&b, wait, &err), COMMON_OK);
+        snprintf(error_out, error_max, "%s", wait);
+    } else {
+        ck_assert_int_eq(extender_encode_filter_result(&b, x, verdict, reason, &err), COMMON_OK);
+        error_out[0] = 0;
+    }
+    *len_out = b.len;
+    j = parse_or_fail("filter answer", b.data, b.len);
+    common_buf_free(&b);
+    free(gv);
+    free(verdict);
+    free(reason);
+    common_arena_destroy(ar);
+    return j;
+}
+
+START_TEST(test_answer_lists_only_the_nodes_that_matter)
+{
+    struct common_arena *a = common_arena_create(0);
+    struct gang_state *gs;
+    struct gang_podgroup pg = {
+        .namespace = "ml", .name = "job", .min_member = 2, .phased_jobs = ""};
+    struct extender_args *x;
+    struct common_error err;
+    struct common_pod *w0 = answer_pod("w-0", "u0", "job", "2");
+    struct common_pod *w1 = answer_pod("w-1", "u1", "job", "2");
+    struct common_pod *big0 = answer_pod("b-0", "b0", "big", "9");
+    struct common_pod *big1 = answer_pod("b-1", "b1", "big", "9");
+    size_t len, i, n = 5000;
+    char *body = names_body(n, &len), msg[512];
+    json_t *j;
+
+    ck_assert_int_eq(gang_state_create(NULL, &gs, &err), COMMON_OK);
+    for (i = 0; i < n; i++) {
+        char name[32];
+        struct common_node *nd = NULL;
+        json_t *nj;
+        snprintf(name, sizeof(name), "node-%05zu", i);
+        nj = json_pack("{s:{s:s}, s:{s:{s:s, s:s, s:s}}}", "metadata", "name", name, "status",
+                       "allocatable", "cpu", "8", "memory", "16Gi", "pods", "110");
+        ck_assert_int_eq(common_node_from_json(nj, &nd, &err), COMMON_OK);
+        ck_assert_int_eq(gang_node_upsert(gs, nd, &err), COMMON_OK);
+        common_node_free(nd);
+        json_decref(nj);
+    }
+    ck_assert_int_eq(extender_decode_args(a, body, len, NULL, &x, &err), COMMON_OK);
+
+    /* no PodGroup yet: an Error (kube-scheduler retries after its backoff), naming the group */
+    ck_assert_int_eq(gang_pod_upsert(gs, w0, &err), COMMON_OK);
+    j = answer_of(gs, x, w0, &len, msg, sizeof(msg));
+    ck_assert_msg(strstr(json_string_value(json_object_get(j, "Error")), "PodGroup ml/job") != NULL,
+                  "%s", msg);
+    ck_assert(json_is_null(json_object_get(j, "NodeNames")));
+    json_decref(j);
+
+    /* one of minMember 2 exists: still an Error with the count */
+    ck_assert_int_eq(gang_podgroup_upsert(gs, &pg, &err), COMMON_OK);
+    j = answer_of(gs, x, w0, &len, msg, sizeof(msg));
+    ck_assert_msg(strstr(msg, "1 of minMember 2 exist") != NULL, "%s", msg);
+    json_decref(j);
+
+    /* planned: one name, both failure maps empty, a few hundred bytes for 5,000 candidates */
+    ck_assert_int_eq(gang_pod_upsert(gs, w1, &err), COMMON_OK);
+    j = answer_of(gs, x, w0, &len, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "NodeNames")), 1);
+    ck_assert_uint_eq(json_object_size(json_object_get(j, "FailedNodes")), 0);
+    ck_assert_uint_eq(json_object_size(json_object_get(j, "FailedAndUnresolvableNodes")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "Error")), "");
+    ck_assert_msg(len < 200, "answer of %zu bytes", len);
+    json_decref(j);
+
+    /* a gang that fits nowhere (9 cpu on 8-cpu nodes): every node failed with its reason, no
+     * Error (capacity may appear: the scheduler waits for a cluster event, preemption may help) */
+    pg.name = "big";
+    ck_assert_int_eq(gang_podgroup_upsert(gs, &pg, &err), COMMON_OK);
+    ck_assert_int_eq(gang_pod_upsert(gs, big1, &err), COMMON_OK);
+    j = answer_of(gs, x, big0, &len, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "NodeNames")), 0);
+    ck_assert_uint_eq(json_object_size(json_object_get(j, "FailedNodes")) +
+                          json_object_size(json_object_get(j, "FailedAndUnresolvableNodes")),
+                      n);
+    json_decref(j);
+
+    x->pod = NULL;
+    common_pod_free(w0);
+    common_pod_free(w1);
+    common_pod_free(big0);
+    common_pod_free(big1);
+    gang_state_destroy(gs);
+    free(body);
+    common_arena_destroy(a);
+}
+END_TEST
+
+START_TEST(test_answer_rules)
+{
+    struct gang_node_verdict gv[3] = {{GANG_NODE_UNRESOLVABLE, "taint"},
+                                      {GANG_NODE_FAILED, "short"},
+                                      {GANG_NODE_UNRESOLVABLE, "selector"}};
+    struct gang_filter_result res = {.reason = "x"};
+    struct common_arena *a = common_arena_create(0);
+    uint8_t v[3];
+    const char *r[3], *wait = "unset";
+
+    ck_assert_int_eq(extender_filter_answer(a, gv, 3, &res, v, r, &wait), COMMON_OK);
+    ck_assert_ptr_null(wait);
+    ck_assert_int_eq(v[0], EXTENDER_DROP);
+    ck_assert_ptr_null(r[0]);
+    ck_assert_int_eq(v[1], EXTENDER_FAIL);
+    ck_assert_str_eq(r[1], "short");
+    ck_assert_ptr_ne(r[1], gv[1].reason); /* a copy: the books' string goes with the next call */
+    ck_assert_int_eq(v[2], EXTENDER_DROP);
+    /* nothing but unresolvable: listed with reasons, so the FailedScheduling event says why */
+    gv[1] = (struct gang_node_verdict){GANG_NODE_UNRESOLVABLE, "unknown node"};
+    ck_assert_int_eq(extender_filter_answer(a, gv, 3, &res, v, r, &wait), COMMON_OK);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(v[i], EXTENDER_FAIL_UNRESOLVABLE);
+    ck_assert_str_eq(r[0], "taint");
+    ck_assert_str_eq(r[1], "unknown node");
+    /* a pass drops the rest */
+    gv[2] = (struct gang_node_verdict){GANG_NODE_OK, NULL};
+    ck_assert_int_eq(extender_filter_answer(a, gv, 3, &res, v, r, &wait), COMMON_OK);
+    ck_assert_int_eq(v[0], EXTENDER_DROP);
+    ck_assert_int_eq(v[2], EXTENDER_PASS);
+    ck_assert_ptr_null(r[2]);
+    /* retry: an Error with the core's reason, verdicts untouched */
+    v[0] = 77;
+    res.retry = 1;
+    ck_assert_int_eq(extender_filter_answer(a, gv, 3, &res, v, r, &wait), COMMON_OK);
+    ck_assert_str_eq(wait, "x");
+    ck_assert_int_eq(v[0], 77);
+    common_arena_destroy(a);
+}
+END_TEST
+
 START_TEST(test_default_node_cap)
 {
     struct common_arena *a = common_arena_create(0);
@@ -945,6 +1122,8 @@ static Suite *codec_suite(void)
     suite_add_tcase(s, tc);
     tcase_set_timeout(tcc, 120);
     tcase_add_test(tcc, test_five_thousand_names_round_trip);
+    tcase_add_test(tcc, test_answer_lists_only_the_nodes_that_matter);
+    tcase_add_test(tcc, test_answer_rules);
     tcase_add_test(tcc, test_default_node_cap);
     tcase_add_test(tcc, test_default_body_cap);
     tcase_add_test(tcc, test_filter_exact_bytes);

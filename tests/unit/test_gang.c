@@ -3,9 +3,9 @@
  *
  * Fixture cases: tests/fixtures/gang/<case>/case.yaml, one document each (format in
  * tests/fixtures/gang/README.md): a cluster (Nodes, PodGroups, Pods as the API server returns
- * them), then a script of steps (filter, bind, tick, prioritize, status, info, and feed events)
- * each with the decisions expected. The runner decodes Pods and Nodes with the product's own
- * decoders (common/coretypes.h), runs every step at its time and checks the books with
+ * them), then a script of steps (filter, bind, tick, prioritize, preempt, status, info, and feed
+ * events) each with the decisions expected. The runner decodes Pods and Nodes with the product's
+ * own decoders (common/coretypes.h), runs every step at its time and checks the books with
  * gang_check after each one. Every case carries a `rule:`.
  *
  * Direct tests: random interleavings of two 12-GPU gangs on 16 GPUs against a model of
@@ -373,6 +373,12 @@ static void step_filter(struct run *r, const json_t *op, const json_t *exp)
     }
     if (json_object_get(exp, "answersPending"))
         ck_assert_int_eq(res.answers_pending, json_is_true(json_object_get(exp, "answersPending")));
+    if (json_object_get(exp, "retry"))
+        ck_assert_msg(res.retry == json_is_true(json_object_get(exp, "retry")),
+                      "%s step %d: retry %d", r->name, r->step, res.retry);
+    /* a retry answer (an Error to the scheduler) only when no node is kept */
+    ck_assert_msg(!res.retry || (res.n_ok == 0 && res.reason[0]),
+                  "%s step %d: retry with %zu nodes ok", r->name, r->step, res.n_ok);
     common_pod_free(cp);
     free(out);
     free(nodes);
@@ -640,6 +646,147 @@ static void step_pod_change(struct run *r, const json_t *op)
     json_decref(pj);
 }
 
+/* the uid of a victim reference: a fixture pod key, or "uid:<x>" taken as is */
+static const char *victim_uid(struct run *r, const char *ref)
+{
+    if (strncmp(ref, "uid:", 4) == 0)
+        return ref + 4;
+    return json_string_value(json_object_get(json_object_get(pod_json(r, ref), "metadata"), "uid"));
+}
+
+/* names kept (keep != 0) or vetoed, in candidate order, against want (a list) */
+static void check_kept(struct run *r, const struct gang_preempt_node *nodes, size_t n,
+                       const struct gang_preempt_choice *out, int keep, const json_t *want)
+{
+    json_t *got = json_array();
+
+    if (want) {
+        for (size_t i = 0; i < n; i++)
+            if ((out[i].keep != 0) == keep)
+                json_array_append_new(got, json_string(nodes[i].node));
+        if (!json_equal(got, want)) {
+            char *g = json_dumps(got, JSON_COMPACT), *w = json_dumps(want, JSON_COMPACT);
+            ck_abort_msg("%s step %d: %s %s, want %s", r->name, r->step, keep ? "kept" : "vetoed",
+                         g, w);
+        }
+    }
+    json_decref(got);
+}
+
+/*
+ * preempt: {pod, nodes: {node: [victim, ..]}, noUid, allocFailures}: gang_preempt over the
+ * candidates in map order. pod is a fixture pod key, or a Pod object the books have not seen
+ * (decoded, not fed); victims are fixture pod keys or "uid:<x>". noUid decodes the preemptor
+ * without metadata.uid; allocFailures first fails each allocation of the call in turn (a clean
+ * COMMON_ENOMEM, the books adding up) before the call that is checked.
+ */
+static void step_preempt(struct run *r, const json_t *op, const json_t *exp)
+{
+    const json_t *map = json_object_get(op, "nodes");
+    size_t n = json_object_size(map), i = 0;
+    struct gang_preempt_node *nodes = calloc(n ? n : 1, sizeof(*nodes));
+    struct gang_preempt_choice *out = calloc(n ? n : 1, sizeof(*out));
+    const char ***uids = calloc(n ? n : 1, sizeof(*uids));
+    const json_t *reasons = json_object_get(exp, "reasons");
+    struct gang_preempt_result res;
+    struct common_pod *cp = NULL;
+    struct common_error e;
+    enum common_rc rc;
+    const char *k;
+    json_t *v;
+
+    ck_assert_ptr_nonnull(nodes);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(uids);
+    json_object_foreach((json_t *)map, k, v)
+    {
+        size_t j;
+        json_t *x;
+        uids[i] = calloc(json_array_size(v) + 1, sizeof(**uids));
+        ck_assert_ptr_nonnull(uids[i]);
+        json_array_foreach(v, j, x) uids[i][j] = victim_uid(r, json_string_value(x));
+        nodes[i].node = k;
+        nodes[i].n_victims = (uint32_t)json_array_size(v);
+        nodes[i].uids = uids[i];
+        i++;
+    }
+    {
+        const json_t *pod = json_object_get(op, "pod");
+        json_t *pj =
+            json_deep_copy(json_is_object(pod) ? pod : pod_json(r, json_string_value(pod)));
+        json_t *meta = json_object_get(pj, "metadata");
+        if (json_is_true(json_object_get(op, "noUid"))) {
+            json_object_del(meta, "uid");
+        } else if (!json_object_get(meta, "uid")) {
+            char uid[700];
+            snprintf(uid, sizeof(uid), "uid-%s-%s",
+                     json_string_value(json_object_get(meta, "namespace")),
+                     json_string_value(json_object_get(meta, "name")));
+            json_object_set_new(meta, "uid", json_string(uid));
+        }
+        ck_assert_msg(common_pod_from_json(pj, &cp, &e) == COMMON_OK, "%s step %d: %s", r->name,
+                      r->step, e.msg);
+        json_decref(pj);
+    }
+    for (unsigned long f = 1; json_is_true(json_object_get(op, "allocFailures")); f++) {
+        common_alloc_fail_at(f);
+        rc = gang_preempt(r->s, cp, nodes, n, r->now, out, &res, &e);
+        common_alloc_fail_at(0);
+        if (rc == COMMON_OK && !common_alloc_failed())
+            break;
+        ck_assert_msg(rc == COMMON_OK || rc == COMMON_ENOMEM, "%s step %d: fail at %lu: %s",
+                      r->name, r->step, f, common_rc_name(rc));
+        ck_assert_msg(gang_check(r->s, &e) == COMMON_OK, "%s step %d: fail at %lu: books: %s",
+                      r->name, r->step, f, e.msg);
+        ck_assert_msg(f < 1000, "%s step %d: preempt never ran without a failure", r->name,
+                      r->step);
+    }
+    rc = gang_preempt(r->s, cp, nodes, n, r->now, out, &res, &e);
+    if (json_object_get(exp, "error")) {
+        ck_assert_msg(
+            strcmp(common_rc_name(rc), json_string_value(json_object_get(exp, "error"))) == 0,
+            "%s step %d: preempt: %s, want %s", r->name, r->step, common_rc_name(rc),
+            json_string_value(json_object_get(exp, "error")));
+        goto out;
+    }
+    ck_assert_msg(rc == COMMON_OK, "%s step %d: preempt: %s", r->name, r->step, e.msg);
+    check_kept(r, nodes, n, out, 1, json_object_get(exp, "kept"));
+    check_kept(r, nodes, n, out, 0, json_object_get(exp, "vetoed"));
+    {
+        size_t kept = 0;
+        for (i = 0; i < n; i++) {
+            kept += out[i].keep != 0;
+            ck_assert_msg((out[i].keep != 0) == (out[i].reason == NULL),
+                          "%s step %d: node %s: a reason exactly when vetoed", r->name, r->step,
+                          nodes[i].node);
+        }
+        ck_assert_uint_eq(kept, res.n_kept);
+        ck_assert_msg(res.reason && (kept == 0) == (res.reason[0] != '\0'),
+                      "%s step %d: a result reason exactly when every node is vetoed", r->name,
+                      r->step);
+    }
+    if (json_object_get(exp, "reason"))
+        ck_assert_msg(contains(res.reason, json_string_value(json_object_get(exp, "reason"))),
+                      "%s step %d: reason \"%s\" lacks \"%s\"", r->name, r->step, res.reason,
+                      json_string_value(json_object_get(exp, "reason")));
+    json_object_foreach((json_t *)reasons, k, v)
+    {
+        for (i = 0; i < n && strcmp(nodes[i].node, k) != 0; i++)
+            ;
+        ck_assert_msg(i < n, "%s step %d: %s is not a candidate", r->name, r->step, k);
+        ck_assert_msg(contains(out[i].reason, json_string_value(v)),
+                      "%s step %d: reason for %s \"%s\" lacks \"%s\"", r->name, r->step, k,
+                      out[i].reason ? out[i].reason : "(kept)", json_string_value(v));
+    }
+out:
+    for (i = 0; i < n; i++)
+        free(uids[i]);
+    free(uids);
+    free(nodes);
+    free(out);
+    common_pod_free(cp);
+}
+
 static void run_step(struct run *r, const json_t *st)
 {
     const json_t *exp = json_object_get(st, "expect");
@@ -658,6 +805,8 @@ static void run_step(struct run *r, const json_t *st)
         step_tick(r, exp);
     } else if ((op = json_object_get(st, "prioritize"))) {
         step_prioritize(r, op, exp);
+    } else if ((op = json_object_get(st, "preempt"))) {
+        step_preempt(r, op, exp);
     } else if ((op = json_object_get(st, "status"))) {
         step_status(r, op, exp);
     } else if ((op = json_object_get(st, "info"))) {
