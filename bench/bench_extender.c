@@ -1312,7 +1312,13 @@ int main(int argc, char **argv)
         die("server", err.msg);
     memset(&g, 0, sizeof(g));
     g.port = common_httpd_port(h);
-    gen_init(&g, variants[V_ECHO].want.len * 2 + 65536);
+    {
+        size_t most = 0; /* room for the largest answer of any variant */
+        for (int k = 0; k <= V_ECHO; k++)
+            if (variants[k].want.len > most)
+                most = variants[k].want.len;
+        gen_init(&g, most * 2 + 65536);
+    }
     fprintf(stderr, "bench_extender: serving http://127.0.0.1:%d\n", g.port);
 
     /* 1. floors */

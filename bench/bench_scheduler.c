@@ -827,10 +827,16 @@ static void print_timeline(const struct result *r)
     }
 }
 
-static double median(double *v, long n)
+/* the median of v[0..n) (n <= 64); v is left as it is (the per-round lines print it after) */
+static double median(const double *v, long n)
 {
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    double c[64];
+
+    if (n <= 0 || n > 64)
+        return 0;
+    memcpy(c, v, (size_t)n * sizeof(*c));
+    qsort(c, (size_t)n, sizeof(*c), cmp_double);
+    return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
 }
 
 static long arg_long(int argc, char **argv, int *i)

@@ -91,22 +91,34 @@ static void all_verdict(struct gang_node_verdict *out, size_t n, enum gang_verdi
     }
 }
 
+/*
+ * only_node - node (a books index) is the pod's only place: OK where the candidate is its name,
+ * UNRESOLVABLE with `other` elsewhere. at >= 0 is the candidate index already known to match
+ * (the fast path found it). Unknown candidate names get R_UNKNOWN_NODE only when no candidate
+ * matches: when one does, the extender leaves the others out of its answer (extender/answer.h)
+ * and 5,000 lookups would be spent on reasons nobody reads.
+ */
 static size_t only_node(const struct gang_state *s, const char *const *nodes, size_t n,
-                        int32_t node, const char *other, struct gang_node_verdict *out)
+                        int32_t node, const char *other, ptrdiff_t at,
+                        struct gang_node_verdict *out)
 {
     const char *name = s->nodes[node]->name;
     size_t ok = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(nodes[i], name) == 0) {
+        if (at >= 0 ? (ptrdiff_t)i == at : strcmp(nodes[i], name) == 0) {
             out[i].verdict = GANG_NODE_OK;
             out[i].reason = NULL;
             ok++;
         } else {
             out[i].verdict = GANG_NODE_UNRESOLVABLE;
-            out[i].reason = node_slot_find(s, nodes[i]) < 0 ? R_UNKNOWN_NODE : other;
+            out[i].reason = other;
         }
     }
+    if (!ok)
+        for (size_t i = 0; i < n; i++)
+            if (node_slot_find(s, nodes[i]) < 0)
+                out[i].reason = R_UNKNOWN_NODE;
     return ok;
 }
 
@@ -201,6 +213,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
     struct plan_out po;
     struct plan_req rq;
     int found = 0;
+    ptrdiff_t at = -1; /* the candidate index of the planned node, when the fast path saw it */
 
     memset(res, 0, sizeof(*res));
     res->reason = "";
@@ -217,9 +230,9 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         return COMMON_OK;
     }
     if (g->has_pg && (p->held >= 0 || p->released >= 0 || p->node >= 0)) {
-        int32_t at = p->node >= 0 ? p->node : p->released >= 0 ? p->released : p->held;
-        set_why(s->why2, "pod is already held or bound on %s", s->nodes[at]->name);
-        res->n_ok = only_node(s, nodes, n_nodes, at, s->why2, out);
+        int32_t on = p->node >= 0 ? p->node : p->released >= 0 ? p->released : p->held;
+        set_why(s->why2, "pod is already held or bound on %s", s->nodes[on]->name);
+        res->n_ok = only_node(s, nodes, n_nodes, on, s->why2, -1, out);
         goto done;
     }
     switch (gate(s, g, p, now, &why)) {
@@ -254,7 +267,10 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
     if (p->planned >= 0 && (g->active || (g->plan_valid && g->plan_epoch == s->resv_epoch))) {
         const char *name = s->nodes[p->planned]->name;
         for (size_t i = 0; i < n_nodes && !found; i++)
-            found = strcmp(nodes[i], name) == 0;
+            if (strcmp(nodes[i], name) == 0) {
+                found = 1;
+                at = (ptrdiff_t)i;
+            }
         if (!found) /* the scheduler's own filters ruled the planned node out */
             add_excl(g, p->planned);
     }
@@ -297,7 +313,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
     }
     set_why(s->why2, "the gang plan of %s places this pod on %s", g->key,
             s->nodes[p->planned]->name);
-    res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, out);
+    res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, at, out);
     if (!g->active)
         set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet", g->key,
                 g->c.planned + gang_progress(g), g->min_member);

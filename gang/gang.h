@@ -221,9 +221,11 @@ struct gang_filter_result {
  * gang_filter - the filter verb for pod (the Pod of ExtenderArgs, decoded; added to the books
  * when its uid is unknown) over the candidate node names (NodeNames, in order). out[i] is the
  * verdict for nodes[i] (n_nodes entries, caller-allocated); a name unknown to the books is
- * UNRESOLVABLE (C26). A pod without the PodGroup label is OK everywhere. When a plan exists the
- * work is O(n_nodes) string compares and O(1) lookups. COMMON_OK or COMMON_ENOMEM (then out
- * is undefined: answer the scheduler with an Error).
+ * UNRESOLVABLE (C26), with the reason "node unknown to trainsched's cache" unless the pod's
+ * planned, held or bound node is among the candidates (then every other node carries that
+ * reason, unknown or not). A pod without the PodGroup label is OK everywhere. When a plan exists
+ * the work is O(n_nodes) string compares and O(1) lookups. COMMON_OK or COMMON_ENOMEM (then out is
+ * undefined: answer the scheduler with an Error).
  */
 enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
                            const char *const *nodes, size_t n_nodes, int64_t now,
