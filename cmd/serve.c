@@ -61,6 +61,7 @@ struct serve_config {
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
     double ext_bind_timeout_s, ext_schedule_timeout_s;
+    double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
     double tls_reload_s;
     struct certmgr_settings certs; /* tls.managed and friends (cmd/certmgr.h) */
 };
@@ -85,15 +86,18 @@ static void config_defaults(struct serve_config *c)
     c->tls_reload_s = 10;
     c->ext_bind_timeout_s = 630; /* manifests/scheduler/scheduler-config.yaml's bind httpTimeout */
     c->ext_schedule_timeout_s = 60;
+    c->ext_backoff_initial_s = 10; /* gang/gang.h's defaults */
+    c->ext_backoff_max_s = 300;
     certmgr_settings_default(&c->certs);
 }
 
 static void usage(FILE *f)
 {
     fputs("Usage: trainsched serve [OPTIONS]\n\n"
-          "Run the trainsched daemon: the TrainJob reconciler (leader-elected), with /healthz,\n"
-          "/readyz and /metrics on plain HTTP. Settings come from --config (YAML) and then from\n"
-          "flags, which win.\n\n"
+          "Run the trainsched daemon: any of the TrainJob reconciler (leader-elected), the\n"
+          "admission webhook and the scheduler extender (--components), with /healthz, /readyz\n"
+          "and /metrics on plain HTTP. Settings come from --config (YAML) and then from flags,\n"
+          "which win.\n\n"
           "Options:\n"
           "  --config FILE                    YAML settings (see docs/serve.md for every key)\n"
           "  --kubeconfig FILE                kubeconfig to use; default: in-cluster service\n"
@@ -142,6 +146,12 @@ static void usage(FILE *f)
           "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
           "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
           "                                   leave it)\n"
+          "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
+          "                                   config (default 630); held binds end before it\n"
+          "  --extender-schedule-timeout S    gang timeout for PodGroups without\n"
+          "                                   scheduleTimeoutSeconds (default 60)\n"
+          "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
+          "                                   doubling per failure (default 10, 300)\n"
           "  --log-level debug|info|warn|error (default info)\n"
           "  --check-config                   print the settings in effect as YAML and exit\n"
           "                                   (0 valid; 2 with a message naming the bad key)\n"
@@ -274,6 +284,8 @@ static const struct {
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
+    {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
+    {"extender.backoffMaxSeconds", "--extender-backoff-max"},
 };
 
 static int load_object(struct serve_config *c, const char *file, const json_t *obj,
@@ -443,6 +455,18 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         c->ext_schedule_timeout_s = d;
         return 0;
     }
+    if (strcmp(flag, "--extender-backoff-initial") == 0) {
+        if (parse_num(v, 0.1, 86400, &d))
+            return -1;
+        c->ext_backoff_initial_s = d;
+        return 0;
+    }
+    if (strcmp(flag, "--extender-backoff-max") == 0) {
+        if (parse_num(v, 0.1, 86400, &d))
+            return -1;
+        c->ext_backoff_max_s = d;
+        return 0;
+    }
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -480,8 +504,11 @@ static void print_config(const struct serve_config *c, FILE *out)
             c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
     certmgr_print_settings(&c->certs, out);
     fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n", c->gang_scheduler_name);
-    fprintf(out, "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n",
-            c->ext_bind_timeout_s, c->ext_schedule_timeout_s);
+    fprintf(out,
+            "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
+            "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
+            c->ext_bind_timeout_s, c->ext_schedule_timeout_s, c->ext_backoff_initial_s,
+            c->ext_backoff_max_s);
 }
 
 /* ---- the daemon ---- */
@@ -506,6 +533,9 @@ struct daemon {
     time_t started;
     struct certmgr *cm;   /* tls.managed */
     atomic_int cert_wait; /* managed: no serving certificate yet, HTTPS not started */
+    /* set once the webhook's caches / the extender exist: /readyz is served (on its own thread)
+     * before they are created, and must not read the pointers until then */
+    atomic_int webhook_caches, extender_made;
 };
 
 static void started_leading(void *ctx)
@@ -602,8 +632,8 @@ static int ready_webhook(void *ctx, char *why, size_t why_size)
         snprintf(why, why_size, "waiting for the serving certificate");
         return 1;
     }
-    if (common_informer_synced(d->tr_inf) && common_informer_synced(d->ctr_inf) &&
-        common_informer_synced(d->js_inf))
+    if (atomic_load(&d->webhook_caches) && common_informer_synced(d->tr_inf) &&
+        common_informer_synced(d->ctr_inf) && common_informer_synced(d->js_inf))
         return 0;
     snprintf(why, why_size, "runtime and JobSet caches are not synced yet");
     return 1;
@@ -652,6 +682,7 @@ static int start_webhook(struct daemon *d, FILE *err)
         fprintf(err, "trainsched serve: webhook caches: %s\n", e.msg);
         return 1;
     }
+    atomic_store(&d->webhook_caches, 1);
     wo.lookup = webhook_lookup;
     wo.lookup_ctx = d;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
@@ -682,7 +713,7 @@ static int start_webhook(struct daemon *d, FILE *err)
 static int ready_extender(void *ctx, char *why, size_t why_size)
 {
     struct daemon *d = ctx;
-    if (d->ext && extender_server_ready(d->ext))
+    if (atomic_load(&d->extender_made) && extender_server_ready(d->ext))
         return 0;
     snprintf(why, why_size, "extender caches (nodes, pods, PodGroups) are not synced yet");
     return 1;
@@ -701,11 +732,14 @@ static int start_extender(struct daemon *d, FILE *err)
     xo.metrics = d->metrics;
     xo.bind_http_timeout_ms = (int64_t)(d->cfg.ext_bind_timeout_s * 1000);
     xo.default_schedule_timeout_s = (int64_t)d->cfg.ext_schedule_timeout_s;
+    xo.backoff_initial_ms = (int64_t)(d->cfg.ext_backoff_initial_s * 1000);
+    xo.backoff_max_ms = (int64_t)(d->cfg.ext_backoff_max_s * 1000);
     d->ext = extender_server_create(&xo, &e);
     if (!d->ext || extender_server_start(d->ext, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: extender: %s\n", e.msg);
         return 1;
     }
+    atomic_store(&d->extender_made, 1);
     if (!d->cfg.comp_webhook) {
         struct common_httpd_opts ho = {0};
         ho.address = d->cfg.https_address;
@@ -912,6 +946,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                      "them)\n");
         return 2;
     }
+    if (d.cfg.ext_backoff_max_s < d.cfg.ext_backoff_initial_s) {
+        fprintf(err,
+                "trainsched serve: extender.backoffMaxSeconds (%g) is below "
+                "extender.backoffInitialSeconds (%g)\n",
+                d.cfg.ext_backoff_max_s, d.cfg.ext_backoff_initial_s);
+        return 2;
+    }
     if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook && !d.cfg.comp_extender) {
         fprintf(err, "trainsched serve: components: nothing to run\n");
         return 2;
@@ -1012,7 +1053,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     }
     common_log(COMMON_LOG_INFO, "trainsched serve started", "version", TS_VERSION, "identity",
                d.cfg.identity, "http", d.cfg.http_address, "https",
-               d.cfg.comp_webhook ? d.cfg.https_address : "(off)", "leaderElection",
+               d.cfg.comp_webhook || d.cfg.comp_extender ? d.cfg.https_address : "(off)",
+               "leaderElection",
                !d.cfg.comp_reconciler && !d.cm ? "(no reconciler)"
                : d.cfg.leader_elect            ? "on"
                                                : "off",

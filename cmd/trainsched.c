@@ -16,7 +16,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"certs", cmd_certs, "write a CA and a serving certificate for the webhook and extender"},
     {"render", cmd_render, "print what a TrainJob becomes (JobSet, PodGroup, ...), no cluster"},
-    {"serve", cmd_serve, "run the daemon: the TrainJob reconciler, /healthz, /readyz, /metrics"},
+    {"serve", cmd_serve, "run the daemon: reconciler, admission webhook, scheduler extender"},
     {"version", cmd_version, "print the version"},
 };
 

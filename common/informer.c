@@ -198,6 +198,8 @@ void common_informer_destroy(struct common_informer *inf)
 int common_informer_synced(const struct common_informer *inf)
 {
     int s;
+    if (!inf)
+        return 0;
     pthread_mutex_lock((pthread_mutex_t *)&inf->lock);
     s = inf->synced;
     pthread_mutex_unlock((pthread_mutex_t *)&inf->lock);

@@ -108,7 +108,7 @@ void common_informer_stop(struct common_informer *inf);
 /* common_informer_destroy - stop, then free everything. Snapshots stay valid. NULL is a no-op. */
 void common_informer_destroy(struct common_informer *inf);
 
-/* common_informer_synced - nonzero once the first list is in the cache. */
+/* common_informer_synced - nonzero once the first list is in the cache; 0 for NULL. */
 int common_informer_synced(const struct common_informer *inf);
 
 /* common_informer_wait_synced - wait up to timeout_ms for the first list; nonzero if synced. */

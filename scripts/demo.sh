@@ -81,6 +81,7 @@ sed -e "s#service: {name: trainsched-controller, namespace: trainsched-system, p
 say "restarting kube-scheduler with trainsched as its extender (manifests/scheduler)"
 sed -e "s#urlPrefix: https://127.0.0.1:9443/scheduler#urlPrefix: https://127.0.0.1:$HTTPS_PORT/scheduler#" \
     -e "s#caFile: /etc/trainsched/tls/ca.crt#caFile: $WORK/tls/ca.crt#" \
+    -e '/^clientConnection:/,+1d' \
     manifests/scheduler/scheduler-config.yaml >"$WORK/scheduler-config.yaml"
 tests/e2e/testbed/scheduler-ctl.sh restart "$WORK/scheduler-config.yaml" >/dev/null
 

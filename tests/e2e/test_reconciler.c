@@ -775,8 +775,9 @@ START_TEST(manifests_apply_dry_run)
     ck_assert_msg(status == 0, "kubectl apply --dry-run=server -k manifests failed (status %d)",
                   status);
     /* 3 CRDs, Namespace, ServiceAccount, 2 ClusterRoles, ClusterRoleBinding, RoleBinding,
-     * ConfigMap, Deployment, PodDisruptionBudget, Service */
-    ck_assert_int_eq(n, 13);
+     * ConfigMap, Deployment, PodDisruptionBudget, Service; the extender's ClusterRole and
+     * ClusterRoleBinding */
+    ck_assert_int_eq(n, 15);
 }
 END_TEST
 

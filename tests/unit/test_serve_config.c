@@ -108,6 +108,19 @@ START_TEST(bad_settings_name_the_key)
     ck_assert_msg(strstr(out, "--extender-bind-timeout: invalid value \"0\"") != NULL, "%s", out);
     ck_assert_int_eq(run("--check-config --components extender", out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "bindHTTPTimeoutSeconds: 630") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "backoffInitialSeconds: 10\n  backoffMaxSeconds: 300") != NULL, "%s",
+                  out);
+    ck_assert_int_eq(run("--check-config --components extender --extender-backoff-initial 2 "
+                         "--extender-backoff-max 30",
+                         out, sizeof(out)),
+                     0);
+    ck_assert_msg(strstr(out, "backoffInitialSeconds: 2\n  backoffMaxSeconds: 30") != NULL, "%s",
+                  out);
+    ck_assert_int_eq(run("--check-config --components extender --extender-backoff-initial 20 "
+                         "--extender-backoff-max 5",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "extender.backoffMaxSeconds (5) is below") != NULL, "%s", out);
     ck_assert_int_eq(run("--no-such-flag x", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "unknown option --no-such-flag") != NULL, "%s", out);
     ck_assert_int_eq(run("--config /nonexistent/trainsched.yaml", out, sizeof(out)), 2);
