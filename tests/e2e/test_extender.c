@@ -20,7 +20,8 @@
  * added; pods without the gang resource never reach the extender and schedule as before; two
  * gangs of 12 x 1 GPU interleaved on 2 nodes x 8 GPUs: one is bound whole, the other not at all;
  * a high-priority gang pod preempts: the extender vetoes the nodes whose victims would leave a
- * running gang below minMember, so kube-scheduler evicts plain pods instead (kwok beds only).
+ * running gang below minMember, so kube-scheduler evicts plain pods instead; a preemption that
+ * could never place the whole gang is vetoed and evicts nothing (both on kwok beds only).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -590,6 +591,56 @@ START_TEST(preemption_by_a_gang_pod_never_breaks_a_running_gang)
 }
 END_TEST
 
+/* issue 5 item 7, "veto preemption that cannot make the whole gang fit", with the real
+ * preemption: a high-priority gang of 2 pods needs two whole nodes; one node runs a
+ * low-priority pod, the other a pod of the gang's own priority (not evictable). Evicting the
+ * low-priority pod would free one node, never two: kube-scheduler alone evicts it at once
+ * (checked with the veto disabled), the extender vetoes every candidate, so nothing is evicted
+ * and the gang waits whole. */
+START_TEST(preemption_that_cannot_place_the_whole_gang_is_vetoed)
+{
+    struct extender_server_stats st;
+    const char *nn;
+    int deleting;
+    double t0;
+
+    if (!kwok()) {
+        fprintf(stderr, "SKIP preemption veto: victims only go away with kwok (no kubelet here)\n");
+        return;
+    }
+    ensure_priority_class("trainsched-e2e-low", 10);
+    ensure_priority_class("trainsched-e2e-high", 100000);
+    for (int i = 0; i < 2; i++)
+        make_node(4, 0);
+    make_pod_pc("low", NULL, "4", 0, "trainsched-e2e-low");
+    make_pod_pc("peer", NULL, "4", 0, "trainsched-e2e-high");
+    wait_bound(NULL, 2, 60);
+    make_podgroup("pair", 2);
+    make_pod_pc("pair-0", "pair", "4", 0, "trainsched-e2e-high");
+    make_pod_pc("pair-1", "pair", "4", 0, "trainsched-e2e-high");
+    /* preemption is asked for (and vetoed) ... */
+    t0 = mono();
+    for (;;) {
+        extender_server_stats(ext, &st);
+        if (st.preempt >= 1)
+            break;
+        ck_assert_msg(mono() - t0 < 60, "kube-scheduler never asked the extender to preempt");
+        usleep(200 * 1000);
+    }
+    /* ... and nothing happens: 8 s more, ~25x what a granted preemption took above */
+    while (mono() - t0 < 8) {
+        nn = pod_node("low", &deleting);
+        ck_assert_msg(nn && *nn && !deleting, "the low-priority pod was evicted (%s)",
+                      nn ? "deleting" : "gone");
+        usleep(250 * 1000);
+    }
+    ck_assert_int_eq(bound("pair", NULL), 0);
+    extender_server_stats(ext, &st);
+    fprintf(stderr, "preemption veto: %llu preempt calls vetoed in %.0f s, nothing evicted\n",
+            (unsigned long long)st.preempt, mono() - t0);
+}
+END_TEST
+
 static int free_port(void)
 {
     struct sockaddr_in sa;
@@ -678,6 +729,7 @@ int main(void)
     tcase_add_test(tc, pods_without_the_gang_resource_never_reach_the_extender);
     tcase_add_test(tc, two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none);
     tcase_add_test(tc, preemption_by_a_gang_pod_never_breaks_a_running_gang);
+    tcase_add_test(tc, preemption_that_cannot_place_the_whole_gang_is_vetoed);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
