@@ -41,6 +41,7 @@
 #include <malloc.h>
 #endif
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/coretypes.h"
 #include "common/informer.h"
@@ -67,33 +68,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t n = strlen(field);
-    long v = -1;
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            v = strtol(line + n + 1, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-static void reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
 }
 
 /* bytes handed out by malloc, every arena, mmapped chunks included */
@@ -221,8 +195,8 @@ struct mem {
 
 static void mem_now(struct mem *m)
 {
-    m->rss_kb = status_kb("VmRSS");
-    m->hwm_kb = status_kb("VmHWM");
+    m->rss_kb = bench_status_kb("VmRSS");
+    m->hwm_kb = bench_status_kb("VmHWM");
     m->heap = heap_bytes();
 }
 
@@ -685,12 +659,12 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN));
     printf("\nmemory of the watch caches (informers over protobuf, all namespaces):\n");
     trim();
-    reset_peak();
+    bench_reset_peak();
     mem_now(&m0);
     nodes = start_informer(&common_informer_nodes, &sync_nodes);
     mem_now(&m1);
-    reset_peak();
-    m1.rss_kb = status_kb("VmRSS");
+    bench_reset_peak();
+    m1.rss_kb = bench_status_kb("VmRSS");
     nb = tids(before, MAX_TIDS);
     pods = start_informer(&common_informer_pods, &sync_pods);
     mem_now(&m2);

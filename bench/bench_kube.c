@@ -53,6 +53,7 @@
 #define malloc_trim(x) ((void)0)
 #endif
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/coretypes.h"
@@ -91,78 +92,6 @@ static double cpu_self(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-/* a field of /proc/self/status in kB ("VmRSS", "VmHWM"); -1 when absent */
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t n = strlen(field);
-    long v = -1;
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            v = strtol(line + n + 1, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-/* reset VmHWM to the current RSS (Linux >= 4.0) */
-static void reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
-/* the test bed's process of that name (from $TESTBED_RUN/pids), or 0 */
-static long bed_pid(const char *name)
-{
-    const char *run = getenv("TESTBED_RUN");
-    char path[1024];
-    FILE *f;
-    long pid = 0;
-
-    if (!run)
-        return 0;
-    snprintf(path, sizeof(path), "%s/pids/%s.pid", run, name);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    return pid;
-}
-
-/* user + system CPU seconds of process pid (0 = none, -1 on error) */
-static double proc_cpu(long pid)
-{
-    char path[64], buf[2048], *p;
-    FILE *f;
-    size_t n;
-    unsigned long ut = 0, st = 0;
-
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')'); /* after the command name: state is field 3, utime 14, stime 15 */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* CPU of the server side: kube-apiserver, etcd, kube-scheduler (which watches every pod) */
 enum { P_APISERVER, P_ETCD, P_SCHEDULER, NPROCS };
 static const char *const proc_names[NPROCS] = {"kube-apiserver", "etcd", "kube-scheduler"};
@@ -194,7 +123,7 @@ static void mark(struct cpu_mark *m)
     m->self = cpu_self();
     m->machine = machine_busy();
     for (int i = 0; i < NPROCS; i++)
-        m->procs[i] = proc_cpu(proc_pids[i]);
+        m->procs[i] = bench_proc_cpu(proc_pids[i]);
 }
 
 /* "kube-apiserver 1.52 cores, etcd 0.31, kube-scheduler 0.05, this client 0.20" */
@@ -680,8 +609,8 @@ static void measure(int v, struct result *x)
     memset(x, 0, sizeof(*x));
     malloc_trim(0); /* what the previous run freed goes back: a fair peak */
     list_metrics(&ma);
-    reset_peak();
-    rss0 = status_kb("VmRSS");
+    bench_reset_peak();
+    rss0 = bench_status_kb("VmRSS");
     mark(&a);
     variants[v].run(x);
     mark(&b);
@@ -694,7 +623,7 @@ static void measure(int v, struct result *x)
     x->cache_lists = ma.cache_lists >= 0 ? mb.cache_lists - ma.cache_lists : -1;
     x->cache_fetched = ma.cache_fetched >= 0 ? mb.cache_fetched - ma.cache_fetched : -1;
     x->storage_lists = ma.storage_lists >= 0 ? mb.storage_lists - ma.storage_lists : -1;
-    x->peak_kb = status_kb("VmHWM") - rss0;
+    x->peak_kb = bench_status_kb("VmHWM") - rss0;
 }
 
 static void lists(void)
@@ -984,7 +913,7 @@ int main(int argc, char **argv)
     if (cfg.page < 1)
         cfg.page = 500;
     for (int i = 0; i < NPROCS; i++)
-        proc_pids[i] = bed_pid(proc_names[i]);
+        proc_pids[i] = bench_bed_pid(proc_names[i]);
 
     memset(&kc, 0, sizeof(kc));
     if (common_kubeconfig_load(NULL, NULL, &kc, &err))

@@ -69,6 +69,7 @@
 #define malloc_trim(x) ((void)0)
 #endif
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -123,78 +124,6 @@ static long maxrss_kb(void)
     return ru.ru_maxrss;
 }
 
-/* a field of /proc/self/status in kB ("VmRSS", "VmHWM"); -1 when absent */
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t n = strlen(field);
-    long v = -1;
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            v = strtol(line + n + 1, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-/* reset VmHWM to the current RSS (Linux >= 4.0) */
-static void reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
-/* the test bed's process of that name (from $TESTBED_RUN/pids), or 0 */
-static long bed_pid(const char *name)
-{
-    const char *run = getenv("TESTBED_RUN");
-    char path[1024];
-    FILE *f;
-    long pid = 0;
-
-    if (!run)
-        return 0;
-    snprintf(path, sizeof(path), "%s/pids/%s.pid", run, name);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    return pid;
-}
-
-/* user + system CPU seconds of process pid (-1 when unknown) */
-static double proc_cpu(long pid)
-{
-    char path[64], buf[2048], *p;
-    FILE *f;
-    size_t n;
-    unsigned long ut = 0, st = 0;
-
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')'); /* after the command name: state is field 3, utime 14, stime 15 */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* busy CPU seconds of the whole machine (/proc/stat: all but idle and iowait) */
 static double machine_busy(void)
 {
@@ -227,7 +156,7 @@ static void mark(struct cpu_mark *m)
     m->self = cpu_self();
     m->machine = machine_busy();
     for (int i = 0; i < NPROCS; i++)
-        m->procs[i] = proc_cpu(proc_pids[i]);
+        m->procs[i] = bench_proc_cpu(proc_pids[i]);
 }
 
 static double loadavg1(void)
@@ -877,14 +806,14 @@ static void phase_begin(struct phase_result *x, struct req_counts *req0)
     memset(x, 0, sizeof(*x));
     malloc_trim(0);
     scrape_requests(req0);
-    reset_peak();
-    x->rss0_kb = status_kb("VmRSS");
+    bench_reset_peak();
+    x->rss0_kb = bench_status_kb("VmRSS");
 }
 
 static void phase_end(struct phase_result *x, const struct req_counts *req0)
 {
     struct req_counts req1;
-    x->hwm_kb = status_kb("VmHWM");
+    x->hwm_kb = bench_status_kb("VmHWM");
     x->maxrss_kb = maxrss_kb();
     x->load1 = loadavg1();
     scrape_requests(&req1);
@@ -1259,7 +1188,7 @@ int main(int argc, char **argv)
     if (cfg.workers > 64)
         cfg.workers = 64;
     for (int i = 0; i < NPROCS; i++)
-        proc_pids[i] = bed_pid(proc_names[i]);
+        proc_pids[i] = bench_bed_pid(proc_names[i]);
     if (getenv("TESTBED_JOBSET_RUNNING") && strcmp(getenv("TESTBED_JOBSET_RUNNING"), "1") == 0)
         fprintf(stderr, "bench_reconciler: warning: the bed runs the JobSet controller; it will "
                         "act on the JobSets (start the bed without TESTBED_JOBSET)\n");

@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/coretypes.h"
@@ -112,45 +113,6 @@ static void on_signal(int sig)
     (void)sig;
     restore_scheduler();
     _exit(1);
-}
-
-static long pid_file(const char *name)
-{
-    const char *run = getenv("TESTBED_RUN");
-    char path[1024];
-    FILE *f;
-    long pid = 0;
-    if (!run)
-        return 0;
-    snprintf(path, sizeof(path), "%s/pids/%s.pid", run, name);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    return pid;
-}
-
-static double proc_cpu(long pid)
-{
-    char path[64], buf[2048], *p;
-    FILE *f;
-    size_t n;
-    unsigned long ut = 0, st = 0;
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static void write_config(const char *path, int with_extender)
@@ -636,7 +598,8 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
 {
     struct par p;
     char *s0, *s1, *x0 = NULL, *x1 = NULL;
-    long ext_pid = 0, pid_sched, pid_api = pid_file("kube-apiserver"), pid_etcd = pid_file("etcd");
+    long ext_pid = 0, pid_sched, pid_api = bench_bed_pid("kube-apiserver"),
+         pid_etcd = bench_bed_pid("etcd");
     double c0[5], t_first, t_last, *lat;
     const char *e = getenv("EXTENDER_PID");
     long n;
@@ -652,7 +615,7 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
     if (sched_ctl("restart", gang ? cfg_gang : cfg_plain) != 0)
         die("restart kube-scheduler", NULL);
     sleep(2); /* its informers have synced the Nodes once /healthz answers; let it settle */
-    pid_sched = pid_file("kube-scheduler");
+    pid_sched = bench_bed_pid("kube-scheduler");
     /* /healthz may have been answered by another scheduler on the port: ours must be alive */
     if (pid_sched <= 0 || kill((pid_t)pid_sched, 0) != 0)
         die("kube-scheduler exited after the restart (port taken?); see its log", NULL);
@@ -675,10 +638,10 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
     pthread_mutex_unlock(&mu);
     s0 = scrape(sched_metrics_url, 1);
     x0 = scrape(cfg.ext_metrics, 0);
-    c0[0] = proc_cpu(pid_sched);
-    c0[1] = proc_cpu(pid_api);
-    c0[2] = proc_cpu(pid_etcd);
-    c0[3] = proc_cpu(ext_pid);
+    c0[0] = bench_proc_cpu(pid_sched);
+    c0[1] = bench_proc_cpu(pid_api);
+    c0[2] = bench_proc_cpu(pid_etcd);
+    c0[3] = bench_proc_cpu(ext_pid);
     c0[4] = self_cpu();
     n_samples = 0;
     sample_every = every;
@@ -699,10 +662,10 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
     }
     __atomic_store_n(&sampling, 0, __ATOMIC_RELEASE);
     pthread_join(sampler_th, NULL);
-    r->cpu_sched = proc_cpu(pid_sched) - c0[0];
-    r->cpu_api = proc_cpu(pid_api) - c0[1];
-    r->cpu_etcd = proc_cpu(pid_etcd) - c0[2];
-    r->cpu_ext = ext_pid ? proc_cpu(ext_pid) - c0[3] : -1;
+    r->cpu_sched = bench_proc_cpu(pid_sched) - c0[0];
+    r->cpu_api = bench_proc_cpu(pid_api) - c0[1];
+    r->cpu_etcd = bench_proc_cpu(pid_etcd) - c0[2];
+    r->cpu_ext = ext_pid ? bench_proc_cpu(ext_pid) - c0[3] : -1;
     r->cpu_self = self_cpu() - c0[4];
     s1 = scrape(sched_metrics_url, 1);
     x1 = scrape(cfg.ext_metrics, 0);
