@@ -156,22 +156,6 @@ static double bed_cpu(const char *name)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* busy CPU seconds of the whole machine (/proc/stat: all but idle and iowait) */
-static double machine_busy(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    unsigned long long v[8] = {0};
-    double busy = -1;
-
-    if (!f)
-        return -1;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) == 8)
-        busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-    fclose(f);
-    return busy;
-}
-
 static double cpu_self(void)
 {
     struct rusage ru;
@@ -361,7 +345,7 @@ static void watch_throughput(struct common_informer *pods, long pod_tid)
     cpu0 = pod_tid ? thread_cpu(pod_tid) : -1;
     srv0 = bed_cpu("kube-apiserver");
     etcd0 = bed_cpu("etcd");
-    m0 = machine_busy();
+    m0 = bench_machine_busy();
     self0 = cpu_self();
     t0 = now();
     for (long t = 0; t < threads; t++)
@@ -388,7 +372,7 @@ static void watch_throughput(struct common_informer *pods, long pod_tid)
     self1 = cpu_self();
     srv1 = bed_cpu("kube-apiserver");
     etcd1 = bed_cpu("etcd");
-    m1 = machine_busy();
+    m1 = bench_machine_busy();
     cpu1 = pod_tid ? thread_cpu(pod_tid) : -1;
     for (long t = 0; t < threads; t++)
         pthread_join(th[t], NULL);
@@ -498,12 +482,6 @@ static uint64_t rnd(void)
     return z ^ (z >> 31);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void publish_cost(struct common_informer *pods)
 {
     static const long sizes[] = {1000, 10000, 50000};
@@ -569,8 +547,8 @@ static void publish_cost(struct common_informer *pods)
             __asm__ volatile("" : : "r"(copy) : "memory");
             tc[i] = now() - t0;
         }
-        qsort(t, PUBLISHES, sizeof(double), cmp_double);
-        qsort(tc, PUBLISHES, sizeof(double), cmp_double);
+        qsort(t, PUBLISHES, sizeof(double), bench_cmp_double);
+        qsort(tc, PUBLISHES, sizeof(double), bench_cmp_double);
         printf("  %8ld %6u %14.1f %12.2f %12.2f %16.3f %18.1f\n", n, b.height,
                (double)(b.nodes_created - a.nodes_created) / PUBLISHES, 1e6 * t[PUBLISHES / 2],
                1e6 * mean, 1e6 * t[PUBLISHES / 2] / log2((double)n), 1e6 * tc[PUBLISHES / 2]);

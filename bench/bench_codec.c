@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -36,13 +37,6 @@ static double now_us(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
 }
 
 static const char POD[] =
@@ -221,7 +215,7 @@ static struct result summarize(double *t, int n)
     for (i = 0; i < n; i++)
         r.mean += t[i];
     r.mean /= n;
-    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
     r.median = t[n / 2];
     r.p99 = t[(int)((double)n * 0.99) < n ? (int)((double)n * 0.99) : n - 1];
     return r;

@@ -77,6 +77,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -113,50 +114,6 @@ static int64_t mono_ms(void)
     return (int64_t)(mono() * 1000.0);
 }
 
-static double thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double process_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* busy CPU seconds of the whole machine (all cores), from /proc/stat */
-static double machine_busy(void)
-{
-    unsigned long long v[8] = {0};
-    FILE *f = fopen("/proc/stat", "r");
-    double hz = (double)sysconf(_SC_CLK_TCK);
-
-    if (!f)
-        return 0;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) != 8)
-        memset(v, 0, sizeof(v));
-    fclose(f);
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-}
-
-static void loadavg(char *out, size_t size)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    double a = 0, b = 0, c = 0;
-
-    if (f) {
-        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3)
-            a = b = c = 0;
-        fclose(f);
-    }
-    snprintf(out, size, "%.2f %.2f %.2f", a, b, c);
-}
-
 static void die(const char *what, const char *msg)
 {
     fprintf(stderr, "bench_extender: %s: %s\n", what, msg ? msg : "");
@@ -183,12 +140,6 @@ static void samples_add(struct samples *s, double us)
     s->v[s->n++] = us;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* nearest-rank percentile of sorted v[0..n) */
 static double pct(const struct samples *s, double q)
 {
@@ -207,7 +158,7 @@ static double pct(const struct samples *s, double q)
 static void samples_sort(struct samples *s)
 {
     if (s->n)
-        qsort(s->v, s->n, sizeof(double), cmp_double);
+        qsort(s->v, s->n, sizeof(double), bench_cmp_double);
 }
 
 static double samples_max(const struct samples *s)
@@ -789,10 +740,10 @@ static void floors(struct variant *v, double seconds)
         } else if (!body.len) {
             put(&body, v->body.data);
         }
-        t0 = thread_cpu();
+        t0 = bench_thread_cpu();
         if (serve(v, body.data, body.len, &out))
             die(v->name, "handler failed");
-        samples_add(&v->pure, (thread_cpu() - t0) * 1e6);
+        samples_add(&v->pure, (bench_thread_cpu() - t0) * 1e6);
     }
     /* 2. the codec alone, with the decisions of the expected answer */
     if (!a || extender_decode_args(a, v->body.data, v->body.len, &lim, &pre, &err))
@@ -845,7 +796,7 @@ static void floors(struct variant *v, double seconds)
     }
     t_end = mono() + seconds;
     while (v->kind <= K_PRIO && mono() < t_end) {
-        double t0 = thread_cpu();
+        double t0 = bench_thread_cpu();
         struct common_arena *ra = common_arena_create(ARENA_MAX);
         struct extender_args *x = NULL;
         common_buf_reset(&out);
@@ -855,24 +806,24 @@ static void floors(struct variant *v, double seconds)
                                  : extender_encode_priorities(&out, x, scores, &err)))
             die(v->name, err.msg);
         common_arena_destroy(ra);
-        samples_add(&v->codec, (thread_cpu() - t0) * 1e6);
+        samples_add(&v->codec, (bench_thread_cpu() - t0) * 1e6);
         if (out.len != v->want.len)
             die(v->name, "the codec floor answers other bytes than the handler");
     }
     t_end = mono() + seconds / 2;
     while (v->kind <= K_PRIO && mono() < t_end) {
-        double t0 = thread_cpu();
+        double t0 = bench_thread_cpu();
         struct common_arena *ra = common_arena_create(ARENA_MAX);
         struct extender_args *x = NULL;
         if (!ra || extender_decode_args(ra, v->body.data, v->body.len, &lim, &x, &err))
             die(v->name, err.msg);
         common_arena_destroy(ra);
-        samples_add(&v->decode, (thread_cpu() - t0) * 1e6);
+        samples_add(&v->decode, (bench_thread_cpu() - t0) * 1e6);
     }
     /* 3. jansson: parse the request, dump the answer's tree */
     t_end = mono() + seconds;
     while (v->kind <= K_PRIO && mono() < t_end) {
-        double t0 = thread_cpu();
+        double t0 = bench_thread_cpu();
         json_t *j = json_loadb(v->body.data, v->body.len, 0, NULL);
         char *s;
         if (!j)
@@ -880,7 +831,7 @@ static void floors(struct variant *v, double seconds)
         s = json_dumps(ans, JSON_COMPACT);
         free(s);
         json_decref(j);
-        samples_add(&v->jans, (thread_cpu() - t0) * 1e6);
+        samples_add(&v->jans, (bench_thread_cpu() - t0) * 1e6);
     }
     samples_sort(&v->pure);
     samples_sort(&v->codec);
@@ -1296,7 +1247,7 @@ int main(int argc, char **argv)
     common_log_set_level(COMMON_LOG_WARN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     t_start = mono();
-    loadavg(load_start, sizeof(load_start));
+    bench_loadavg(load_start, sizeof(load_start));
     fprintf(stderr, "bench_extender: load average %s; building the cluster\n", load_start);
     build_cluster();
     make_requests();
@@ -1339,14 +1290,15 @@ int main(int argc, char **argv)
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         struct run_result rr;
-        double c0 = process_cpu(), tc0 = thread_cpu(), m0 = machine_busy(), c1, m1;
+        double c0 = bench_process_cpu(), tc0 = bench_thread_cpu(), m0 = bench_machine_busy(), c1,
+               m1;
 
         run(&g, v, (double)cfg.seconds, 0, &v->lat, &v->svc, &rr);
-        c1 = process_cpu();
-        m1 = machine_busy();
+        c1 = bench_process_cpu();
+        m1 = bench_machine_busy();
         v->wall = rr.last_done - rr.first_sched;
         v->cpu = c1 - c0;
-        v->cpu_client = thread_cpu() - tc0;
+        v->cpu_client = bench_thread_cpu() - tc0;
         v->others = (m1 - m0) - (c1 - c0);
         others += v->others;
         timed += v->wall;
@@ -1366,13 +1318,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         struct run_result rr;
-        double c0 = process_cpu(), tc0 = thread_cpu();
+        double c0 = bench_process_cpu(), tc0 = bench_thread_cpu();
 
         if (!v->closed)
             continue;
         run(&g, v, cs, 1, &v->closed_lat, NULL, &rr);
-        v->closed_cpu = process_cpu() - c0;
-        v->closed_cpu_client = thread_cpu() - tc0;
+        v->closed_cpu = bench_process_cpu() - c0;
+        v->closed_cpu_client = bench_thread_cpu() - tc0;
         v->closed_rate = (double)rr.n / (rr.last_done - rr.first_sched);
         v->closed_n = rr.n;
         v->closed_errors = rr.errors;
@@ -1381,7 +1333,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "  closed %-15s %7.0f requests/s  errors %ld\n", v->name, v->closed_rate,
                 rr.errors);
     }
-    loadavg(load_end, sizeof(load_end));
+    bench_loadavg(load_end, sizeof(load_end));
     report(load_start, load_end, timed > 0 ? others / timed : 0, mono() - t_start);
 
     gen_free(&g);

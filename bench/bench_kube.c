@@ -101,27 +101,11 @@ struct cpu_mark {
     double wall, self, procs[NPROCS], machine;
 };
 
-/* busy CPU seconds of the whole machine (/proc/stat: all but idle and iowait) */
-static double machine_busy(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    unsigned long long v[8] = {0};
-    double busy = -1;
-
-    if (!f)
-        return -1;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) == 8)
-        busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-    fclose(f);
-    return busy;
-}
-
 static void mark(struct cpu_mark *m)
 {
     m->wall = now();
     m->self = cpu_self();
-    m->machine = machine_busy();
+    m->machine = bench_machine_busy();
     for (int i = 0; i < NPROCS; i++)
         m->procs[i] = bench_proc_cpu(proc_pids[i]);
 }
@@ -587,18 +571,6 @@ static const struct {
     {"protobuf", "GET page (protobuf) + common_pod_list_from_protobuf", run_protobuf},
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* one measured run of variant v into x */
 static void measure(int v, struct result *x)
 {
@@ -668,12 +640,12 @@ static void lists(void)
             dec += res[v][r].decode / (double)rounds;
             peak = res[v][r].peak_kb > peak ? res[v][r].peak_kb : peak;
         }
-        med_wall[v] = median(w, rounds);
-        med_self[v] = median(s, rounds);
-        med_server[v] = median(sv, rounds);
+        med_wall[v] = bench_median(w, rounds);
+        med_self[v] = bench_median(s, rounds);
+        med_server[v] = bench_median(sv, rounds);
         printf("  %-10s %8.3fs %8.3fs %7.3fs %7.3fs %9.3fs %9.3fs %7.3fs %7.1f %6.0f MB\n",
-               variants[v].name, med_wall[v], mn, get, dec, med_self[v], median(ap, rounds),
-               median(et, rounds), (double)res[v][0].bytes / 1e6, (double)peak / 1024.0);
+               variants[v].name, med_wall[v], mn, get, dec, med_self[v], bench_median(ap, rounds),
+               bench_median(et, rounds), (double)res[v][0].bytes / 1e6, (double)peak / 1024.0);
     }
     printf("  (medians of the rounds but wall min and GET/decode, which are means. GET = request "
            "to last byte,\n   server included; for json-list it also holds the jansson parse. "
@@ -742,8 +714,8 @@ static void page_sweep(void)
         }
         snprintf(name, sizeof(name), limits[l] ? "%ld" : "unpaged", limits[l]);
         printf("  %9s %6ld %8.3fs %9.3fs %8.3fs %9.3fs %16.0f %6.0f MB\n", name, res[l][0].pages,
-               median(w, rounds), median(ap, rounds), median(et, rounds), median(cl, rounds),
-               res[l][0].cache_fetched, (double)peak / 1024.0);
+               bench_median(w, rounds), bench_median(ap, rounds), bench_median(et, rounds),
+               bench_median(cl, rounds), res[l][0].cache_fetched, (double)peak / 1024.0);
     }
     printf("  (cached objs walked = apiserver_cache_list_fetched_objects_total for one list: the "
            "server's work)\n");

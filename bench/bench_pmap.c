@@ -22,6 +22,7 @@
 #include <malloc.h>
 #endif
 
+#include "benchutil.h"
 #include "common/pmap.h"
 
 #define CHANGES 100
@@ -53,13 +54,6 @@ static uint64_t rnd(void)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
 }
 
 static void *item_of(size_t i)
@@ -151,7 +145,7 @@ static int run(size_t n, int rounds)
     }
     t_copy = (now() - t0) / 10;
 
-    qsort(batch, (size_t)rounds, sizeof(*batch), cmp_double);
+    qsort(batch, (size_t)rounds, sizeof(*batch), bench_cmp_double);
     printf("%8zu %6u %9.1f %9.1f %9.2f %10.1f %9.1f %9.1f %9.1f %9.2f\n", n, st1.height,
            batch[rounds / 2] * 1e6, sum / rounds * 1e6, batch[rounds / 2] * 1e6 / log2((double)n),
            (double)(st1.nodes_created - st0.nodes_created) / rounds, t_release / rounds * 1e6,

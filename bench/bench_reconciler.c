@@ -124,22 +124,6 @@ static long maxrss_kb(void)
     return ru.ru_maxrss;
 }
 
-/* busy CPU seconds of the whole machine (/proc/stat: all but idle and iowait) */
-static double machine_busy(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    unsigned long long v[8] = {0};
-    double busy = -1;
-
-    if (!f)
-        return -1;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) == 8)
-        busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-    fclose(f);
-    return busy;
-}
-
 enum { P_APISERVER, P_ETCD, P_KCM, P_SCHEDULER, NPROCS };
 static const char *const proc_names[NPROCS] = {"kube-apiserver", "etcd", "kube-controller-manager",
                                                "kube-scheduler"};
@@ -154,7 +138,7 @@ static void mark(struct cpu_mark *m)
 {
     m->wall = now();
     m->self = cpu_self();
-    m->machine = machine_busy();
+    m->machine = bench_machine_busy();
     for (int i = 0; i < NPROCS; i++)
         m->procs[i] = bench_proc_cpu(proc_pids[i]);
 }
@@ -1093,20 +1077,6 @@ static int same_objects(const char *ns_a, const char *ns_b)
 
 /* ---- statistics ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *in, long n)
-{
-    double v[MAX_ROUNDS];
-    memcpy(v, in, (size_t)n * sizeof(*v));
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double minimum(const double *v, long n)
 {
     double m = v[0];
@@ -1272,18 +1242,19 @@ int main(int argc, char **argv)
     printf("\nsummary over %ld rounds (%ld TrainJobs, %ld workers/threads, %s):\n", cfg.rounds,
            cfg.trainjobs, cfg.workers, cfg.suspend ? "suspended" : "not suspended");
     printf("  %-22s %9s %9s %14s\n", "", "median", "best", "TrainJobs/s (median)");
-    printf("  %-22s %8.3fs %8.3fs %14.0f\n", "direct", median(wa, cfg.rounds),
-           minimum(wa, cfg.rounds), (double)cfg.trainjobs / median(wa, cfg.rounds));
-    printf("  %-22s %8.3fs %8.3fs %14.0f\n", "reconciler (idle)", median(wb, cfg.rounds),
-           minimum(wb, cfg.rounds), (double)cfg.trainjobs / median(wb, cfg.rounds));
-    printf("  %-22s %8.3fs %8.3fs %14.0f\n", "reconciler (written)", median(wbw, cfg.rounds),
-           minimum(wbw, cfg.rounds), (double)cfg.trainjobs / median(wbw, cfg.rounds));
+    printf("  %-22s %8.3fs %8.3fs %14.0f\n", "direct", bench_median(wa, cfg.rounds),
+           minimum(wa, cfg.rounds), (double)cfg.trainjobs / bench_median(wa, cfg.rounds));
+    printf("  %-22s %8.3fs %8.3fs %14.0f\n", "reconciler (idle)", bench_median(wb, cfg.rounds),
+           minimum(wb, cfg.rounds), (double)cfg.trainjobs / bench_median(wb, cfg.rounds));
+    printf("  %-22s %8.3fs %8.3fs %14.0f\n", "reconciler (written)", bench_median(wbw, cfg.rounds),
+           minimum(wbw, cfg.rounds), (double)cfg.trainjobs / bench_median(wbw, cfg.rounds));
     printf("  ratio reconciler/direct: per round");
     for (long r = 0; r < cfg.rounds; r++)
         printf(" %.2f", ratio[r]);
-    printf("; median %.2f, best %.2f (target <= 1.5: %s)\n", median(ratio, cfg.rounds),
-           minimum(ratio, cfg.rounds), median(ratio, cfg.rounds) <= 1.5 ? "met" : "NOT met");
-    printf("  ratio until the objects were written: median %.2f\n", median(ratio_w, cfg.rounds));
+    printf("; median %.2f, best %.2f (target <= 1.5: %s)\n", bench_median(ratio, cfg.rounds),
+           minimum(ratio, cfg.rounds), bench_median(ratio, cfg.rounds) <= 1.5 ? "met" : "NOT met");
+    printf("  ratio until the objects were written: median %.2f\n",
+           bench_median(ratio_w, cfg.rounds));
     printf("  ratio of kube-apiserver CPU seconds reconciler/direct: per round");
     for (long r = 0; r < cfg.rounds; r++) {
         ratio_cpu[r] =
@@ -1291,7 +1262,7 @@ int main(int argc, char **argv)
         printf(" %.2f", ratio_cpu[r]);
     }
     printf("; median %.2f (less sensitive to other load on the machine than wall time)\n",
-           median(ratio_cpu, cfg.rounds));
+           bench_median(ratio_cpu, cfg.rounds));
     {
         double oa[MAX_ROUNDS], ob[MAX_ROUNDS];
         for (long r = 0; r < cfg.rounds; r++) {
@@ -1305,7 +1276,7 @@ int main(int argc, char **argv)
         }
         printf("  other processes on the machine (cores, median): during direct %.2f, during "
                "reconciler %.2f\n",
-               median(oa, cfg.rounds), median(ob, cfg.rounds));
+               bench_median(oa, cfg.rounds), bench_median(ob, cfg.rounds));
     }
     {
         double ca[MAX_ROUNDS], cb[MAX_ROUNDS], ea[MAX_ROUNDS], eb[MAX_ROUNDS], sa[MAX_ROUNDS],
@@ -1322,12 +1293,14 @@ int main(int argc, char **argv)
         }
         printf("  CPU s (median): kube-apiserver direct %.2f, reconciler %.2f; etcd %.2f, %.2f; "
                "this process %.2f, %.2f\n",
-               median(ca, cfg.rounds), median(cb, cfg.rounds), median(ea, cfg.rounds),
-               median(eb, cfg.rounds), median(sa, cfg.rounds), median(sb, cfg.rounds));
-        printf("  requests the API server counted per TrainJob (median): direct %.2f, reconciler "
+               bench_median(ca, cfg.rounds), bench_median(cb, cfg.rounds),
+               bench_median(ea, cfg.rounds), bench_median(eb, cfg.rounds),
+               bench_median(sa, cfg.rounds), bench_median(sb, cfg.rounds));
+        printf("  requests the API server counted per TrainJob (median): direct %.2f, "
+               "reconciler "
                "%.2f\n",
-               median(qa, cfg.rounds) / (double)cfg.trainjobs,
-               median(qb, cfg.rounds) / (double)cfg.trainjobs);
+               bench_median(qa, cfg.rounds) / (double)cfg.trainjobs,
+               bench_median(qb, cfg.rounds) / (double)cfg.trainjobs);
     }
     printf("  peak RSS (max over rounds): VmHWM direct %.1f MB, reconciler %.1f MB; growth over "
            "the phase's start: direct %.1f MB, reconciler %.1f MB; ru_maxrss %.1f MB (whole "

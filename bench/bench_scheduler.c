@@ -559,12 +559,6 @@ struct result {
     long bound, pods;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double self_cpu(void)
 {
     struct rusage ru;
@@ -692,7 +686,7 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
                 bt[nb++] = bind_t[i];
             }
         }
-        qsort(bt, (size_t)nb, sizeof(double), cmp_double);
+        qsort(bt, (size_t)nb, sizeof(double), bench_cmp_double);
         for (long i = 1; i < nb; i++)
             if (bt[i] - bt[i - 1] > 1.0)
                 r->gaps_1s += bt[i] - bt[i - 1];
@@ -701,7 +695,7 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
         free(bt);
     }
     pthread_mutex_unlock(&mu);
-    qsort(lat, (size_t)n, sizeof(double), cmp_double);
+    qsort(lat, (size_t)n, sizeof(double), bench_cmp_double);
     r->secs = t_last - t_first;
     r->pods_per_s = r->secs > 0 ? (double)r->bound / r->secs : 0;
     r->p50 = n ? lat[n / 2] : -1;
@@ -788,18 +782,6 @@ static void print_timeline(const struct result *r)
         printf("      %6.1f %7.0f %7.0f %7.0f %6.0f %6ld\n", m->t - t0, m->active, m->backoff,
                m->unsched, m->held, m->bound);
     }
-}
-
-/* the median of v[0..n) (n <= 64); v is left as it is (the per-round lines print it after) */
-static double median(const double *v, long n)
-{
-    double c[64];
-
-    if (n <= 0 || n > 64)
-        return 0;
-    memcpy(c, v, (size_t)n * sizeof(*c));
-    qsort(c, (size_t)n, sizeof(*c), cmp_double);
-    return n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
 }
 
 static long arg_long(int argc, char **argv, int *i)
@@ -954,8 +936,8 @@ int main(int argc, char **argv)
         }
         printf("\n(b) summary: A plain %.1f pods/s, B gang %.1f pods/s (medians of %ld rounds); "
                "ratio B/A %.3f (median of the rounds' ratios; target >= 0.85)\n",
-               median(pa, cfg.rounds), median(pb, cfg.rounds), cfg.rounds,
-               median(ratio, cfg.rounds));
+               bench_median(pa, cfg.rounds), bench_median(pb, cfg.rounds), cfg.rounds,
+               bench_median(ratio, cfg.rounds));
         for (long r = 0; r < cfg.rounds; r++)
             printf("  round %ld: A %.1f pods/s (%.2f s, sched CPU %.1f s), B %.1f pods/s (%.2f s, "
                    "sched CPU %.1f s, extender CPU %.1f s), ratio %.3f\n",

@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -90,38 +91,6 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static double thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double process_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* busy CPU seconds of the whole machine (all cores), from /proc/stat */
-static double machine_busy(void)
-{
-    unsigned long long v[8] = {0};
-    FILE *f = fopen("/proc/stat", "r");
-    double hz = (double)sysconf(_SC_CLK_TCK);
-
-    if (!f)
-        return 0;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) != 8)
-        memset(v, 0, sizeof(v));
-    fclose(f);
-    /* user nice system idle iowait irq softirq steal: busy = all but idle and iowait */
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-}
-
 /* CPU pressure (PSI): microseconds in which some runnable task waited for a CPU; -1 when the
  * kernel does not expose /proc/pressure/cpu */
 static double cpu_pressure_us(void)
@@ -140,19 +109,6 @@ static double cpu_pressure_us(void)
         }
     fclose(f);
     return total;
-}
-
-static void loadavg(char *out, size_t size)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    double a = 0, b = 0, c = 0;
-
-    if (f) {
-        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3)
-            a = b = c = 0;
-        fclose(f);
-    }
-    snprintf(out, size, "%.2f %.2f %.2f", a, b, c);
 }
 
 /* ---- samples ---- */
@@ -177,12 +133,6 @@ static void samples_add(struct samples *s, double us)
     s->v[s->n++] = us;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* nearest-rank percentile of sorted v[0..n) */
 static double pct(const double *v, size_t n, double q)
 {
@@ -201,7 +151,7 @@ static double pct(const double *v, size_t n, double q)
 static void samples_sort(struct samples *s)
 {
     if (s->n)
-        qsort(s->v, s->n, sizeof(double), cmp_double);
+        qsort(s->v, s->n, sizeof(double), bench_cmp_double);
 }
 
 /* ---- the requests ---- */
@@ -1071,15 +1021,6 @@ static void parse_flags(int argc, char **argv)
 
 /* ---- report ---- */
 
-static double median(double *v, long n)
-{
-    double tmp[MAX_ROUNDS];
-
-    memcpy(tmp, v, (size_t)n * sizeof(double));
-    qsort(tmp, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-}
-
 static void report(const char *load_start, const char *load_end, double others_cores,
                    double total_s)
 {
@@ -1171,15 +1112,15 @@ static void report(const char *load_start, const char *load_end, double others_c
             off += (size_t)snprintf(rounds + off, sizeof(rounds) - off, "%s%.0f", r ? " / " : "",
                                     v->closed_rate[r]);
         printf("| %s | %.0f | %s | %.0f | %.0f | %ld | %.0f | %.0f |\n", v->name,
-               median(v->closed_rate, cfg.rounds), rounds,
+               bench_median(v->closed_rate, cfg.rounds), rounds,
                pct(v->closed_lat.v, v->closed_lat.n, 0.5),
                pct(v->closed_lat.v, v->closed_lat.n, 0.99), v->closed_errors,
                (v->closed_cpu - v->closed_cpu_client) / (double)v->closed_n * 1e6,
                v->closed_cpu_client / (double)v->closed_n * 1e6);
     }
     printf("\nThroughput ratio validate-trainjob / empty: %.2fx (%.0f / %.0f requests/s)\n",
-           median(vt->closed_rate, cfg.rounds) / median(e->closed_rate, cfg.rounds),
-           median(vt->closed_rate, cfg.rounds), median(e->closed_rate, cfg.rounds));
+           bench_median(vt->closed_rate, cfg.rounds) / bench_median(e->closed_rate, cfg.rounds),
+           bench_median(vt->closed_rate, cfg.rounds), bench_median(e->closed_rate, cfg.rounds));
 
     printf("\n## Pure handler: webhook_serve on the same body in one thread, no HTTP (µs)\n\n");
     printf("| variant | request bytes | mean | p50 | p99 | max | decode p50 | decide p50 | encode "
@@ -1236,7 +1177,7 @@ int main(int argc, char **argv)
     common_log_set_level(COMMON_LOG_WARN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     t_start = mono();
-    loadavg(load_start, sizeof(load_start));
+    bench_loadavg(load_start, sizeof(load_start));
     fprintf(stderr, "bench_webhook: load average %s\n", load_start);
 
     /* bodies, runtimes, certificates, server */
@@ -1307,7 +1248,7 @@ int main(int argc, char **argv)
             struct variant *v = &variants[(r + j) % NVARIANTS];
             struct samples one = {0};
             struct run_result rr;
-            double c0 = process_cpu(), tc0 = thread_cpu(), m0 = machine_busy();
+            double c0 = bench_process_cpu(), tc0 = bench_thread_cpu(), m0 = bench_machine_busy();
             double psi0 = cpu_pressure_us();
             struct htime h0 = {0}, h1 = {0};
             double p99;
@@ -1316,7 +1257,8 @@ int main(int argc, char **argv)
                 handler_time(metrics, v->name, &h0);
             run(&g, v, (double)cfg.seconds, 0, &one, &v->lag, &v->svc, &rr);
             {
-                double c1 = process_cpu(), tc1 = thread_cpu(), m1 = machine_busy();
+                double c1 = bench_process_cpu(), tc1 = bench_thread_cpu(),
+                       m1 = bench_machine_busy();
                 double psi1 = cpu_pressure_us();
                 double wall = rr.last_done - rr.first_sched;
                 v->cpu += c1 - c0;
@@ -1359,11 +1301,11 @@ int main(int argc, char **argv)
         for (int j = 0; j < 2; j++) {
             struct variant *v = &variants[(r + j) % 2 ? NVARIANTS - 1 : 0];
             struct run_result rr;
-            double c0 = process_cpu(), tc0 = thread_cpu();
+            double c0 = bench_process_cpu(), tc0 = bench_thread_cpu();
 
             run(&g, v, cs, 1, &v->closed_lat, NULL, NULL, &rr);
-            v->closed_cpu += process_cpu() - c0;
-            v->closed_cpu_client += thread_cpu() - tc0;
+            v->closed_cpu += bench_process_cpu() - c0;
+            v->closed_cpu_client += bench_thread_cpu() - tc0;
             v->closed_rate[r] = (double)rr.n / (rr.last_done - rr.first_sched);
             v->closed_n += rr.n;
             v->closed_errors += rr.errors;
@@ -1378,7 +1320,7 @@ int main(int argc, char **argv)
         samples_sort(&variants[k].svc);
         samples_sort(&variants[k].closed_lat);
     }
-    loadavg(load_end, sizeof(load_end));
+    bench_loadavg(load_end, sizeof(load_end));
     report(load_start, load_end, others / timed, mono() - t_start);
 
     gen_free(&g);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 long bench_status_kb(const char *field)
@@ -74,4 +76,69 @@ double bench_proc_cpu(long pid)
     if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double bench_machine_busy(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    double busy = -1;
+
+    if (!f)
+        return -1;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]) == 8)
+        busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+    fclose(f);
+    return busy;
+}
+
+void bench_loadavg(char *out, size_t size)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a = 0, b = 0, c = 0;
+
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3)
+            a = b = c = 0;
+        fclose(f);
+    }
+    snprintf(out, size, "%.2f %.2f %.2f", a, b, c);
+}
+
+double bench_thread_cpu(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double bench_process_cpu(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(const double *v, long n)
+{
+    double *c, m;
+
+    if (n <= 0 || !(c = malloc((size_t)n * sizeof(*c))))
+        return 0;
+    memcpy(c, v, (size_t)n * sizeof(*c));
+    qsort(c, (size_t)n, sizeof(*c), bench_cmp_double);
+    m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    free(c);
+    return m;
 }

@@ -1,7 +1,9 @@
 /*
- * bench/benchutil.h - small /proc readers every benchmark under bench/ shares (Linux only).
- * Not a test: the figures they feed are printed by each bench_*.c, never asserted.
+ * bench/benchutil.h - the small helpers the benchmarks under bench/ share: /proc readers
+ * (Linux only), CPU clocks and medians. Not a test: the figures they feed are printed by each
+ * bench_*.c, never asserted.
  */
+#include <stddef.h>
 #ifndef BENCH_BENCHUTIL_H
 #define BENCH_BENCHUTIL_H
 
@@ -20,5 +22,26 @@ long bench_bed_pid(const char *name);
 /* bench_proc_cpu - user + system CPU seconds of process pid (/proc/<pid>/stat fields 14 and
  * 15 over _SC_CLK_TCK); -1 for pid <= 0 or an unreadable file. */
 double bench_proc_cpu(long pid);
+
+/* bench_machine_busy - CPU seconds all cores spent busy since boot (/proc/stat "cpu": user,
+ * nice, system, irq, softirq, steal; idle and iowait left out); -1 when unreadable. */
+double bench_machine_busy(void);
+
+/* bench_loadavg - "1m 5m 15m" of /proc/loadavg into out (size bytes); "0.00 0.00 0.00" when
+ * unreadable. */
+void bench_loadavg(char *out, size_t size);
+
+/* bench_thread_cpu - CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID). */
+double bench_thread_cpu(void);
+
+/* bench_process_cpu - user + system CPU seconds of this process, all threads (getrusage). */
+double bench_process_cpu(void);
+
+/* bench_cmp_double - qsort comparator for doubles, ascending. */
+int bench_cmp_double(const void *a, const void *b);
+
+/* bench_median - the median of v[0..n), v left as it is (callers print the per-round values
+ * after); 0 for n <= 0 or when no memory. */
+double bench_median(const double *v, long n);
 
 #endif
