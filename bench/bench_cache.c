@@ -31,6 +31,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,22 +567,6 @@ static void publish_cost(struct common_informer *pods)
 
 /* ---- main ---- */
 
-static long arg_long(int argc, char **argv, int *i)
-{
-    char *end;
-    long v;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_cache: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    v = strtol(argv[++*i], &end, 10);
-    if (*end || v < 0) {
-        fprintf(stderr, "bench_cache: bad value %s\n", argv[*i]);
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     struct common_kubeconfig kc;
@@ -602,9 +587,9 @@ int main(int argc, char **argv)
     common_alloc_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--watch-pods") == 0)
-            cfg.watch_pods = arg_long(argc, argv, &i);
+            cfg.watch_pods = bench_flag_long("bench_cache", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--threads") == 0)
-            cfg.threads = arg_long(argc, argv, &i);
+            cfg.threads = bench_flag_long("bench_cache", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc)
             cfg.ns = argv[++i];
         else {

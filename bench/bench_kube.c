@@ -41,6 +41,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -832,22 +833,6 @@ static void cleanup(void)
     }
 }
 
-static long arg_long(int argc, char **argv, int *i)
-{
-    char *end;
-    long v;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_kube: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    v = strtol(argv[++*i], &end, 10);
-    if (*end || v < 0) {
-        fprintf(stderr, "bench_kube: bad value %s\n", argv[*i]);
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     struct common_kubeconfig kc;
@@ -857,15 +842,15 @@ int main(int argc, char **argv)
     common_alloc_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--pods") == 0)
-            cfg.pods = arg_long(argc, argv, &i);
+            cfg.pods = bench_flag_long("bench_kube", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--nodes") == 0)
-            cfg.nodes = arg_long(argc, argv, &i);
+            cfg.nodes = bench_flag_long("bench_kube", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--threads") == 0)
-            cfg.threads = arg_long(argc, argv, &i);
+            cfg.threads = bench_flag_long("bench_kube", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--rounds") == 0)
-            cfg.rounds = arg_long(argc, argv, &i);
+            cfg.rounds = bench_flag_long("bench_kube", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--page") == 0)
-            cfg.page = arg_long(argc, argv, &i);
+            cfg.page = bench_flag_long("bench_kube", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc)
             cfg.ns = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)

@@ -57,6 +57,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1085,22 +1086,6 @@ static double minimum(const double *v, long n)
     return m;
 }
 
-static long arg_long(int argc, char **argv, int *i)
-{
-    char *end;
-    long v;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_reconciler: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    v = strtol(argv[++*i], &end, 10);
-    if (*end || v < 1) {
-        fprintf(stderr, "bench_reconciler: bad value %s\n", argv[*i]);
-        exit(2);
-    }
-    return v;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_reconciler [--trainjobs N] [--workers W] [--rounds R] "
@@ -1134,11 +1119,11 @@ int main(int argc, char **argv)
     common_alloc_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--trainjobs") == 0)
-            cfg.trainjobs = arg_long(argc, argv, &i);
+            cfg.trainjobs = bench_flag_long("bench_reconciler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--workers") == 0)
-            cfg.workers = arg_long(argc, argv, &i);
+            cfg.workers = bench_flag_long("bench_reconciler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--rounds") == 0)
-            cfg.rounds = arg_long(argc, argv, &i);
+            cfg.rounds = bench_flag_long("bench_reconciler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--keep") == 0)
             cfg.keep = 1;
         else if (strcmp(argv[i], "--no-suspend") == 0)

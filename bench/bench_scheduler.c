@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -784,22 +785,6 @@ static void print_timeline(const struct result *r)
     }
 }
 
-static long arg_long(int argc, char **argv, int *i)
-{
-    char *end;
-    long v;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_scheduler: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    v = strtol(argv[++*i], &end, 10);
-    if (*end || v < 0) {
-        fprintf(stderr, "bench_scheduler: bad value %s\n", argv[*i]);
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     struct common_kubeconfig kc;
@@ -816,19 +801,19 @@ int main(int argc, char **argv)
     common_alloc_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--nodes") == 0)
-            cfg.nodes = arg_long(argc, argv, &i);
+            cfg.nodes = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--pods") == 0)
-            cfg.pods = arg_long(argc, argv, &i);
+            cfg.pods = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--rounds") == 0)
-            cfg.rounds = arg_long(argc, argv, &i);
+            cfg.rounds = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--gangs-c") == 0)
-            cfg.gangs_c = arg_long(argc, argv, &i);
+            cfg.gangs_c = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--threads") == 0)
-            cfg.threads = arg_long(argc, argv, &i);
+            cfg.threads = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--sched-qps") == 0)
-            cfg.sched_qps = arg_long(argc, argv, &i);
+            cfg.sched_qps = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--timeout") == 0)
-            cfg.timeout_s = arg_long(argc, argv, &i);
+            cfg.timeout_s = bench_flag_long("bench_scheduler", argc, argv, &i, 0, LONG_MAX);
         else if (strcmp(argv[i], "--ns") == 0 && i + 1 < argc)
             cfg.ns = argv[++i];
         else if (strcmp(argv[i], "--extender") == 0 && i + 1 < argc)

@@ -977,26 +977,6 @@ static void usage(FILE *f)
                "docs/benchmarks-webhook.md.\n");
 }
 
-static long flag_value(int argc, char **argv, int *i, long lo, long hi)
-{
-    char *end;
-    long v;
-
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "bench_webhook: %s needs a value\n", argv[*i]);
-        exit(2);
-    }
-    errno = 0;
-    v = strtol(argv[*i + 1], &end, 10);
-    if (errno || *end || end == argv[*i + 1] || v < lo || v > hi) {
-        fprintf(stderr, "bench_webhook: %s: want an integer in %ld..%ld, got \"%s\"\n", argv[*i],
-                lo, hi, argv[*i + 1]);
-        exit(2);
-    }
-    (*i)++;
-    return v;
-}
-
 static void parse_flags(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -1004,13 +984,13 @@ static void parse_flags(int argc, char **argv)
             usage(stdout);
             exit(0);
         } else if (strcmp(argv[i], "--rate") == 0) {
-            cfg.rate = flag_value(argc, argv, &i, 1, 100000);
+            cfg.rate = bench_flag_long("bench_webhook", argc, argv, &i, 1, 100000);
         } else if (strcmp(argv[i], "--seconds") == 0) {
-            cfg.seconds = flag_value(argc, argv, &i, 1, 3600);
+            cfg.seconds = bench_flag_long("bench_webhook", argc, argv, &i, 1, 3600);
         } else if (strcmp(argv[i], "--rounds") == 0) {
-            cfg.rounds = flag_value(argc, argv, &i, 1, MAX_ROUNDS);
+            cfg.rounds = bench_flag_long("bench_webhook", argc, argv, &i, 1, MAX_ROUNDS);
         } else if (strcmp(argv[i], "--conns") == 0) {
-            cfg.conns = flag_value(argc, argv, &i, 1, MAX_CONNS);
+            cfg.conns = bench_flag_long("bench_webhook", argc, argv, &i, 1, MAX_CONNS);
         } else {
             fprintf(stderr, "bench_webhook: unknown argument \"%s\"\n", argv[i]);
             usage(stderr);

@@ -3,6 +3,7 @@
  */
 #include "benchutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,24 @@ double bench_median(const double *v, long n)
     m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
     free(c);
     return m;
+}
+
+long bench_flag_long(const char *prog, int argc, char **argv, int *i, long lo, long hi)
+{
+    char *end;
+    long v;
+
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s: %s needs a value\n", prog, argv[*i]);
+        exit(2);
+    }
+    errno = 0;
+    v = strtol(argv[*i + 1], &end, 10);
+    if (errno || *end || end == argv[*i + 1] || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s: want an integer in %ld..%ld, got \"%s\"\n", prog, argv[*i], lo, hi,
+                argv[*i + 1]);
+        exit(2);
+    }
+    (*i)++;
+    return v;
 }

@@ -44,4 +44,9 @@ int bench_cmp_double(const void *a, const void *b);
  * after); 0 for n <= 0 or when no memory. */
 double bench_median(const double *v, long n);
 
+/* bench_flag_long - the integer value of flag argv[*i] (in argv[*i + 1]; *i advances past it),
+ * lo..hi. A missing, malformed or out-of-range value prints "<prog>: <flag>: ..." on stderr and
+ * exits 2 (benchmarks are command-line programs; bad flags end them). */
+long bench_flag_long(const char *prog, int argc, char **argv, int *i, long lo, long hi);
+
 #endif
