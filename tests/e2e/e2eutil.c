@@ -1,9 +1,21 @@
 #include "e2eutil.h"
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,4 +163,315 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns)
 {
     struct common_error err;
     common_kube_delete(admin, &common_kube_namespaces, NULL, ns, NULL, NULL, NULL, &err);
+}
+
+/* ---- generic helpers ---- */
+
+double e2e_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void e2e_nap(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+json_t *e2e_yaml1(const char *text)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    json_t *o;
+    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
+                  err.msg);
+    ck_assert_uint_eq(d.n, 1);
+    o = json_incref(d.docs[0]);
+    common_yaml_docs_free(&d);
+    return o;
+}
+
+json_t *e2e_yamlf(const char *fmt, ...)
+{
+    char buf[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return e2e_yaml1(buf);
+}
+
+void e2e_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+char *e2e_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    size_t len = 0, cap = 4096, n;
+    char *s = malloc(cap), *bigger;
+    if (!s) {
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    if (f) {
+        while ((n = fread(s + len, 1, cap - len - 1, f)) > 0) {
+            len += n;
+            if (cap - len < 2) {
+                bigger = realloc(s, cap * 2);
+                if (!bigger)
+                    break;
+                s = bigger;
+                cap *= 2;
+            }
+        }
+        fclose(f);
+    }
+    s[len] = 0;
+    return s;
+}
+
+char *e2e_read_text(const char *path)
+{
+    char *s = e2e_slurp(path);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+int e2e_free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+    ck_assert_int_ge(fd, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+int e2e_free_port_or_exit(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), p;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        perror("free port");
+        exit(1);
+    }
+    p = ntohs(sa.sin_port);
+    close(fd);
+    return p;
+}
+
+int e2e_http_get(int port, const char *path, char **body)
+{
+    struct sockaddr_in a;
+    struct timeval tv = {5, 0};
+    char req[256], *buf = NULL, *p;
+    size_t len = 0, cap = 0;
+    ssize_t n;
+    int fd, code = -1;
+
+    if (body)
+        *body = NULL;
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 16384;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!buf)
+        return -1;
+    buf[len] = 0;
+    if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12) {
+        char *end;
+        long c = strtol(buf + 9, &end, 10);
+        if (end != buf + 9 && c >= 100 && c < 600)
+            code = (int)c;
+    }
+    if (body && code > 0 && (p = strstr(buf, "\r\n\r\n")) != NULL) {
+        *body = strdup(p + 4);
+        ck_assert_ptr_nonnull(*body);
+    }
+    free(buf);
+    return code;
+}
+
+double e2e_metric(const char *text, const char *name, const char *labels)
+{
+    double sum = NAN;
+    size_t nl = strlen(name);
+    for (const char *line = text; line && *line;) {
+        const char *eol = strchr(line, '\n');
+        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+        if (line[0] != '#' && ll > nl && strncmp(line, name, nl) == 0 &&
+            (line[nl] == ' ' || line[nl] == '{')) {
+            const char *v = line + nl;
+            int match = 1;
+            if (*v == '{') {
+                const char *close = memchr(v, '}', ll - nl);
+                if (!close)
+                    goto next;
+                if (labels) {
+                    char lab[512];
+                    snprintf(lab, sizeof(lab), "%.*s", (int)(close - v), v);
+                    match = strstr(lab, labels) != NULL;
+                }
+                v = close + 1;
+            } else if (labels) {
+                match = 0;
+            }
+            if (match) {
+                char *end;
+                double d = strtod(v, &end);
+                if (end != v)
+                    sum = isnan(sum) ? d : sum + d;
+            }
+        }
+    next:
+        line = eol ? eol + 1 : NULL;
+    }
+    return sum;
+}
+
+const char *e2e_exit_text(int st)
+{
+    static char s[64];
+    if (WIFEXITED(st))
+        snprintf(s, sizeof(s), "exit %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(s, sizeof(s), "signal %d", WTERMSIG(st));
+    else
+        snprintf(s, sizeof(s), "status %d", st);
+    return s;
+}
+
+void e2e_echo_tail(const char *path, int lines)
+{
+    char *s = e2e_slurp(path), *p, *san;
+    int seen = 0;
+    if (!s)
+        return;
+    san = strstr(s, "ERROR: AddressSanitizer");
+    if (!san)
+        san = strstr(s, "runtime error:");
+    if (!san)
+        san = strstr(s, "ERROR: LeakSanitizer");
+    if (san) {
+        while (san > s && san[-1] != '\n')
+            san--;
+        for (p = san; *p && seen < lines; p++)
+            seen += *p == '\n';
+        fprintf(stderr, "---- %s (sanitizer report) ----\n%.*s\n", path, (int)(p - san), san);
+        free(s);
+        return;
+    }
+    for (p = s + strlen(s); p > s; p--)
+        if (p[-1] == '\n' && p[0] && ++seen > lines)
+            break;
+    fprintf(stderr, "---- %s (last %d lines) ----\n%s\n", path, lines, p);
+    free(s);
+}
+
+pid_t e2e_spawn(char *const argv[], const char *log)
+{
+    pid_t pid;
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            close(fd);
+        }
+        execv(TS_BINARY, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+void e2e_sched_config(FILE *f, int port, int bind_timeout_s)
+{
+    fprintf(f,
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "percentageOfNodesToScore: 100\n"
+            "podInitialBackoffSeconds: 1\n"
+            "podMaxBackoffSeconds: 2\n"
+            "profiles:\n"
+            "- schedulerName: default-scheduler\n"
+            "extenders:\n"
+            "- urlPrefix: http://127.0.0.1:%d/scheduler\n"
+            "  filterVerb: filter\n"
+            "  prioritizeVerb: prioritize\n"
+            "  preemptVerb: preempt\n"
+            "  bindVerb: bind\n"
+            "  weight: 1\n"
+            "  enableHTTPS: false\n"
+            "  httpTimeout: %ds\n"
+            "  nodeCacheCapable: true\n"
+            "  ignorable: false\n"
+            "  managedResources:\n"
+            "  - name: trainsched.io/gang\n"
+            "    ignoredByScheduler: true\n",
+            port, bind_timeout_s);
+}
+
+int e2e_sched_ctl(const char *args)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd), "%s %s >&2", TS_SOURCE_DIR "/tests/e2e/testbed/scheduler-ctl.sh",
+             args);
+    return system(cmd);
 }

@@ -10,7 +10,10 @@
 #ifndef E2EUTIL_H
 #define E2EUTIL_H
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include "common/kube.h"
 
@@ -23,5 +26,65 @@ struct common_kube *e2e_client(long timeout_ms, int as_trainsched);
  * trainsched-system); e2e_drop_ns deletes it. Both through admin; failures fail the test. */
 void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_t size);
 void e2e_drop_ns(struct common_kube *admin, const char *ns);
+
+/* ---- generic helpers (shared by the e2e test files) ---- */
+
+/* e2e_now_s - CLOCK_MONOTONIC in seconds. */
+double e2e_now_s(void);
+
+/* e2e_nap - sleep ms milliseconds (an interrupted sleep is cut short). */
+void e2e_nap(int ms);
+
+/* e2e_yaml1 - the one YAML document in text (a new reference); fails the test otherwise. */
+json_t *e2e_yaml1(const char *text);
+
+/* e2e_yamlf - e2e_yaml1 of a printf format (at most 16 KiB once expanded). */
+json_t *e2e_yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* e2e_write_file - path := text (created/truncated); failures fail the test. */
+void e2e_write_file(const char *path, const char *text);
+
+/* e2e_slurp - the whole file read to EOF (so /proc works), malloc'd; "" when unreadable, NULL
+ * when out of memory. No Check calls: safe outside a running test. */
+char *e2e_slurp(const char *path);
+
+/* e2e_read_text - e2e_slurp (malloc'd, "" when unreadable) that fails the test when NULL. */
+char *e2e_read_text(const char *path);
+
+/* e2e_free_port - a TCP port on 127.0.0.1 no one listens on now (the kernel's pick for port 0);
+ * failures fail the test. */
+int e2e_free_port(void);
+
+/* e2e_free_port_or_exit - e2e_free_port for main() (outside a Check test): on failure perror and
+ * exit(1). */
+int e2e_free_port_or_exit(void);
+
+/* e2e_http_get - GET path on 127.0.0.1:port (HTTP/1.0, 5 s socket timeouts): the HTTP status, or
+ * -1 when nothing answered; the body (malloc'd, or NULL) into *body when body is not NULL. */
+int e2e_http_get(int port, const char *path, char **body);
+
+/* e2e_metric - the sum of the series of family name in a Prometheus text whose labels contain
+ * labels (e.g. "verb=\"create\""; NULL: any), or NAN when there is none. */
+double e2e_metric(const char *text, const char *name, const char *labels);
+
+/* e2e_exit_text - a wait status as "exit N", "signal N" or "status N" (a static buffer). */
+const char *e2e_exit_text(int st);
+
+/* e2e_echo_tail - print the last lines lines of the log at path to stderr (from a sanitizer's
+ * report on when the log has one). */
+void e2e_echo_tail(const char *path, int lines);
+
+/* e2e_spawn - fork/exec TS_BINARY with argv (argv[0] ignored), stdin /dev/null, stdout and stderr
+ * appended to log; the child dies with the thread that made it. The pid; fork failure fails the
+ * test. */
+pid_t e2e_spawn(char *const argv[], const char *log);
+
+/* e2e_sched_config - write to f the shipped manifests/scheduler/scheduler-config.yaml with plain
+ * HTTP to the extender on 127.0.0.1:port, httpTimeout bind_timeout_s s and short pod backoffs. */
+void e2e_sched_config(FILE *f, int port, int bind_timeout_s);
+
+/* e2e_sched_ctl - run tests/e2e/testbed/scheduler-ctl.sh args (its stdout to stderr): the
+ * system() status (0: success). */
+int e2e_sched_ctl(const char *args);
 
 #endif

@@ -97,202 +97,10 @@ static int nreplicas;
 
 static void record_pid(pid_t pid);
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void nap(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static json_t *yaml1(const char *text)
-{
-    struct common_yaml_docs d;
-    struct common_error err;
-    json_t *o;
-    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
-                  err.msg);
-    ck_assert_uint_eq(d.n, 1);
-    o = json_incref(d.docs[0]);
-    common_yaml_docs_free(&d);
-    return o;
-}
-
-static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *yamlf(const char *fmt, ...)
-{
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return yaml1(buf);
-}
-
-/* the whole file (malloc'ed, "" when missing) */
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *s;
-    long n;
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    s = malloc((size_t)(n > 0 ? n : 0) + 1);
-    ck_assert_ptr_nonnull(s);
-    n = (long)fread(s, 1, (size_t)(n > 0 ? n : 0), f);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
-
-/* a port no one listens on now (the kernel's pick for port 0) */
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    ck_assert_int_ge(fd, 0);
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
-/* GET path on 127.0.0.1:port (HTTP/1.0, so the body ends at EOF). Returns the status code, or -1
- * when nothing answered; the body (malloc'ed) into *body when body is not NULL. */
-static int http_get(int port, const char *path, char **body)
-{
-    struct sockaddr_in a;
-    struct timeval tv = {5, 0};
-    char req[256], *buf = NULL, *p;
-    size_t len = 0, cap = 0;
-    ssize_t n;
-    int fd, code = -1;
-
-    if (body)
-        *body = NULL;
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        close(fd);
-        return -1;
-    }
-    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (cap - len < 4096) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (!buf)
-        return -1;
-    buf[len] = 0;
-    if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12) {
-        char *end;
-        long c = strtol(buf + 9, &end, 10);
-        if (end != buf + 9 && c >= 100 && c < 600)
-            code = (int)c;
-    }
-    if (body && code > 0 && (p = strstr(buf, "\r\n\r\n")) != NULL) {
-        *body = strdup(p + 4);
-        ck_assert_ptr_nonnull(*body);
-    }
-    free(buf);
-    return code;
-}
-
-/* The sum of the series of family `name` in a Prometheus text whose labels contain `labels`
- * (e.g. "verb=\"create\""; NULL: any), or NAN when there is none. */
-static double metric(const char *text, const char *name, const char *labels)
-{
-    double sum = NAN;
-    size_t nl = strlen(name);
-    for (const char *line = text; line && *line;) {
-        const char *eol = strchr(line, '\n');
-        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
-        if (line[0] != '#' && ll > nl && strncmp(line, name, nl) == 0 &&
-            (line[nl] == ' ' || line[nl] == '{')) {
-            const char *v = line + nl;
-            int match = 1;
-            if (*v == '{') {
-                const char *close = memchr(v, '}', ll - nl);
-                if (!close)
-                    goto next;
-                if (labels) {
-                    char lab[512];
-                    snprintf(lab, sizeof(lab), "%.*s", (int)(close - v), v);
-                    match = strstr(lab, labels) != NULL;
-                }
-                v = close + 1;
-            } else if (labels) {
-                match = 0;
-            }
-            if (match) {
-                char *end;
-                double d = strtod(v, &end);
-                if (end != v)
-                    sum = isnan(sum) ? d : sum + d;
-            }
-        }
-    next:
-        line = eol ? eol + 1 : NULL;
-    }
-    return sum;
-}
-
 /* fork/exec TS_BINARY with argv (argv[0] is ignored); output to log. Returns the pid. */
 static pid_t spawn(char *const argv[], const char *log)
 {
-    pid_t pid;
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd;
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        fd = open("/dev/null", O_RDONLY);
-        if (fd >= 0) {
-            dup2(fd, 0);
-            close(fd);
-        }
-        execv(TS_BINARY, argv);
-        _exit(127);
-    }
+    pid_t pid = e2e_spawn(argv, log);
     record_pid(pid);
     return pid;
 }
@@ -300,7 +108,7 @@ static pid_t spawn(char *const argv[], const char *log)
 /* reap r when it has exited (or wait up to secs for it to); 1 when it is gone */
 static int reap(struct replica *r, double secs)
 {
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     if (!r->pid)
         return 1;
     for (;;) {
@@ -311,53 +119,15 @@ static int reap(struct replica *r, double secs)
             r->pid = 0;
             return 1;
         }
-        if (now_s() >= end)
+        if (e2e_now_s() >= end)
             return 0;
-        nap(20);
+        e2e_nap(20);
     }
 }
 
 static int alive(struct replica *r)
 {
     return !reap(r, 0);
-}
-
-static const char *exit_text(int st)
-{
-    static char s[64];
-    if (WIFEXITED(st))
-        snprintf(s, sizeof(s), "exit %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st))
-        snprintf(s, sizeof(s), "signal %d", WTERMSIG(st));
-    else
-        snprintf(s, sizeof(s), "status %d", st);
-    return s;
-}
-
-/* echo the last lines of a log to stderr; from a sanitizer's report on when it has one */
-static void echo_tail(const char *path, int lines)
-{
-    char *s = read_text(path), *p, *san;
-    int seen = 0;
-    san = strstr(s, "ERROR: AddressSanitizer");
-    if (!san)
-        san = strstr(s, "runtime error:");
-    if (!san)
-        san = strstr(s, "ERROR: LeakSanitizer");
-    if (san) {
-        while (san > s && san[-1] != '\n')
-            san--;
-        for (p = san; *p && seen < lines; p++)
-            seen += *p == '\n';
-        fprintf(stderr, "---- %s (sanitizer report) ----\n%.*s\n", path, (int)(p - san), san);
-        free(s);
-        return;
-    }
-    for (p = s + strlen(s); p > s; p--)
-        if (p[-1] == '\n' && p[0] && ++seen > lines)
-            break;
-    fprintf(stderr, "---- %s (last %d lines) ----\n%s\n", path, lines, p);
-    free(s);
 }
 
 /* ---- fixture (as tests/e2e/test_serve.c) ---- */
@@ -367,19 +137,11 @@ static void tmp_path(char *out, size_t size, const char *name)
     snprintf(out, size, "%s/%s", tmpdir, name);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 static void mark(const char *name)
 {
     char p[600];
     tmp_path(p, sizeof(p), name);
-    write_file(p, "1\n");
+    e2e_write_file(p, "1\n");
 }
 
 static int marked(const char *name)
@@ -437,7 +199,7 @@ static void outer_teardown(void)
     struct common_error err;
 
     tmp_path(p, sizeof(p), "pids");
-    pids = read_text(p);
+    pids = e2e_read_text(p);
     for (line = pids; *line; line = end) {
         long pid = strtol(line, &end, 10);
         if (end == line)
@@ -455,7 +217,7 @@ static void outer_teardown(void)
             size_t n = strlen(e->d_name);
             if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0) {
                 tmp_path(p, sizeof(p), e->d_name);
-                echo_tail(p, 60);
+                e2e_echo_tail(p, 60);
             }
         }
         if (d)
@@ -512,7 +274,7 @@ static void tl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void tl(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "[%6.1f s] ", now_s() - t_start);
+    fprintf(stderr, "[%6.1f s] ", e2e_now_s() - t_start);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -521,37 +283,37 @@ static void tl(const char *fmt, ...)
 
 static json_t *runtime(const char *name)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainingRuntime\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  mlPolicy: {numNodes: 1}\n"
-                 "  template:\n"
-                 "    spec:\n"
-                 "      replicatedJobs:\n"
-                 "      - name: node\n"
-                 "        template:\n"
-                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                 "trainer}}\n"
-                 "          spec:\n"
-                 "            template:\n"
-                 "              spec:\n"
-                 "                containers:\n"
-                 "                - name: node\n"
-                 "                  image: busybox:1.36\n"
-                 "                  command: [sh, -c, 'sleep 1']\n",
-                 name, ns);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: 1}\n"
+                     "  template:\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "      - name: node\n"
+                     "        template:\n"
+                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                     "trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n",
+                     name, ns);
 }
 
 static json_t *trainjob(const char *name)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainJob\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  runtimeRef: {name: rt, kind: TrainingRuntime}\n"
-                 "  suspend: true\n",
-                 name, ns);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  runtimeRef: {name: rt, kind: TrainingRuntime}\n"
+                     "  suspend: true\n",
+                     name, ns);
 }
 
 /*
@@ -629,10 +391,10 @@ static void check_rbac(void)
     common_yaml_docs_free(&docs);
     sa = e2e_client(20000, 1);
     /* allowed (found or not): the Secret, the `trainsched` configurations */
-    for (double end = now_s() + 10;; nap(200)) { /* RBAC caches: a moment */
+    for (double end = e2e_now_s() + 10;; e2e_nap(200)) { /* RBAC caches: a moment */
         rc = common_kube_get(sa, &common_kube_secrets, "trainsched-system",
                              "trainsched-webhook-certs", &o, &err);
-        if (rc != COMMON_EUNAUTHORIZED || now_s() > end)
+        if (rc != COMMON_EUNAUTHORIZED || e2e_now_s() > end)
             break;
     }
     ck_assert_msg(rc == COMMON_OK || rc == COMMON_ENOTFOUND, "SA get Secret: %s", err.msg);
@@ -883,7 +645,7 @@ static struct replica *start_replica(const char *identity, int http_port, int ht
 
 static int count_in_file(const char *path, const char *needle)
 {
-    char *s = read_text(path);
+    char *s = e2e_read_text(path);
     int n = 0;
     for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
         n++;
@@ -898,7 +660,7 @@ static int count_in_file(const char *path, const char *needle)
 START_TEST(rotation_under_load)
 {
     struct replica *a, *b;
-    int ha = free_port(), sa = free_port(), hb = free_port(), sb = free_port();
+    int ha = e2e_free_port(), sa = e2e_free_port(), hb = e2e_free_port(), sb = e2e_free_port();
     char *bundle = NULL, *first_ca = NULL, *both = NULL, serial[128] = "", issuer[256];
     int created = 0, failed = 0, serving_changes = 0, probes = 0, probe_fail = 0, verify_fail = 0,
         phase = 0; /* 0 {old}, 1 {old,new}, 2 {new} */
@@ -906,7 +668,7 @@ START_TEST(rotation_under_load)
     char fail_msgs[MAX_FAIL_MSGS][512];
     struct common_error err;
 
-    t_start = now_s();
+    t_start = e2e_now_s();
     {
         struct common_kube_write_opts wo = {.strict = 1};
         json_t *rt = runtime("rt");
@@ -923,13 +685,14 @@ START_TEST(rotation_under_load)
     b = start_replica("replica-b", hb, sb);
 
     /* both ready: certificate loaded, HTTPS serving, caches synced; bundle published */
-    for (double end = now_s() + 60;; nap(200)) {
+    for (double end = e2e_now_s() + 60;; e2e_nap(200)) {
         json_t *s;
-        int ra = http_get(a->port, "/readyz", NULL), rb = http_get(b->port, "/readyz", NULL);
+        int ra = e2e_http_get(a->port, "/readyz", NULL),
+            rb = e2e_http_get(b->port, "/readyz", NULL);
         const char *pub = NULL;
         ck_assert_msg(alive(a) && alive(b), "a replica exited: a %s, b %s",
-                      alive(a) ? "running" : exit_text(a->status),
-                      alive(b) ? "running" : exit_text(b->status));
+                      alive(a) ? "running" : e2e_exit_text(a->status),
+                      alive(b) ? "running" : e2e_exit_text(b->status));
         s = get_secret();
         if (s)
             pub = json_string_value(
@@ -940,8 +703,8 @@ START_TEST(rotation_under_load)
             break;
         }
         json_decref(s);
-        ck_assert_msg(now_s() < end, "not ready after 60 s: /readyz a %d b %d, published %s", ra,
-                      rb, pub ? pub : "(no)");
+        ck_assert_msg(e2e_now_s() < end, "not ready after 60 s: /readyz a %d b %d, published %s",
+                      ra, rb, pub ? pub : "(no)");
     }
     bundle = config_bundle(&mutating_res);
     ck_assert_int_eq(count_certs(bundle), 1);
@@ -956,17 +719,17 @@ START_TEST(rotation_under_load)
         pem_issuer(pem, issuer, sizeof(issuer));
         free(pem);
     }
-    t_first = now_s();
+    t_first = e2e_now_s();
     tl("both replicas ready; CA bundle published (1 CA); A serves serial %s from %s", serial,
        issuer);
 
     /* load: LOAD_PER_S creates a second; a probe of A and the configurations every second */
-    next_create = now_s();
+    next_create = e2e_now_s();
     for (;;) {
-        double t = now_s();
+        double t = e2e_now_s();
         ck_assert_msg(alive(a) && alive(b), "a replica exited: a %s, b %s",
-                      alive(a) ? "running" : exit_text(a->status),
-                      alive(b) ? "running" : exit_text(b->status));
+                      alive(a) ? "running" : e2e_exit_text(a->status),
+                      alive(b) ? "running" : e2e_exit_text(b->status));
         if (t >= next_create) {
             struct common_kube_write_opts wo = {0};
             char name[32];
@@ -1053,8 +816,8 @@ START_TEST(rotation_under_load)
                       DEADLINE_S, serving_changes, phase);
         {
             double wake = next_create < next_probe ? next_create : next_probe;
-            if (wake > now_s())
-                nap((int)((wake - now_s()) * 1000) + 1);
+            if (wake > e2e_now_s())
+                e2e_nap((int)((wake - e2e_now_s()) * 1000) + 1);
         }
     }
     tl("load stopped: %d TrainJobs admitted, %d failed; %d probes (%d failed, %d not verified); "
@@ -1111,18 +874,19 @@ START_TEST(rotation_under_load)
            common_certs_action_name(d.action), d.reason);
         /* B's files (it syncs every second) */
         snprintf(path, sizeof(path), "%s/tls.crt", b->certdir);
-        for (double end = now_s() + 5;; nap(200)) {
-            char *crt = read_text(path);
+        for (double end = e2e_now_s() + 5;; e2e_nap(200)) {
+            char *crt = e2e_read_text(path);
             int eq = strcmp(crt, sec.tls_crt) == 0;
             free(crt);
             if (eq)
                 break;
-            ck_assert_msg(now_s() < end, "replica B's %s differs from the Secret's tls.crt", path);
+            ck_assert_msg(e2e_now_s() < end, "replica B's %s differs from the Secret's tls.crt",
+                          path);
         }
         {
             char *key;
             snprintf(path, sizeof(path), "%s/tls.key", b->certdir);
-            key = read_text(path);
+            key = e2e_read_text(path);
             ck_assert_msg(strcmp(key, sec.tls_key) == 0, "replica B's tls.key differs");
             free(key);
             ck_assert_int_eq(stat(path, &st), 0);
@@ -1132,15 +896,15 @@ START_TEST(rotation_under_load)
         pem_serial(sec.tls_crt, want, sizeof(want));
         for (int k = 0; k < 2; k++) {
             struct replica *r = k ? b : a;
-            for (double end = now_s() + 5;; nap(200)) {
+            for (double end = e2e_now_s() + 5;; e2e_nap(200)) {
                 pem = served_pem(r->https);
                 ck_assert_ptr_nonnull(pem);
                 pem_serial(pem, got, sizeof(got));
                 free(pem);
                 if (strcmp(got, want) == 0)
                     break;
-                ck_assert_msg(now_s() < end, "%s serves %s, the Secret has %s", r->identity, got,
-                              want);
+                ck_assert_msg(e2e_now_s() < end, "%s serves %s, the Secret has %s", r->identity,
+                              got, want);
             }
         }
         common_arena_destroy(ar);
@@ -1159,8 +923,8 @@ START_TEST(rotation_under_load)
     {
         char *m = NULL;
         double allowed;
-        ck_assert_int_eq(http_get(a->port, "/metrics", &m), 200);
-        allowed = metric(m, "trainsched_webhook_requests_total", "result=\"allowed\"");
+        ck_assert_int_eq(e2e_http_get(a->port, "/metrics", &m), 200);
+        allowed = e2e_metric(m, "trainsched_webhook_requests_total", "result=\"allowed\"");
         free(m);
         tl("replica A: trainsched_webhook_requests_total{result=\"allowed\"} %g", allowed);
         ck_assert_msg(allowed >= 2.0 * created, "A allowed %g reviews for %d TrainJobs", allowed,

@@ -129,19 +129,6 @@ static long call(const char *method, const char *path, const json_t *body, json_
     return status;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A path like spec.trainer.args[0] or status.conditions[1].type (keys without dots). */
 struct ptok {
     int is_index;
@@ -539,7 +526,7 @@ static int serves_set(int which, const char *ns)
 static int install_set(int which, json_t *crds[NCRDS], const char *ns, char *why, size_t size)
 {
     char path[512], msg[1024];
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     long st;
 
     for (size_t i = 0; i < NCRDS; i++) {
@@ -553,11 +540,11 @@ static int install_set(int which, json_t *crds[NCRDS], const char *ns, char *why
     for (size_t i = 0; i < NCRDS; i++) {
         snprintf(path, sizeof(path), CRD_PATH "/%s", crd_names[i]);
         while ((st = call("GET", path, NULL, NULL, NULL, 0)) != 404) {
-            if (now_s() - t0 > 120) {
+            if (e2e_now_s() - t0 > 120) {
                 snprintf(why, size, "CRD %s still there after 120 s (%ld)", crd_names[i], st);
                 return -1;
             }
-            sleep_ms(200);
+            e2e_nap(200);
         }
     }
     for (size_t i = 0; i < NCRDS; i++) {
@@ -570,22 +557,22 @@ static int install_set(int which, json_t *crds[NCRDS], const char *ns, char *why
     }
     for (size_t i = 0; i < NCRDS; i++) {
         while (!crd_established(crd_names[i])) {
-            if (now_s() - t0 > 120) {
+            if (e2e_now_s() - t0 > 120) {
                 snprintf(why, size, "CRD %s not Established after 120 s", crd_names[i]);
                 return -1;
             }
-            sleep_ms(200);
+            e2e_nap(200);
         }
     }
     while (!serves_set(which, ns)) {
-        if (now_s() - t0 > 120) {
+        if (e2e_now_s() - t0 > 120) {
             snprintf(why, size, "the API server does not serve the %s CRDs after 120 s",
                      set_name[which]);
             return -1;
         }
-        sleep_ms(250);
+        e2e_nap(250);
     }
-    printf("crds: %s CRDs installed in %.1f s\n", set_name[which], now_s() - t0);
+    printf("crds: %s CRDs installed in %.1f s\n", set_name[which], e2e_now_s() - t0);
     return 0;
 }
 
@@ -690,11 +677,11 @@ static int run_set(int which, const char *dir, char *why, size_t size)
     for (size_t i = 0; i < NCRDS; i++)
         json_decref(crds[i]);
     if (rc == 0) {
-        t0 = now_s();
+        t0 = e2e_now_s();
         for (size_t i = 0; i < ncases; i++)
             run_case(&cases[i], which, ns);
         printf("crds: %zu cases against the %s CRDs in %.1f s\n", ncases, set_name[which],
-               now_s() - t0);
+               e2e_now_s() - t0);
     }
     e2e_drop_ns(kube, ns);
     return rc;
@@ -867,7 +854,7 @@ START_TEST(same_verdicts_as_upstream)
     int leave_upstream = leave && strcmp(leave, "upstream") == 0;
     char why[1024];
     int failures = 0;
-    double t0 = now_s();
+    double t0 = e2e_now_s();
 
     load_corpus();
     ck_assert_uint_ge(ncases, 100);
@@ -883,7 +870,7 @@ START_TEST(same_verdicts_as_upstream)
     if (leave_upstream)
         restore_upstream(updir);
     report(&failures);
-    printf("crds: done in %.1f s; %s CRDs left installed\n", now_s() - t0,
+    printf("crds: done in %.1f s; %s CRDs left installed\n", e2e_now_s() - t0,
            leave_upstream ? "upstream" : "our");
     fflush(stdout);
     free_corpus();

@@ -42,7 +42,6 @@
 #include "e2eutil.h"
 #include "extender/server.h"
 
-#define SCHED_CTL TS_SOURCE_DIR "/tests/e2e/testbed/scheduler-ctl.sh"
 #define GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define RUN_LABEL "trainsched.io/e2e-run"
 #define BIND_TIMEOUT_S 30
@@ -57,14 +56,6 @@ static char ns[96];
 static char run[32]; /* the label value of this test's nodes */
 static char nodes[32][96];
 static int n_nodes;
-
-static double mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int kwok(void)
 {
@@ -121,14 +112,14 @@ static void drop_pods(void)
     struct common_buf resp;
     char path[512];
     long status = 0;
-    double t0 = mono();
+    double t0 = e2e_now_s();
 
     common_buf_init(&resp, 64 << 20);
     common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
     (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
                               &resp, &status, &err);
     common_buf_free(&resp);
-    while (mono() - t0 < 30) {
+    while (e2e_now_s() - t0 < 30) {
         int total = 0;
         (void)bound(NULL, &total);
         if (!total)
@@ -311,13 +302,13 @@ static int bound(const char *gang, int *total)
 /* wait up to timeout_s for gang to have want pods bound; returns the seconds it took */
 static double wait_bound(const char *gang, int want, double timeout_s)
 {
-    double t0 = mono();
+    double t0 = e2e_now_s();
     int n = 0;
 
-    while (mono() - t0 < timeout_s) {
+    while (e2e_now_s() - t0 < timeout_s) {
         n = bound(gang, NULL);
         if (n >= want)
-            return mono() - t0;
+            return e2e_now_s() - t0;
         usleep(250 * 1000);
     }
     ck_abort_msg("gang %s: %d of %d pods bound after %.0f s", gang ? gang : "(none)", n, want,
@@ -503,18 +494,18 @@ START_TEST(two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none)
         make_pod(name, "gb", "1", 1);
     }
     {
-        double t0 = mono();
+        double t0 = e2e_now_s();
         for (;;) {
             a = bound("ga", NULL);
             b = bound("gb", NULL);
             ck_assert_msg(!(a > 0 && b > 0), "both gangs partly bound: %d and %d", a, b);
             if (a == 12 || b == 12)
                 break;
-            ck_assert_msg(mono() - t0 < 60, "no gang bound whole after 60 s: %d and %d", a, b);
+            ck_assert_msg(e2e_now_s() - t0 < 60, "no gang bound whole after 60 s: %d and %d", a, b);
             usleep(250 * 1000);
         }
         fprintf(stderr, "two gangs of 12 GPUs interleaved: gang %s bound whole after %.1f s\n",
-                a == 12 ? "ga" : "gb", mono() - t0);
+                a == 12 ? "ga" : "gb", e2e_now_s() - t0);
     }
     /* and the other stays unbound */
     for (int i = 0; i < 20; i++) {
@@ -560,7 +551,7 @@ START_TEST(preemption_by_a_gang_pod_never_breaks_a_running_gang)
     make_pod_pc("plain-b", NULL, "2", 0, "trainsched-e2e-low");
     wait_bound(NULL, 4, 60);
     make_podgroup("high", 1);
-    t0 = mono();
+    t0 = e2e_now_s();
     make_pod_pc("high-0", "high", "4", 0, "trainsched-e2e-high");
     for (;;) {
         int pa, pb;
@@ -571,10 +562,11 @@ START_TEST(preemption_by_a_gang_pod_never_breaks_a_running_gang)
         pa = pod_node("plain-a", &deleting) == NULL;
         pb = pod_node("plain-b", &deleting) == NULL;
         gone = pa + pb;
-        ck_assert_msg(mono() - t0 < 90, "high-0 not bound after 90 s (%d plain pods gone)", gone);
+        ck_assert_msg(e2e_now_s() - t0 < 90, "high-0 not bound after 90 s (%d plain pods gone)",
+                      gone);
         usleep(250 * 1000);
     }
-    fprintf(stderr, "preemption: high-0 bound on %s after %.1f s\n", nn, mono() - t0);
+    fprintf(stderr, "preemption: high-0 bound on %s after %.1f s\n", nn, e2e_now_s() - t0);
     ck_assert_msg(strcmp(nn, low_nodes[0]) != 0 && strcmp(nn, low_nodes[1]) != 0,
                   "high-0 took a node of the running gang");
     /* the gang is whole and not deleting; the plain pods were the victims */
@@ -619,16 +611,16 @@ START_TEST(preemption_that_cannot_place_the_whole_gang_is_vetoed)
     make_pod_pc("pair-0", "pair", "4", 0, "trainsched-e2e-high");
     make_pod_pc("pair-1", "pair", "4", 0, "trainsched-e2e-high");
     /* preemption is asked for (and vetoed) ... */
-    t0 = mono();
+    t0 = e2e_now_s();
     for (;;) {
         extender_server_stats(ext, &st);
         if (st.preempt >= 1)
             break;
-        ck_assert_msg(mono() - t0 < 60, "kube-scheduler never asked the extender to preempt");
+        ck_assert_msg(e2e_now_s() - t0 < 60, "kube-scheduler never asked the extender to preempt");
         usleep(200 * 1000);
     }
     /* ... and nothing happens: 8 s more, ~25x what a granted preemption took above */
-    while (mono() - t0 < 8) {
+    while (e2e_now_s() - t0 < 8) {
         nn = pod_node("low", &deleting);
         ck_assert_msg(nn && *nn && !deleting, "the low-priority pod was evicted (%s)",
                       nn ? "deleting" : "gone");
@@ -637,36 +629,9 @@ START_TEST(preemption_that_cannot_place_the_whole_gang_is_vetoed)
     ck_assert_int_eq(bound("pair", NULL), 0);
     extender_server_stats(ext, &st);
     fprintf(stderr, "preemption veto: %llu preempt calls vetoed in %.0f s, nothing evicted\n",
-            (unsigned long long)st.preempt, mono() - t0);
+            (unsigned long long)st.preempt, e2e_now_s() - t0);
 }
 END_TEST
-
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        perror("free port");
-        exit(1);
-    }
-    p = ntohs(sa.sin_port);
-    close(fd);
-    return p;
-}
-
-static int sched_ctl(const char *args)
-{
-    char cmd[1024];
-
-    snprintf(cmd, sizeof(cmd), "%s %s >&2", SCHED_CTL, args);
-    return system(cmd);
-}
 
 int main(void)
 {
@@ -682,7 +647,7 @@ int main(void)
         fprintf(stderr, "KUBECONFIG is not set: start the test bed first\n");
         return 1;
     }
-    port = free_port();
+    port = e2e_free_port_or_exit();
     fd = mkstemp(cfg);
     f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
@@ -691,34 +656,12 @@ int main(void)
     }
     /* the shipped manifests/scheduler/scheduler-config.yaml, with plain HTTP to the test's
      * port, a 30 s bind timeout and short pod backoffs */
-    fprintf(f,
-            "apiVersion: kubescheduler.config.k8s.io/v1\n"
-            "kind: KubeSchedulerConfiguration\n"
-            "percentageOfNodesToScore: 100\n"
-            "podInitialBackoffSeconds: 1\n"
-            "podMaxBackoffSeconds: 2\n"
-            "profiles:\n"
-            "- schedulerName: default-scheduler\n"
-            "extenders:\n"
-            "- urlPrefix: http://127.0.0.1:%d/scheduler\n"
-            "  filterVerb: filter\n"
-            "  prioritizeVerb: prioritize\n"
-            "  preemptVerb: preempt\n"
-            "  bindVerb: bind\n"
-            "  weight: 1\n"
-            "  enableHTTPS: false\n"
-            "  httpTimeout: %ds\n"
-            "  nodeCacheCapable: true\n"
-            "  ignorable: false\n"
-            "  managedResources:\n"
-            "  - name: trainsched.io/gang\n"
-            "    ignoredByScheduler: true\n",
-            port, BIND_TIMEOUT_S);
+    e2e_sched_config(f, port, BIND_TIMEOUT_S);
     fclose(f);
     snprintf(args, sizeof(args), "restart %s", cfg);
-    if (sched_ctl(args) != 0) {
+    if (e2e_sched_ctl(args) != 0) {
         fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
-        sched_ctl("restore");
+        e2e_sched_ctl("restore");
         unlink(cfg);
         return 1;
     }
@@ -735,7 +678,7 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    if (sched_ctl("restore") != 0) {
+    if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
         failed++;
     }

@@ -63,7 +63,6 @@
 #include "extender/server.h"
 #include "reconciler/reconciler.h"
 
-#define SCHED_CTL TS_SOURCE_DIR "/tests/e2e/testbed/scheduler-ctl.sh"
 #define GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define RUN_LABEL "trainsched.io/e2e-run"
 #define FLOW_LABEL "trainsched.io/e2e-flow"
@@ -94,44 +93,10 @@ static char run[32]; /* RUN_LABEL value of this test's nodes */
 static char nodes[32][96];
 static int n_nodes;
 
-static double mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void nap(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int env_is_1(const char *name)
 {
     const char *v = getenv(name);
     return v && strcmp(v, "1") == 0;
-}
-
-static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *yamlf(const char *fmt, ...)
-{
-    char buf[16384];
-    struct common_yaml_docs d;
-    struct common_error err;
-    json_t *o;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    ck_assert_msg(common_yaml_load(buf, strlen(buf), "inline", NULL, &d, &err) == COMMON_OK, "%s",
-                  err.msg);
-    ck_assert_uint_eq(d.n, 1);
-    o = json_incref(d.docs[0]);
-    common_yaml_docs_free(&d);
-    return o;
 }
 
 static const char *jstr(const json_t *o, const char *a, const char *b)
@@ -175,7 +140,7 @@ static void start_extender(void)
     ck_assert_msg(extender_server_wait_ready(ext, 30000), "extender caches not synced in 30 s");
     /* the port of a previous instance may linger a moment */
     for (int i = 0; i < 50 && (rc = common_httpd_start(httpd, &err)) != COMMON_OK; i++)
-        nap(100);
+        e2e_nap(100);
     ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
 }
 
@@ -238,19 +203,19 @@ static void drop_pods(void)
     struct common_buf resp;
     char path[512];
     long status = 0;
-    double t0 = mono();
+    double t0 = e2e_now_s();
 
     common_buf_init(&resp, 64 << 20);
     common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
     (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
                               &resp, &status, &err);
     common_buf_free(&resp);
-    while (mono() - t0 < 20) {
+    while (e2e_now_s() - t0 < 20) {
         int total = 0;
         (void)bound(NULL, &total);
         if (!total)
             break;
-        nap(200);
+        e2e_nap(200);
     }
 }
 
@@ -284,12 +249,12 @@ static void make_node(int cpu)
 
     ck_assert_int_lt(n_nodes, 32);
     snprintf(nodes[n_nodes], sizeof(nodes[0]), "flow-%s-%d", run, n_nodes);
-    n = yamlf("apiVersion: v1\nkind: Node\n"
-              "metadata:\n  name: %s\n  labels: {%s: %s}\n"
-              "  annotations: {kwok.x-k8s.io/node: fake}\n"
-              "status:\n  allocatable: {cpu: '%d', memory: 64Gi, pods: '110'}\n"
-              "  capacity: {cpu: '%d', memory: 64Gi, pods: '110'}\n",
-              nodes[n_nodes], RUN_LABEL, run, cpu, cpu);
+    n = e2e_yamlf("apiVersion: v1\nkind: Node\n"
+                  "metadata:\n  name: %s\n  labels: {%s: %s}\n"
+                  "  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "status:\n  allocatable: {cpu: '%d', memory: 64Gi, pods: '110'}\n"
+                  "  capacity: {cpu: '%d', memory: 64Gi, pods: '110'}\n",
+                  nodes[n_nodes], RUN_LABEL, run, cpu, cpu);
     rc = common_kube_create(kube, &common_kube_nodes, NULL, n, NULL, NULL, &err);
     json_decref(n);
     ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
@@ -318,20 +283,21 @@ static void make_pod(const char *name, const char *gang, const char *cpu, int ga
     json_t *p;
     enum common_rc rc;
 
-    p = yamlf("apiVersion: v1\nkind: Pod\n"
-              "metadata: {name: %s, namespace: %s, labels: {%s: %s}}\n"
-              "spec:\n"
-              "  nodeSelector: {%s: '%s'}\n"
-              "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]\n"
-              "  containers:\n"
-              "  - name: c\n"
-              "    image: registry.k8s.io/pause:3.10\n"
-              "    resources:\n"
-              "      requests: {cpu: '%s', trainsched.io/gang: '1'}\n"
-              "      limits: {trainsched.io/gang: '1'}\n"
-              "%s",
-              name, ns, GANG_LABEL, gang, RUN_LABEL, selector ? selector : run, cpu,
-              gated ? "  schedulingGates: [{name: trainsched.io/e2e-later}]\n" : "");
+    p = e2e_yamlf(
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata: {name: %s, namespace: %s, labels: {%s: %s}}\n"
+        "spec:\n"
+        "  nodeSelector: {%s: '%s'}\n"
+        "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]\n"
+        "  containers:\n"
+        "  - name: c\n"
+        "    image: registry.k8s.io/pause:3.10\n"
+        "    resources:\n"
+        "      requests: {cpu: '%s', trainsched.io/gang: '1'}\n"
+        "      limits: {trainsched.io/gang: '1'}\n"
+        "%s",
+        name, ns, GANG_LABEL, gang, RUN_LABEL, selector ? selector : run, cpu,
+        gated ? "  schedulingGates: [{name: trainsched.io/e2e-later}]\n" : "");
     rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
     json_decref(p);
     ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
@@ -375,14 +341,14 @@ static int bound(const char *gang, int *total)
 
 static double wait_bound(const char *gang, int want, double timeout_s)
 {
-    double t0 = mono();
+    double t0 = e2e_now_s();
     int n = 0;
 
-    while (mono() - t0 < timeout_s) {
+    while (e2e_now_s() - t0 < timeout_s) {
         n = bound(gang, NULL);
         if (n >= want)
-            return mono() - t0;
-        nap(250);
+            return e2e_now_s() - t0;
+        e2e_nap(250);
     }
     ck_abort_msg("gang %s: %d of %d pods bound after %.0f s", gang ? gang : "(none)", n, want,
                  timeout_s);
@@ -414,7 +380,7 @@ static void create_obj(const struct common_kube_resource *r, json_t *obj)
 /* wait until TrainJob name has condition type=True; returns the seconds */
 static double wait_trainjob(const char *name, const char *type, double secs)
 {
-    double t0 = mono();
+    double t0 = e2e_now_s();
 
     for (;;) {
         json_t *tj = get_obj(&common_kube_trainjobs, name), *c;
@@ -428,9 +394,10 @@ static double wait_trainjob(const char *name, const char *type, double secs)
         }
         json_decref(tj);
         if (ok)
-            return mono() - t0;
-        ck_assert_msg(mono() - t0 < secs, "TrainJob %s: no %s=True after %.0f s", name, type, secs);
-        nap(250);
+            return e2e_now_s() - t0;
+        ck_assert_msg(e2e_now_s() - t0 < secs, "TrainJob %s: no %s=True after %.0f s", name, type,
+                      secs);
+        e2e_nap(250);
     }
 }
 
@@ -486,41 +453,41 @@ static json_t *runtime(const char *name, int num_nodes, const char *node_cpu, co
                  "        dependsOn: [{name: dataset-initializer, status: "
                  "Complete}]\n");
     }
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainingRuntime\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  mlPolicy: {numNodes: %d}\n"
-                 "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: %d}}\n"
-                 "  template:\n"
-                 "    spec:\n"
-                 "      replicatedJobs:\n"
-                 "%s"
-                 "      - name: node\n"
-                 "%s"
-                 "        template:\n"
-                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                 "trainer}}\n"
-                 "          spec:\n"
-                 "            template:\n"
-                 "              spec:\n"
-                 "                nodeSelector: {%s: '%s'}\n"
-                 "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
-                 "effect: NoSchedule}]\n"
-                 "                containers:\n"
-                 "                - name: node\n"
-                 "                  image: busybox:1.36\n"
-                 "                  command: [sh, -c, 'sleep 1']\n"
-                 "                  resources: {requests: {cpu: '%s', memory: 64Mi}}\n",
-                 name, ns, num_nodes, timeout_s, init, dep, RUN_LABEL, run, node_cpu);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: %d}\n"
+                     "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: %d}}\n"
+                     "  template:\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "%s"
+                     "      - name: node\n"
+                     "%s"
+                     "        template:\n"
+                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                     "trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                nodeSelector: {%s: '%s'}\n"
+                     "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                     "effect: NoSchedule}]\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n"
+                     "                  resources: {requests: {cpu: '%s', memory: 64Mi}}\n",
+                     name, ns, num_nodes, timeout_s, init, dep, RUN_LABEL, run, node_cpu);
 }
 
 static json_t *trainjob(const char *name, const char *rt)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
-                 name, ns, rt);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
+                     name, ns, rt);
 }
 
 /* the pod webhook answers for this namespace: a dry-run gang pod comes back with the resource
@@ -529,13 +496,13 @@ static void wait_webhook(void)
 {
     struct common_kube_write_opts wo = {.dry_run = 1};
     struct common_error err;
-    double t0 = mono();
+    double t0 = e2e_now_s();
 
     for (;;) {
-        json_t *p = yamlf("apiVersion: v1\nkind: Pod\n"
-                          "metadata: {name: probe, namespace: %s, labels: {%s: probe}}\n"
-                          "spec: {containers: [{name: c, image: x}]}\n",
-                          ns, GANG_LABEL);
+        json_t *p = e2e_yamlf("apiVersion: v1\nkind: Pod\n"
+                              "metadata: {name: probe, namespace: %s, labels: {%s: probe}}\n"
+                              "spec: {containers: [{name: c, image: x}]}\n",
+                              ns, GANG_LABEL);
         json_t *out = NULL;
         enum common_rc rc = common_kube_create(kube, &common_kube_pods, ns, p, &wo, &out, &err);
         const char *g = rc == COMMON_OK ? requests_of(out, EXTENDER_GANG_RESOURCE) : NULL;
@@ -544,9 +511,10 @@ static void wait_webhook(void)
         json_decref(out);
         if (ok)
             return;
-        ck_assert_msg(mono() - t0 < 20, "the pod webhook does not answer for %s after 20 s (%s)",
-                      ns, rc == COMMON_OK ? "no gang resource added" : err.msg);
-        nap(200);
+        ck_assert_msg(e2e_now_s() - t0 < 20,
+                      "the pod webhook does not answer for %s after 20 s (%s)", ns,
+                      rc == COMMON_OK ? "no gang resource added" : err.msg);
+        e2e_nap(200);
     }
 }
 
@@ -791,7 +759,7 @@ START_TEST(bad_input_live_server)
         char hdr[256];
         size_t total = 200u << 20, sent = 0;
         int fd = connect_ext();
-        double t0 = mono();
+        double t0 = e2e_now_s();
         memset(chunk, ' ', sizeof(chunk));
         snprintf(hdr, sizeof(hdr),
                  "POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -808,7 +776,7 @@ START_TEST(bad_input_live_server)
         code = read_response(fd, &resp);
         close(fd);
         fprintf(stderr, "200 MB body: %d after %zu MB sent, %.1f s: %s", code, sent >> 20,
-                mono() - t0, resp);
+                e2e_now_s() - t0, resp);
         ck_assert_msg(code == 413 || code == 400, "200 MB body: HTTP %d", code);
         ck_assert_msg(strstr(resp, "limit") != NULL, "no message: %s", resp);
         free(resp);
@@ -821,15 +789,15 @@ START_TEST(bad_input_live_server)
                                    "100\r\n\r\n{\"Pod\": {}, \"NodeNames\": [\"a\"]}";
         int stalled = connect_ext(), trickle = connect_ext(), trickle_open = 1;
         size_t off = 0;
-        double t0 = mono(), stalled_closed = -1, worst = 0;
+        double t0 = e2e_now_s(), stalled_closed = -1, worst = 0;
         char c;
         ck_assert(send(stalled, slow, 10, MSG_NOSIGNAL) == 10);
         {
             struct timeval tv = {0, 100 * 1000};
             setsockopt(stalled, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         }
-        while (mono() - t0 < CONN_TIMEOUT_S + 5) {
-            double r0 = mono();
+        while (e2e_now_s() - t0 < CONN_TIMEOUT_S + 5) {
+            double r0 = e2e_now_s();
             ssize_t n;
             if (trickle_open && off < sizeof(slow) - 1 &&
                 send(trickle, slow + off++, 1, MSG_NOSIGNAL) != 1)
@@ -842,17 +810,17 @@ START_TEST(bad_input_live_server)
             ck_assert_msg(code == 200 && strstr(resp, "n1"),
                           "filter while a slow client is connected: %d %s", code, resp);
             free(resp);
-            worst = mono() - r0 > worst ? mono() - r0 : worst;
+            worst = e2e_now_s() - r0 > worst ? e2e_now_s() - r0 : worst;
             n = recv(stalled, &c, 1, 0);
             if (stalled_closed < 0 &&
                 (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)))
-                stalled_closed = mono() - t0;
-            nap(900);
+                stalled_closed = e2e_now_s() - t0;
+            e2e_nap(900);
         }
         fprintf(stderr,
                 "stalled client: closed after %.1f s (timeout %d s); trickling client (1 byte/s "
                 "for %.0f s): %s; others served in %.3f s at worst\n",
-                stalled_closed, CONN_TIMEOUT_S, mono() - t0,
+                stalled_closed, CONN_TIMEOUT_S, e2e_now_s() - t0,
                 trickle_open ? "still open (the timeout is an idle timeout: each byte resets it)"
                              : "dropped",
                 worst);
@@ -886,18 +854,18 @@ START_TEST(bad_input_live_server)
         snprintf(name, sizeof(name), "bh-%d", k);
         make_pod(name, "bh", "1", 0, "nowhere");
     }
-    nap(1000); /* in the extender's pod cache */
+    e2e_nap(1000); /* in the extender's pod cache */
     pod = get_obj(&common_kube_pods, "bh-0");
     snprintf(body, sizeof(body),
              "{\"PodName\":\"bh-0\",\"PodNamespace\":\"%s\",\"PodUID\":\"%s\",\"Node\":\"%s\"}", ns,
              jstr(pod, "metadata", "uid"), nodes[0]);
     json_decref(pod);
     {
-        double t0 = mono();
+        double t0 = e2e_now_s();
         code = post("/scheduler/bind", body, &resp);
         e = error_of(resp, &j);
         fprintf(stderr, "bind of 1 member of a gang of 4 with 3 pods: %d after %.1f s: %s\n", code,
-                mono() - t0, resp);
+                e2e_now_s() - t0, resp);
     }
     ck_assert_int_eq(code, 200);
     ck_assert_msg(e && *e, "a lone member of an incomplete gang was bound: %s", resp);
@@ -930,7 +898,7 @@ START_TEST(bad_input_live_server)
                       resp);
         json_decref(j);
         free(resp);
-        nap(1000);
+        e2e_nap(1000);
         p0 = get_obj(&common_kube_pods, "bb-0");
         p1 = get_obj(&common_kube_pods, "bb-1");
         ck_assert_str_eq(jstr(p0, "spec", "nodeName"), n0);
@@ -971,26 +939,26 @@ START_TEST(restart_mid_gang)
         snprintf(name, sizeof(name), "r8-%d", k);
         make_pod(name, "r8", "3", k == 7, NULL); /* the 8th is gated: the scheduler skips it */
     }
-    t0 = mono();
+    t0 = e2e_now_s();
     for (;;) {
         extender_server_stats(ext, &st);
         if (st.held_now == 7)
             break;
         ck_assert_int_eq(bound("r8", NULL), 0);
-        ck_assert_msg(mono() - t0 < 30, "%zu binds held after 30 s, want 7", st.held_now);
-        nap(200);
+        ck_assert_msg(e2e_now_s() - t0 < 30, "%zu binds held after 30 s, want 7", st.held_now);
+        e2e_nap(200);
     }
     fprintf(stderr, "restart mid-gang: 7 binds held after %.1f s; stopping the extender\n",
-            mono() - t0);
+            e2e_now_s() - t0);
     stop_extender();
     ck_assert_int_eq(bound("r8", NULL), 0);
-    nap(1500); /* the scheduler meets a dead extender meanwhile */
+    e2e_nap(1500); /* the scheduler meets a dead extender meanwhile */
     ck_assert_int_eq(bound("r8", NULL), 0);
     start_extender();
     fprintf(stderr, "restart mid-gang: a new extender serves\n");
     /* the new instance holds the 7 again, its gang times out (6 s), nothing is bound */
-    t0 = mono();
-    while (mono() - t0 < 20) {
+    t0 = e2e_now_s();
+    while (e2e_now_s() - t0 < 20) {
         extender_server_stats(ext, &st);
         max_held2 = st.held_now > max_held2 ? st.held_now : max_held2;
         if (st.held_now == 7)
@@ -998,9 +966,9 @@ START_TEST(restart_mid_gang)
         if (saw_hold2 && st.held_now == 0)
             saw_drop2 = 1;
         ck_assert_int_eq(bound("r8", NULL), 0);
-        if (saw_drop2 && mono() - t0 > 10)
+        if (saw_drop2 && e2e_now_s() - t0 > 10)
             break;
-        nap(200);
+        e2e_nap(200);
     }
     stats_line("restart mid-gang, new instance before the gate is removed");
     ck_assert_msg(saw_hold2, "the new extender never held the 7 binds (at most %zu)", max_held2);
@@ -1014,19 +982,19 @@ START_TEST(restart_mid_gang)
                                         NULL, NULL, &err) == COMMON_OK,
                       "ungate r8-7: %s", err.msg);
     }
-    t0 = mono();
+    t0 = e2e_now_s();
     for (;;) {
         int n = bound("r8", NULL);
-        ck_assert_msg(n == 0 || n == 8 || mono() - t0 < 60, "gang r8: %d of 8 bound", n);
+        ck_assert_msg(n == 0 || n == 8 || e2e_now_s() - t0 < 60, "gang r8: %d of 8 bound", n);
         if (n == 8)
             break;
-        ck_assert_msg(mono() - t0 < 60, "gang r8: %d of 8 bound after 60 s", n);
-        nap(100);
+        ck_assert_msg(e2e_now_s() - t0 < 60, "gang r8: %d of 8 bound after 60 s", n);
+        e2e_nap(100);
     }
     extender_server_stats(ext, &st);
     stats_line("restart mid-gang, whole");
     fprintf(stderr, "restart mid-gang: all 8 bound %.1f s after the gate was removed\n",
-            mono() - t0);
+            e2e_now_s() - t0);
     ck_assert_uint_eq(st.bindings_ok, 8);
 }
 END_TEST
@@ -1053,13 +1021,13 @@ START_TEST(phased_initializer_then_gang)
     make_node(4);
     create_obj(&common_kube_trainingruntimes, runtime("phased", 2, "3", "1", 30));
     create_obj(&common_kube_trainjobs, trainjob("ph", "phased"));
-    t0 = mono();
+    t0 = e2e_now_s();
     for (;;) {
         pg = get_obj(&common_kube_podgroups, "ph");
         if (pg)
             break;
-        ck_assert_msg(mono() - t0 < 30, "no PodGroup ph after 30 s");
-        nap(200);
+        ck_assert_msg(e2e_now_s() - t0 < 30, "no PodGroup ph after 30 s");
+        e2e_nap(200);
     }
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")),
                      3);
@@ -1090,11 +1058,11 @@ START_TEST(phased_initializer_then_gang)
             ck_assert_int_eq(trainers, 0);
             break;
         }
-        ck_assert_msg(mono() - t0 < 60, "the initializer pod was not bound in 60 s");
-        nap(100);
+        ck_assert_msg(e2e_now_s() - t0 < 60, "the initializer pod was not bound in 60 s");
+        e2e_nap(100);
     }
     fprintf(stderr, "phased: the initializer bound alone on %s after %.1f s\n", init_node,
-            mono() - t0);
+            e2e_now_s() - t0);
     /* then the 2 trainer pods, together */
     for (;;) {
         int b = 0, n = 0;
@@ -1111,55 +1079,29 @@ START_TEST(phased_initializer_then_gang)
         /* 2-3 s on the bed; before waiting pods got an Error answer (extender/answer.h) a
          * trainer pod parked by an early "waiting for pods" sat ~31 s in kube-scheduler's
          * unschedulable pool, until an unrelated bind failure woke it */
-        ck_assert_msg(mono() - t0 < 20, "trainer pods: %d of %d bound after 20 s", b, n);
-        nap(100);
+        ck_assert_msg(e2e_now_s() - t0 < 20, "trainer pods: %d of %d bound after 20 s", b, n);
+        e2e_nap(100);
     }
     /* the binder counts a Binding after the API answered it: the pod's nodeName can be seen a
      * moment before the counter moves */
-    for (double end = mono() + 10;; nap(50)) {
+    for (double end = e2e_now_s() + 10;; e2e_nap(50)) {
         extender_server_stats(ext, &st);
-        if (st.bindings_ok >= 3 || mono() > end)
+        if (st.bindings_ok >= 3 || e2e_now_s() > end)
             break;
     }
     stats_line("phased");
-    fprintf(stderr, "phased: both trainer pods bound %.1f s after the TrainJob\n", mono() - t0);
+    fprintf(stderr, "phased: both trainer pods bound %.1f s after the TrainJob\n",
+            e2e_now_s() - t0);
     /* the initializer's bind went through at once; the trainers held 1, released 1 */
     ck_assert_uint_ge(st.held, 1);
     ck_assert_uint_ge(st.released, 2);
     ck_assert_uint_eq(st.bindings_ok, 3);
     wait_trainjob("ph", "Complete", 90);
-    fprintf(stderr, "phased: TrainJob ph Complete after %.1f s\n", mono() - t0);
+    fprintf(stderr, "phased: TrainJob ph Complete after %.1f s\n", e2e_now_s() - t0);
 }
 END_TEST
 
 /* ---- main: scheduler config, webhook daemon and configuration ---- */
-
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        perror("free port");
-        exit(1);
-    }
-    p = ntohs(sa.sin_port);
-    close(fd);
-    return p;
-}
-
-static int sched_ctl(const char *args)
-{
-    char cmd[1024];
-
-    snprintf(cmd, sizeof(cmd), "%s %s >&2", SCHED_CTL, args);
-    return system(cmd);
-}
 
 static pid_t spawn(char *const argv[], const char *log)
 {
@@ -1259,9 +1201,9 @@ static int webhook_up(struct common_kube *admin)
             return -1;
         }
     }
-    wh_https = free_port();
+    wh_https = e2e_free_port_or_exit();
     do
-        wh_http = free_port();
+        wh_http = e2e_free_port_or_exit();
     while (wh_http == wh_https);
     snprintf(https, sizeof(https), "127.0.0.1:%d", wh_https);
     snprintf(http, sizeof(http), "127.0.0.1:%d", wh_http);
@@ -1287,8 +1229,8 @@ static int webhook_up(struct common_kube *admin)
     }
     if (webhook_pid < 0)
         return -1;
-    for (t0 = mono(); http_status(wh_http, "/readyz") != 200; nap(100)) {
-        if (waitpid(webhook_pid, &st, WNOHANG) == webhook_pid || mono() - t0 > 30) {
+    for (t0 = e2e_now_s(); http_status(wh_http, "/readyz") != 200; e2e_nap(100)) {
+        if (waitpid(webhook_pid, &st, WNOHANG) == webhook_pid || e2e_now_s() - t0 > 30) {
             fprintf(stderr, "the webhook daemon is not ready; see %s\n", log);
             return -1;
         }
@@ -1371,12 +1313,12 @@ static int webhook_down(struct common_kube *admin)
             break;
         fprintf(stderr, "delete MutatingWebhookConfiguration %s: %s (retrying)\n", cfg_name,
                 err.msg);
-        nap(1000);
+        e2e_nap(1000);
     }
     if (webhook_pid > 0) {
         kill(webhook_pid, SIGTERM);
         for (int i = 0; i < 50 && waitpid(webhook_pid, &st, WNOHANG) != webhook_pid; i++)
-            nap(100);
+            e2e_nap(100);
         kill(webhook_pid, SIGKILL);
         waitpid(webhook_pid, &st, 0);
         webhook_pid = 0;
@@ -1409,36 +1351,14 @@ int main(void)
     admin = main_client();
     if (!admin)
         return 1;
-    port = free_port();
+    port = e2e_free_port_or_exit();
     snprintf(cfg, sizeof(cfg), "%s/scheduler-config.yaml", tmpdir);
     f = fopen(cfg, "w");
     if (!f) {
         perror(cfg);
         return 1;
     }
-    fprintf(f,
-            "apiVersion: kubescheduler.config.k8s.io/v1\n"
-            "kind: KubeSchedulerConfiguration\n"
-            "percentageOfNodesToScore: 100\n"
-            "podInitialBackoffSeconds: 1\n"
-            "podMaxBackoffSeconds: 2\n"
-            "profiles:\n"
-            "- schedulerName: default-scheduler\n"
-            "extenders:\n"
-            "- urlPrefix: http://127.0.0.1:%d/scheduler\n"
-            "  filterVerb: filter\n"
-            "  prioritizeVerb: prioritize\n"
-            "  preemptVerb: preempt\n"
-            "  bindVerb: bind\n"
-            "  weight: 1\n"
-            "  enableHTTPS: false\n"
-            "  httpTimeout: %ds\n"
-            "  nodeCacheCapable: true\n"
-            "  ignorable: false\n"
-            "  managedResources:\n"
-            "  - name: trainsched.io/gang\n"
-            "    ignoredByScheduler: true\n",
-            port, BIND_TIMEOUT_S);
+    e2e_sched_config(f, port, BIND_TIMEOUT_S);
     fclose(f);
     if (webhook_up(admin) != 0) {
         webhook_down(admin);
@@ -1446,9 +1366,9 @@ int main(void)
         return 1;
     }
     snprintf(args, sizeof(args), "restart %s", cfg);
-    if (sched_ctl(args) != 0) {
+    if (e2e_sched_ctl(args) != 0) {
         fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
-        sched_ctl("restore");
+        e2e_sched_ctl("restore");
         webhook_down(admin);
         common_kube_client_destroy(admin);
         return 1;
@@ -1468,7 +1388,7 @@ int main(void)
         fprintf(stderr, "could not delete MutatingWebhookConfiguration %s\n", cfg_name);
         failed++;
     }
-    if (sched_ctl("restore") != 0) {
+    if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
         failed++;
     }

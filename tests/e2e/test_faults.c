@@ -42,6 +42,7 @@
 #include "common/informer.h"
 #include "common/kube.h"
 #include "common/kubeconfig.h"
+#include "e2eutil.h"
 
 #define PROXY_PY TS_SOURCE_DIR "/tests/e2e/faultproxy.py"
 #define APISERVER_CTL TS_SOURCE_DIR "/tests/e2e/testbed/apiserver-ctl.sh"
@@ -59,13 +60,6 @@ static pid_t proxy_pid;
 static int proxy_port, control_port;
 static int saved_stderr = -1;
 static char log_path[256];
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void sleep_ms(long ms)
 {
@@ -138,7 +132,7 @@ static void proxy_start(void)
 {
     char ready[200];
     json_t *j = NULL;
-    double t0 = now_s();
+    double t0 = e2e_now_s();
 
     snprintf(ready, sizeof(ready), "%s/ready", workdir);
     proxy_pid = fork();
@@ -158,7 +152,7 @@ static void proxy_start(void)
                (char *)NULL);
         _exit(127);
     }
-    while (now_s() - t0 < 20) {
+    while (e2e_now_s() - t0 < 20) {
         int status;
         if (access(ready, F_OK) == 0 && (j = json_load_file(ready, 0, NULL)) != NULL)
             break;
@@ -247,12 +241,12 @@ static json_t *applied_fault(void)
 /* wait (up to timeout_ms) until the last applied fault's field has a true value */
 static json_t *wait_fault(const char *field, long timeout_ms)
 {
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     for (;;) {
         json_t *f = applied_fault();
         if (f && json_is_true(json_object_get(f, field)))
             return f;
-        if ((now_s() - t0) * 1000 > timeout_ms)
+        if ((e2e_now_s() - t0) * 1000 > timeout_ms)
             return f;
         json_decref(f);
         sleep_ms(50);
@@ -632,11 +626,11 @@ static double wait_converged(struct common_informer *inf, struct rec *r, long ti
                              const char *what)
 {
     char why[600];
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     for (;;) {
         if (converged(inf, r, why, sizeof(why)))
-            return now_s() - t0;
-        if ((now_s() - t0) * 1000 > timeout_ms)
+            return e2e_now_s() - t0;
+        if ((e2e_now_s() - t0) * 1000 > timeout_ms)
             break;
         sleep_ms(100);
     }
@@ -688,10 +682,10 @@ static size_t applied_count(void)
 static json_t *kick_into_fault(const char *fault)
 {
     size_t n0 = applied_count();
-    double t0 = now_s();
+    double t0 = e2e_now_s();
 
     json_decref(ctl("/arm?match=%s&fault=%s", ns, fault));
-    while (now_s() - t0 < 10) {
+    while (e2e_now_s() - t0 < 10) {
         ctl_do("/kick%s", "");
         for (int i = 0; i < 10; i++) {
             if (applied_count() > n0)
@@ -881,9 +875,9 @@ START_TEST(watch_stalled_stream)
     rv0 = list_rv();
     cm_put("s0", "1");
     ctl_do("/arm?fault=stall&after=1&match=%s", ns);
-    t0 = now_s();
+    t0 = e2e_now_s();
     rc = proxied_watch(pk, rv0, 1500, &w, &err);
-    took = now_s() - t0;
+    took = e2e_now_s() - t0;
     common_free(rv0);
     ck_assert_msg(rc == COMMON_ETIMEOUT, "rc %d (%s), want COMMON_ETIMEOUT", rc, err.msg);
     ck_assert_int_eq(w.events, 1);
@@ -892,7 +886,7 @@ START_TEST(watch_stalled_stream)
 
     informer_start(&run, pk, 5);
     json_decref(kick_into_fault("stall&after=1"));
-    t0 = now_s();
+    t0 = e2e_now_s();
     cm_put("s0", "2");
     cm_put("s1", "1");
     cm_del("s0");
@@ -901,7 +895,7 @@ START_TEST(watch_stalled_stream)
     t = wait_converged(run.inf, &run.rec, 50000, "after a stall");
     f = applied_fault();
     fprintf(stdout, "watch_stalled_stream: informer converged %.1f s after the stall began (%s)\n",
-            now_s() - t0, json_string_value(json_object_get(f, "outcome")));
+            e2e_now_s() - t0, json_string_value(json_object_get(f, "outcome")));
     ck_assert_msg(json_is_true(json_object_get(f, "done")), "the stalled watch was not closed");
     ck_assert_msg(json_real_value(json_object_get(f, "stalled_s")) >= 30.0,
                   "the informer gave up a stalled watch after %.1f s",
@@ -1103,19 +1097,19 @@ START_TEST(apiserver_down_for_20s)
     cm_del("d1");
     wait_converged(run.inf, &run.rec, 10000, "before the outage");
 
-    t_stop = now_s();
+    t_stop = e2e_now_s();
     apiserver_ctl("stop");
     /* while it is down a read fails with a transport error in bounded time */
-    t_get = now_s();
+    t_get = e2e_now_s();
     rc = common_kube_get(dk, &common_kube_configmaps, ns, "d0", &obj, &err);
-    t_get = now_s() - t_get;
+    t_get = e2e_now_s() - t_get;
     json_decref(obj);
     ck_assert_msg(rc == COMMON_EIO, "get while down: rc %d (%s), want COMMON_EIO", rc, err.msg);
     ck_assert_msg(t_get < 10, "get while down took %.1f s", t_get);
-    while (now_s() - t_stop < 20)
+    while (e2e_now_s() - t_stop < 20)
         sleep_ms(200);
     apiserver_ctl("start");
-    t_start = now_s();
+    t_start = e2e_now_s();
     cm_put("d2", "2");
     cm_put("d4", "1");
     cm_del("d3");
@@ -1125,7 +1119,7 @@ START_TEST(apiserver_down_for_20s)
             "apiserver_down_for_20s: down %.1f s; get while down failed after %.1f s; informer "
             "converged %.1f s after the restart (%.1f s after the last write); lists %llu, "
             "watches %llu, errors %llu; 410 seen: %s\n",
-            t_start - t_stop, t_get, now_s() - t_start, t, (unsigned long long)st.lists,
+            t_start - t_stop, t_get, e2e_now_s() - t_start, t, (unsigned long long)st.lists,
             (unsigned long long)st.watches, (unsigned long long)st.errors,
             log_has("watch expired") ? "yes" : "no");
     ck_assert_int_ge(st.errors, 1);
@@ -1350,30 +1344,30 @@ static double revoke_sa(struct common_kube *old)
         common_kube_delete(kube, &serviceaccounts, ns, "fault-sa", NULL, NULL, NULL, &err),
         COMMON_OK);
     make_sa("fault-sa");
-    t0 = now_s();
+    t0 = e2e_now_s();
     do {
         rc = list_with(old, &err);
         if (rc != COMMON_OK)
             break;
         sleep_ms(250);
-    } while (now_s() - t0 < 30);
+    } while (e2e_now_s() - t0 < 30);
     ck_assert_msg(rc == COMMON_EUNAUTHORIZED, "old token after the revoke: rc %d (%s)", rc,
                   err.msg);
     ck_assert_msg(strstr(err.msg, "401"), "%s", err.msg);
-    return now_s() - t0;
+    return e2e_now_s() - t0;
 }
 
 /* wait (up to 20 s) until the informer counted more failures than before */
 static void wait_informer_error(struct common_informer *inf, uint64_t before)
 {
     struct common_informer_stats st;
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     do {
         common_informer_stats(inf, &st);
         if (st.errors > before)
             return;
         sleep_ms(100);
-    } while (now_s() - t0 < 20);
+    } while (e2e_now_s() - t0 < 20);
     ck_abort_msg("the informer saw no error after the token was revoked");
 }
 

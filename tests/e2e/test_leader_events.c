@@ -59,13 +59,6 @@ static void teardown(void)
     tsk = NULL;
 }
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- leader election ---- */
 
 struct cand {
@@ -143,9 +136,9 @@ static int cand_get(struct cand *c, int *field)
 /* wait until t0 + timeout_s for c to lead; returns the seconds since t0, or -1 */
 static double wait_leader(struct cand *c, double t0, double timeout_s)
 {
-    while (mono() - t0 < timeout_s) {
+    while (e2e_now_s() - t0 < timeout_s) {
         if (c->le && common_leader_is_leader(c->le))
-            return mono() - t0;
+            return e2e_now_s() - t0;
         usleep(20000);
     }
     return -1;
@@ -184,8 +177,8 @@ START_TEST(one_leader_then_takeover_after_crash_and_after_release)
     cand_start(&b, ns);
 
     /* exactly one leads, and keeps leading through several renewals */
-    t0 = mono();
-    while (!leader && mono() - t0 < 10) {
+    t0 = e2e_now_s();
+    while (!leader && e2e_now_s() - t0 < 10) {
         if (common_leader_is_leader(a.le))
             leader = &a, other = &b;
         else if (common_leader_is_leader(b.le))
@@ -215,7 +208,7 @@ START_TEST(one_leader_then_takeover_after_crash_and_after_release)
     pthread_mutex_unlock(&other->mu);
 
     /* crash: the leader's thread ends without releasing; the other waits out the lease */
-    t0 = mono();
+    t0 = e2e_now_s();
     cand_stop(leader, COMMON_LEADER_ABANDON);
     took = wait_leader(other, t0, 30);
     fprintf(stderr, "takeover after crash: %.2f s (bound %.0f s + %.0f s slack)\n", took,
@@ -237,7 +230,7 @@ START_TEST(one_leader_then_takeover_after_crash_and_after_release)
     sleep(3);
     ck_assert(!common_leader_is_leader(c.le));
     ck_assert(common_leader_is_leader(other->le));
-    t0 = mono();
+    t0 = e2e_now_s();
     cand_stop(other, COMMON_LEADER_RELEASE);
     ck_assert_int_eq(cand_get(other, &other->stopped), 1);
     took = wait_leader(&c, t0, 30);

@@ -35,31 +35,6 @@ static char ns[128];
 
 /* ---- helpers ---- */
 
-static json_t *yaml1(const char *text)
-{
-    struct common_yaml_docs d;
-    struct common_error err;
-    json_t *o;
-    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
-                  err.msg);
-    ck_assert_uint_eq(d.n, 1);
-    o = json_incref(d.docs[0]);
-    common_yaml_docs_free(&d);
-    return o;
-}
-
-/* yamlf - yaml1 of a printf format (the namespace and names go in) */
-static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *yamlf(const char *fmt, ...)
-{
-    char buf[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return yaml1(buf);
-}
-
 static void create(const struct common_kube_resource *r, json_t *obj)
 {
     struct common_kube_write_opts wo = {.strict = 1};
@@ -90,32 +65,19 @@ static void merge_patch(const struct common_kube_resource *r, const char *name, 
     ck_assert_msg(rc == COMMON_OK, "patch %s %s: %s", r->resource, name, err.msg);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void nap(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* wait up to secs for pred(ctx) to return a non-NULL object (returned, a new reference) */
 typedef json_t *(*pred_fn)(const char *name, const void *arg);
 static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
                         const char *what)
 {
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     for (;;) {
         json_t *o = pred(name, arg);
         if (o)
             return o;
-        if (now_s() > end)
+        if (e2e_now_s() > end)
             ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
-        nap(100);
+        e2e_nap(100);
     }
 }
 
@@ -266,29 +228,29 @@ static void teardown(void)
  * PodGroup, and a label marker; pods sleep briefly (kwok completes Job pods anyway). */
 static json_t *plain_runtime(const char *name, const char *marker)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainingRuntime\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  mlPolicy: {numNodes: 1}\n"
-                 "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 60}}\n"
-                 "  template:\n"
-                 "    metadata: {labels: {snapshot-test-marker: %s}}\n"
-                 "    spec:\n"
-                 "      replicatedJobs:\n"
-                 "      - name: node\n"
-                 "        template:\n"
-                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                 "trainer}}\n"
-                 "          spec:\n"
-                 "            template:\n"
-                 "              spec:\n"
-                 "                containers:\n"
-                 "                - name: node\n"
-                 "                  image: busybox:1.36\n"
-                 "                  command: [sh, -c, 'sleep 1']\n"
-                 "                  resources: {requests: {cpu: 100m, memory: 64Mi}}\n",
-                 name, ns, marker);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: 1}\n"
+                     "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 60}}\n"
+                     "  template:\n"
+                     "    metadata: {labels: {snapshot-test-marker: %s}}\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "      - name: node\n"
+                     "        template:\n"
+                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                     "trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n"
+                     "                  resources: {requests: {cpu: 100m, memory: 64Mi}}\n",
+                     name, ns, marker);
 }
 
 /* plain_runtime whose pods can never be scheduled (a nodeSelector no node has), so its JobSet
@@ -308,13 +270,13 @@ static json_t *stuck_runtime(const char *name)
 static json_t *trainjob(const char *name, const char *kind, const char *runtime,
                         const char *extra_spec)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainJob\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  runtimeRef: {name: %s, kind: %s}\n"
-                 "%s",
-                 name, ns, runtime, kind, extra_spec ? extra_spec : "");
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  runtimeRef: {name: %s, kind: %s}\n"
+                     "%s",
+                     name, ns, runtime, kind, extra_spec ? extra_spec : "");
 }
 
 /* the child objects render makes for TrainJob `name` as the cluster has it, with runtime */
@@ -447,12 +409,12 @@ START_TEST(jobset_status_flows_back)
     if (real) {
         char node[128];
         snprintf(node, sizeof(node), "kwok-%s", ns);
-        json_t *n = yamlf("apiVersion: v1\nkind: Node\n"
-                          "metadata:\n  name: %s\n  annotations: {kwok.x-k8s.io/node: fake}\n"
-                          "  labels: {type: kwok}\n"
-                          "status:\n  allocatable: {cpu: '32', memory: 256Gi, pods: '110'}\n"
-                          "  capacity: {cpu: '32', memory: 256Gi, pods: '110'}\n",
-                          node);
+        json_t *n = e2e_yamlf("apiVersion: v1\nkind: Node\n"
+                              "metadata:\n  name: %s\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                              "  labels: {type: kwok}\n"
+                              "status:\n  allocatable: {cpu: '32', memory: 256Gi, pods: '110'}\n"
+                              "  capacity: {cpu: '32', memory: 256Gi, pods: '110'}\n",
+                              node);
         struct common_error err;
         enum common_rc rc =
             common_kube_create(admin, &common_kube_nodes, NULL, n, NULL, NULL, &err);
@@ -528,12 +490,12 @@ START_TEST(suspend_resume_and_snapshot)
                 "{\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"snapshot-test-marker\":"
                 "\"snapshot-v2\"}}}}}");
     /* the PodGroup change queues the TrainJob; while suspended it is re-applied */
-    for (double end = now_s() + 20;; nap(100)) {
+    for (double end = e2e_now_s() + 20;; e2e_nap(100)) {
         pg = get(&common_kube_podgroups, "sus");
         if (json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")) == 1)
             break;
         json_decref(pg);
-        ck_assert_msg(now_s() < end, "PodGroup minMember was not put back to 1");
+        ck_assert_msg(e2e_now_s() < end, "PodGroup minMember was not put back to 1");
     }
     json_decref(pg);
 
@@ -576,26 +538,26 @@ START_TEST(deleted_children_come_back)
     json_decref(js);
     ck_assert(common_kube_delete(admin, &common_kube_jobsets, ns, "back", NULL, NULL, "Background",
                                  &err) == COMMON_OK);
-    for (double end = now_s() + 30;; nap(100)) {
+    for (double end = e2e_now_s() + 30;; e2e_nap(100)) {
         js2 = get(&common_kube_jobsets, "back");
         if (js2 &&
             strcmp(json_string_value(json_object_get(json_object_get(js2, "metadata"), "uid")),
                    uid) != 0)
             break;
         json_decref(js2);
-        ck_assert_msg(now_s() < end, "the deleted JobSet did not come back");
+        ck_assert_msg(e2e_now_s() < end, "the deleted JobSet did not come back");
     }
     json_decref(js2);
     ck_assert(common_kube_delete(admin, &common_kube_configmaps, ns, "back-runtime-snapshot", NULL,
                                  NULL, NULL, &err) == COMMON_OK);
-    for (double end = now_s() + 30;; nap(100)) {
+    for (double end = e2e_now_s() + 30;; e2e_nap(100)) {
         json_t *cm = get(&common_kube_configmaps, "back-runtime-snapshot");
         if (cm && json_object_get(json_object_get(cm, "data"), "runtime")) {
             json_decref(cm);
             break;
         }
         json_decref(cm);
-        ck_assert_msg(now_s() < end, "the deleted snapshot was not recreated");
+        ck_assert_msg(e2e_now_s() < end, "the deleted snapshot was not recreated");
     }
 }
 END_TEST
@@ -636,14 +598,14 @@ START_TEST(bad_input_conditions)
 
     /* a runtime this version cannot build (flux) */
     create(&common_kube_trainingruntimes,
-           yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
-                 "metadata: {name: fluxrt, namespace: %s}\n"
-                 "spec:\n  mlPolicy: {numNodes: 1, flux: {numProcPerNode: 1}}\n"
-                 "  template:\n    spec:\n      replicatedJobs:\n      - name: node\n"
-                 "        template:\n          metadata: {labels: "
-                 "{trainer.kubeflow.org/trainjob-ancestor-step: trainer}}\n"
-                 "          spec: {template: {spec: {containers: [{name: node, image: x}]}}}\n",
-                 ns));
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                     "metadata: {name: fluxrt, namespace: %s}\n"
+                     "spec:\n  mlPolicy: {numNodes: 1, flux: {numProcPerNode: 1}}\n"
+                     "  template:\n    spec:\n      replicatedJobs:\n      - name: node\n"
+                     "        template:\n          metadata: {labels: "
+                     "{trainer.kubeflow.org/trainjob-ancestor-step: trainer}}\n"
+                     "          spec: {template: {spec: {containers: [{name: node, image: x}]}}}\n",
+                     ns));
     create(&common_kube_trainjobs, trainjob("flux", "TrainingRuntime", "fluxrt", NULL));
     tj = wait_cond("flux", RC_COND_CREATED, "False", RC_REASON_UNSUPPORTED, 30);
     msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
@@ -651,9 +613,9 @@ START_TEST(bad_input_conditions)
     json_decref(tj);
 
     /* no retry storm: a few seconds later the failed keys were not reconciled again */
-    nap(1000);
+    e2e_nap(1000);
     before = reconciles_now();
-    nap(3000);
+    e2e_nap(3000);
     ck_assert_msg(reconciles_now() - before <= 2, "%llu reconciles in 3 s of quiet",
                   (unsigned long long)(reconciles_now() - before));
 
@@ -665,13 +627,13 @@ START_TEST(bad_input_conditions)
     json_decref(tj);
     create(&common_kube_trainingruntimes, plain_runtime("notyet", "m"));
     json_decref(wait_for(30, jobset_exists, "later", NULL, "the JobSet once the runtime exists"));
-    for (double end = now_s() + 20;; nap(100)) {
+    for (double end = e2e_now_s() + 20;; e2e_nap(100)) {
         tj = get(&common_kube_trainjobs, "later");
         c = cond(tj, RC_COND_CREATED);
         json_decref(tj);
         if (!c)
             break;
-        ck_assert_msg(now_s() < end, "ResourcesCreated was not cleared");
+        ck_assert_msg(e2e_now_s() < end, "ResourcesCreated was not cleared");
     }
 }
 END_TEST
@@ -686,9 +648,9 @@ START_TEST(handmade_snapshot_blocks_until_deleted)
 
     create(&common_kube_trainingruntimes, plain_runtime("rt", "m"));
     create(&common_kube_configmaps,
-           yamlf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hm-runtime-snapshot, "
-                 "namespace: %s}\ndata: {runtime: 'not a runtime'}\n",
-                 ns));
+           e2e_yamlf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hm-runtime-snapshot, "
+                     "namespace: %s}\ndata: {runtime: 'not a runtime'}\n",
+                     ns));
     create(&common_kube_trainjobs, trainjob("hm", "TrainingRuntime", "rt", NULL));
     tj = wait_cond("hm", RC_COND_CREATED, "False", RC_REASON_INVALID_SNAPSHOT, 30);
     msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
@@ -711,7 +673,7 @@ START_TEST(managed_by_other)
            trainjob("mk", "TrainingRuntime", "rt", "  managedBy: kueue.x-k8s.io/multikueue\n"));
     create(&common_kube_trainjobs, trainjob("ours", "TrainingRuntime", "rt", NULL));
     json_decref(wait_for(30, jobset_exists, "ours", NULL, "the JobSet of a TrainJob we manage"));
-    nap(1000);
+    e2e_nap(1000);
     ck_assert(get(&common_kube_jobsets, "mk") == NULL);
     ck_assert(get(&common_kube_configmaps, "mk-runtime-snapshot") == NULL);
     tj = get(&common_kube_trainjobs, "mk");

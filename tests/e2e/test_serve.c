@@ -66,43 +66,6 @@ static char kubeconfig[512]; /* trainsched's ServiceAccount */
 
 /* ---- small helpers ---- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void nap(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static json_t *yaml1(const char *text)
-{
-    struct common_yaml_docs d;
-    struct common_error err;
-    json_t *o;
-    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
-                  err.msg);
-    ck_assert_uint_eq(d.n, 1);
-    o = json_incref(d.docs[0]);
-    common_yaml_docs_free(&d);
-    return o;
-}
-
-static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *yamlf(const char *fmt, ...)
-{
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return yaml1(buf);
-}
-
 static void create(const struct common_kube_resource *r, json_t *obj)
 {
     struct common_kube_write_opts wo = {.strict = 1};
@@ -129,149 +92,7 @@ static const char *meta_str(const json_t *obj, const char *key)
     return v ? v : "";
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-/* the whole file (malloc'ed, "" when missing) */
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *s;
-    long n;
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    s = malloc((size_t)(n > 0 ? n : 0) + 1);
-    ck_assert_ptr_nonnull(s);
-    n = (long)fread(s, 1, (size_t)(n > 0 ? n : 0), f);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
-
-/* a port no one listens on now (the kernel's pick for port 0) */
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    ck_assert_int_ge(fd, 0);
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 /* ---- HTTP to a daemon ---- */
-
-/* GET path on 127.0.0.1:port (HTTP/1.0, so the body ends at EOF). Returns the status code, or -1
- * when nothing answered; the body (malloc'ed) into *body when body is not NULL. */
-static int http_get(int port, const char *path, char **body)
-{
-    struct sockaddr_in a;
-    struct timeval tv = {5, 0};
-    char req[256], *buf = NULL, *p;
-    size_t len = 0, cap = 0;
-    ssize_t n;
-    int fd, code = -1;
-
-    if (body)
-        *body = NULL;
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        close(fd);
-        return -1;
-    }
-    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (cap - len < 4096) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (!buf)
-        return -1;
-    buf[len] = 0;
-    if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12) {
-        char *end;
-        long c = strtol(buf + 9, &end, 10);
-        if (end != buf + 9 && c >= 100 && c < 600)
-            code = (int)c;
-    }
-    if (body && code > 0 && (p = strstr(buf, "\r\n\r\n")) != NULL) {
-        *body = strdup(p + 4);
-        ck_assert_ptr_nonnull(*body);
-    }
-    free(buf);
-    return code;
-}
-
-/* The sum of the series of family `name` in a Prometheus text whose labels contain `labels`
- * (e.g. "verb=\"create\""; NULL: any), or NAN when there is none. */
-static double metric(const char *text, const char *name, const char *labels)
-{
-    double sum = NAN;
-    size_t nl = strlen(name);
-    for (const char *line = text; line && *line;) {
-        const char *eol = strchr(line, '\n');
-        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
-        if (line[0] != '#' && ll > nl && strncmp(line, name, nl) == 0 &&
-            (line[nl] == ' ' || line[nl] == '{')) {
-            const char *v = line + nl;
-            int match = 1;
-            if (*v == '{') {
-                const char *close = memchr(v, '}', ll - nl);
-                if (!close)
-                    goto next;
-                if (labels) {
-                    char lab[512];
-                    snprintf(lab, sizeof(lab), "%.*s", (int)(close - v), v);
-                    match = strstr(lab, labels) != NULL;
-                }
-                v = close + 1;
-            } else if (labels) {
-                match = 0;
-            }
-            if (match) {
-                char *end;
-                double d = strtod(v, &end);
-                if (end != v)
-                    sum = isnan(sum) ? d : sum + d;
-            }
-        }
-    next:
-        line = eol ? eol + 1 : NULL;
-    }
-    return sum;
-}
 
 /* ---- the daemons ---- */
 
@@ -292,28 +113,7 @@ static int nreplicas;
 /* fork/exec TS_BINARY with argv (argv[0] is ignored); output to log. Returns the pid. */
 static pid_t spawn(char *const argv[], const char *log)
 {
-    pid_t pid;
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd;
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        fd = open("/dev/null", O_RDONLY);
-        if (fd >= 0) {
-            dup2(fd, 0);
-            close(fd);
-        }
-        execv(TS_BINARY, argv);
-        _exit(127);
-    }
+    pid_t pid = e2e_spawn(argv, log);
     record_pid(pid);
     return pid;
 }
@@ -321,7 +121,7 @@ static pid_t spawn(char *const argv[], const char *log)
 /* reap r when it has exited (or wait up to secs for it to); 1 when it is gone */
 static int reap(struct replica *r, double secs)
 {
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     if (!r->pid)
         return 1;
     for (;;) {
@@ -332,9 +132,9 @@ static int reap(struct replica *r, double secs)
             r->pid = 0;
             return 1;
         }
-        if (now_s() >= end)
+        if (e2e_now_s() >= end)
             return 0;
-        nap(20);
+        e2e_nap(20);
     }
 }
 
@@ -347,44 +147,6 @@ static void kill_replica(struct replica *r, int sig)
 {
     if (r->pid)
         kill(r->pid, sig);
-}
-
-static const char *exit_text(int st)
-{
-    static char s[64];
-    if (WIFEXITED(st))
-        snprintf(s, sizeof(s), "exit %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st))
-        snprintf(s, sizeof(s), "signal %d", WTERMSIG(st));
-    else
-        snprintf(s, sizeof(s), "status %d", st);
-    return s;
-}
-
-/* echo the last lines of a log to stderr; from a sanitizer's report on when it has one */
-static void echo_tail(const char *path, int lines)
-{
-    char *s = read_text(path), *p, *san;
-    int seen = 0;
-    san = strstr(s, "ERROR: AddressSanitizer");
-    if (!san)
-        san = strstr(s, "runtime error:");
-    if (!san)
-        san = strstr(s, "ERROR: LeakSanitizer");
-    if (san) {
-        while (san > s && san[-1] != '\n')
-            san--;
-        for (p = san; *p && seen < lines; p++)
-            seen += *p == '\n';
-        fprintf(stderr, "---- %s (sanitizer report) ----\n%.*s\n", path, (int)(p - san), san);
-        free(s);
-        return;
-    }
-    for (p = s + strlen(s); p > s; p--)
-        if (p[-1] == '\n' && p[0] && ++seen > lines)
-            break;
-    fprintf(stderr, "---- %s (last %d lines) ----\n%s\n", path, lines, p);
-    free(s);
 }
 
 /*
@@ -428,20 +190,20 @@ static struct replica *start_replica(const char *identity, const char *lease, in
                         "--log-level",
                         "debug",
                         NULL};
-        double end = now_s() + 30;
-        r->port = free_port();
+        double end = e2e_now_s() + 30;
+        r->port = e2e_free_port();
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", r->port);
         snprintf(ls, sizeof(ls), "%d", lease_s);
         snprintf(rs, sizeof(rs), "%g", renew_s);
         snprintf(ps, sizeof(ps), "%g", retry_s);
         r->pid = spawn(argv, r->log);
-        while (alive(r) && http_get(r->port, "/healthz", NULL) != 200 && now_s() < end)
-            nap(50);
-        if (r->pid && http_get(r->port, "/healthz", NULL) == 200)
+        while (alive(r) && e2e_http_get(r->port, "/healthz", NULL) != 200 && e2e_now_s() < end)
+            e2e_nap(50);
+        if (r->pid && e2e_http_get(r->port, "/healthz", NULL) == 200)
             return r;
         ck_assert_msg(attempt < 2 && !r->pid && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 1,
                       "replica %s did not serve /healthz on %s (%s); see %s", identity, addr,
-                      r->pid ? "running" : exit_text(r->status), r->log);
+                      r->pid ? "running" : e2e_exit_text(r->status), r->log);
     }
 }
 
@@ -450,11 +212,11 @@ static int leader_gauge(const struct replica *r)
 {
     char *body;
     double v;
-    if (http_get(r->port, "/metrics", &body) != 200) {
+    if (e2e_http_get(r->port, "/metrics", &body) != 200) {
         free(body);
         return -1;
     }
-    v = metric(body, "trainsched_leader", NULL);
+    v = e2e_metric(body, "trainsched_leader", NULL);
     free(body);
     return isnan(v) ? -1 : (int)v;
 }
@@ -463,7 +225,7 @@ static int leader_gauge(const struct replica *r)
 static char *scrape(const struct replica *r)
 {
     char *body;
-    int code = http_get(r->port, "/metrics", &body);
+    int code = e2e_http_get(r->port, "/metrics", &body);
     ck_assert_msg(code == 200 && body, "%s /metrics: %d", r->identity, code);
     return body;
 }
@@ -509,7 +271,7 @@ static void write_sa_kubeconfig(void)
              "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
              "current-context: trainsched\n",
              server, ca, token);
-    write_file(kubeconfig, text);
+    e2e_write_file(kubeconfig, text);
     chmod(kubeconfig, 0600);
     json_decref(req);
     json_decref(resp);
@@ -535,7 +297,7 @@ static void mark(const char *name)
 {
     char p[600];
     tmp_path(p, sizeof(p), name);
-    write_file(p, "1\n");
+    e2e_write_file(p, "1\n");
 }
 
 static int marked(const char *name)
@@ -596,7 +358,7 @@ static void outer_teardown(void)
     int ok = marked("passed");
 
     tmp_path(p, sizeof(p), "pids");
-    pids = read_text(p);
+    pids = e2e_read_text(p);
     for (line = pids; *line; line = end) {
         long pid = strtol(line, &end, 10);
         if (end == line)
@@ -621,7 +383,7 @@ static void outer_teardown(void)
             size_t n = strlen(e->d_name);
             if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0) {
                 tmp_path(p, sizeof(p), e->d_name);
-                echo_tail(p, 40);
+                e2e_echo_tail(p, 40);
             }
         }
         if (d)
@@ -669,51 +431,51 @@ static void teardown(void)
 
 static json_t *runtime(const char *name)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainingRuntime\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  mlPolicy: {numNodes: 1}\n"
-                 "  template:\n"
-                 "    spec:\n"
-                 "      replicatedJobs:\n"
-                 "      - name: node\n"
-                 "        template:\n"
-                 "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                 "trainer}}\n"
-                 "          spec:\n"
-                 "            template:\n"
-                 "              spec:\n"
-                 "                containers:\n"
-                 "                - name: node\n"
-                 "                  image: busybox:1.36\n"
-                 "                  command: [sh, -c, 'sleep 1']\n",
-                 name, ns);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: 1}\n"
+                     "  template:\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "      - name: node\n"
+                     "        template:\n"
+                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                     "trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n",
+                     name, ns);
 }
 
 /* a suspended TrainJob on TrainingRuntime rt: its JobSet is made, no pod runs */
 static json_t *trainjob(const char *name)
 {
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainJob\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  runtimeRef: {name: rt, kind: TrainingRuntime}\n"
-                 "  suspend: true\n",
-                 name, ns);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  runtimeRef: {name: rt, kind: TrainingRuntime}\n"
+                     "  suspend: true\n",
+                     name, ns);
 }
 
 static void wait_jobset(const char *name, double secs)
 {
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     for (;;) {
         json_t *js = get(&common_kube_jobsets, name);
         if (js) {
             json_decref(js);
             return;
         }
-        ck_assert_msg(now_s() < end, "no JobSet %s/%s after %.0f s", ns, name, secs);
-        nap(100);
+        ck_assert_msg(e2e_now_s() < end, "no JobSet %s/%s after %.0f s", ns, name, secs);
+        e2e_nap(100);
     }
 }
 
@@ -723,20 +485,20 @@ static void wait_jobset(const char *name, double secs)
  * /readyz 200; returns the leader. */
 static struct replica *wait_one_leader(struct replica *a, struct replica *b, double secs)
 {
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     int la = -1, lb = -1, ha = 0, hb = 0, ra = 0, rb = 0;
-    for (;; nap(100)) {
-        ck_assert_msg(alive(a), "%s exited (%s)", a->identity, exit_text(a->status));
-        ck_assert_msg(alive(b), "%s exited (%s)", b->identity, exit_text(b->status));
+    for (;; e2e_nap(100)) {
+        ck_assert_msg(alive(a), "%s exited (%s)", a->identity, e2e_exit_text(a->status));
+        ck_assert_msg(alive(b), "%s exited (%s)", b->identity, e2e_exit_text(b->status));
         la = leader_gauge(a);
         lb = leader_gauge(b);
-        ha = http_get(a->port, "/healthz", NULL);
-        hb = http_get(b->port, "/healthz", NULL);
-        ra = http_get(a->port, "/readyz", NULL);
-        rb = http_get(b->port, "/readyz", NULL);
+        ha = e2e_http_get(a->port, "/healthz", NULL);
+        hb = e2e_http_get(b->port, "/healthz", NULL);
+        ra = e2e_http_get(a->port, "/readyz", NULL);
+        rb = e2e_http_get(b->port, "/readyz", NULL);
         if (la + lb == 1 && la >= 0 && lb >= 0 && ha == 200 && hb == 200 && ra == 200 && rb == 200)
             return la == 1 ? a : b;
-        ck_assert_msg(now_s() < end,
+        ck_assert_msg(e2e_now_s() < end,
                       "no single leader after %.0f s: %s leader=%d healthz=%d readyz=%d, %s "
                       "leader=%d healthz=%d readyz=%d",
                       secs, a->identity, la, ha, ra, b->identity, lb, hb, rb);
@@ -751,16 +513,16 @@ static double wait_takeover(struct replica *to, const char *from, const char *le
 {
     double t_lease = -1, t_gauge = -1, t_rel = -1;
     char holder[256];
-    for (;; nap(50)) {
-        double t = now_s();
-        ck_assert_msg(alive(to), "%s exited (%s)", to->identity, exit_text(to->status));
+    for (;; e2e_nap(50)) {
+        double t = e2e_now_s();
+        ck_assert_msg(alive(to), "%s exited (%s)", to->identity, e2e_exit_text(to->status));
         lease_holder(lease, holder, sizeof(holder));
         if (t_rel < 0 && strcmp(holder, from) != 0)
             t_rel = t - t0;
         if (t_lease < 0 && strcmp(holder, to->identity) == 0)
             t_lease = t - t0;
         if (t_gauge < 0 && leader_gauge(to) == 1)
-            t_gauge = now_s() - t0;
+            t_gauge = e2e_now_s() - t0;
         if (t_lease >= 0 && t_gauge >= 0)
             break;
         ck_assert_msg(t - t0 < secs,
@@ -796,29 +558,29 @@ START_TEST(two_replicas_one_leader)
         create(&common_kube_trainjobs, trainjob(tjs[i]));
     for (size_t i = 0; i < sizeof(tjs) / sizeof(tjs[0]); i++)
         wait_jobset(tjs[i], 30);
-    nap(500); /* let status writes land in the counters */
+    e2e_nap(500); /* let status writes land in the counters */
 
     /* only the leader wrote */
     m = scrape(standby);
     {
-        double w = metric(m, "trainsched_reconcile_writes_total", NULL);
-        double t = metric(m, "trainsched_reconcile_total", NULL);
+        double w = e2e_metric(m, "trainsched_reconcile_writes_total", NULL);
+        double t = e2e_metric(m, "trainsched_reconcile_total", NULL);
         ck_assert_msg(isnan(w) || w == 0, "standby %s wrote: trainsched_reconcile_writes_total %g",
                       standby->identity, w);
         ck_assert_msg(isnan(t) || t == 0, "standby %s reconciled: trainsched_reconcile_total %g",
                       standby->identity, t);
-        ck_assert_int_eq((int)metric(m, "trainsched_leader", NULL), 0);
+        ck_assert_int_eq((int)e2e_metric(m, "trainsched_leader", NULL), 0);
     }
     free(m);
     m = scrape(leader);
     {
-        double creates = metric(m, "trainsched_reconcile_writes_total", "verb=\"create\"");
-        double total = metric(m, "trainsched_reconcile_total", NULL);
+        double creates = e2e_metric(m, "trainsched_reconcile_writes_total", "verb=\"create\"");
+        double total = e2e_metric(m, "trainsched_reconcile_total", NULL);
         ck_assert_msg(creates >= 3, "leader %s: writes_total{verb=\"create\"} %g, want >= 3",
                       leader->identity, creates);
         ck_assert_msg(total >= 3, "leader %s: reconcile_total %g, want >= 3", leader->identity,
                       total);
-        ck_assert_msg(!isnan(metric(m, "trainsched_workqueue_depth", NULL)),
+        ck_assert_msg(!isnan(e2e_metric(m, "trainsched_workqueue_depth", NULL)),
                       "leader has no trainsched_workqueue_depth");
     }
     free(m);
@@ -826,7 +588,7 @@ START_TEST(two_replicas_one_leader)
     ck_assert_str_eq(holder, leader->identity);
 
     /* SIGKILL the leader: the standby takes over once the Lease expires */
-    t0 = now_s();
+    t0 = e2e_now_s();
     kill_replica(leader, SIGKILL);
     kill_s = wait_takeover(standby, leader->identity, lease, t0, 30, &kill_lease_s, NULL);
     ck_assert_msg(reap(leader, 5), "%s not gone after SIGKILL", leader->identity);
@@ -847,20 +609,22 @@ START_TEST(two_replicas_one_leader)
 
     /* a new standby, then SIGTERM the leader: it releases the Lease on its way out */
     c = start_replica("replica-c", lease, LEASE_S, RENEW_S, RETRY_S);
-    for (double end = now_s() + 10; leader_gauge(c) != 0; nap(100))
-        ck_assert_msg(now_s() < end, "replica-c: trainsched_leader %d, want 0", leader_gauge(c));
-    ck_assert_int_eq(http_get(c->port, "/readyz", NULL), 200);
-    nap(1000); /* c has observed the Lease being renewed */
-    t0 = now_s();
+    for (double end = e2e_now_s() + 10; leader_gauge(c) != 0; e2e_nap(100))
+        ck_assert_msg(e2e_now_s() < end, "replica-c: trainsched_leader %d, want 0",
+                      leader_gauge(c));
+    ck_assert_int_eq(e2e_http_get(c->port, "/readyz", NULL), 200);
+    e2e_nap(1000); /* c has observed the Lease being renewed */
+    t0 = e2e_now_s();
     kill_replica(leader, SIGTERM);
     term_s = wait_takeover(c, leader->identity, lease, t0, 30, &term_lease_s, &term_rel_s);
     ck_assert_msg(reap(leader, 20), "%s still running 20 s after SIGTERM", leader->identity);
     fprintf(stderr,
             "two_replicas_one_leader: takeover after SIGTERM: Lease released after %.2f s, "
             "taken after %.2f s, leading after %.2f s; %s %s\n",
-            term_rel_s, term_lease_s, term_s, leader->identity, exit_text(leader->status));
+            term_rel_s, term_lease_s, term_s, leader->identity, e2e_exit_text(leader->status));
     ck_assert_msg(WIFEXITED(leader->status) && WEXITSTATUS(leader->status) == 0,
-                  "%s after SIGTERM: %s, want exit 0", leader->identity, exit_text(leader->status));
+                  "%s after SIGTERM: %s, want exit 0", leader->identity,
+                  e2e_exit_text(leader->status));
     ck_assert_msg(term_lease_s < kill_lease_s,
                   "takeover after SIGTERM (%.2f s) not faster than after SIGKILL (%.2f s)",
                   term_lease_s, kill_lease_s);
@@ -889,13 +653,13 @@ static void create_retry(const struct common_kube_resource *r, json_t *obj, doub
 {
     struct common_kube_write_opts wo = {.strict = 1};
     struct common_error err;
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     for (;;) {
         enum common_rc rc = common_kube_create(admin, r, ns, obj, &wo, NULL, &err);
         if (rc == COMMON_OK || rc == COMMON_EEXISTS)
             break;
-        ck_assert_msg(now_s() < end, "create %s: %s", r->resource, err.msg);
-        nap(200);
+        ck_assert_msg(e2e_now_s() < end, "create %s: %s", r->resource, err.msg);
+        e2e_nap(200);
     }
     json_decref(obj);
 }
@@ -917,8 +681,8 @@ START_TEST(apiserver_down_20s)
     /* timings as in production proportions; with the API away for 20 s the elector cannot
      * renew and steps down, then must take its own Lease back and go on */
     d = start_replica("outage", "serve-outage", 8, 6, 1);
-    for (double end = now_s() + 30; leader_gauge(d) != 1; nap(100))
-        ck_assert_msg(now_s() < end && alive(d), "outage replica does not lead");
+    for (double end = e2e_now_s() + 30; leader_gauge(d) != 1; e2e_nap(100))
+        ck_assert_msg(e2e_now_s() < end && alive(d), "outage replica does not lead");
 
     create(&common_kube_trainingruntimes, runtime("rt"));
     for (int i = 0; i < OUTAGE_N; i++)
@@ -936,29 +700,29 @@ START_TEST(apiserver_down_20s)
                       uids[i], gens[i]);
         json_decref(js);
     }
-    nap(1000); /* status writes settle */
+    e2e_nap(1000); /* status writes settle */
 
     mark("apiserver-stopped");
     apiserver_ctl("stop");
-    t_down = now_s();
+    t_down = e2e_now_s();
     fprintf(stderr, "apiserver_down_20s: API server stopped; down for 20 s\n");
-    while (now_s() - t_down < 20) {
+    while (e2e_now_s() - t_down < 20) {
         ck_assert_msg(alive(d), "the daemon died while the API server was down (%s)",
-                      exit_text(d->status));
-        ck_assert_int_eq(http_get(d->port, "/healthz", NULL), 200);
-        nap(500);
+                      e2e_exit_text(d->status));
+        ck_assert_int_eq(e2e_http_get(d->port, "/healthz", NULL), 200);
+        e2e_nap(500);
     }
     apiserver_ctl("start");
     unmark("apiserver-stopped");
-    t_back = now_s();
+    t_back = e2e_now_s();
     fprintf(stderr, "apiserver_down_20s: API server back after %.1f s\n", t_back - t_down);
-    ck_assert_msg(alive(d), "the daemon died during the outage (%s)", exit_text(d->status));
+    ck_assert_msg(alive(d), "the daemon died during the outage (%s)", e2e_exit_text(d->status));
 
     for (int i = OUTAGE_BEFORE; i < OUTAGE_N; i++)
         create_retry(&common_kube_trainjobs, trainjob(names[i]), 30);
 
     /* every TrainJob gets exactly one JobSet */
-    for (double end = t_back + 120;; nap(200)) {
+    for (double end = t_back + 120;; e2e_nap(200)) {
         struct common_kube_list_opts lo = {0};
         enum common_rc rc;
         int n;
@@ -970,13 +734,14 @@ START_TEST(apiserver_down_20s)
             if (last_count < 0)
                 first_count = n;
             last_count = n;
-            t_last = now_s();
+            t_last = e2e_now_s();
         }
         if (n >= OUTAGE_N)
             break;
-        ck_assert_msg(now_s() < end && alive(d),
+        ck_assert_msg(e2e_now_s() < end && alive(d),
                       "%d JobSets of %d, %.0f s after the API server came back (daemon %s)", n,
-                      OUTAGE_N, now_s() - t_back, alive(d) ? "running" : exit_text(d->status));
+                      OUTAGE_N, e2e_now_s() - t_back,
+                      alive(d) ? "running" : e2e_exit_text(d->status));
     }
     fprintf(stderr,
             "apiserver_down_20s: the last JobSet appeared %.2f s after the API server was "
@@ -986,14 +751,14 @@ START_TEST(apiserver_down_20s)
 
     /* wait until the daemon leads again with synced caches, then check after a quiet while
      * that nothing was recreated or changed */
-    for (double end = now_s() + 60;; nap(200)) {
-        ck_assert_msg(alive(d), "the daemon died (%s)", exit_text(d->status));
-        if (leader_gauge(d) == 1 && http_get(d->port, "/readyz", NULL) == 200)
+    for (double end = e2e_now_s() + 60;; e2e_nap(200)) {
+        ck_assert_msg(alive(d), "the daemon died (%s)", e2e_exit_text(d->status));
+        if (leader_gauge(d) == 1 && e2e_http_get(d->port, "/readyz", NULL) == 200)
             break;
-        ck_assert_msg(now_s() < end, "no leader/ready again: trainsched_leader %d, /readyz %d",
-                      leader_gauge(d), http_get(d->port, "/readyz", NULL));
+        ck_assert_msg(e2e_now_s() < end, "no leader/ready again: trainsched_leader %d, /readyz %d",
+                      leader_gauge(d), e2e_http_get(d->port, "/readyz", NULL));
     }
-    nap(2000);
+    e2e_nap(2000);
     json_decref(list);
     {
         struct common_kube_list_opts lo = {0};
@@ -1050,12 +815,12 @@ START_TEST(apiserver_down_20s)
         json_decref(tjl);
     }
     json_decref(list);
-    ck_assert_msg(alive(d), "the daemon died (%s)", exit_text(d->status));
-    ck_assert_int_eq(http_get(d->port, "/healthz", NULL), 200);
-    ck_assert_int_eq(http_get(d->port, "/readyz", NULL), 200);
+    ck_assert_msg(alive(d), "the daemon died (%s)", e2e_exit_text(d->status));
+    ck_assert_int_eq(e2e_http_get(d->port, "/healthz", NULL), 200);
+    ck_assert_int_eq(e2e_http_get(d->port, "/readyz", NULL), 200);
     {
         char *m = scrape(d);
-        double creates = metric(m, "trainsched_reconcile_writes_total", "verb=\"create\"");
+        double creates = e2e_metric(m, "trainsched_reconcile_writes_total", "verb=\"create\"");
         /* each JobSet created once, plus its runtime snapshot ConfigMap (and no more: the
          * 20 before the outage were not created again) */
         ck_assert_msg(creates >= OUTAGE_N, "writes_total{verb=\"create\"} %g", creates);
@@ -1081,9 +846,9 @@ static int run_to_exit(char *const argv[], const char *log, double secs)
 
 static void assert_exit(int st, int code, const char *log, const char *needle)
 {
-    char *s = read_text(log);
+    char *s = e2e_read_text(log);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == code, "%s, want exit %d; output: %s",
-                  exit_text(st), code, s);
+                  e2e_exit_text(st), code, s);
     ck_assert_msg(strstr(s, needle) != NULL, "output does not name \"%s\": %s", needle, s);
     free(s);
 }
@@ -1114,16 +879,16 @@ START_TEST(readyz_while_starting_all_components)
     struct replica *r = &replicas[nreplicas++]; /* one slot, reused: each round is reaped */
     for (int round = 0; round < 5; round++) {
         char addr[64], haddr[64], ident[32];
-        double end = now_s() + 60;
+        double end = e2e_now_s() + 60;
         int probes = 0, code = 0;
 
         memset(r, 0, sizeof(*r));
         snprintf(ident, sizeof(ident), "ready-%d", round);
         snprintf(r->identity, sizeof(r->identity), "%s", ident);
         snprintf(r->log, sizeof(r->log), "%s/%s.log", tmpdir, ident);
-        r->port = free_port();
+        r->port = e2e_free_port();
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", r->port);
-        snprintf(haddr, sizeof(haddr), "127.0.0.1:%d", free_port());
+        snprintf(haddr, sizeof(haddr), "127.0.0.1:%d", e2e_free_port());
         {
             char *argv[] = {"trainsched",
                             "serve",
@@ -1150,10 +915,10 @@ START_TEST(readyz_while_starting_all_components)
                             NULL};
             r->pid = spawn(argv, r->log);
         }
-        while (now_s() < end) {
+        while (e2e_now_s() < end) {
             ck_assert_msg(alive(r), "daemon %s died while starting (%s); see %s", ident,
-                          exit_text(r->status), r->log);
-            code = http_get(r->port, "/readyz", NULL);
+                          e2e_exit_text(r->status), r->log);
+            code = e2e_http_get(r->port, "/readyz", NULL);
             probes += code > 0;
             if (code == 200)
                 break;
@@ -1171,12 +936,12 @@ END_TEST
 START_TEST(config_file_and_flags)
 {
     char cfg[600], bad[600], log[600], text[2048], addr_file[64], addr_flag[64];
-    int port_file = free_port(), port_flag = free_port(), st;
+    int port_file = e2e_free_port(), port_flag = e2e_free_port(), st;
     struct replica *r;
     char holder[256];
 
     while (port_flag == port_file)
-        port_flag = free_port();
+        port_flag = e2e_free_port();
     /* a good file; --http-address before --config still wins over the file's httpAddress */
     snprintf(cfg, sizeof(cfg), "%s/serve.yaml", tmpdir);
     snprintf(addr_file, sizeof(addr_file), "127.0.0.1:%d", port_file);
@@ -1197,7 +962,7 @@ START_TEST(config_file_and_flags)
              "  namespace: %s\n"
              "  workers: 2\n",
              kubeconfig, addr_file, ns, ns);
-    write_file(cfg, text);
+    e2e_write_file(cfg, text);
     {
         char *argv[] = {"trainsched", "serve", "--http-address", addr_flag, "--config", cfg, NULL};
         ck_assert_int_lt(nreplicas, MAX_REPLICAS);
@@ -1208,11 +973,11 @@ START_TEST(config_file_and_flags)
         r->port = port_flag;
         r->pid = spawn(argv, r->log);
     }
-    for (double end = now_s() + 30; leader_gauge(r) != 1; nap(100))
-        ck_assert_msg(now_s() < end && alive(r), "the --config daemon does not lead on %s (%s)",
-                      addr_flag, alive(r) ? "running" : exit_text(r->status));
-    ck_assert_int_eq(http_get(port_flag, "/healthz", NULL), 200);
-    ck_assert_msg(http_get(port_file, "/healthz", NULL) == -1,
+    for (double end = e2e_now_s() + 30; leader_gauge(r) != 1; e2e_nap(100))
+        ck_assert_msg(e2e_now_s() < end && alive(r), "the --config daemon does not lead on %s (%s)",
+                      addr_flag, alive(r) ? "running" : e2e_exit_text(r->status));
+    ck_assert_int_eq(e2e_http_get(port_flag, "/healthz", NULL), 200);
+    ck_assert_msg(e2e_http_get(port_file, "/healthz", NULL) == -1,
                   "the file's httpAddress %s answers although --http-address overrides it",
                   addr_file);
     /* the file's leaderElection.{leaseName,leaseNamespace,identity} */
@@ -1223,7 +988,7 @@ START_TEST(config_file_and_flags)
     create(&common_kube_trainjobs, trainjob("cfg"));
     wait_jobset("cfg", 30);
     {
-        char *s = read_text(r->log), needle[300];
+        char *s = e2e_read_text(r->log), needle[300];
         snprintf(needle, sizeof(needle), "\"namespace\":\"%s\"", ns);
         ck_assert_msg(strstr(s, "reconciler started") && strstr(s, needle),
                       "no \"reconciler started\" for namespace %s in the log", ns);
@@ -1232,14 +997,14 @@ START_TEST(config_file_and_flags)
     kill_replica(r, SIGTERM);
     ck_assert_msg(reap(r, 20), "the --config daemon still runs 20 s after SIGTERM");
     ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "after SIGTERM: %s",
-                  exit_text(r->status));
+                  e2e_exit_text(r->status));
 
     /* an unknown key in the file: exit 2 naming it, before touching the API */
     snprintf(bad, sizeof(bad), "%s/bad.yaml", tmpdir);
     snprintf(text, sizeof(text),
              "kubeconfig: %s\nleaderElection:\n  leaseNam: typo\n  leaseNamespace: %s\n",
              kubeconfig, ns);
-    write_file(bad, text);
+    e2e_write_file(bad, text);
     snprintf(log, sizeof(log), "%s/bad.log", tmpdir);
     {
         char *argv[] = {"trainsched", "serve", "--config", bad, NULL};

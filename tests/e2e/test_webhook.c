@@ -126,104 +126,6 @@ static struct daemon dmain, dsched;
 
 /* ---- small helpers ---- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void nap(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static json_t *yaml1(const char *text)
-{
-    struct common_yaml_docs d;
-    struct common_error err;
-    json_t *o;
-    ck_assert_msg(common_yaml_load(text, strlen(text), "inline", NULL, &d, &err) == COMMON_OK, "%s",
-                  err.msg);
-    ck_assert_uint_eq(d.n, 1);
-    o = json_incref(d.docs[0]);
-    common_yaml_docs_free(&d);
-    return o;
-}
-
-static json_t *yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *yamlf(const char *fmt, ...)
-{
-    char buf[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return yaml1(buf);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-/* the whole file (malloc'ed, "" when missing, NULL when out of memory); read to EOF, so /proc
- * files work too. No Check calls: cleanup_all runs it after the runner has finished. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    size_t len = 0, cap = 4096, n;
-    char *s = malloc(cap), *bigger;
-    if (!s) {
-        if (f)
-            fclose(f);
-        return NULL;
-    }
-    if (f) {
-        while ((n = fread(s + len, 1, cap - len - 1, f)) > 0) {
-            len += n;
-            if (cap - len < 2) {
-                bigger = realloc(s, cap * 2);
-                if (!bigger)
-                    break;
-                s = bigger;
-                cap *= 2;
-            }
-        }
-        fclose(f);
-    }
-    s[len] = 0;
-    return s;
-}
-
-static char *read_text(const char *path)
-{
-    char *s = slurp(path);
-    ck_assert_ptr_nonnull(s);
-    return s;
-}
-
-/* a port no one listens on now (the kernel's pick for port 0) */
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    ck_assert_int_ge(fd, 0);
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static int connect_local(int port, int timeout_s)
 {
     struct sockaddr_in a;
@@ -243,91 +145,12 @@ static int connect_local(int port, int timeout_s)
     return fd;
 }
 
-/* GET path on 127.0.0.1:port (plain HTTP/1.0). Returns the status code, or -1 when nothing
- * answered; the body (malloc'ed) into *body when body is not NULL. */
-static int http_get(int port, const char *path, char **body)
-{
-    char req[256], *buf = NULL, *p;
-    size_t len = 0, cap = 0;
-    ssize_t n;
-    int fd, code = -1;
-
-    if (body)
-        *body = NULL;
-    fd = connect_local(port, 5);
-    if (fd < 0)
-        return -1;
-    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (cap - len < 4096) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (!buf)
-        return -1;
-    buf[len] = 0;
-    if (strncmp(buf, "HTTP/1.", 7) == 0 && len > 12) {
-        char *end;
-        long c = strtol(buf + 9, &end, 10);
-        if (end != buf + 9 && c >= 100 && c < 600)
-            code = (int)c;
-    }
-    if (body && code > 0 && (p = strstr(buf, "\r\n\r\n")) != NULL) {
-        *body = strdup(p + 4);
-        ck_assert_ptr_nonnull(*body);
-    }
-    free(buf);
-    return code;
-}
-
 /* The sum of the series of family `name` in a Prometheus text whose labels contain `labels`
  * (NULL: any), or 0 when there is none (a counter not yet incremented). */
 static double metric(const char *text, const char *name, const char *labels)
 {
-    double sum = 0;
-    size_t nl = strlen(name);
-    for (const char *line = text; line && *line;) {
-        const char *eol = strchr(line, '\n');
-        size_t ll = eol ? (size_t)(eol - line) : strlen(line);
-        if (line[0] != '#' && ll > nl && strncmp(line, name, nl) == 0 &&
-            (line[nl] == ' ' || line[nl] == '{')) {
-            const char *v = line + nl;
-            int match = 1;
-            if (*v == '{') {
-                const char *close = memchr(v, '}', ll - nl);
-                if (!close)
-                    goto next;
-                if (labels) {
-                    char lab[512];
-                    snprintf(lab, sizeof(lab), "%.*s", (int)(close - v), v);
-                    match = strstr(lab, labels) != NULL;
-                }
-                v = close + 1;
-            } else if (labels) {
-                match = 0;
-            }
-            if (match) {
-                char *end;
-                double d = strtod(v, &end);
-                if (end != v)
-                    sum += d;
-            }
-        }
-    next:
-        line = eol ? eol + 1 : NULL;
-    }
-    return sum;
+    double v = e2e_metric(text, name, labels);
+    return isnan(v) ? 0 : v;
 }
 
 /* trainsched_webhook_requests_total of one webhook (every result) on daemon d */
@@ -335,7 +158,7 @@ static double webhook_requests(const struct daemon *d, const char *webhook)
 {
     char *body = NULL, lab[128];
     double v;
-    int code = http_get(d->http_port, "/metrics", &body);
+    int code = e2e_http_get(d->http_port, "/metrics", &body);
     ck_assert_msg(code == 200 && body, "%s /metrics: %d", d->name, code);
     snprintf(lab, sizeof(lab), "webhook=\"%s\"", webhook);
     v = metric(body, "trainsched_webhook_requests_total", lab);
@@ -345,90 +168,22 @@ static double webhook_requests(const struct daemon *d, const char *webhook)
 
 /* ---- child processes ---- */
 
-static void echo_tail(const char *path, int lines)
-{
-    char *s = slurp(path), *p, *san;
-    int seen = 0;
-    if (!s)
-        return;
-    san = strstr(s, "ERROR: AddressSanitizer");
-    if (!san)
-        san = strstr(s, "runtime error:");
-    if (!san)
-        san = strstr(s, "ERROR: LeakSanitizer");
-    if (san) {
-        while (san > s && san[-1] != '\n')
-            san--;
-        for (p = san; *p && seen < lines; p++)
-            seen += *p == '\n';
-        fprintf(stderr, "---- %s (sanitizer report) ----\n%.*s\n", path, (int)(p - san), san);
-        free(s);
-        return;
-    }
-    for (p = s + strlen(s); p > s; p--)
-        if (p[-1] == '\n' && p[0] && ++seen > lines)
-            break;
-    fprintf(stderr, "---- %s (last %d lines) ----\n%s\n", path, lines, p);
-    free(s);
-}
-
-/* fork/exec TS_BINARY with argv (argv[0] is ignored), output appended to log; the child dies
- * with the thread that made it */
-static pid_t spawn(char *const argv[], const char *log)
-{
-    pid_t pid;
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd;
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        fd = open("/dev/null", O_RDONLY);
-        if (fd >= 0) {
-            dup2(fd, 0);
-            close(fd);
-        }
-        execv(TS_BINARY, argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static const char *exit_text(int st)
-{
-    static char s[64];
-    if (WIFEXITED(st))
-        snprintf(s, sizeof(s), "exit %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st))
-        snprintf(s, sizeof(s), "signal %d", WTERMSIG(st));
-    else
-        snprintf(s, sizeof(s), "status %d", st);
-    return s;
-}
-
 /* run TS_BINARY to its end (at most secs, then SIGKILL); returns the wait status */
 static int run_to_exit(char *const argv[], const char *log, double secs)
 {
-    pid_t pid = spawn(argv, log);
-    double end = now_s() + secs;
+    pid_t pid = e2e_spawn(argv, log);
+    double end = e2e_now_s() + secs;
     for (;;) {
         int st;
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
             return st;
-        if (now_s() >= end) {
+        if (e2e_now_s() >= end) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             ck_abort_msg("trainsched %s still running after %.0f s; see %s", argv[1], secs, log);
         }
-        nap(20);
+        e2e_nap(20);
     }
 }
 
@@ -451,9 +206,9 @@ static void make_certs(const char *dir, const char *ca_dir)
                         ca_key,        NULL};
         st = run_to_exit(argv, log, 30);
     }
-    out = read_text(log);
+    out = e2e_read_text(log);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "trainsched certs --out %s: %s: %s", dir,
-                  exit_text(st), out);
+                  e2e_exit_text(st), out);
     free(out);
 }
 
@@ -485,35 +240,35 @@ static void start_daemon(struct daemon *d, const char *name, const char *dir, co
     memset(d, 0, sizeof(*d));
     snprintf(d->name, sizeof(d->name), "%s", name);
     snprintf(d->log, sizeof(d->log), "%s/%s.log", tmpdir, name);
-    d->https_port = free_port();
+    d->https_port = e2e_free_port();
     do
-        d->http_port = free_port();
+        d->http_port = e2e_free_port();
     while (d->http_port == d->https_port);
     snprintf(https, sizeof(https), "127.0.0.1:%d", d->https_port);
     snprintf(http, sizeof(http), "127.0.0.1:%d", d->http_port);
     snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
     snprintf(key, sizeof(key), "%s/tls.key", dir);
     snprintf(reload, sizeof(reload), "%d", RELOAD_S);
-    d->pid = spawn(argv, d->log);
+    d->pid = e2e_spawn(argv, d->log);
 }
 
 static void wait_ready(struct daemon *d, double secs)
 {
-    double end = now_s() + secs;
+    double end = e2e_now_s() + secs;
     int code = -1;
     for (;;) {
         int st;
         if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
             d->pid = 0;
             ck_abort_msg("daemon %s exited before it was ready (%s); see %s", d->name,
-                         exit_text(st), d->log);
+                         e2e_exit_text(st), d->log);
         }
-        code = http_get(d->http_port, "/readyz", NULL);
+        code = e2e_http_get(d->http_port, "/readyz", NULL);
         if (code == 200)
             return;
-        ck_assert_msg(now_s() < end, "daemon %s: /readyz %d after %.0f s; see %s", d->name, code,
-                      secs, d->log);
-        nap(100);
+        ck_assert_msg(e2e_now_s() < end, "daemon %s: /readyz %d after %.0f s; see %s", d->name,
+                      code, secs, d->log);
+        e2e_nap(100);
     }
 }
 
@@ -547,7 +302,7 @@ static void write_sa_kubeconfig(void)
              "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
              "current-context: trainsched\n",
              server, ca, token);
-    write_file(kubeconfig, text);
+    e2e_write_file(kubeconfig, text);
     chmod(kubeconfig, 0600);
     json_decref(req);
     json_decref(resp);
@@ -566,26 +321,26 @@ static json_t *runtime(const char *name, const char *namespace, int replicas, co
                  labels);
     else
         snprintf(meta, sizeof(meta), "{name: %s, labels: {%s}}", name, labels);
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: %s\n"
-                 "metadata: %s\n"
-                 "spec:\n"
-                 "  mlPolicy: {numNodes: 1}\n"
-                 "  template:\n"
-                 "    spec:\n"
-                 "      replicatedJobs:\n"
-                 "      - name: node\n"
-                 "        replicas: %d\n"
-                 "        template:\n"
-                 "          metadata: {labels: {" ANCESTOR_LABEL ": trainer}}\n"
-                 "          spec:\n"
-                 "            template:\n"
-                 "              spec:\n"
-                 "                containers:\n"
-                 "                - name: node\n"
-                 "                  image: busybox:1.36\n"
-                 "                  command: [sh, -c, 'sleep 1']\n",
-                 namespace ? "TrainingRuntime" : "ClusterTrainingRuntime", meta, replicas);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: %s\n"
+                     "metadata: %s\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: 1}\n"
+                     "  template:\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "      - name: node\n"
+                     "        replicas: %d\n"
+                     "        template:\n"
+                     "          metadata: {labels: {" ANCESTOR_LABEL ": trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n",
+                     namespace ? "TrainingRuntime" : "ClusterTrainingRuntime", meta, replicas);
 }
 
 /* a TrainJob on TrainingRuntime rt (no apiGroup, no suspend, no managedBy: left to defaulting)
@@ -609,38 +364,38 @@ static json_t *trainjob(const char *name, const char *namespace, const char *rt,
                  "                  spec:\n"
                  "                    nodeSelector: {e2e.trainsched.io/pool: webhook}\n",
                  job);
-    return yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                 "kind: TrainJob\n"
-                 "metadata: {name: %s, namespace: %s}\n"
-                 "spec:\n"
-                 "  runtimeRef: {name: %s, kind: TrainingRuntime}\n"
-                 "%s",
-                 name, namespace, rt, patches);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  runtimeRef: {name: %s, kind: TrainingRuntime}\n"
+                     "%s",
+                     name, namespace, rt, patches);
 }
 
 /* a Pod with two containers, the first with cpu requests and limits; gang: the pod-group label */
 static json_t *pod(const char *name, const char *namespace, int gang)
 {
-    return yamlf("apiVersion: v1\n"
-                 "kind: Pod\n"
-                 "metadata:\n"
-                 "  name: %s\n"
-                 "  namespace: %s\n"
-                 "  labels: {app: e2e-webhook%s}\n"
-                 "spec:\n"
-                 "  containers:\n"
-                 "  - name: main\n"
-                 "    image: busybox:1.36\n"
-                 "    command: [sleep, '3600']\n"
-                 "    resources:\n"
-                 "      requests: {cpu: 100m, memory: 16Mi}\n"
-                 "      limits: {cpu: 200m, memory: 16Mi}\n"
-                 "  - name: side\n"
-                 "    image: busybox:1.36\n"
-                 "    command: [sleep, '3600']\n"
-                 "    resources:\n"
-                 "      requests: {cpu: 50m}\n",
-                 name, namespace, gang ? ", " GANG_LABEL ": g" : "");
+    return e2e_yamlf("apiVersion: v1\n"
+                     "kind: Pod\n"
+                     "metadata:\n"
+                     "  name: %s\n"
+                     "  namespace: %s\n"
+                     "  labels: {app: e2e-webhook%s}\n"
+                     "spec:\n"
+                     "  containers:\n"
+                     "  - name: main\n"
+                     "    image: busybox:1.36\n"
+                     "    command: [sleep, '3600']\n"
+                     "    resources:\n"
+                     "      requests: {cpu: 100m, memory: 16Mi}\n"
+                     "      limits: {cpu: 200m, memory: 16Mi}\n"
+                     "  - name: side\n"
+                     "    image: busybox:1.36\n"
+                     "    command: [sleep, '3600']\n"
+                     "    resources:\n"
+                     "      requests: {cpu: 50m}\n",
+                     name, namespace, gang ? ", " GANG_LABEL ": g" : "");
 }
 
 /* create (dry_run: dryRun=All) through c; returns the code, the created object into *out (when
@@ -842,7 +597,7 @@ static char *ca_bundle(struct common_arena *a)
 {
     char file[600], *ca, *b64;
     snprintf(file, sizeof(file), "%s/ca.crt", certdir);
-    ca = read_text(file);
+    ca = e2e_read_text(file);
     ck_assert_msg(strstr(ca, "BEGIN CERTIFICATE") != NULL, "%s: no certificate", file);
     b64 = common_certs_base64(a, ca, strlen(ca));
     ck_assert_ptr_nonnull(b64);
@@ -938,7 +693,7 @@ static enum common_rc delete_config(struct common_kube *c, const struct common_k
         if (rc == COMMON_OK || rc == COMMON_ENOTFOUND)
             return COMMON_OK;
         fprintf(stderr, "deleting %s %s: %s (retrying)\n", r->resource, name, err->msg);
-        nap(1000);
+        e2e_nap(1000);
     }
     return rc;
 }
@@ -1021,17 +776,18 @@ static void probe_once(char *why, size_t size)
 
 static void wait_configs_effective(double secs)
 {
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     char why[1200];
     for (;;) {
         probe_once(why, sizeof(why));
         if (!why[0])
             break;
-        ck_assert_msg(now_s() - t0 < secs, "webhooks not in effect after %.0f s: %s", secs, why);
-        nap(200);
+        ck_assert_msg(e2e_now_s() - t0 < secs, "webhooks not in effect after %.0f s: %s", secs,
+                      why);
+        e2e_nap(200);
     }
     fprintf(stderr, "webhook: configurations in effect %.2f s after their creation\n",
-            now_s() - t0);
+            e2e_now_s() - t0);
 }
 
 /* ---- TLS: the serial of the certificate the daemon serves ---- */
@@ -1048,7 +804,7 @@ static void serial_hex(X509 *x, char *out, size_t size)
 static void file_serial(const char *path, char *out, size_t size)
 {
     struct common_error err;
-    char *pem = read_text(path);
+    char *pem = e2e_read_text(path);
     X509 *x = common_certs_x509_from_pem(pem, path, &err);
     ck_assert_msg(x != NULL, "%s", err.msg);
     serial_hex(x, out, size);
@@ -1128,7 +884,7 @@ static int passed_count(void)
     char p[600], *s;
     int n = 0;
     snprintf(p, sizeof(p), "%s/passed", tmpdir);
-    s = slurp(p);
+    s = e2e_slurp(p);
     for (char *c = s; c && *c; c++)
         n += *c == '\n';
     free(s);
@@ -1154,7 +910,7 @@ static void label_ns(const char *name, const char *run, const char *pods)
 
 static void outer_setup(void)
 {
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/trainsched-webhook-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
     snprintf(run_id, sizeof(run_id), "wh-%ld-%d", (long)time(NULL) % 100000, rand() % 100000);
@@ -1184,14 +940,14 @@ static void outer_setup(void)
     start_daemon(&dsched, "sched", certdir2, GANG_SCHEDULER);
     wait_ready(&dmain, 60);
     wait_ready(&dsched, 60);
-    fprintf(stderr, "webhook: daemons ready %.2f s into the setup\n", now_s() - t0);
+    fprintf(stderr, "webhook: daemons ready %.2f s into the setup\n", e2e_now_s() - t0);
 
     cfg_made = 1;
     create_configs();
     wait_configs_effective(30);
     common_kube_client_destroy(admin);
     admin = NULL;
-    fprintf(stderr, "webhook: setup took %.2f s\n", now_s() - t0);
+    fprintf(stderr, "webhook: setup took %.2f s\n", e2e_now_s() - t0);
 }
 
 static void stop_daemon(struct daemon *d)
@@ -1245,9 +1001,9 @@ static void cleanup_all(void)
     stop_daemon(&dsched);
     if (!ok) {
         if (dmain.log[0])
-            echo_tail(dmain.log, 40);
+            e2e_echo_tail(dmain.log, 40);
         if (dsched.log[0])
-            echo_tail(dsched.log, 40);
+            e2e_echo_tail(dsched.log, 40);
         fprintf(stderr, "webhook: a test failed: logs kept in %s\n", tmpdir);
     }
     if (ns[0] && c)
@@ -1355,7 +1111,7 @@ START_TEST(valid_trainjob_defaulted)
     json_decref(got);
 
     /* an UPDATE that leaves the patch alone keeps its time (a second later "now" differs) */
-    nap(1100);
+    e2e_nap(1100);
     ck_assert_msg(common_kube_patch(admin, &common_kube_trainjobs, ns, "defaulted",
                                     COMMON_KUBE_MERGE_PATCH,
                                     "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}", NULL, &out,
@@ -1697,7 +1453,7 @@ START_TEST(bootstrap_converges)
     json_t *created[2] = {NULL, NULL}, *got, *sent, *tj = NULL;
     struct common_error err;
     enum common_rc rc;
-    double t0 = now_s(), t_effective, t_up, t_conv, fo0, fo1, fo2, before, after;
+    double t0 = e2e_now_s(), t_effective, t_up, t_conv, fo0, fo1, fo2, before, after;
     int tries = 0;
 
     create_boot_configs(created);
@@ -1711,8 +1467,9 @@ START_TEST(bootstrap_converges)
             break;
         ck_assert_msg(rc == COMMON_OK || call_failed(rc, &err, "validate-trainjob.trainsched.io"),
                       "dry-run TrainJob in %s: %s", ns3, err.msg);
-        ck_assert_msg(now_s() - t0 < 15, "%s %s not in effect after 15 s", mwcs.resource, cfg_boot);
-        nap(100);
+        ck_assert_msg(e2e_now_s() - t0 < 15, "%s %s not in effect after 15 s", mwcs.resource,
+                      cfg_boot);
+        e2e_nap(100);
     }
     for (;;) {
         rc = try_create(admin, &common_kube_trainingruntimes, ns3, runtime("probe", ns3, 1, ""), 1,
@@ -1720,10 +1477,11 @@ START_TEST(bootstrap_converges)
         if (call_failed(rc, &err, "validate-trainingruntime.trainsched.io"))
             break;
         ck_assert_msg(rc == COMMON_OK, "dry-run TrainingRuntime in %s: %s", ns3, err.msg);
-        ck_assert_msg(now_s() - t0 < 15, "%s %s not in effect after 15 s", vwcs.resource, cfg_boot);
-        nap(100);
+        ck_assert_msg(e2e_now_s() - t0 < 15, "%s %s not in effect after 15 s", vwcs.resource,
+                      cfg_boot);
+        e2e_nap(100);
     }
-    t_effective = now_s();
+    t_effective = e2e_now_s();
 
     /* (a) the webhook's own pods (no gang label): not sent (objectSelector), so created */
     fo0 = apiserver_metric(FAIL_OPEN, pod_hook);
@@ -1760,7 +1518,7 @@ START_TEST(bootstrap_converges)
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns3, "boot"));
 
     /* (d) the webhook comes up: the same TrainJob converges, gang pods are mutated */
-    t_up = now_s();
+    t_up = e2e_now_s();
     point_boot_configs(created);
     for (;;) {
         rc = try_create(admin, &common_kube_trainjobs, ns3, trainjob("boot", ns3, "rt", "node"), 0,
@@ -1771,12 +1529,12 @@ START_TEST(bootstrap_converges)
         ck_assert_msg(call_failed(rc, &err, "mutate-trainjob.trainsched.io") ||
                           call_failed(rc, &err, "validate-trainjob.trainsched.io"),
                       "TrainJob after the webhook came up: %s", err.msg);
-        ck_assert_msg(now_s() - t_up < 20,
+        ck_assert_msg(e2e_now_s() - t_up < 20,
                       "TrainJob still refused 20 s after the webhook came up (%d tries): %s", tries,
                       err.msg);
-        nap(100);
+        e2e_nap(100);
     }
-    t_conv = now_s();
+    t_conv = e2e_now_s();
     ck_assert_msg(json_is_string(path_get(tj, "spec.runtimePatches.0.time")),
                   "the admitted TrainJob is not mutated: %s",
                   json_dumps(path_get(tj, "spec"), JSON_COMPACT));
@@ -1823,7 +1581,7 @@ START_TEST(bootstrap_converges)
             "webhook down: both pods admitted (the gang pod failed open), the TrainJob refused; "
             "webhook up: the TrainJob admitted %.2f s (%d tries) after the clientConfig change; "
             "%.2f s in all\n",
-            t_effective - t0, t_conv - t_up, tries, now_s() - t0);
+            t_effective - t0, t_conv - t_up, tries, e2e_now_s() - t0);
     mark_passed();
 }
 END_TEST
@@ -1847,15 +1605,15 @@ START_TEST(certificate_reload)
 
     /* TrainJobs created in a loop; after ~1 s the pair is replaced (same CA) by a child process
      * while the loop goes on; it ends 3 s after the new serial was first served */
-    t0 = now_s();
+    t0 = e2e_now_s();
     end = t0 + 40;
-    while (now_s() < end) {
+    while (e2e_now_s() < end) {
         struct common_error err;
         char name[32];
         enum common_rc rc;
         json_t *out = NULL;
 
-        if (certs == 0 && now_s() - t0 >= 1.0) {
+        if (certs == 0 && e2e_now_s() - t0 >= 1.0) {
             char ca_key[600];
             char *argv[] = {"trainsched",
                             "certs",
@@ -1874,16 +1632,16 @@ START_TEST(certificate_reload)
                             ca_key,
                             NULL};
             snprintf(ca_key, sizeof(ca_key), "%s/ca.key", certdir);
-            t_swap = now_s();
-            certs = spawn(argv, certs_log);
+            t_swap = e2e_now_s();
+            certs = e2e_spawn(argv, certs_log);
         }
         if (certs > 0 && certs_status < 0) {
             int st;
             if (waitpid(certs, &st, WNOHANG) == certs) {
                 certs_status = st;
-                t_written = now_s();
+                t_written = e2e_now_s();
                 ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "trainsched certs: %s",
-                              exit_text(st));
+                              e2e_exit_text(st));
                 file_serial(crt, file1, sizeof(file1));
                 ck_assert_str_ne(file1, file0);
             }
@@ -1897,18 +1655,18 @@ START_TEST(certificate_reload)
             failed++;
             if (!first_failure[0])
                 snprintf(first_failure, sizeof(first_failure), "%s at %.2f s: %s", name,
-                         now_s() - t0, rc ? err.msg : "not mutated");
+                         e2e_now_s() - t0, rc ? err.msg : "not mutated");
         }
         json_decref(out);
         if (certs_status >= 0 && t_seen < 0) {
             ck_assert_msg(served_serial(dmain.https_port, ca, got, sizeof(got)) == 0,
                           "TLS to the daemon after the swap: %s", got);
             if (strcmp(got, file1) == 0)
-                t_seen = now_s();
+                t_seen = e2e_now_s();
             else
                 ck_assert_str_eq(got, serial0); /* the old one until the reload */
         }
-        if (t_seen > 0 && now_s() - t_seen >= 3)
+        if (t_seen > 0 && e2e_now_s() - t_seen >= 3)
             break;
     }
     fprintf(stderr,
@@ -1926,7 +1684,7 @@ START_TEST(certificate_reload)
                   ok + failed, first_failure);
     ck_assert_msg(ok >= 10, "only %d admissions across the swap", ok);
     {
-        char *log = read_text(dmain.log);
+        char *log = e2e_read_text(dmain.log);
         ck_assert_msg(strstr(log, "serving certificate reloaded") != NULL,
                       "no \"serving certificate reloaded\" in %s", dmain.log);
         free(log);
@@ -1942,7 +1700,7 @@ static char proc_state(pid_t pid, int *code)
     char path[64], *s, *p, *last;
     char state;
     snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    s = read_text(path);
+    s = e2e_read_text(path);
     p = strrchr(s, ')');
     if (!p || p[1] != ' ') {
         free(s);
@@ -1978,7 +1736,7 @@ START_TEST(daemons_stop_cleanly)
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(kill(ds[i]->pid, SIGTERM), 0);
     for (int i = 0; i < 2; i++) {
-        double end = now_s() + 20;
+        double end = e2e_now_s() + 20;
         int code = -1, st;
         char state;
         /* with CK_FORK=no the daemons are our children: reap; else watch the zombie */
@@ -1991,12 +1749,13 @@ START_TEST(daemons_stop_cleanly)
             state = proc_state(ds[i]->pid, &code);
             if (state == 'Z')
                 break;
-            ck_assert_msg(now_s() < end, "daemon %s still running 20 s after SIGTERM (state %c)",
-                          ds[i]->name, state ? state : '-');
-            nap(50);
+            ck_assert_msg(e2e_now_s() < end,
+                          "daemon %s still running 20 s after SIGTERM (state %c)", ds[i]->name,
+                          state ? state : '-');
+            e2e_nap(50);
         }
         {
-            char *log = read_text(ds[i]->log);
+            char *log = e2e_read_text(ds[i]->log);
             ck_assert_msg(!strstr(log, "Sanitizer") && !strstr(log, "runtime error:"),
                           "daemon %s: sanitizer report in %s", ds[i]->name, ds[i]->log);
             ck_assert_msg(strstr(log, "signal received; stopping") != NULL,
@@ -2004,7 +1763,7 @@ START_TEST(daemons_stop_cleanly)
             free(log);
         }
         ck_assert_msg(code == 0, "daemon %s after SIGTERM: %s, want exit 0; see %s", ds[i]->name,
-                      exit_text(code), ds[i]->log);
+                      e2e_exit_text(code), ds[i]->log);
     }
     mark_passed();
 }
