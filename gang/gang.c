@@ -12,12 +12,6 @@ static const char *const R_UNKNOWN_NODE = "node unknown to trainsched's cache";
 
 /* ---- gates shared by filter and bind ---- */
 
-enum gate {
-    GATE_PASS = 0, /* go on with the gang rules */
-    GATE_ALONE,    /* no gang constraint for this pod: fit per node, bind at once */
-    GATE_WAIT      /* UNRESOLVABLE / REJECT with s->why */
-};
-
 static int declared_mismatch(const struct gang *g, int32_t *seen)
 {
     for (int i = 0; i < DECL_SLOTS; i++)
@@ -32,8 +26,8 @@ static int declared_mismatch(const struct gang *g, int32_t *seen)
     return 0;
 }
 
-static enum gate gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
-                      const char **why)
+enum gate gang_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                    const char **why)
 {
     int32_t seen;
     uint32_t pending_phased;
@@ -235,7 +229,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         res->n_ok = only_node(s, nodes, n_nodes, on, s->why2, -1, out);
         goto done;
     }
-    switch (gate(s, g, p, now, &why)) {
+    switch (gang_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, why);
         res->reason = why;
@@ -459,7 +453,7 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
         return bind_reject(s, res, "a bind of this pod is already held");
     if (!g)
         return bind_alone(s, p, ni, res, err);
-    switch (gate(s, g, p, now, &why)) {
+    switch (gang_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         return bind_reject(s, res, why);
     case GATE_ALONE:

@@ -367,6 +367,10 @@ enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
  * the same map, a node left out is vetoed, and the scheduler then evicts the victims of ONE kept
  * node. gang_preempt only keeps or vetoes whole candidates: it never adds, drops or reorders a
  * victim (the glue echoes a kept node's victims as sent). The rules, in order:
+ * - R0 gang rules: a preemptor of a gang whose filter gates would not let it be placed (no
+ *   PodGroup, backoff, stale minMember, fewer member pods than minMember, trainer pods waiting
+ *   for a phased pod: what gang_filter answers UNRESOLVABLE on every node) vetoes every node
+ *   with the gate's reason: an eviction cannot make the pod placeable, so nothing is evicted.
  * - R1 in-flight binds: a victim that is a held or released-not-yet-bound member of any gang
  *   vetoes the node (evicting it breaks that gang's admission).
  * - R2 quorum: let a gang H with minMember > 0 have A members alive (bound or released, not
@@ -384,7 +388,8 @@ enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
  *   non-terminal, priority strictly below the preemptor's, not of the preemptor's gang, and not
  *   of a gang with minMember > 0 unless every alive member of that gang qualifies (whole gangs
  *   only). minResources, when set on a gang that holds nothing, is checked against the
- *   cluster-wide free sum with the same pods gone. Fewer member pods than minMember: vetoed.
+ *   cluster-wide free sum with the same pods gone (less what its finished phased members
+ *   asked for, as in the filter).
  *   R3 is an upper bound: it does not check that this node's victims are the right ones, only
  *   that evictions could ever make the gang fit.
  * - R4 preference among the survivors: only the best-ranked are kept, by (a) fewest gangs left
@@ -417,12 +422,11 @@ struct gang_preempt_result {
 /*
  * gang_preempt - decide the preempt verb for preemptor (the request's Pod, decoded; added to the
  * books when its uid is unknown, as gang_filter does) over nodes[0..n_nodes) (the request's
- * map, in order): out[i] for nodes[i]. now (ms) is taken for symmetry with the other verbs; no
- * rule uses it today. Decisions are not errors: COMMON_OK with every node vetoed is "no
- * preemption" (answer an empty map). COMMON_EINVAL for a preemptor without uid (or, unknown to
- * the books, without namespace or name); COMMON_ENOMEM (out is undefined: answer the scheduler
- * with an Error; the books may have learned the preemptor, nothing else changed). Reasons stay
- * valid until the next call.
+ * map, in order): out[i] for nodes[i]. now (ms) is the clock of R0's backoff gate. Decisions are
+ * not errors: COMMON_OK with every node vetoed is "no preemption" (answer an empty map).
+ * COMMON_EINVAL for a preemptor without uid (or, unknown to the books, without namespace or name);
+ * COMMON_ENOMEM (out is undefined: answer the scheduler with an Error; the books may have learned
+ * the preemptor, nothing else changed). Reasons stay valid until the next call.
  */
 enum common_rc gang_preempt(struct gang_state *s, const struct common_pod *preemptor,
                             const struct gang_preempt_node *nodes, size_t n_nodes, int64_t now,

@@ -295,6 +295,23 @@ int gang_completable(const struct gang *g);
 void gang_maybe_free(struct gang_state *s, struct gang *g);
 void set_why(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- gang.c ---- */
+
+enum gate {
+    GATE_PASS = 0, /* go on with the gang rules */
+    GATE_ALONE,    /* no gang constraint for this pod: fit per node, bind at once */
+    GATE_WAIT      /* UNRESOLVABLE / REJECT with *why */
+};
+
+/*
+ * gang_gate - the gates every member of g passes before its gang is placed, shared by filter,
+ * bind and preempt: no PodGroup, backoff, stale minMember, fewer pods than minMember, trainer
+ * pods waiting for a phased pod -> GATE_WAIT (*why: the reason, in g->why or s->why); minMember
+ * 0, a phased member or an admitted gang -> GATE_ALONE; else GATE_PASS.
+ */
+enum gate gang_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                    const char **why);
+
 /* ---- fit.c ---- */
 
 /* static fit of shape on node: NULL when it matches, else a constant reason */

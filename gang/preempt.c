@@ -7,8 +7,9 @@
  * alive members evicted (R1 stops at the first in-flight bind); a second pass judges each gang
  * once against its census (alive and quorum counts, taken once per call). R3 runs first and
  * once: the pods a preemption at the preemptor's priority could evict are handed to a dry run
- * of the gang planner. Reasons go into one growing buffer of the state, NUL-separated, and are
- * pointed to at the end (the buffer may move while it grows).
+ * of the gang planner. Before both, R0 runs the filter's gates (gang_gate): a preemptor they would
+ * not let through vetoes every node. Reasons go into one growing buffer of the state,
+ * NUL-separated, and are pointed to at the end (the buffer may move while it grows).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,13 +120,6 @@ static int whole_gang_short(struct gang_state *s, struct gang *g, const struct g
     struct plan_out po;
     int32_t prio = p->priority;
 
-    if (g->c.known < (uint32_t)g->min_member) {
-        set_why(s->why2,
-                "gang %s: %u of minMember %d member pods exist; no eviction can place the "
-                "gang yet",
-                g->key, g->c.known, g->min_member);
-        return 1;
-    }
     freed = common_malloc((s->n_pods ? s->n_pods : 1) * sizeof(*freed));
     if (!freed)
         return -1;
@@ -275,7 +269,6 @@ enum common_rc gang_preempt(struct gang_state *s, const struct common_pod *preem
     size_t all_off = KEPT;
     int short_whole = 0;
 
-    (void)now;
     memset(res, 0, sizeof(res[0]));
     res->reason = "";
     if (!preemptor->uid || !*preemptor->uid)
@@ -292,11 +285,20 @@ enum common_rc gang_preempt(struct gang_state *s, const struct common_pod *preem
     r = common_malloc((n_nodes ? n_nodes : 1) * sizeof(*r));
     if (!r)
         goto oom;
-    /* R3 */
-    if (g && g->has_pg && g->min_member > 0 && !(p->a_flags & F_PHASED) && !gang_admitted(g)) {
-        short_whole = whole_gang_short(s, g, p);
-        if (short_whole < 0 || (short_whole && why_add(s, &all_off, "%s", s->why2)))
-            goto oom;
+    /* R0: the gates of the filter (no PodGroup, backoff, stale minMember, too few pods, a
+     * phased pod not placed yet): a pod its gang rules would not place gets no eviction */
+    if (g) {
+        const char *why;
+        enum gate gt = gang_gate(s, g, p, now, &why);
+        if (gt == GATE_WAIT) {
+            short_whole = 1;
+            if (why_add(s, &all_off, "%s; no eviction can place pod %s/%s", why, p->ns, p->name))
+                goto oom;
+        } else if (gt == GATE_PASS) { /* R3: what the filter plans whole */
+            short_whole = whole_gang_short(s, g, p);
+            if (short_whole < 0 || (short_whole && why_add(s, &all_off, "%s", s->why2)))
+                goto oom;
+        }
     }
     for (size_t i = 0; i < n_nodes; i++) {
         if (short_whole) {

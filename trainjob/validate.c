@@ -258,12 +258,19 @@ void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e)
         tj_err(e, tj, tj_get(tj, "spec"), "Required", "spec.runtimeRef", "Required value");
 }
 
+/* a union member is set: present and not null */
+static int set_member(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    return v && !json_is_null(v);
+}
+
 void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e)
 {
     static const char *const sources[] = {"torch", "mpi", "jax", "xgboost", "flux"};
     const json_t *ml = tj_get(rt, "spec.mlPolicy");
     const json_t *spec = tj_get(rt, "spec");
-    const json_t *v, *targets, *rjobs;
+    const json_t *v, *targets, *rjobs, *pgp;
     int nsrc = 0;
     size_t i;
     json_t *it;
@@ -275,10 +282,16 @@ void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e)
         tj_err(e, rt, tj_get(rt, "spec.template"), "Invalid", "spec.template",
                "should have at least 1 properties");
     for (int k = 0; k < 5; k++)
-        if (json_object_get(ml, sources[k]) && !json_is_null(json_object_get(ml, sources[k])))
-            nsrc++;
+        nsrc += set_member(ml, sources[k]);
     if (nsrc > 1)
         tj_err(e, rt, ml, "Invalid", "spec.mlPolicy", "Only one of the policy can be configured");
+    /* PodGroupPolicySource: "Only one of its members may be specified" (Trainer's API doc; its
+     * CRD has no rule, so a runtime with both makes two PodGroups there). The message is the
+     * one Trainer's CEL gives the same union on mlPolicy. */
+    pgp = tj_get(rt, "spec.podGroupPolicy");
+    if (set_member(pgp, "coscheduling") && set_member(pgp, "volcano"))
+        tj_err(e, rt, pgp, "Invalid", "spec.podGroupPolicy",
+               "Only one of the policy can be configured: coscheduling and volcano are both set");
     v = tj_get(rt, "spec.mlPolicy.mpi.numProcPerNode");
     if (json_is_integer(v) && json_integer_value(v) < 1)
         tj_err(e, rt, v, "Invalid", "spec.mlPolicy.mpi.numProcPerNode",

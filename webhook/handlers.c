@@ -564,13 +564,10 @@ static enum common_rc validate_runtime(struct call *c)
     struct trainjob_errors errs;
     struct common_error e = {0};
     enum common_rc rc;
-    int cluster = c->ep->id == WEBHOOK_VALIDATE_CLUSTERTRAININGRUNTIME;
 
-    /* Trainer v2.3 validates a TrainingRuntime on CREATE only */
-    if (!cluster && c->req->operation != WEBHOOK_OP_CREATE)
-        return allow(c);
-
-    /* schema and CEL alone (422): the same object labelled webhook-validation=disabled, which
+    /* CREATE and UPDATE alike, for both kinds (Trainer v2.3 skips a TrainingRuntime UPDATE,
+     * which lets an existing runtime be edited into one its CREATE would refuse).
+     * First the schema and CEL alone (422): the same object labelled webhook-validation=disabled, which
      * trainjob_validate_runtime checks without the webhook rules */
     schema_only = json_copy((json_t *)rt);
     meta = json_is_object(json_object_get(rt, "metadata"))

@@ -18,8 +18,8 @@
  * ...-trainingruntime) validate-clustertrainingruntime POST /validate-clustertrainingruntime
  * (Trainer: ...-clustertrainingruntime) trainer.md §5.2 through trainjob_validate_runtime: schema
  * and CEL errors 422, webhook errors ("always must be 1", the ancestor's required container) 403.
- * TrainingRuntime: CREATE only (Trainer v2.3 does not validate its UPDATE); ClusterTrainingRuntime:
- * CREATE and UPDATE, the deprecation warning on CREATE. Objects labelled
+ * Both kinds on CREATE and UPDATE (Trainer v2.3 skips a TrainingRuntime UPDATE; trainsched does
+ * not), the deprecation warning on CREATE. Objects labelled
  *     trainer.kubeflow.org/webhook-validation=disabled are excluded upstream by the webhook
  *     configuration's objectSelector; if one arrives anyway only the schema is checked.
  *   mutate-trainjob                 POST /mutate-trainjob                 (Trainer: ...-trainjob)
