@@ -176,18 +176,38 @@ static void plan_failure_why(const struct gang_state *s, struct gang *g, const s
                     : "");
 }
 
-/* minResources against the cluster-wide free sum; 0 when it fits */
+int64_t gang_min_res_need(const struct gang *g, uint32_t i)
+{
+    uint16_t id = g->min_res[i].id;
+    int64_t v = g->min_res[i].v;
+
+    if (!g->c.done)
+        return v;
+    for (uint32_t j = 0; j < g->n_members; j++) {
+        const struct gpod *m = g->members[j];
+        if (!(m->a_flags & F_DONE))
+            continue;
+        for (uint32_t k = 0; k < m->n_req; k++)
+            if (m->req[k].id == id)
+                v -= m->req[k].v;
+    }
+    return v > 0 ? v : 0;
+}
+
+/* minResources (less the finished phase) against the cluster-wide free sum; 0 when it fits */
 static int min_resources_short(const struct gang_state *s, struct gang *g)
 {
     for (uint32_t i = 0; i < g->n_min_res; i++) {
         uint16_t id = g->min_res[i].id;
         int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id];
-        if (g->min_res[i].v > free) {
+        int64_t need = gang_min_res_need(g, i);
+        if (need > free) {
             set_why(g->why,
-                    "gang %s: minResources needs %s %lld, the cluster has %lld free (after "
+                    "gang %s: minResources needs %s %lld%s, the cluster has %lld free (after "
                     "other gangs' reservations)",
                     g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
-                    (long long)g->min_res[i].v, (long long)(free > 0 ? free : 0));
+                    (long long)need, need != g->min_res[i].v ? " (its phased pods done)" : "",
+                    (long long)(free > 0 ? free : 0));
             return 1;
         }
     }

@@ -312,6 +312,15 @@ enum gate {
 enum gate gang_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
                     const char **why);
 
+/*
+ * gang_min_res_need - what g's minResources[i] asks of free capacity now: the PodGroup's amount
+ * less the requests of its phased members that are done (F_DONE: bound, whose usage the nodes
+ * already count, or Succeeded, which need nothing), never below 0. Trainer's minResources sums
+ * every member, initializers included, but those run first and alone: only the remaining phase
+ * must fit at once. O(members x requests) when a phased member is done, else O(1).
+ */
+int64_t gang_min_res_need(const struct gang *g, uint32_t i);
+
 /* ---- fit.c ---- */
 
 /* static fit of shape on node: NULL when it matches, else a constant reason */

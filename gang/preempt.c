@@ -137,12 +137,13 @@ static int whole_gang_short(struct gang_state *s, struct gang *g, const struct g
         for (uint32_t i = 0; i < g->n_min_res; i++) {
             uint16_t id = g->min_res[i].id;
             int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id] + give[id];
-            if (g->min_res[i].v > free) {
+            int64_t need = gang_min_res_need(g, i);
+            if (need > free) {
                 set_why(s->why2,
                         "gang %s: minResources needs %s %lld, the cluster would have %lld free "
                         "even with every pod of priority below %d evicted (%zu pods)",
                         g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
-                        (long long)g->min_res[i].v, (long long)(free > 0 ? free : 0), prio, n);
+                        (long long)need, (long long)(free > 0 ? free : 0), prio, n);
                 common_free(freed);
                 return 1;
             }

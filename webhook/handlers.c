@@ -567,8 +567,8 @@ static enum common_rc validate_runtime(struct call *c)
 
     /* CREATE and UPDATE alike, for both kinds (Trainer v2.3 skips a TrainingRuntime UPDATE,
      * which lets an existing runtime be edited into one its CREATE would refuse).
-     * First the schema and CEL alone (422): the same object labelled webhook-validation=disabled, which
-     * trainjob_validate_runtime checks without the webhook rules */
+     * First the schema and CEL alone (422): the same object labelled webhook-validation=disabled,
+     * which trainjob_validate_runtime checks without the webhook rules */
     schema_only = json_copy((json_t *)rt);
     meta = json_is_object(json_object_get(rt, "metadata"))
                ? json_copy(json_object_get(rt, "metadata"))
