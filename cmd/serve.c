@@ -36,6 +36,7 @@
 #include "common/informer.h"
 #include "webhook/server.h"
 #include "extender/server.h"
+#include "gang/gang.h"
 #include "reconciler/reconciler.h"
 
 #define STR_MAX 512
@@ -147,7 +148,8 @@ static void usage(FILE *f)
           "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
           "                                   leave it)\n"
           "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
-          "                                   config (default 630); held binds end before it\n"
+          "                                   config (default 630); held binds end before it;\n"
+          "                                   the webhook warns about longer gang timeouts\n"
           "  --extender-schedule-timeout S    gang timeout for PodGroups without\n"
           "                                   scheduleTimeoutSeconds (default 60)\n"
           "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
@@ -687,6 +689,13 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.lookup_ctx = d;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
     wo.metrics = d->metrics;
+    {
+        /* the extender's cap on gang timeouts, from the same setting it uses */
+        struct gang_config gc;
+        gang_config_default(&gc);
+        gc.bind_http_timeout_ms = (int64_t)(d->cfg.ext_bind_timeout_s * 1000);
+        wo.max_schedule_timeout_ms = gang_timeout_cap_ms(&gc);
+    }
     d->webhook = webhook_server_create(&wo, &e);
     if (!d->webhook) {
         fprintf(err, "trainsched serve: webhook: %s\n", e.msg);

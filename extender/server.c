@@ -69,7 +69,7 @@ struct pgrec {
     char occupied_by[320];
     int has_start;
     int64_t start;
-    char reason[GANG_REASON_MAX];
+    char reason[2 * GANG_REASON_MAX];
     int gone;
 };
 
@@ -556,7 +556,7 @@ struct pg_view {
     int found;
     struct gang_status s;
     char phase[16];
-    char reason[GANG_REASON_MAX];
+    char reason[2 * GANG_REASON_MAX]; /* the gang's reason, then its timeout note */
 };
 
 static struct pgrec *rec_get(struct extender_server *x, const char *key)
@@ -789,7 +789,8 @@ static void *timer_main(void *arg)
                                gi.has_podgroup;
                     if (v->found) {
                         copy_str(v->phase, sizeof(v->phase), v->s.phase);
-                        copy_str(v->reason, sizeof(v->reason), gi.reason);
+                        snprintf(v->reason, sizeof(v->reason), "%s%s%s", gi.reason,
+                                 gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note);
                     }
                 }
                 common_free(x->dirty[i]);

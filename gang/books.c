@@ -571,11 +571,24 @@ int active_reserve(struct gang_state *s)
     return 0;
 }
 
+int64_t gang_timeout_cap_ms(const struct gang_config *cfg)
+{
+    int64_t http = cfg && cfg->bind_http_timeout_ms ? cfg->bind_http_timeout_ms : 5000;
+    int64_t margin = cfg && cfg->hold_margin_ms ? cfg->hold_margin_ms : 2000;
+
+    return http - (margin > http / 2 ? http / 2 : margin);
+}
+
+int64_t gang_asked_timeout(const struct gang_state *s, const struct gang *g)
+{
+    return g->has_timeout && g->timeout_s > 0 ? (int64_t)g->timeout_s * 1000
+                                              : s->cfg.default_timeout_ms;
+}
+
 static int64_t eff_timeout(const struct gang_state *s, const struct gang *g)
 {
-    int64_t t = g->has_timeout && g->timeout_s > 0 ? (int64_t)g->timeout_s * 1000
-                                                   : s->cfg.default_timeout_ms;
-    int64_t cap = s->cfg.bind_http_timeout_ms - s->eff_margin;
+    int64_t t = gang_asked_timeout(s, g);
+    int64_t cap = gang_timeout_cap_ms(&s->cfg);
 
     return t < cap ? t : cap;
 }

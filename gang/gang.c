@@ -644,5 +644,18 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
     out->backoff_until = g->backoff_until;
     out->failures = g->failures;
     out->reason = g->why;
+    {
+        int64_t asked = gang_asked_timeout(s, g), cap = gang_timeout_cap_ms(&s->cfg);
+        out->timeout_ms = asked < cap ? asked : cap;
+        if (g->has_pg && asked > cap)
+            snprintf(out->timeout_note, sizeof(out->timeout_note),
+                     "%s %g%s is cut to %g s: a held bind cannot outlast the bind extender's "
+                     "httpTimeout (%g s) less a %g s margin",
+                     g->has_timeout && g->timeout_s > 0 ? "scheduleTimeoutSeconds"
+                                                        : "the default gang timeout",
+                     (double)asked / 1000, g->has_timeout && g->timeout_s > 0 ? "" : " s",
+                     (double)cap / 1000, (double)s->cfg.bind_http_timeout_ms / 1000,
+                     (double)(s->cfg.bind_http_timeout_ms - cap) / 1000);
+    }
     return COMMON_OK;
 }

@@ -111,6 +111,14 @@ struct gang_config {
 /* gang_config_default - zero *c (every field takes its default). */
 void gang_config_default(struct gang_config *c);
 
+/*
+ * gang_timeout_cap_ms - the longest a gang can hold binds under cfg (NULL = the defaults), ms:
+ * bind_http_timeout_ms less the hold margin (hold_margin_ms, at most half of it), the defaults
+ * above applied. A gang timeout above it (scheduleTimeoutSeconds or default_timeout_ms) is cut
+ * to it. With the shipped bind httpTimeout of 630 s: 628,000.
+ */
+int64_t gang_timeout_cap_ms(const struct gang_config *cfg);
+
 struct gang_state;
 
 /*
@@ -345,6 +353,11 @@ struct gang_info {
     int64_t backoff_until;
     uint32_t failures;  /* consecutive failed attempts */
     const char *reason; /* why waiting ("" when nothing to say) */
+    int64_t timeout_ms; /* the gang timeout in effect (asked, cut to gang_timeout_cap_ms) */
+    /* "" unless the timeout asked for (scheduleTimeoutSeconds, else the default) is above the
+     * cap: then a sentence saying so ("scheduleTimeoutSeconds 3000 is cut to 628 s: ..."),
+     * for the PodGroup's Events */
+    char timeout_note[GANG_REASON_MAX];
 };
 
 /* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */

@@ -272,6 +272,9 @@ struct gpod *pod_find(const struct gang_state *s, const char *uid);
 struct gang *gang_find(const struct gang_state *s, const char *ns, const char *name);
 int pod_is_phased(const struct gang *g, const struct gpod *p);
 int gang_admitted(const struct gang *g);
+/* the gang timeout g asks for, ms: its PodGroup's scheduleTimeoutSeconds, else the default
+ * (before the cap of gang_timeout_cap_ms) */
+int64_t gang_asked_timeout(const struct gang_state *s, const struct gang *g);
 /* held + bound + released + phased done: what counts toward quorum now */
 uint32_t gang_progress(const struct gang *g);
 /* queue an error answer for held member p (capacity is reserved) */

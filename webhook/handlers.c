@@ -110,6 +110,27 @@ static void add_warn(struct call *c, const char *w)
     push(c, &c->warns, &c->nwarns, &c->capwarns, w);
 }
 
+/*
+ * The gang timeout cap (webhook_options.max_schedule_timeout_ms): warn when timeout (seconds, a
+ * JSON integer at `path` of `what`) asks for more than the extender can hold binds; the
+ * extender cuts it without a word otherwise. Nothing when there is no cap or no integer.
+ */
+static void warn_timeout_cap(struct call *c, const json_t *timeout, const char *what,
+                             const char *path)
+{
+    int64_t cap = c->o ? c->o->max_schedule_timeout_ms : 0;
+
+    if (cap <= 0 || !json_is_integer(timeout) || json_integer_value(timeout) * 1000 <= cap)
+        return;
+    add_warn(c, common_arena_printf(c->a,
+                                    "%s%s: %lld is above the longest gang timeout trainsched's "
+                                    "extender can hold binds for (%g s: the bind extender's "
+                                    "httpTimeout less a hold margin); its gangs time out after "
+                                    "%g s",
+                                    what, path, (long long)json_integer_value(timeout),
+                                    (double)cap / 1000, (double)cap / 1000));
+}
+
 static enum common_rc nomem(struct call *c)
 {
     return common_error_set(c->err, COMMON_ENOMEM, "out of memory");
@@ -536,6 +557,19 @@ static enum common_rc validate_trainjob(struct call *c)
     topts.default_namespace = ns;
     topts.keygen = placeholder_keygen;
     rc = trainjob_render(c->a, tj, rt, &topts, &out, &e);
+    {
+        size_t i;
+        const json_t *o;
+        json_array_foreach(out.objects, i, o)
+        {
+            const char *av = json_string_value(json_object_get(o, "apiVersion"));
+            const char *k = json_string_value(json_object_get(o, "kind"));
+            if (av && k && strcmp(av, "scheduling.x-k8s.io/v1alpha1") == 0 &&
+                strcmp(k, "PodGroup") == 0)
+                warn_timeout_cap(c, get(get(o, "spec", NULL), "scheduleTimeoutSeconds", NULL),
+                                 "the TrainJob's PodGroup ", "spec.scheduleTimeoutSeconds");
+        }
+    }
     json_decref(out.objects);
     if (rc == COMMON_ENOMEM || out.errors.oom)
         return nomem(c);
@@ -607,6 +641,13 @@ static enum common_rc validate_runtime(struct call *c)
         add_field_errors(c, &errs, NULL);
         return deny_forbidden(c);
     }
+    warn_timeout_cap(
+        c,
+        get(get(get(get(rt, "spec", NULL), "podGroupPolicy", NULL), "coscheduling", NULL),
+            "scheduleTimeoutSeconds", NULL),
+        "", "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds");
+    if (c->oom)
+        return nomem(c);
     return allow(c);
 }
 

@@ -79,6 +79,10 @@ struct webhook_options {
                                    pods keep theirs */
     const char *gang_resource;  /* NULL: WEBHOOK_GANG_RESOURCE */
     size_t max_body;            /* request body cap in bytes; 0: WEBHOOK_MAX_BODY_DEFAULT */
+    /* the longest gang timeout the extender holds binds for, ms (gang_timeout_cap_ms of its
+     * bind httpTimeout); a runtime's coscheduling scheduleTimeoutSeconds or a TrainJob's
+     * PodGroup timeout above it is admitted with a warning. 0: no warning */
+    int64_t max_schedule_timeout_ms;
 };
 
 enum webhook_id {

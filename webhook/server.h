@@ -44,9 +44,10 @@ struct webhook_server_opts {
     const char *scheduler_name; /* mutate-pod: gang pods' schedulerName; NULL = leave it (copied) */
     const char *gang_resource;  /* NULL = WEBHOOK_GANG_RESOURCE (copied) */
     size_t max_body;            /* request body cap in bytes; 0 = WEBHOOK_MAX_BODY_DEFAULT */
-    size_t arena_max;           /* per-request memory cap in bytes; 0 = 512 MiB */
-    struct common_metrics *metrics; /* borrowed; NULL = no metrics */
-    int64_t (*now)(void *ctx);      /* Unix seconds; NULL = time(NULL) (tests pin it) */
+    int64_t max_schedule_timeout_ms; /* webhook_options.max_schedule_timeout_ms; 0 = no warning */
+    size_t arena_max;                /* per-request memory cap in bytes; 0 = 512 MiB */
+    struct common_metrics *metrics;  /* borrowed; NULL = no metrics */
+    int64_t (*now)(void *ctx);       /* Unix seconds; NULL = time(NULL) (tests pin it) */
     void *now_ctx;
 };
 

@@ -604,6 +604,7 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
     NUM(deadline, "deadline");
     NUM(backoff_until, "backoffUntil");
     NUM(failures, "failures");
+    NUM(timeout_ms, "timeoutMs");
     BOOL(active, "active");
     BOOL(admitted, "admitted");
     BOOL(has_podgroup, "hasPodGroup");
@@ -613,6 +614,12 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
         ck_assert_msg(contains(in.reason, json_string_value(json_object_get(exp, "reason"))),
                       "%s step %d: reason \"%s\" lacks \"%s\"", r->name, r->step, in.reason,
                       json_string_value(json_object_get(exp, "reason")));
+    if (json_object_get(exp, "timeoutNote")) {
+        const char *want = json_string_value(json_object_get(exp, "timeoutNote"));
+        ck_assert_msg(want && (*want ? contains(in.timeout_note, want) : !in.timeout_note[0]),
+                      "%s step %d: timeoutNote \"%s\", want \"%s\"", r->name, r->step,
+                      in.timeout_note, want ? want : "(not a string)");
+    }
 }
 
 /* set spec.nodeName and/or status.phase of a fixture pod and feed it */

@@ -8,6 +8,7 @@
  *                      contentType: application/json (default; noContentType: true sends none)
  *                      now: "2026-08-01T10:00:00Z"   (the clock; default this value)
  *                      schedulerName / gangResource  (mutate-pod options)
+ *                      maxScheduleTimeoutMs: 628000  (the extender's gang timeout cap: warnings)
  *                      lookupErrors: [{kind: JobSet, code: unsupported|timeout|api, message}]
  *   request.json       the body as the API server sends it (an AdmissionReview, or bad bytes)
  *   cluster.yaml       objects the runtime lookup finds (runtimes, JobSets), several documents
@@ -260,6 +261,7 @@ START_TEST(test_fixture)
         now = json_string_value(json_object_get(spec, "now"));
     o.scheduler_name = json_string_value(json_object_get(spec, "schedulerName"));
     o.gang_resource = json_string_value(json_object_get(spec, "gangResource"));
+    o.max_schedule_timeout_ms = json_integer_value(json_object_get(spec, "maxScheduleTimeoutMs"));
     {
         size_t i;
         json_t *le;
