@@ -343,7 +343,7 @@ static enum common_rc create_node(long i, struct common_error *err)
     if ((rc == COMMON_OK || rc == COMMON_EEXISTS) && node_status_patch) {
         json_t *st = json_pack("{s:O}", "status", json_object_get(obj, "status"));
         char *body = json_dumps(st, JSON_COMPACT);
-        struct common_kube_write_opts wo = {NULL, 0, 0, 0, "status"};
+        struct common_kube_write_opts wo = {.subresource = "status"};
         rc = common_kube_patch(kube, &common_kube_nodes, NULL, name, COMMON_KUBE_MERGE_PATCH, body,
                                &wo, NULL, err);
         free(body);

@@ -319,6 +319,7 @@ struct xfer {
     struct common_buf *body;
     int too_big;
     double retry_after;
+    struct common_buf *warn; /* Warning: header values, one a line; NULL: not kept */
     /* watch */
     struct common_kube *k;
     common_kube_watch_fn fn;
@@ -359,6 +360,16 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         memcpy(tmp, ptr + 12, l);
         tmp[l] = '\0';
         x->retry_after = strtod(tmp, NULL);
+    }
+    if (x->warn && n > 8 && strncasecmp(ptr, "Warning:", 8) == 0) {
+        size_t b = 8, e = n;
+        while (b < e && (ptr[b] == ' ' || ptr[b] == '\t'))
+            b++;
+        while (e > b && (ptr[e - 1] == '\r' || ptr[e - 1] == '\n' || ptr[e - 1] == ' '))
+            e--;
+        /* a full buffer drops the rest: warnings are informational */
+        if (common_buf_append(x->warn, ptr + b, e - b, NULL) == 0)
+            common_buf_append(x->warn, "\n", 1, NULL);
     }
     return n;
 }
@@ -487,10 +498,23 @@ fail:
     return NULL;
 }
 
+static enum common_rc request(struct common_kube *k, const char *method, const char *path,
+                              const char *content_type, const void *body, size_t len,
+                              const char *accept, struct common_buf *resp, long *status,
+                              struct common_buf *warn, struct common_error *err);
+
 enum common_rc common_kube_request(struct common_kube *k, const char *method, const char *path,
                                    const char *content_type, const void *body, size_t len,
                                    const char *accept, struct common_buf *resp, long *status,
                                    struct common_error *err)
+{
+    return request(k, method, path, content_type, body, len, accept, resp, status, NULL, err);
+}
+
+static enum common_rc request(struct common_kube *k, const char *method, const char *path,
+                              const char *content_type, const void *body, size_t len,
+                              const char *accept, struct common_buf *resp, long *status,
+                              struct common_buf *warn, struct common_error *err)
 {
     char *url;
     int force_token = 0, unauth_retry = 0;
@@ -522,7 +546,10 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
         }
         memset(&x, 0, sizeof(x));
         x.body = resp;
+        x.warn = warn;
         common_buf_reset(resp);
+        if (warn)
+            common_buf_reset(warn);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -610,7 +637,8 @@ char *common_kube_escape(const char *s)
 
 static enum common_rc json_call(struct common_kube *k, const char *method, const char *path,
                                 const char *content_type, const json_t *body_obj,
-                                const char *body_text, json_t **out, struct common_error *err)
+                                const char *body_text, json_t **out, struct common_buf *warn,
+                                struct common_error *err)
 {
     struct common_buf resp;
     char *body = NULL;
@@ -624,8 +652,8 @@ static enum common_rc json_call(struct common_kube *k, const char *method, const
         body_text = body;
     }
     common_buf_init(&resp, k->opts.max_body);
-    rc = common_kube_request(k, method, path, content_type, body_text,
-                             body_text ? strlen(body_text) : 0, NULL, &resp, &status, err);
+    rc = request(k, method, path, content_type, body_text, body_text ? strlen(body_text) : 0, NULL,
+                 &resp, &status, warn, err);
     common_free(body);
     if (rc == COMMON_OK && out) {
         json_error_t je;
@@ -682,7 +710,7 @@ enum common_rc common_kube_get(struct common_kube *k, const struct common_kube_r
 {
     char path[2048];
     enum common_rc rc = build_path(r, ns, name, NULL, path, sizeof(path), err);
-    return rc ? rc : json_call(k, "GET", path, NULL, NULL, NULL, out, err);
+    return rc ? rc : json_call(k, "GET", path, NULL, NULL, NULL, out, NULL, err);
 }
 
 enum common_rc common_kube_list(struct common_kube *k, const struct common_kube_resource *r,
@@ -716,7 +744,7 @@ enum common_rc common_kube_list(struct common_kube *k, const struct common_kube_
                 add_query(path, sizeof(path), "resourceVersion", opts->resource_version);
         }
         add_query(path, sizeof(path), "continue", cont);
-        rc = json_call(k, "GET", path, NULL, NULL, NULL, &page, err);
+        rc = json_call(k, "GET", path, NULL, NULL, NULL, &page, NULL, err);
         if (rc == COMMON_EGONE && cont && !restarted) {
             /* the continue token expired: start over once */
             restarted = 1;
@@ -779,7 +807,8 @@ enum common_rc common_kube_create(struct common_kube *k, const struct common_kub
             return rc;
     }
     write_query(path, sizeof(path), wo);
-    return json_call(k, "POST", path, "application/json", obj, NULL, out, err);
+    return json_call(k, "POST", path, "application/json", obj, NULL, out, wo ? wo->warnings : NULL,
+                     err);
 }
 
 enum common_rc common_kube_update(struct common_kube *k, const struct common_kube_resource *r,
@@ -797,7 +826,8 @@ enum common_rc common_kube_update(struct common_kube *k, const struct common_kub
     if (rc)
         return rc;
     write_query(path, sizeof(path), wo);
-    return json_call(k, "PUT", path, "application/json", obj, NULL, out, err);
+    return json_call(k, "PUT", path, "application/json", obj, NULL, out, wo ? wo->warnings : NULL,
+                     err);
 }
 
 enum common_rc common_kube_patch(struct common_kube *k, const struct common_kube_resource *r,
@@ -817,7 +847,7 @@ enum common_rc common_kube_patch(struct common_kube *k, const struct common_kube
     if (type == COMMON_KUBE_APPLY_PATCH && (!wo || !wo->field_manager))
         return common_error_set(err, COMMON_EINVAL, "apply needs a field manager");
     write_query(path, sizeof(path), wo);
-    return json_call(k, "PATCH", path, types[type], NULL, body, out, err);
+    return json_call(k, "PATCH", path, types[type], NULL, body, out, wo ? wo->warnings : NULL, err);
 }
 
 enum common_rc common_kube_apply(struct common_kube *k, const struct common_kube_resource *r,
@@ -861,7 +891,7 @@ enum common_rc common_kube_delete(struct common_kube *k, const struct common_kub
     if (!rc && propagation)
         json_object_set_new(opts, "propagationPolicy", json_string(propagation));
     if (!rc)
-        rc = json_call(k, "DELETE", path, "application/json", opts, NULL, NULL, err);
+        rc = json_call(k, "DELETE", path, "application/json", opts, NULL, NULL, NULL, err);
     json_decref(opts);
     return rc;
 }

@@ -99,6 +99,10 @@ struct common_kube_write_opts {
     int strict;                /* fieldValidation=Strict */
     int dry_run;               /* dryRun=All */
     const char *subresource;   /* "status", "binding", ... or NULL */
+    /* create, update, patch: when set, reset and given the value of each `Warning:` header of
+     * the answer (admission webhooks' warnings: `299 - "text"`), one a line; what does not fit
+     * in its cap is dropped. Borrowed. */
+    struct common_buf *warnings;
 };
 
 enum common_kube_patch_type {

@@ -21,7 +21,9 @@
  * gangs of 12 x 1 GPU interleaved on 2 nodes x 8 GPUs: one is bound whole, the other not at all;
  * a high-priority gang pod preempts: the extender vetoes the nodes whose victims would leave a
  * running gang below minMember, so kube-scheduler evicts plain pods instead; a preemption that
- * could never place the whole gang is vetoed and evicts nothing (both on kwok beds only).
+ * could never place the whole gang is vetoed and evicts nothing, and so is one for a pod whose
+ * PodGroup does not exist (the three on kwok beds only); a PodGroup timeout above the bind
+ * httpTimeout is said in the PodGroup's Events.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -583,6 +585,22 @@ START_TEST(preemption_by_a_gang_pod_never_breaks_a_running_gang)
 }
 END_TEST
 
+/* wait (60 s at most) until kube-scheduler has called the extender's preempt verb; the time
+ * it did (e2e_now_s) */
+static double wait_preempt_asked(void)
+{
+    struct extender_server_stats st;
+    double t0 = e2e_now_s();
+
+    for (;;) {
+        extender_server_stats(ext, &st);
+        if (st.preempt >= 1)
+            return e2e_now_s();
+        ck_assert_msg(e2e_now_s() - t0 < 60, "kube-scheduler never asked the extender to preempt");
+        usleep(200 * 1000);
+    }
+}
+
 /* issue 5 item 7, "veto preemption that cannot make the whole gang fit", with the real
  * preemption: a high-priority gang of 2 pods needs two whole nodes; one node runs a
  * low-priority pod, the other a pod of the gang's own priority (not evictable). Evicting the
@@ -611,14 +629,7 @@ START_TEST(preemption_that_cannot_place_the_whole_gang_is_vetoed)
     make_pod_pc("pair-0", "pair", "4", 0, "trainsched-e2e-high");
     make_pod_pc("pair-1", "pair", "4", 0, "trainsched-e2e-high");
     /* preemption is asked for (and vetoed) ... */
-    t0 = e2e_now_s();
-    for (;;) {
-        extender_server_stats(ext, &st);
-        if (st.preempt >= 1)
-            break;
-        ck_assert_msg(e2e_now_s() - t0 < 60, "kube-scheduler never asked the extender to preempt");
-        usleep(200 * 1000);
-    }
+    t0 = wait_preempt_asked();
     /* ... and nothing happens: 8 s more, ~25x what a granted preemption took above */
     while (e2e_now_s() - t0 < 8) {
         nn = pod_node("low", &deleting);
@@ -630,6 +641,98 @@ START_TEST(preemption_that_cannot_place_the_whole_gang_is_vetoed)
     extender_server_stats(ext, &st);
     fprintf(stderr, "preemption veto: %llu preempt calls vetoed in %.0f s, nothing evicted\n",
             (unsigned long long)st.preempt, e2e_now_s() - t0);
+}
+END_TEST
+
+/* A pod whose PodGroup does not exist, on three nodes full of low-priority pods: every node
+ * fails kube-scheduler's own filters, so the extender's filter (which would answer "PodGroup
+ * not found" everywhere) is never called, and kube-scheduler goes straight to preemption. The
+ * extender vetoes every candidate (its gang rules would not place the pod whatever is evicted),
+ * so nothing is evicted; before, a low-priority pod was evicted at once and the gang pod still
+ * stayed Pending. */
+START_TEST(preemption_for_a_pod_whose_podgroup_does_not_exist_evicts_nothing)
+{
+    struct extender_server_stats st;
+    char name[32];
+    double t0;
+
+    if (!kwok()) {
+        fprintf(stderr, "SKIP preemption without PodGroup: victims only go away with kwok\n");
+        return;
+    }
+    ensure_priority_class("trainsched-e2e-low", 10);
+    ensure_priority_class("trainsched-e2e-high", 100000);
+    for (int i = 0; i < 3; i++) {
+        make_node(4, 0);
+        snprintf(name, sizeof(name), "low-%d", i);
+        make_pod_pc(name, NULL, "4", 0, "trainsched-e2e-low");
+    }
+    wait_bound(NULL, 3, 60);
+    make_pod_pc("ghost-0", "ghost", "4", 0, "trainsched-e2e-high");
+    t0 = wait_preempt_asked();
+    /* a granted preemption evicts within a second (the test above); watch 15 s */
+    while (e2e_now_s() - t0 < 15) {
+        for (int i = 0; i < 3; i++) {
+            int deleting;
+            const char *nn;
+            snprintf(name, sizeof(name), "low-%d", i);
+            nn = pod_node(name, &deleting);
+            ck_assert_msg(nn && *nn && !deleting, "%s was evicted (%s)", name,
+                          nn ? "deleting" : "gone");
+        }
+        usleep(250 * 1000);
+    }
+    ck_assert_int_eq(bound("ghost", NULL), 0);
+    extender_server_stats(ext, &st);
+    fprintf(stderr,
+            "preemption without PodGroup: %llu preempt calls vetoed in %.0f s, nothing "
+            "evicted\n",
+            (unsigned long long)st.preempt, e2e_now_s() - t0);
+}
+END_TEST
+
+/* A PodGroup asking scheduleTimeoutSeconds 3000 under a bind httpTimeout of BIND_TIMEOUT_S:
+ * the extender cuts it to BIND_TIMEOUT_S - 2 s and says so in the PodGroup's Events, alone
+ * while the group has no pods, then after the waiting reason. Before, the cut was silent. */
+START_TEST(a_podgroup_timeout_above_the_bind_http_timeout_is_said_in_its_events)
+{
+    struct common_error err;
+    char want[96], *note;
+    json_t *pg;
+    enum common_rc rc;
+    double t0;
+
+    make_node(4, 0);
+    pg = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:i}}", "apiVersion",
+                   "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name", "long",
+                   "namespace", ns, "spec", "minMember", 2, "scheduleTimeoutSeconds", 3000);
+    rc = common_kube_create(kube, &common_kube_podgroups, ns, pg, NULL, NULL, &err);
+    json_decref(pg);
+    ck_assert_msg(rc == COMMON_OK, "PodGroup long: %s", err.msg);
+    snprintf(want, sizeof(want), "scheduleTimeoutSeconds 3000 is cut to %d s", BIND_TIMEOUT_S - 2);
+    for (t0 = e2e_now_s();; usleep(250 * 1000)) {
+        ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+        if ((note = event_note("long", "GangWaiting", want)) != NULL)
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 30, "no GangWaiting Event on PodGroup long saying \"%s\"",
+                      want);
+    }
+    fprintf(stderr, "timeout cap: Event GangWaiting: %s\n", note);
+    free(note);
+    make_pod("long-0", "long", "1", 0);
+    for (t0 = e2e_now_s();; usleep(250 * 1000)) {
+        ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+        note = event_note("long", "GangWaiting", "1 of minMember 2 exist");
+        if (note && strstr(note, want))
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 30,
+                      "no GangWaiting Event on PodGroup long saying both why it waits and \"%s\" "
+                      "(last: %s)",
+                      want, note ? note : "none");
+        free(note);
+    }
+    fprintf(stderr, "timeout cap: Event GangWaiting: %s\n", note);
+    free(note);
 }
 END_TEST
 
@@ -673,6 +776,8 @@ int main(void)
     tcase_add_test(tc, two_gangs_of_12_gpus_interleaved_one_bound_whole_the_other_none);
     tcase_add_test(tc, preemption_by_a_gang_pod_never_breaks_a_running_gang);
     tcase_add_test(tc, preemption_that_cannot_place_the_whole_gang_is_vetoed);
+    tcase_add_test(tc, preemption_for_a_pod_whose_podgroup_does_not_exist_evicts_nothing);
+    tcase_add_test(tc, a_podgroup_timeout_above_the_bind_http_timeout_is_said_in_its_events);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

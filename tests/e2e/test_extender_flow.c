@@ -29,7 +29,11 @@
  *   phased_initializer_then_gang  a runtime whose `node` job dependsOn `dataset-initializer`:
  *                                 the PodGroup names the phased job, the initializer pod binds
  *                                 alone and completes, the 2 trainer pods bind as a gang,
- *                                 Complete. Skipped when the bed has no JobSet controller.
+ *                                 Complete. Skipped when the bed has no JobSet controller;
+ *   phased_gang_sized_to_the_cluster_runs_after_its_initializer
+ *                                 the same on 2 nodes of 1 CPU with 1-CPU pods: minResources
+ *                                 (cpu 3, the initializer included) never fits at once, the
+ *                                 trainers (cpu 2) bind once the initializer is done.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1101,6 +1105,48 @@ START_TEST(phased_initializer_then_gang)
 }
 END_TEST
 
+/* 1b: a phased gang sized to the cluster, initializer included. Two nodes of 1 CPU, a 1-CPU
+ * dataset-initializer and numNodes 2 at 1 CPU: the PodGroup says minMember 3, minResources cpu
+ * 3 (Trainer's sum), which never fits at once; what the trainers need after the initializer
+ * (cpu 2) does. Before minResources left out the finished initializer, the trainer pods waited
+ * forever ("minResources needs cpu 3000, the cluster has 2000 free"). */
+START_TEST(phased_gang_sized_to_the_cluster_runs_after_its_initializer)
+{
+    json_t *pg;
+    const char *cpu;
+    double t0, t;
+
+    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP phased_gang_sized_to_the_cluster_runs_after_its_initializer: the "
+                        "bed runs no JobSet controller / kwok\n");
+        return;
+    }
+    tsk = e2e_client(20000, 1);
+    start_reconciler();
+    wait_webhook();
+    make_node(1);
+    make_node(1);
+    create_obj(&common_kube_trainingruntimes, runtime("tight", 2, "1", "1", 60));
+    create_obj(&common_kube_trainjobs, trainjob("tight", "tight"));
+    for (t0 = e2e_now_s(); !(pg = get_obj(&common_kube_podgroups, "tight")); e2e_nap(200))
+        ck_assert_msg(e2e_now_s() - t0 < 30, "no PodGroup tight after 30 s");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(pg, "spec"), "minMember")),
+                     3);
+    cpu = json_string_value(
+        json_object_get(json_object_get(json_object_get(pg, "spec"), "minResources"), "cpu"));
+    ck_assert_msg(cpu && strcmp(cpu, "3") == 0, "PodGroup tight minResources.cpu %s",
+                  cpu ? cpu : "(none)");
+    json_decref(pg);
+    /* the initializer binds alone, succeeds, then both trainer pods bind together */
+    wait_bound("tight,jobset.sigs.k8s.io/replicatedjob-name=dataset-initializer", 1, 60);
+    t = wait_bound("tight,jobset.sigs.k8s.io/replicatedjob-name=node", 2, 90);
+    stats_line("tight");
+    fprintf(stderr, "tight: both trainer pods bound %.1f s after the initializer\n", t);
+    wait_trainjob("tight", "Complete", 90);
+    fprintf(stderr, "tight: TrainJob Complete after %.1f s\n", e2e_now_s() - t0);
+}
+END_TEST
+
 /* ---- main: scheduler config, webhook daemon and configuration ---- */
 
 static pid_t spawn(char *const argv[], const char *log)
@@ -1379,6 +1425,7 @@ int main(void)
     tcase_add_test(tc, bad_input_live_server);
     tcase_add_test(tc, restart_mid_gang);
     tcase_add_test(tc, phased_initializer_then_gang);
+    tcase_add_test(tc, phased_gang_sized_to_the_cluster_runs_after_its_initializer);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

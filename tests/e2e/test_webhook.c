@@ -35,6 +35,10 @@
  *   runtime_policy_denied          TrainingRuntime / ClusterTrainingRuntime with an ancestor job of
  *                                  2 replicas (case 86) denied; webhook-validation=disabled is
  *                                  not sent (the daemon's counter does not move)
+ *   runtime_update_union_and_timeout_cap  a TrainingRuntime UPDATE to replicas 2 is denied like
+ *                                  its CREATE; coscheduling with volcano is 422 at
+ *                                  spec.podGroupPolicy; scheduleTimeoutSeconds 3000 on a runtime
+ *                                  and a TrainJob on it: admitted with a warning (cap 628 s)
  *   gang_pods_mutated              gang pod gets trainsched.io/gang in requests and limits, a
  *                                  plain pod is untouched, the "sched" daemon sets schedulerName
  *   dry_run_mutates_stores_nothing dryRun=All returns the mutated object, GET is 404; invalid
@@ -312,20 +316,25 @@ static void write_sa_kubeconfig(void)
 
 /* a TrainingRuntime (ClusterTrainingRuntime when namespace is NULL) with one replicated job
  * "node" of `replicas` replicas whose ancestor label is `trainer`; labels: extra YAML flow-map
- * entries for metadata.labels ("" for none) */
-static json_t *runtime(const char *name, const char *namespace, int replicas, const char *labels)
+ * entries for metadata.labels ("" for none); policy: spec.podGroupPolicy as a YAML flow
+ * mapping (NULL: none) */
+static json_t *runtime_pgp(const char *name, const char *namespace, int replicas,
+                           const char *labels, const char *policy)
 {
-    char meta[512];
+    char meta[512], pgp[256] = "";
     if (namespace)
         snprintf(meta, sizeof(meta), "{name: %s, namespace: %s, labels: {%s}}", name, namespace,
                  labels);
     else
         snprintf(meta, sizeof(meta), "{name: %s, labels: {%s}}", name, labels);
+    if (policy)
+        snprintf(pgp, sizeof(pgp), "  podGroupPolicy: %s\n", policy);
     return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
                      "kind: %s\n"
                      "metadata: %s\n"
                      "spec:\n"
                      "  mlPolicy: {numNodes: 1}\n"
+                     "%s"
                      "  template:\n"
                      "    spec:\n"
                      "      replicatedJobs:\n"
@@ -340,7 +349,12 @@ static json_t *runtime(const char *name, const char *namespace, int replicas, co
                      "                - name: node\n"
                      "                  image: busybox:1.36\n"
                      "                  command: [sh, -c, 'sleep 1']\n",
-                     namespace ? "TrainingRuntime" : "ClusterTrainingRuntime", meta, replicas);
+                     namespace ? "TrainingRuntime" : "ClusterTrainingRuntime", meta, pgp, replicas);
+}
+
+static json_t *runtime(const char *name, const char *namespace, int replicas, const char *labels)
+{
+    return runtime_pgp(name, namespace, replicas, labels, NULL);
 }
 
 /* a TrainJob on TrainingRuntime rt (no apiGroup, no suspend, no managedBy: left to defaulting)
@@ -877,7 +891,7 @@ static void mark_passed(void)
     fclose(f);
 }
 
-#define NTESTS 8
+#define NTESTS 9
 
 static int passed_count(void)
 {
@@ -1159,6 +1173,94 @@ START_TEST(runtime_policy_denied)
                   "validate-trainingruntime requests went from %g to %g: the disabled runtime was "
                   "sent",
                   before, after);
+    mark_passed();
+}
+END_TEST
+
+/* Three gaps of the runtime rules, through the real API server:
+ * - an UPDATE of a namespaced TrainingRuntime to `replicas: 2` on its trainer job is refused
+ *   like the CREATE is (before, Trainer's rule let any UPDATE through);
+ * - a runtime with both coscheduling and volcano in podGroupPolicy is invalid (422) at
+ *   spec.podGroupPolicy (before, it was stored and a TrainJob got two PodGroups);
+ * - a runtime asking scheduleTimeoutSeconds 3000, and a TrainJob on it, are admitted with a
+ *   warning that the extender cuts it to 628 s (the daemon's --extender-bind-timeout default of
+ *   630 s, as in the shipped scheduler config, less the 2 s hold margin); before, silently. */
+START_TEST(runtime_update_union_and_timeout_cap)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_buf warn;
+    struct common_error err;
+    json_t *rt, *got;
+    enum common_rc rc;
+    double t0;
+
+    /* UPDATE validated like CREATE */
+    json_decref(create_ok(
+        &common_kube_trainingruntimes, ns,
+        runtime_pgp("upd", ns, 1, "", "{coscheduling: {scheduleTimeoutSeconds: 60}}"), 0));
+    got = get_obj(&common_kube_trainingruntimes, ns, "upd");
+    ck_assert_ptr_nonnull(got);
+    rt = runtime_pgp("upd", ns, 2, "", "{coscheduling: {scheduleTimeoutSeconds: 60}}");
+    json_object_set(json_object_get(rt, "metadata"), "resourceVersion",
+                    path_get(got, "metadata.resourceVersion"));
+    json_decref(got);
+    rc = common_kube_update(admin, &common_kube_trainingruntimes, ns, rt, &wo, NULL, &err);
+    json_decref(rt);
+    ck_assert_msg(rc == COMMON_EUNAUTHORIZED && strstr(err.msg, "403") &&
+                      strstr(err.msg,
+                             "admission webhook \"validate-trainingruntime.trainsched.io\" "
+                             "denied the request") &&
+                      strstr(err.msg, "spec.template.spec.replicatedJobs[0].replicas") &&
+                      strstr(err.msg, "always must be 1"),
+                  "UPDATE to replicas 2: want 403 from validate-trainingruntime, got %s: %s",
+                  common_rc_name(rc), rc ? err.msg : "(updated)");
+    got = get_obj(&common_kube_trainingruntimes, ns, "upd");
+    ck_assert_int_eq(
+        json_integer_value(path_get(got, "spec.template.spec.replicatedJobs.0.replicas")), 1);
+    json_decref(got);
+
+    /* two gang policies: 422 at spec.podGroupPolicy */
+    rc = try_create(
+        admin, &common_kube_trainingruntimes, ns,
+        runtime_pgp("both", ns, 1, "", "{coscheduling: {scheduleTimeoutSeconds: 60}, volcano: {}}"),
+        0, NULL, &err);
+    ck_assert_msg(rc == COMMON_EINVAL && strstr(err.msg, "422") &&
+                      strstr(err.msg, "validate-trainingruntime.trainsched.io") &&
+                      strstr(err.msg, "spec.podGroupPolicy: Invalid: Only one of the policy can be "
+                                      "configured"),
+                  "both policies: want 422 from validate-trainingruntime, got %s: %s",
+                  common_rc_name(rc), rc ? err.msg : "(created)");
+    ck_assert_ptr_null(get_obj(&common_kube_trainingruntimes, ns, "both"));
+
+    /* a gang timeout above the cap: admitted with a warning, the runtime and a TrainJob on it */
+    common_buf_init(&warn, 1 << 16);
+    wo.warnings = &warn;
+    rt = runtime_pgp("long", ns, 1, "", "{coscheduling: {scheduleTimeoutSeconds: 3000}}");
+    rc = common_kube_create(admin, &common_kube_trainingruntimes, ns, rt, &wo, NULL, &err);
+    json_decref(rt);
+    ck_assert_msg(rc == COMMON_OK, "runtime long: %s", err.msg);
+    ck_assert_msg(warn.data &&
+                      strstr(warn.data, "spec.podGroupPolicy.coscheduling."
+                                        "scheduleTimeoutSeconds: 3000 is above") &&
+                      strstr(warn.data, "time out after 628 s"),
+                  "runtime long: warnings %s", warn.data ? warn.data : "(none)");
+    fprintf(stderr, "timeout cap: runtime warning: %s", warn.data);
+    wo.dry_run = 1;
+    for (t0 = e2e_now_s();; e2e_nap(200)) { /* until the daemon's runtime cache has it */
+        json_t *tj = trainjob("long-tj", ns, "long", NULL);
+        rc = common_kube_create(admin, &common_kube_trainjobs, ns, tj, &wo, NULL, &err);
+        json_decref(tj);
+        if (rc != COMMON_EUNAUTHORIZED || !strstr(err.msg, "not found") || e2e_now_s() - t0 > 20)
+            break;
+    }
+    ck_assert_msg(rc == COMMON_OK, "TrainJob long-tj (dry run): %s", err.msg);
+    ck_assert_msg(warn.data &&
+                      strstr(warn.data, "PodGroup spec.scheduleTimeoutSeconds: 3000 is "
+                                        "above") &&
+                      strstr(warn.data, "time out after 628 s"),
+                  "TrainJob long-tj: warnings %s", warn.data ? warn.data : "(none)");
+    fprintf(stderr, "timeout cap: TrainJob warning: %s", warn.data);
+    common_buf_free(&warn);
     mark_passed();
 }
 END_TEST
@@ -1779,6 +1881,7 @@ static Suite *suite(void)
     tcase_add_test(tc, invalid_trainjob_denied);
     tcase_add_test(tc, valid_trainjob_defaulted);
     tcase_add_test(tc, runtime_policy_denied);
+    tcase_add_test(tc, runtime_update_union_and_timeout_cap);
     tcase_add_test(tc, gang_pods_mutated);
     tcase_add_test(tc, dry_run_mutates_stores_nothing);
     tcase_add_test(tc, bootstrap_converges);
