@@ -244,8 +244,9 @@ static void teardown(void)
 
 /* ---- cluster objects ---- */
 
-/* a kwok node with cpu cores and 110 pods, labelled RUN_LABEL=run */
-static void make_node(int cpu)
+/* a kwok node with cpu cores and 110 pods, labelled RUN_LABEL=run; extra: more allocatable
+ * (and capacity) entries as YAML flow-map text (", name: '1'"), "" for none */
+static void make_node_ex(int cpu, const char *extra)
 {
     struct common_error err;
     json_t *n;
@@ -256,13 +257,18 @@ static void make_node(int cpu)
     n = e2e_yamlf("apiVersion: v1\nkind: Node\n"
                   "metadata:\n  name: %s\n  labels: {%s: %s}\n"
                   "  annotations: {kwok.x-k8s.io/node: fake}\n"
-                  "status:\n  allocatable: {cpu: '%d', memory: 64Gi, pods: '110'}\n"
-                  "  capacity: {cpu: '%d', memory: 64Gi, pods: '110'}\n",
-                  nodes[n_nodes], RUN_LABEL, run, cpu, cpu);
+                  "status:\n  allocatable: {cpu: '%d', memory: 64Gi, pods: '110'%s}\n"
+                  "  capacity: {cpu: '%d', memory: 64Gi, pods: '110'%s}\n",
+                  nodes[n_nodes], RUN_LABEL, run, cpu, extra, cpu, extra);
     rc = common_kube_create(kube, &common_kube_nodes, NULL, n, NULL, NULL, &err);
     json_decref(n);
     ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
     n_nodes++;
+}
+
+static void make_node(int cpu)
+{
+    make_node_ex(cpu, "");
 }
 
 static void make_podgroup(const char *name, int min_member, int timeout_s)
@@ -429,11 +435,15 @@ static void stats_line(const char *what)
 }
 
 /* a namespaced TrainingRuntime: coscheduling (timeout_s), mlPolicy numNodes, a `node` job of
- * node_cpu; with init_cpu, a `dataset-initializer` job first that `node` dependsOn */
-static json_t *runtime(const char *name, int num_nodes, const char *node_cpu, const char *init_cpu,
-                       int timeout_s)
+ * node_cpu; with init_cpu, a `dataset-initializer` job first that `node` dependsOn; slot: an
+ * extended resource every container asks one of (requests and limits), NULL for none */
+static json_t *runtime_ex(const char *name, int num_nodes, const char *node_cpu,
+                          const char *init_cpu, int timeout_s, const char *slot)
 {
-    char init[2048] = "", dep[256] = "";
+    char init[2048] = "", dep[256] = "", extra[256] = "";
+
+    if (slot)
+        snprintf(extra, sizeof(extra), ", %s: '1'}, limits: {%s: '1'", slot, slot);
 
     if (init_cpu) {
         snprintf(init, sizeof(init),
@@ -451,8 +461,8 @@ static json_t *runtime(const char *name, int num_nodes, const char *node_cpu, co
                  "                - name: dataset-initializer\n"
                  "                  image: busybox:1.36\n"
                  "                  command: [sh, -c, 'sleep 1']\n"
-                 "                  resources: {requests: {cpu: '%s', memory: 64Mi}}\n",
-                 RUN_LABEL, run, init_cpu);
+                 "                  resources: {requests: {cpu: '%s', memory: 64Mi%s}}\n",
+                 RUN_LABEL, run, init_cpu, extra);
         snprintf(dep, sizeof(dep),
                  "        dependsOn: [{name: dataset-initializer, status: "
                  "Complete}]\n");
@@ -482,8 +492,14 @@ static json_t *runtime(const char *name, int num_nodes, const char *node_cpu, co
                      "                - name: node\n"
                      "                  image: busybox:1.36\n"
                      "                  command: [sh, -c, 'sleep 1']\n"
-                     "                  resources: {requests: {cpu: '%s', memory: 64Mi}}\n",
-                     name, ns, num_nodes, timeout_s, init, dep, RUN_LABEL, run, node_cpu);
+                     "                  resources: {requests: {cpu: '%s', memory: 64Mi%s}}\n",
+                     name, ns, num_nodes, timeout_s, init, dep, RUN_LABEL, run, node_cpu, extra);
+}
+
+static json_t *runtime(const char *name, int num_nodes, const char *node_cpu, const char *init_cpu,
+                       int timeout_s)
+{
+    return runtime_ex(name, num_nodes, node_cpu, init_cpu, timeout_s, NULL);
 }
 
 static json_t *trainjob(const char *name, const char *rt)
@@ -1108,12 +1124,15 @@ END_TEST
 /* 1b: a phased gang sized to the cluster, initializer included. Two nodes of 1 CPU, a 1-CPU
  * dataset-initializer and numNodes 2 at 1 CPU: the PodGroup says minMember 3, minResources cpu
  * 3 (Trainer's sum), which never fits at once; what the trainers need after the initializer
- * (cpu 2) does. Before minResources left out the finished initializer, the trainer pods waited
- * forever ("minResources needs cpu 3000, the cluster has 2000 free"). */
+ * (cpu 2) does. Every pod also asks one unit of a resource only these two nodes have, so the
+ * cluster-wide free sum of it is 2 on any bed. Before minResources left out the finished
+ * initializer, the trainer pods waited forever ("minResources needs cpu 3000, the cluster has 2000
+ * free"). */
 START_TEST(phased_gang_sized_to_the_cluster_runs_after_its_initializer)
 {
     json_t *pg;
     const char *cpu;
+    char slot[96], extra[128];
     double t0, t;
 
     if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
@@ -1124,9 +1143,13 @@ START_TEST(phased_gang_sized_to_the_cluster_runs_after_its_initializer)
     tsk = e2e_client(20000, 1);
     start_reconciler();
     wait_webhook();
-    make_node(1);
-    make_node(1);
-    create_obj(&common_kube_trainingruntimes, runtime("tight", 2, "1", "1", 60));
+    /* a resource of this run's two nodes alone, one per pod: the cluster-wide free sum that
+     * minResources is checked against is 2 whatever other nodes the bed has */
+    snprintf(slot, sizeof(slot), "e2e.trainsched.io/slot-%s", run);
+    snprintf(extra, sizeof(extra), ", %s: '1'", slot);
+    make_node_ex(1, extra);
+    make_node_ex(1, extra);
+    create_obj(&common_kube_trainingruntimes, runtime_ex("tight", 2, "1", "1", 60, slot));
     create_obj(&common_kube_trainjobs, trainjob("tight", "tight"));
     for (t0 = e2e_now_s(); !(pg = get_obj(&common_kube_podgroups, "tight")); e2e_nap(200))
         ck_assert_msg(e2e_now_s() - t0 < 30, "no PodGroup tight after 30 s");
@@ -1135,6 +1158,10 @@ START_TEST(phased_gang_sized_to_the_cluster_runs_after_its_initializer)
     cpu = json_string_value(
         json_object_get(json_object_get(json_object_get(pg, "spec"), "minResources"), "cpu"));
     ck_assert_msg(cpu && strcmp(cpu, "3") == 0, "PodGroup tight minResources.cpu %s",
+                  cpu ? cpu : "(none)");
+    cpu = json_string_value(
+        json_object_get(json_object_get(json_object_get(pg, "spec"), "minResources"), slot));
+    ck_assert_msg(cpu && strcmp(cpu, "3") == 0, "PodGroup tight minResources.%s %s", slot,
                   cpu ? cpu : "(none)");
     json_decref(pg);
     /* the initializer binds alone, succeeds, then both trainer pods bind together */
