@@ -10,13 +10,7 @@
 
 static const char *const R_UNKNOWN_NODE = "node unknown to trainsched's cache";
 
-/* ---- gates shared by filter and bind ---- */
-
-enum gate {
-    GATE_PASS = 0, /* go on with the gang rules */
-    GATE_ALONE,    /* no gang constraint for this pod: fit per node, bind at once */
-    GATE_WAIT      /* UNRESOLVABLE / REJECT with s->why */
-};
+/* ---- the gang policy's gate (pipeline.c runs the gates of every policy) ---- */
 
 static int declared_mismatch(const struct gang *g, int32_t *seen)
 {
@@ -32,8 +26,8 @@ static int declared_mismatch(const struct gang *g, int32_t *seen)
     return 0;
 }
 
-static enum gate gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
-                      const char **why)
+enum gate gang_quorum_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                           const char **why)
 {
     int32_t seen;
     uint32_t pending_phased;
@@ -169,7 +163,9 @@ static void add_excl(struct gang *g, int32_t node)
 
 static void plan_failure_why(const struct gang_state *s, struct gang *g, const struct plan_out *po)
 {
-    if (po->no_node)
+    if (po->why[0])
+        set_why(g->why, "gang %s: %s", g->key, po->why);
+    else if (po->no_node)
         set_why(g->why, "gang %s: no node matches the pods' nodeSelector, affinity and tolerations",
                 g->key);
     else
@@ -235,7 +231,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         res->n_ok = only_node(s, nodes, n_nodes, on, s->why2, -1, out);
         goto done;
     }
-    switch (gate(s, g, p, now, &why)) {
+    switch (pipeline_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, why);
         res->reason = why;
@@ -315,8 +311,10 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
             s->nodes[p->planned]->name);
     res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, at, out);
     if (!g->active)
-        set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet", g->key,
-                g->c.planned + gang_progress(g), g->min_member);
+        set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet%s%s%s%s",
+                g->key, g->c.planned + gang_progress(g), g->min_member,
+                g->dom_path[0] ? "; topology domain " : "", gang_domain_level(s, g),
+                g->dom_path[0] ? " " : "", g->dom_path);
 done:
     if (!res->n_ok && !res->reason[0])
         res->reason = g->why;
@@ -459,7 +457,7 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
         return bind_reject(s, res, "a bind of this pod is already held");
     if (!g)
         return bind_alone(s, p, ni, res, err);
-    switch (gate(s, g, p, now, &why)) {
+    switch (pipeline_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         return bind_reject(s, res, why);
     case GATE_ALONE:
@@ -630,5 +628,8 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
     out->backoff_until = g->backoff_until;
     out->failures = g->failures;
     out->reason = g->why;
+    out->domain = g->dom_path;
+    out->domain_level = gang_domain_level(s, g);
+    out->topology_error = g->topo_err;
     return COMMON_OK;
 }
