@@ -401,8 +401,12 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
             if (f < 1)
                 continue;
             sib = imap_get(&g->place, (uint32_t)n);
-            if (best < 0 || sib > best_sib || (sib == best_sib && f < best_fits) ||
-                (sib == best_sib && f == best_fits &&
+            /* most siblings, then the packing order of the scope (topology), then the
+             * tightest fit, then the name */
+            if (best < 0 || sib > best_sib ||
+                (sib == best_sib && c->rank[n] < c->rank[best]) ||
+                (sib == best_sib && c->rank[n] == c->rank[best] && f < best_fits) ||
+                (sib == best_sib && c->rank[n] == c->rank[best] && f == best_fits &&
                  strcmp(s->nodes[n]->name, s->nodes[best]->name) < 0)) {
                 best = n;
                 best_sib = sib;
