@@ -403,8 +403,7 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
             sib = imap_get(&g->place, (uint32_t)n);
             /* most siblings, then the packing order of the scope (topology), then the
              * tightest fit, then the name */
-            if (best < 0 || sib > best_sib ||
-                (sib == best_sib && c->rank[n] < c->rank[best]) ||
+            if (best < 0 || sib > best_sib || (sib == best_sib && c->rank[n] < c->rank[best]) ||
                 (sib == best_sib && c->rank[n] == c->rank[best] && f < best_fits) ||
                 (sib == best_sib && c->rank[n] == c->rank[best] && f == best_fits &&
                  strcmp(s->nodes[n]->name, s->nodes[best]->name) < 0)) {

@@ -625,7 +625,7 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
 #define STR(field, key)                                                                            \
     if (json_object_get(exp, key))                                                                 \
     ck_assert_msg(strcmp(in.field, json_string_value(json_object_get(exp, key))) == 0,             \
-                  "%s step %d: %s \"%s\", want \"%s\" (%s)", r->name, r->step, key, in.field,     \
+                  "%s step %d: %s \"%s\", want \"%s\" (%s)", r->name, r->step, key, in.field,      \
                   json_string_value(json_object_get(exp, key)), in.reason)
     STR(domain, "domain");
     STR(domain_level, "domainLevel");
