@@ -23,6 +23,7 @@
 #include "extender/answer.h"
 #include "extender/codec.h"
 #include "extender/server.h"
+#include "topology/topology.h"
 #include "gang/gang.h"
 
 #define JSON_CT "application/json"
@@ -1228,6 +1229,14 @@ struct extender_server *extender_server_create(const struct extender_server_opts
     gc.n_ignored_resources = 1;
     if (gang_state_create(&gc, &x->gs, err) != COMMON_OK)
         goto fail;
+    for (size_t i = 0; i < opts->n_topologies; i++) {
+        struct topo_spec ts;
+        if (topo_spec_parse(opts->topologies[i], &ts, err) != COMMON_OK ||
+            gang_topology_set(x->gs, ts.name, ts.levels, ts.n_levels, err) != COMMON_OK)
+            goto fail;
+    }
+    x->o.topologies = NULL; /* borrowed for create only */
+    x->o.n_topologies = 0;
 
     hn = (struct common_informer_handlers){on_node_add, on_node_update, on_node_delete, x};
     hp = (struct common_informer_handlers){on_pod_add, on_pod_update, on_pod_delete, x};

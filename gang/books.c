@@ -681,7 +681,9 @@ void gang_release(struct gang_state *s, struct gang *g, int to_binds)
     g->failures = 0;
     g->backoff_until = 0;
     s->resv_epoch++;
-    set_why(g->why, "released: %u of minMember %d placed", gang_progress(g), g->min_member);
+    set_why(g->why, "released: %u of minMember %d placed%s%s%s%s", gang_progress(g), g->min_member,
+            g->dom_path[0] ? " in topology domain " : "", gang_domain_level(s, g),
+            g->dom_path[0] ? " " : "", g->dom_path);
 }
 
 void gang_maybe_free(struct gang_state *s, struct gang *g)

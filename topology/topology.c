@@ -53,6 +53,53 @@ enum common_rc topo_levels_check(const char *what, const char *const *keys, size
     return COMMON_OK;
 }
 
+static size_t trim(const char **p, size_t n)
+{
+    while (n && (**p == ' ' || **p == '\t')) {
+        (*p)++;
+        n--;
+    }
+    while (n && ((*p)[n - 1] == ' ' || (*p)[n - 1] == '\t'))
+        n--;
+    return n;
+}
+
+enum common_rc topo_spec_parse(const char *spec, struct topo_spec *out, struct common_error *err)
+{
+    const char *eq = spec ? strchr(spec, '=') : NULL, *p, *name = spec;
+    size_t nl, used = 0;
+    char what[300];
+
+    memset(out, 0, sizeof(*out));
+    if (!eq)
+        return common_error_set(err, COMMON_EINVAL,
+                                "topology spec \"%s\": want NAME=LEVEL,LEVEL,...",
+                                spec ? spec : "");
+    nl = trim(&name, (size_t)(eq - spec));
+    if (!nl || nl >= sizeof(out->name))
+        return common_error_set(err, COMMON_EINVAL,
+                                "topology spec \"%s\": want NAME=LEVEL,LEVEL,... (a name of 1 to "
+                                "253 characters)",
+                                spec);
+    memcpy(out->name, name, nl);
+    for (p = eq + 1;;) {
+        const char *e = strchr(p, ','), *l = p;
+        size_t len = trim(&l, e ? (size_t)(e - p) : strlen(p));
+        if (out->n_levels == TOPO_MAX_LEVELS || used + len + 1 > sizeof(out->buf))
+            return common_error_set(err, COMMON_EINVAL, "topology \"%s\": more than %d levels",
+                                    out->name, TOPO_MAX_LEVELS);
+        memcpy(out->buf + used, l, len);
+        out->buf[used + len] = '\0';
+        out->levels[out->n_levels++] = out->buf + used;
+        used += len + 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    snprintf(what, sizeof(what), "topology \"%s\"", out->name);
+    return topo_levels_check(what, out->levels, out->n_levels, err);
+}
+
 /* set *slot (from annotation src) to v unless another spelling set a different value */
 static enum common_rc agree(const char **slot, const char **slot_src, const char *v,
                             const char *src, struct common_error *err)

@@ -69,6 +69,22 @@ int topo_is_annotation(const char *key);
 enum common_rc topo_levels_check(const char *what, const char *const *keys, size_t n,
                                  struct common_error *err);
 
+/* A topology written as one string: "NAME=LEVEL,LEVEL,..." (the serve flag
+ * --extender-topology and the config key extender.topologies). */
+struct topo_spec {
+    char name[254];
+    const char *levels[TOPO_MAX_LEVELS];
+    size_t n_levels;
+    char buf[2048]; /* the levels' text */
+};
+
+/*
+ * topo_spec_parse - split spec into out (name, levels; spaces around names trimmed) and check
+ * the levels (topo_levels_check). COMMON_OK or COMMON_EINVAL ("topology spec \"x\": want
+ * NAME=LEVEL,LEVEL,...", or a level error naming the topology).
+ */
+enum common_rc topo_spec_parse(const char *spec, struct topo_spec *out, struct common_error *err);
+
 /* What a gang asks for, as written (strings borrowed from the annotations). */
 struct topo_request {
     const char *topology;  /* a topology name, NULL: the default one */
