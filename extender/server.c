@@ -113,6 +113,7 @@ struct extender_server {
     int64_t last_metrics;
 
     struct common_metric *m_requests, *m_duration, *m_bindings, *m_held, *m_gangs, *m_cache;
+    struct common_metric *m_topo_waiting, *m_topo_placed; /* topology (docs/topology.md) */
 };
 
 static const double duration_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
@@ -558,6 +559,7 @@ struct pg_view {
     struct gang_status s;
     char phase[16];
     char reason[GANG_REASON_MAX];
+    char level[GANG_REASON_MAX]; /* the topology level of the gang's domain, "" when none */
 };
 
 static struct pgrec *rec_get(struct extender_server *x, const char *key)
@@ -661,6 +663,11 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, NULL};
         int released = strncmp(v->reason, "released", 8) == 0;
 
+        if (released && v->level[0]) {
+            const char *lv[] = {v->level};
+            common_metric_add(x->m_topo_placed, lv, 1);
+        }
+
         if (common_events_record(x->o.events, &ref,
                                  released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING,
                                  released ? "GangReleased" : "GangWaiting", "Scheduling", v->reason,
@@ -673,7 +680,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
 
 static void gang_metrics(struct extender_server *x, int64_t now)
 {
-    double waiting = 0, holding = 0, admitted = 0, backoff = 0;
+    double waiting = 0, holding = 0, admitted = 0, backoff = 0, topo_waiting = 0;
     struct common_informer_stats is;
     static const char *const kinds[] = {"nodes", "pods", "podgroups"};
     struct common_informer *infs[3];
@@ -688,6 +695,9 @@ static void gang_metrics(struct extender_server *x, int64_t now)
         split_key(x->recs[i].key, ns, sizeof(ns), name, sizeof(name));
         if (gang_info(x->gs, ns, name, &gi, NULL) != COMMON_OK)
             continue;
+        if (!gi.active && !gi.admitted &&
+            (gi.topology_error[0] || strstr(gi.reason, "topology") != NULL))
+            topo_waiting++;
         if (gi.active)
             holding++;
         else if (gi.backoff_until > now)
@@ -708,6 +718,7 @@ static void gang_metrics(struct extender_server *x, int64_t now)
         common_metric_set(x->m_gangs, lv, admitted);
         lv[0] = "backoff";
         common_metric_set(x->m_gangs, lv, backoff);
+        common_metric_set(x->m_topo_waiting, NULL, topo_waiting);
     }
     infs[0] = x->nodes_inf;
     infs[1] = x->pods_inf;
@@ -791,6 +802,7 @@ static void *timer_main(void *arg)
                     if (v->found) {
                         copy_str(v->phase, sizeof(v->phase), v->s.phase);
                         copy_str(v->reason, sizeof(v->reason), gi.reason);
+                        copy_str(v->level, sizeof(v->level), gi.domain_level);
                     }
                 }
                 common_free(x->dirty[i]);
@@ -1181,6 +1193,7 @@ struct extender_server *extender_server_create(const struct extender_server_opts
     static const char *const result_label[] = {"result", NULL};
     static const char *const state_label[] = {"state", NULL};
     static const char *const kind_label[] = {"kind", NULL};
+    static const char *const level_label[] = {"level", NULL};
     struct common_informer_handlers hn, hp, hg;
     struct gang_config gc;
     struct extender_server *x;
@@ -1267,8 +1280,17 @@ struct extender_server *extender_server_create(const struct extender_server_opts
             "PodGroups by state (waiting, holding, admitted, backoff).", state_label);
         x->m_cache = common_metrics_gauge(m, "trainsched_extender_cache_objects",
                                           "Objects in the extender's watch caches.", kind_label);
+        x->m_topo_waiting = common_metrics_gauge(
+            m, "trainsched_extender_gangs_waiting_for_topology",
+            "Gangs not holding nor admitted whose reason is their topology request (a bad "
+            "request, or no domain of the required level has room).",
+            NULL);
+        x->m_topo_placed = common_metrics_counter(
+            m, "trainsched_extender_topology_placements_total",
+            "Gangs released inside one topology domain, by the domain's level (node label key).",
+            level_label);
         if (!x->m_requests || !x->m_duration || !x->m_bindings || !x->m_held || !x->m_gangs ||
-            !x->m_cache) {
+            !x->m_cache || !x->m_topo_waiting || !x->m_topo_placed) {
             common_error_set(err, COMMON_ENOMEM, "extender server: cannot register metrics");
             goto fail;
         }
