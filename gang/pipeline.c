@@ -124,7 +124,8 @@ static int topo_scopes_hook(struct gang_state *s, struct gang *g, const int64_t 
         goto out;
     if (g->dom_path[0])
         sticky = topo_domain_find(&out->dom, g->dom_level, g->dom_path);
-    topo_scopes(&out->dom, &out->want, cap, need, sticky, out->list, &out->n);
+    if (topo_scopes(&out->dom, &out->want, cap, need, sticky, out->list, &out->n, &e))
+        goto out;
     if (!out->n) {
         int32_t l = out->want.required >= 0 ? out->want.required : out->want.preferred;
         char r[GANG_REASON_MAX];

@@ -307,6 +307,10 @@ static int place_slices(struct pctx *c, const struct plan_scopes *ps, const stru
         sh = largest_open(c);
         caps_of(c, sh, got, cap);
         d = topo_best_domain(&ps->dom, ps->want.slice, sc, cap, got);
+        if (d == -2) {
+            c->chunk = NULL;
+            return -1;
+        }
         if (d < 0) {
             c->chunk = NULL;
             continue; /* this slice fits nowhere: its members stay unassigned */

@@ -449,17 +449,16 @@ static void add_level(const struct topo_domains *d, const int64_t *dc, int32_t l
     qsort_r(out + start, *n - start, sizeof(*out), cmp_scope, (void *)d);
 }
 
-void topo_scopes(const struct topo_domains *d, const struct topo_want *want, const int64_t *cap,
-                 int64_t need, int32_t sticky_dom, struct topo_scope *out, size_t *n)
+enum common_rc topo_scopes(const struct topo_domains *d, const struct topo_want *want,
+                           const int64_t *cap, int64_t need, int32_t sticky_dom,
+                           struct topo_scope *out, size_t *n, struct common_error *err)
 {
     int64_t *dc = domain_caps(d, cap);
     int32_t top;
 
     *n = 0;
-    if (!dc) { /* out of memory: fall back to no locality rather than fail the verb */
-        out[(*n)++] = (struct topo_scope){-1, -1, 0};
-        return;
-    }
+    if (!dc)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
     if (want->preferred >= 0) {
         top = want->required >= 0 ? want->required : 0;
         for (int32_t l = want->preferred; l >= top; l--)
@@ -487,6 +486,7 @@ void topo_scopes(const struct topo_domains *d, const struct topo_want *want, con
                 break;
             }
     common_free(dc);
+    return COMMON_OK;
 }
 
 int32_t topo_best_domain(const struct topo_domains *d, int32_t level,
@@ -496,7 +496,7 @@ int32_t topo_best_domain(const struct topo_domains *d, int32_t level,
     int32_t best = -1;
 
     if (!dc)
-        return -1;
+        return -2;
     for (uint32_t i = 0; i < d->n_domains; i++) {
         int32_t up = (int32_t)i;
         if (d->level[i] != level || dc[i] < need)
@@ -584,7 +584,10 @@ void topo_wait_reason(const struct topo_domains *d, const char *level_key, int32
     for (uint32_t i = 0; dc && i < d->n_domains; i++)
         if (d->level[i] == level && (best < 0 || dc[i] > dc[best]))
             best = (int32_t)i;
-    if (best < 0)
+    if (!dc)
+        snprintf(buf, size, "no %s domain has room for the %lld pods the gang needs", level_key,
+                 (long long)need);
+    else if (best < 0)
         snprintf(buf, size, "no node has the topology label %s", level_key);
     else
         snprintf(buf, size,

@@ -184,15 +184,17 @@ struct topo_scope {
  * - slices alone or nothing asked: the domains of R when R is set, else the whole cluster.
  * sticky_dom (>= 0) is the gang's current domain: when it is among the candidates it goes
  * first. out (caller-allocated, at least d->n_domains + 1 entries) gets *n scopes; *n = 0 means
- * no domain of the required level can hold the gang (topo_wait_reason says why).
+ * no domain of the required level can hold the gang (topo_wait_reason says why). COMMON_OK or
+ * COMMON_ENOMEM (*n = 0; never a silent fallback to the whole cluster).
  */
-void topo_scopes(const struct topo_domains *d, const struct topo_want *want, const int64_t *cap,
-                 int64_t need, int32_t sticky_dom, struct topo_scope *out, size_t *n);
+enum common_rc topo_scopes(const struct topo_domains *d, const struct topo_want *want,
+                           const int64_t *cap, int64_t need, int32_t sticky_dom,
+                           struct topo_scope *out, size_t *n, struct common_error *err);
 
 /*
  * topo_best_domain - for a slice: the domain of level `level` inside scope (any domain when
  * scope->level < 0) with the least capacity that still holds need pods (ties by path); -1 when
- * none does.
+ * none does, -2 when out of memory.
  */
 int32_t topo_best_domain(const struct topo_domains *d, int32_t level,
                          const struct topo_scope *scope, const int64_t *cap, int64_t need);

@@ -1260,10 +1260,12 @@ static void life_input_make(struct life_input *in)
         snprintf(name, sizeof(name), "p%d", i);
         in->pods[i] = make_pod("ml", name, "g", 1);
     }
-    in->pg = json_pack("{s:{s:s, s:s, s:{s:s}}, s:{s:i, s:i, s:{s:s}}}", "metadata", "name", "g",
-                       "namespace", "ml", "annotations", GANG_PHASED_ANNOTATION, "init", "spec",
-                       "minMember", 3, "scheduleTimeoutSeconds", 30, "minResources",
-                       "nvidia.com/gpu", "3");
+    /* the gang requires one zone (topology "default": [zone]): the topology policy's
+     * allocations are part of the life too */
+    in->pg = json_pack("{s:{s:s, s:s, s:{s:s, s:s}}, s:{s:i, s:i, s:{s:s}}}", "metadata", "name",
+                       "g", "namespace", "ml", "annotations", GANG_PHASED_ANNOTATION, "init",
+                       "trainsched.io/topology-required", "zone", "spec", "minMember", 3,
+                       "scheduleTimeoutSeconds", 30, "minResources", "nvidia.com/gpu", "3");
 }
 
 static void life_input_free(struct life_input *in)
@@ -1300,6 +1302,11 @@ static enum common_rc life(const struct life_input *in, struct gang_state **sp,
     if ((rc = gang_state_create(&cfg, sp, e)))
         return rc;
     s = *sp;
+    {
+        static const char *const levels[] = {"zone"};
+        if ((rc = gang_topology_set(s, "default", levels, 1, e)))
+            return rc;
+    }
     for (int i = 0; i < 3; i++)
         if ((rc = gang_node_upsert(s, in->nodes[i], e)))
             return rc;
