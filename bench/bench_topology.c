@@ -7,7 +7,8 @@
  *
  * 1. Timing: a 1,000-pod gang (1 GPU each) that requires one rack: the first member's filter
  *    (the whole-gang plan over 5,000 candidates) and every member's filter once planned (the
- *    fast path), as p50/p99 over ROUNDS runs.
+ *    fast path), as p50/p99 over ROUNDS runs; then the same gang without a topology request
+ *    (the floor: the same planner with one whole-cluster scope).
  * 2. Placement quality: the same seeded sequence of gangs (8..256 pods of 1, 2, 4 or 8 GPUs)
  *    placed on the same cluster two ways, side by side: trainsched with a preferred rack level
  *    (filter, bind, bound: the extender protocol), and a first-fit placer without topology
@@ -190,7 +191,7 @@ static int cmp_d(const void *a, const void *b)
     return bench_cmp_double(a, b);
 }
 
-static void timing(const struct cluster *c, long rounds)
+static void timing(const struct cluster *c, long rounds, int topo)
 {
     enum { PODS = 1000 };
     double *plan = calloc((size_t)rounds, sizeof(double));
@@ -211,7 +212,8 @@ static void timing(const struct cluster *c, long rounds)
         double t0;
 
         snprintf(name, sizeof(name), "big%ld", r);
-        add_pg(s, name, PODS, "kueue.x-k8s.io/podset-required-topology", "example.com/rack");
+        add_pg(s, name, PODS, topo ? "kueue.x-k8s.io/podset-required-topology" : NULL,
+               "example.com/rack");
         for (int i = 0; i < PODS; i++) {
             pods[i] = member(name, i, 1, NULL);
             if (gang_pod_upsert(s, pods[i], &e))
@@ -236,10 +238,11 @@ static void timing(const struct cluster *c, long rounds)
     }
     qsort(plan, (size_t)rounds, sizeof(double), cmp_d);
     qsort(fast, nf, sizeof(double), cmp_d);
-    printf("1,000-pod gang, required rack, 5,000 nodes, 4 levels (%ld rounds): first filter "
+    printf("1,000-pod gang, %s, 5,000 nodes, 4 levels (%ld rounds): first filter "
            "(whole-gang plan) p50 %.2f ms, max %.2f ms; planned member filter p50 %.4f ms, p99 "
            "%.4f ms (domain: %s)\n",
-           rounds, plan[rounds / 2], plan[rounds - 1], fast[nf / 2], fast[nf * 99 / 100], dom);
+           topo ? "required rack" : "no topology request", rounds, plan[rounds / 2],
+           plan[rounds - 1], fast[nf / 2], fast[nf * 99 / 100], dom[0] && dom[1] ? dom : "none");
     free(plan);
     free(fast);
     free(out);
@@ -383,7 +386,8 @@ int main(int argc, char **argv)
     }
     rng_state = (uint64_t)seed;
     build_cluster(&c);
-    timing(&c, rounds);
+    timing(&c, rounds, 1);
+    timing(&c, rounds, 0);
     gs = calloc((size_t)gangs, sizeof(*gs));
     for (long g = 0; g < gangs; g++) {
         gs[g].pods = sizes[rnd(sizeof(sizes) / sizeof(sizes[0]))];
