@@ -147,6 +147,29 @@ static size_t fit_each(const struct gang_state *s, const struct gpod *p, const c
     return ok;
 }
 
+/* a member of an admitted gang that requires a topology level stays in the gang's domain: OK
+ * nodes outside it become UNRESOLVABLE; returns how many */
+static size_t outside_domain(struct gang_state *s, const struct gang *g, const char *const *nodes,
+                             size_t n, struct gang_node_verdict *out)
+{
+    size_t k = 0;
+
+    set_why(s->why2, "outside the gang's topology domain %s %s", gang_domain_level(s, g),
+            g->dom_path);
+    for (size_t i = 0; i < n; i++) {
+        int32_t idx;
+        if (out[i].verdict != GANG_NODE_OK)
+            continue;
+        idx = node_slot_find(s, nodes[i]);
+        if (idx >= 0 && gang_node_in_domain(s, g, s->nodes[idx]) == 0) {
+            out[i].verdict = GANG_NODE_UNRESOLVABLE;
+            out[i].reason = s->why2;
+            k++;
+        }
+    }
+    return k;
+}
+
 static void add_excl(struct gang *g, int32_t node)
 {
     const uint32_t cap = sizeof(g->excl) / sizeof(g->excl[0]);
@@ -239,6 +262,8 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         goto done;
     case GATE_ALONE:
         res->n_ok = fit_each(s, p, nodes, n_nodes, NULL, out);
+        if (!(p->a_flags & F_PHASED) && gang_topology_required(g) && g->dom_path[0])
+            res->n_ok -= outside_domain(s, g, nodes, n_nodes, out);
         if (!res->n_ok) {
             set_why(s->why, "no candidate node fits pod %s/%s", p->ns, p->name);
             res->reason = s->why;
@@ -356,6 +381,7 @@ enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *po
     struct gang *g;
     int32_t mine;
     enum common_rc rc;
+    int in_dom;
 
     if (!p) {
         if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)
@@ -364,6 +390,7 @@ enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *po
     }
     g = p->gang;
     mine = p->held >= 0 ? p->held : p->planned;
+    in_dom = g && g->dom_path[0] && !(p->a_flags & F_PHASED);
     for (size_t i = 0; i < n_nodes; i++) {
         int32_t idx = g ? node_slot_find(s, nodes[i]) : -1;
         uint32_t sib;
@@ -376,6 +403,9 @@ enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *po
             continue;
         }
         sib = imap_get(&g->place, (uint32_t)idx) - (p->a_place == idx ? 1 : 0);
+        /* a node of the gang's topology domain ranks with the siblings' nodes */
+        if (!sib && in_dom && gang_node_in_domain(s, g, s->nodes[idx]) == 1)
+            sib = 1;
         scores[i] = (sib ? 5 : 0) + least_allocated(s->nodes[idx], p);
     }
     return COMMON_OK;

@@ -274,7 +274,8 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
 
 /*
  * gang_prioritize - scores 0..10 (MaxExtenderPriority) for each of nodes[i] into scores[i]:
- * the member's planned or held node 10; nodes where siblings are planned, held or bound 5..9;
+ * the member's planned or held node 10; nodes where siblings are planned, held or bound, and
+ * (for a pod that is not phased) the other nodes of the gang's topology domain, 5..9;
  * other nodes 0..4; inside a band, least-allocated (more room left after the pod is higher)
  * over the resources the pod requests. Unknown nodes and pods without the label score 0.
  * Deterministic. COMMON_OK or COMMON_ENOMEM.

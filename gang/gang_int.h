@@ -434,6 +434,10 @@ const char *pipeline_node_fit(const struct gang_state *s, const struct gshape *s
 const struct gtopo *topo_of(const struct gang_state *s, const struct gang *g);
 /* the level key of g's sticky domain ("" when none or the whole cluster) */
 const char *gang_domain_level(const struct gang_state *s, const struct gang *g);
+/* 1 when node n is inside g's sticky topology domain, 0 when outside, -1 when g has none */
+int gang_node_in_domain(const struct gang_state *s, const struct gang *g, const struct gnode *n);
+/* 1 when g's topology request has a required level */
+int gang_topology_required(const struct gang *g);
 /* pods the gang places together: minMember without its phased members */
 int64_t gang_pods(const struct gang *g);
 /* free the topology records of s (books.c calls it from gang_state_destroy) */

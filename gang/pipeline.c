@@ -36,6 +36,31 @@ const char *gang_domain_level(const struct gang_state *s, const struct gang *g)
                                                                           : "";
 }
 
+int gang_node_in_domain(const struct gang_state *s, const struct gang *g, const struct gnode *n)
+{
+    const struct gtopo *t = g->dom_path[0] ? topo_of(s, g) : NULL;
+    const char *p = g->dom_path;
+
+    if (!t || g->dom_level < 0 || (uint32_t)g->dom_level >= t->n_levels)
+        return -1;
+    /* the node's values of levels 0..dom_level, '/'-joined, against the domain's path */
+    for (int32_t l = 0; l <= g->dom_level; l++) {
+        const char *v = fit_label(n, t->levels[l]);
+        size_t len = v ? strlen(v) : 0;
+        if (!v || strncmp(p, v, len) != 0)
+            return 0;
+        p += len;
+        if (l < g->dom_level && *p++ != '/')
+            return 0;
+    }
+    return *p == '\0';
+}
+
+int gang_topology_required(const struct gang *g)
+{
+    return !g->topo_err[0] && g->topo.required != NULL;
+}
+
 int64_t gang_pods(const struct gang *g)
 {
     int64_t n = (int64_t)g->min_member - g->c.phased_known;
