@@ -427,6 +427,9 @@ enum gate pipeline_gate(struct gang_state *s, struct gang *g, const struct gpod 
 int pipeline_scopes(struct gang_state *s, struct gang *g, const int64_t *cap, int64_t need,
                     struct plan_scopes *out);
 void pipeline_scopes_free(struct plan_scopes *ps);
+/* 1 when some policy's scopes will read the per-node capacity for g (the planner skips
+ * computing it otherwise) */
+int pipeline_reads_capacity(const struct gang *g);
 /* node_fit of every policy that has one: NULL or the first reason */
 const char *pipeline_node_fit(const struct gang_state *s, const struct gshape *sh,
                               const struct gnode *n);

@@ -232,6 +232,12 @@ oom:
     return -1;
 }
 
+int pipeline_reads_capacity(const struct gang *g)
+{
+    /* only the topology policy's scopes read the per-node capacity */
+    return g->topo_err[0] || !topo_request_empty(&g->topo);
+}
+
 void pipeline_scopes_free(struct plan_scopes *ps)
 {
     topo_domains_free(&ps->dom);

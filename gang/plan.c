@@ -516,7 +516,8 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
     need_new = need - (int64_t)g->c.held;
     if (need_new < 0)
         need_new = 0;
-    caps_of(&c, largest_open(&c), c.n_e ? c.n_e : 1, cap);
+    if (pipeline_reads_capacity(g))
+        caps_of(&c, largest_open(&c), c.n_e ? c.n_e : 1, cap);
     if (pipeline_scopes(s, g, cap, need_new, &ps))
         goto out;
     if (!ps.n) {
