@@ -86,6 +86,10 @@ struct extender_server {
 
     struct common_informer *nodes_inf, *pods_inf, *pg_inf;
     struct common_informer_ops pg_ops;
+    /* Kueue Topology objects as level sources (docs/topology.md), when the CRD is served */
+    struct common_informer *topo_inf;
+    struct common_informer_ops topo_ops;
+    struct common_kube_resource topo_res;
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* timer wakeup (CLOCK_MONOTONIC) */
@@ -549,6 +553,81 @@ static void on_pg_delete(void *ctx, const void *old_item)
     x->tick_req = 1;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- Kueue Topology objects (kueue.x-k8s.io, spec.levels[].nodeLabel) ---- */
+
+static void on_topo_upsert(void *ctx, const void *item)
+{
+    struct extender_server *x = ctx;
+    const json_t *obj = item;
+    const char *name =
+        json_string_value(json_object_get(json_object_get((json_t *)obj, "metadata"), "name"));
+    const json_t *lv = json_object_get(json_object_get((json_t *)obj, "spec"), "levels"), *l;
+    const char *levels[TOPO_MAX_LEVELS + 1];
+    size_t i, n = 0;
+    struct common_error e;
+    enum common_rc rc;
+
+    if (!name)
+        return;
+    json_array_foreach(lv, i, l)
+    {
+        if (n <= TOPO_MAX_LEVELS)
+            levels[n++] = json_string_value(json_object_get(l, "nodeLabel"));
+    }
+    pthread_mutex_lock(&x->mu);
+    rc = gang_topology_set(x->gs, name, levels, n, &e);
+    x->tick_req = 1;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    if (rc != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Kueue Topology not used", "topology", name, "error",
+                   e.msg, NULL);
+}
+
+static void on_topo_update(void *ctx, const void *old_item, const void *new_item)
+{
+    (void)old_item;
+    on_topo_upsert(ctx, new_item);
+}
+
+static void on_topo_delete(void *ctx, const void *old_item)
+{
+    struct extender_server *x = ctx;
+    const char *name =
+        json_string_value(json_object_get(json_object_get((json_t *)old_item, "metadata"), "name"));
+
+    if (!name)
+        return;
+    pthread_mutex_lock(&x->mu);
+    gang_topology_delete(x->gs, name);
+    x->tick_req = 1;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* the served Kueue version with Topology objects ("v1beta2", then "v1beta1"), NULL when none */
+static const char *kueue_topology_version(struct extender_server *x)
+{
+    static const char *const versions[] = {"v1beta2", "v1beta1"};
+
+    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+        char path[128];
+        struct common_buf resp;
+        struct common_error e;
+        long status = 0;
+        int found;
+        snprintf(path, sizeof(path), "/apis/kueue.x-k8s.io/%s", versions[i]);
+        common_buf_init(&resp, (size_t)4 << 20);
+        found = common_kube_request(x->kube, "GET", path, NULL, NULL, 0, NULL, &resp, &status,
+                                    &e) == COMMON_OK &&
+                status == 200 && resp.data && strstr(resp.data, "\"topologies\"") != NULL;
+        common_buf_free(&resp);
+        if (found)
+            return versions[i];
+    }
+    return NULL;
 }
 
 /* --------------------------------------------------------------------------- timer -- */
@@ -1326,6 +1405,20 @@ enum common_rc extender_server_start(struct extender_server *x, struct common_er
     if (common_informer_start(x->nodes_inf, err) || common_informer_start(x->pods_inf, err) ||
         common_informer_start(x->pg_inf, err))
         return err ? err->code : COMMON_ENOMEM;
+    {
+        /* Kueue Topology objects, watched when Kueue's CRD is served (not required) */
+        const char *v = kueue_topology_version(x);
+        struct common_informer_handlers ht = {on_topo_upsert, on_topo_update, on_topo_delete, x};
+        if (v) {
+            x->topo_res = (struct common_kube_resource){"kueue.x-k8s.io", v, "topologies", 0};
+            common_informer_json_ops(&x->topo_ops, "kueue-topologies", &x->topo_res);
+            if (common_informer_create(x->kube, &x->topo_ops, &ht, NULL, &x->topo_inf, err) ||
+                common_informer_start(x->topo_inf, err))
+                return err ? err->code : COMMON_ENOMEM;
+            common_log(COMMON_LOG_INFO, "extender: watching Kueue Topology objects", "version", v,
+                       NULL);
+        }
+    }
     x->binders = common_calloc(x->o.binders, sizeof(*x->binders));
     if (!x->binders)
         return common_error_set(err, COMMON_ENOMEM, "no memory");
@@ -1421,12 +1514,16 @@ void extender_server_stop(struct extender_server *x)
         common_informer_request_stop(x->pods_inf);
     if (x->pg_inf)
         common_informer_request_stop(x->pg_inf);
+    if (x->topo_inf)
+        common_informer_request_stop(x->topo_inf);
     if (x->nodes_inf)
         common_informer_stop(x->nodes_inf);
     if (x->pods_inf)
         common_informer_stop(x->pods_inf);
     if (x->pg_inf)
         common_informer_stop(x->pg_inf);
+    if (x->topo_inf)
+        common_informer_stop(x->topo_inf);
 }
 
 void extender_server_destroy(struct extender_server *x)
@@ -1437,6 +1534,7 @@ void extender_server_destroy(struct extender_server *x)
     common_informer_destroy(x->nodes_inf);
     common_informer_destroy(x->pods_inf);
     common_informer_destroy(x->pg_inf);
+    common_informer_destroy(x->topo_inf);
     gang_state_destroy(x->gs);
     while (x->qhead) {
         struct job *j = x->qhead;

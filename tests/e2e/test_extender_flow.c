@@ -36,7 +36,10 @@
  *                                 request and both pods land in one rack;
  *   topology_waits_for_a_rack     every rack has one busy node: a gang of 2 that requires a
  *                                 rack stays unbound (the free nodes are in different racks),
- *                                 and binds into the rack whose busy pod is deleted.
+ *                                 and binds into the rack whose busy pod is deleted;
+ *   topology_from_kueue_object    a Kueue Topology object (kueue.x-k8s.io/v1beta2) created
+ *                                 while the extender runs is the level source of a gang that
+ *                                 names it: both pods land in one rack.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1306,6 +1309,52 @@ START_TEST(topology_waits_for_a_rack)
 }
 END_TEST
 
+/* 8: a Kueue Topology object as the level source: created after the extender started */
+START_TEST(topology_from_kueue_object)
+{
+    static const struct common_kube_resource topos = {"kueue.x-k8s.io", "v1beta2", "topologies", 0};
+    struct common_error err;
+    json_t *t;
+    char name[64], racks[4][32];
+    enum common_rc rc;
+
+    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_from_kueue_object: the bed runs no kwok\n");
+        return;
+    }
+    snprintf(name, sizeof(name), "e2e-%s", run);
+    t = e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\n"
+                  "metadata: {name: %s}\n"
+                  "spec:\n  levels: [{nodeLabel: %s}, {nodeLabel: %s}]\n",
+                  name, BLOCK_LABEL, RACK_LABEL);
+    rc = common_kube_create(kube, &topos, NULL, t, &(struct common_kube_write_opts){.strict = 1},
+                            NULL, &err);
+    json_decref(t);
+    if (rc == COMMON_ENOTFOUND) {
+        fprintf(stderr, "SKIP topology_from_kueue_object: no Kueue Topology CRD on the bed\n");
+        return;
+    }
+    ck_assert_msg(rc == COMMON_OK, "Topology %s: %s", name, err.msg);
+    /* racks alternate by name: without the topology the gang takes nodes 0 and 1 */
+    for (int k = 0; k < 4; k++)
+        make_node_at(4, 0, k % 2);
+    create_obj(&common_kube_podgroups,
+               e2e_yamlf("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                         "metadata:\n  name: kq\n  namespace: %s\n"
+                         "  annotations: {trainsched.io/topology: %s, "
+                         "kueue.x-k8s.io/podset-required-topology: %s}\n"
+                         "spec: {minMember: 2, scheduleTimeoutSeconds: 20}\n",
+                         ns, name, RACK_LABEL));
+    make_pod("kq-0", "kq", "3", 0, NULL);
+    make_pod("kq-1", "kq", "3", 0, NULL);
+    fprintf(stderr, "topology: gang kq (Kueue Topology %s) bound after %.1f s:\n", name,
+            wait_bound("kq", 2, 60));
+    ck_assert_int_eq(racks_of_gang("kq", racks, 4), 2);
+    ck_assert_str_eq(racks[0], racks[1]);
+    common_kube_delete(kube, &topos, NULL, name, NULL, NULL, NULL, &err);
+}
+END_TEST
+
 /* ---- main: scheduler config, webhook daemon and configuration ---- */
 
 static pid_t spawn(char *const argv[], const char *log)
@@ -1586,6 +1635,7 @@ int main(void)
     tcase_add_test(tc, phased_initializer_then_gang);
     tcase_add_test(tc, topology_rack_trainjob);
     tcase_add_test(tc, topology_waits_for_a_rack);
+    tcase_add_test(tc, topology_from_kueue_object);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
