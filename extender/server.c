@@ -87,9 +87,9 @@ struct extender_server {
     struct common_informer *nodes_inf, *pods_inf, *pg_inf;
     struct common_informer_ops pg_ops;
     /* Kueue Topology objects as level sources (docs/topology.md), when the CRD is served */
-    struct common_informer *topo_inf;
-    struct common_informer_ops topo_ops;
-    struct common_kube_resource topo_res;
+    struct common_informer *topo_inf[2]; /* per topo_sources entry, NULL when not served */
+    struct common_informer_ops topo_ops[2];
+    struct common_kube_resource topo_res[2];
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* timer wakeup (CLOCK_MONOTONIC) */
@@ -555,7 +555,7 @@ static void on_pg_delete(void *ctx, const void *old_item)
     pthread_mutex_unlock(&x->mu);
 }
 
-/* ---- Kueue Topology objects (kueue.x-k8s.io, spec.levels[].nodeLabel) ---- */
+/* ---- Kueue and KAI Topology objects (spec.levels[].nodeLabel) ---- */
 
 static void on_topo_upsert(void *ctx, const void *item)
 {
@@ -582,7 +582,7 @@ static void on_topo_upsert(void *ctx, const void *item)
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
     if (rc != COMMON_OK)
-        common_log(COMMON_LOG_WARN, "extender: Kueue Topology not used", "topology", name, "error",
+        common_log(COMMON_LOG_WARN, "extender: Topology object not used", "topology", name, "error",
                    e.msg, NULL);
 }
 
@@ -607,25 +607,34 @@ static void on_topo_delete(void *ctx, const void *old_item)
     pthread_mutex_unlock(&x->mu);
 }
 
-/* the served Kueue version with Topology objects ("v1beta2", then "v1beta1"), NULL when none */
-static const char *kueue_topology_version(struct extender_server *x)
-{
-    static const char *const versions[] = {"v1beta2", "v1beta1"};
+/* Topology objects read as level sources (spec.levels[].nodeLabel in both), each watched when
+ * its CRD is served: Kueue's and KAI's. */
+static const struct {
+    const char *group, *what;
+    const char *versions[2]; /* newest first; NULL ends */
+} topo_sources[2] = {
+    {"kueue.x-k8s.io", "kueue-topologies", {"v1beta2", "v1beta1"}},
+    {"kai.scheduler", "kai-topologies", {"v1alpha1", NULL}},
+};
 
-    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+/* the served version of topo_sources[k] with Topology objects, NULL when none */
+static const char *topology_version(struct extender_server *x, size_t k)
+{
+    for (size_t i = 0; i < 2 && topo_sources[k].versions[i]; i++) {
         char path[128];
         struct common_buf resp;
         struct common_error e;
         long status = 0;
         int found;
-        snprintf(path, sizeof(path), "/apis/kueue.x-k8s.io/%s", versions[i]);
+        snprintf(path, sizeof(path), "/apis/%s/%s", topo_sources[k].group,
+                 topo_sources[k].versions[i]);
         common_buf_init(&resp, (size_t)4 << 20);
         found = common_kube_request(x->kube, "GET", path, NULL, NULL, 0, NULL, &resp, &status,
                                     &e) == COMMON_OK &&
                 status == 200 && resp.data && strstr(resp.data, "\"topologies\"") != NULL;
         common_buf_free(&resp);
         if (found)
-            return versions[i];
+            return topo_sources[k].versions[i];
     }
     return NULL;
 }
@@ -1405,19 +1414,19 @@ enum common_rc extender_server_start(struct extender_server *x, struct common_er
     if (common_informer_start(x->nodes_inf, err) || common_informer_start(x->pods_inf, err) ||
         common_informer_start(x->pg_inf, err))
         return err ? err->code : COMMON_ENOMEM;
-    {
-        /* Kueue Topology objects, watched when Kueue's CRD is served (not required) */
-        const char *v = kueue_topology_version(x);
+    for (size_t k = 0; k < 2; k++) {
+        /* Kueue and KAI Topology objects, watched when their CRD is served (not required) */
+        const char *v = topology_version(x, k);
         struct common_informer_handlers ht = {on_topo_upsert, on_topo_update, on_topo_delete, x};
-        if (v) {
-            x->topo_res = (struct common_kube_resource){"kueue.x-k8s.io", v, "topologies", 0};
-            common_informer_json_ops(&x->topo_ops, "kueue-topologies", &x->topo_res);
-            if (common_informer_create(x->kube, &x->topo_ops, &ht, NULL, &x->topo_inf, err) ||
-                common_informer_start(x->topo_inf, err))
-                return err ? err->code : COMMON_ENOMEM;
-            common_log(COMMON_LOG_INFO, "extender: watching Kueue Topology objects", "version", v,
-                       NULL);
-        }
+        if (!v)
+            continue;
+        x->topo_res[k] = (struct common_kube_resource){topo_sources[k].group, v, "topologies", 0};
+        common_informer_json_ops(&x->topo_ops[k], topo_sources[k].what, &x->topo_res[k]);
+        if (common_informer_create(x->kube, &x->topo_ops[k], &ht, NULL, &x->topo_inf[k], err) ||
+            common_informer_start(x->topo_inf[k], err))
+            return err ? err->code : COMMON_ENOMEM;
+        common_log(COMMON_LOG_INFO, "extender: watching Topology objects", "group",
+                   topo_sources[k].group, "version", v, NULL);
     }
     x->binders = common_calloc(x->o.binders, sizeof(*x->binders));
     if (!x->binders)
@@ -1514,16 +1523,18 @@ void extender_server_stop(struct extender_server *x)
         common_informer_request_stop(x->pods_inf);
     if (x->pg_inf)
         common_informer_request_stop(x->pg_inf);
-    if (x->topo_inf)
-        common_informer_request_stop(x->topo_inf);
+    for (size_t k = 0; k < 2; k++)
+        if (x->topo_inf[k])
+            common_informer_request_stop(x->topo_inf[k]);
     if (x->nodes_inf)
         common_informer_stop(x->nodes_inf);
     if (x->pods_inf)
         common_informer_stop(x->pods_inf);
     if (x->pg_inf)
         common_informer_stop(x->pg_inf);
-    if (x->topo_inf)
-        common_informer_stop(x->topo_inf);
+    for (size_t k = 0; k < 2; k++)
+        if (x->topo_inf[k])
+            common_informer_stop(x->topo_inf[k]);
 }
 
 void extender_server_destroy(struct extender_server *x)
@@ -1534,7 +1545,8 @@ void extender_server_destroy(struct extender_server *x)
     common_informer_destroy(x->nodes_inf);
     common_informer_destroy(x->pods_inf);
     common_informer_destroy(x->pg_inf);
-    common_informer_destroy(x->topo_inf);
+    common_informer_destroy(x->topo_inf[0]);
+    common_informer_destroy(x->topo_inf[1]);
     gang_state_destroy(x->gs);
     while (x->qhead) {
         struct job *j = x->qhead;

@@ -37,9 +37,10 @@
  *   topology_waits_for_a_rack     every rack has one busy node: a gang of 2 that requires a
  *                                 rack stays unbound (the free nodes are in different racks),
  *                                 and binds into the rack whose busy pod is deleted;
- *   topology_from_kueue_object    a Kueue Topology object (kueue.x-k8s.io/v1beta2) created
- *                                 while the extender runs is the level source of a gang that
- *                                 names it: both pods land in one rack.
+ *   topology_from_kueue_object,   a Kueue Topology object (kueue.x-k8s.io/v1beta2), or a
+ *   topology_from_kai_object      KAI one (kai.scheduler/v1alpha1), created while the extender
+ *                                 runs is the level source of a gang that names it (Kueue /
+ *                                 KAI spellings): both pods land in one rack.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1309,29 +1310,27 @@ START_TEST(topology_waits_for_a_rack)
 }
 END_TEST
 
-/* 8: a Kueue Topology object as the level source: created after the extender started */
-START_TEST(topology_from_kueue_object)
+/* a Topology object of resource r (apiVersion api) created after the extender started is the
+ * level source of gang `gang` whose PodGroup names it with annotation name_ann and asks for a
+ * rack with req_ann: both pods land in one rack */
+static void topology_object(const struct common_kube_resource *r, const char *api, const char *gang,
+                            const char *name_ann, const char *req_ann)
 {
-    static const struct common_kube_resource topos = {"kueue.x-k8s.io", "v1beta2", "topologies", 0};
     struct common_error err;
     json_t *t;
-    char name[64], racks[4][32];
+    char name[64], racks[4][32], p0[64], p1[64];
     enum common_rc rc;
 
-    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
-        fprintf(stderr, "SKIP topology_from_kueue_object: the bed runs no kwok\n");
-        return;
-    }
-    snprintf(name, sizeof(name), "e2e-%s", run);
-    t = e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\n"
+    snprintf(name, sizeof(name), "e2e-%s-%s", gang, run);
+    t = e2e_yamlf("apiVersion: %s\nkind: Topology\n"
                   "metadata: {name: %s}\n"
                   "spec:\n  levels: [{nodeLabel: %s}, {nodeLabel: %s}]\n",
-                  name, BLOCK_LABEL, RACK_LABEL);
-    rc = common_kube_create(kube, &topos, NULL, t, &(struct common_kube_write_opts){.strict = 1},
-                            NULL, &err);
+                  api, name, BLOCK_LABEL, RACK_LABEL);
+    rc = common_kube_create(kube, r, NULL, t, &(struct common_kube_write_opts){.strict = 1}, NULL,
+                            &err);
     json_decref(t);
     if (rc == COMMON_ENOTFOUND) {
-        fprintf(stderr, "SKIP topology_from_kueue_object: no Kueue Topology CRD on the bed\n");
+        fprintf(stderr, "SKIP: no %s Topology CRD on the bed\n", api);
         return;
     }
     ck_assert_msg(rc == COMMON_OK, "Topology %s: %s", name, err.msg);
@@ -1340,18 +1339,45 @@ START_TEST(topology_from_kueue_object)
         make_node_at(4, 0, k % 2);
     create_obj(&common_kube_podgroups,
                e2e_yamlf("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
-                         "metadata:\n  name: kq\n  namespace: %s\n"
-                         "  annotations: {trainsched.io/topology: %s, "
-                         "kueue.x-k8s.io/podset-required-topology: %s}\n"
+                         "metadata:\n  name: %s\n  namespace: %s\n"
+                         "  annotations: {%s: %s, %s: %s}\n"
                          "spec: {minMember: 2, scheduleTimeoutSeconds: 20}\n",
-                         ns, name, RACK_LABEL));
-    make_pod("kq-0", "kq", "3", 0, NULL);
-    make_pod("kq-1", "kq", "3", 0, NULL);
-    fprintf(stderr, "topology: gang kq (Kueue Topology %s) bound after %.1f s:\n", name,
-            wait_bound("kq", 2, 60));
-    ck_assert_int_eq(racks_of_gang("kq", racks, 4), 2);
+                         gang, ns, name_ann, name, req_ann, RACK_LABEL));
+    snprintf(p0, sizeof(p0), "%s-0", gang);
+    snprintf(p1, sizeof(p1), "%s-1", gang);
+    make_pod(p0, gang, "3", 0, NULL);
+    make_pod(p1, gang, "3", 0, NULL);
+    fprintf(stderr, "topology: gang %s (%s Topology %s) bound after %.1f s:\n", gang, api, name,
+            wait_bound(gang, 2, 60));
+    ck_assert_int_eq(racks_of_gang(gang, racks, 4), 2);
     ck_assert_str_eq(racks[0], racks[1]);
-    common_kube_delete(kube, &topos, NULL, name, NULL, NULL, NULL, &err);
+    common_kube_delete(kube, r, NULL, name, NULL, NULL, NULL, &err);
+}
+
+/* 8: Kueue and KAI Topology objects as level sources */
+START_TEST(topology_from_kueue_object)
+{
+    static const struct common_kube_resource topos = {"kueue.x-k8s.io", "v1beta2", "topologies", 0};
+
+    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_from_kueue_object: the bed runs no kwok\n");
+        return;
+    }
+    topology_object(&topos, "kueue.x-k8s.io/v1beta2", "kq", "trainsched.io/topology",
+                    "kueue.x-k8s.io/podset-required-topology");
+}
+END_TEST
+
+START_TEST(topology_from_kai_object)
+{
+    static const struct common_kube_resource topos = {"kai.scheduler", "v1alpha1", "topologies", 0};
+
+    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_from_kai_object: the bed runs no kwok\n");
+        return;
+    }
+    topology_object(&topos, "kai.scheduler/v1alpha1", "kai", "kai.scheduler/topology",
+                    "kai.scheduler/topology-required-placement");
 }
 END_TEST
 
@@ -1636,6 +1662,7 @@ int main(void)
     tcase_add_test(tc, topology_rack_trainjob);
     tcase_add_test(tc, topology_waits_for_a_rack);
     tcase_add_test(tc, topology_from_kueue_object);
+    tcase_add_test(tc, topology_from_kai_object);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
