@@ -1296,6 +1296,19 @@ START_TEST(topology_waits_for_a_rack)
                       "a member of gang tg was bound while no rack had room");
         e2e_nap(250);
     }
+    /* the PodGroup's Event says why it waits: the level and the largest rack's room */
+    for (double end = e2e_now_s() + 10;; e2e_nap(250)) {
+        char *note = e2e_event_note(kube, ns, "tg", "GangWaiting",
+                                    "no " RACK_LABEL " domain has room for the 2 pods");
+        if (note) {
+            fprintf(stderr, "topology: Event GangWaiting: %s\n", note);
+            ck_assert_msg(strstr(note, "has room for 1") != NULL, "%s", note);
+            free(note);
+            break;
+        }
+        ck_assert_msg(e2e_now_s() < end,
+                      "no GangWaiting Event on PodGroup tg naming the rack level");
+    }
     /* rack b0/r0 frees: the gang binds into it */
     rack_of(nodes[busy[0]], want, sizeof(want));
     ck_assert_int_eq(
