@@ -38,6 +38,7 @@
 #include "extender/server.h"
 #include "gang/gang.h"
 #include "reconciler/reconciler.h"
+#include "topology/topology.h"
 
 #define STR_MAX 512
 
@@ -45,6 +46,8 @@
  * at the 2,048 default a backlog of held binds left no room for filter calls (bench_scheduler:
  * the scheduler's filters were refused until gangs timed out). Needs as many file descriptors. */
 #define EXTENDER_MAX_CONNECTIONS 16384
+
+#define SERVE_MAX_TOPOLOGIES 8
 
 struct serve_config {
     char kubeconfig[PATH_MAX], context[STR_MAX];
@@ -63,6 +66,9 @@ struct serve_config {
     char gang_scheduler_name[254];
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
+    /* extender topologies, "NAME=LEVEL,LEVEL,..." (topology/topology.h), the first the default */
+    char topo_specs[SERVE_MAX_TOPOLOGIES][512];
+    int n_topo_specs;
     double tls_reload_s;
     struct certmgr_settings certs; /* tls.managed and friends (cmd/certmgr.h) */
 };
@@ -154,6 +160,9 @@ static void usage(FILE *f)
           "                                   scheduleTimeoutSeconds (default 60)\n"
           "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
           "                                   doubling per failure (default 10, 300)\n"
+          "  --extender-topology NAME=L1,L2,...  a topology: node label keys, widest first\n"
+          "                                   (repeatable, at most 8; the first is the default;\n"
+          "                                   see docs/topology.md)\n"
           "  --log-level debug|info|warn|error (default info)\n"
           "  --check-config                   print the settings in effect as YAML and exit\n"
           "                                   (0 valid; 2 with a message naming the bad key)\n"
@@ -288,7 +297,53 @@ static const struct {
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
     {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
     {"extender.backoffMaxSeconds", "--extender-backoff-max"},
+    {"extender.topologies", "--extender-topology"},
 };
+
+/* extender.topologies: [{name, levels: [..]}, ..] -> --extender-topology NAME=L1,L2,.. each */
+static int load_topologies(struct serve_config *c, const char *file, const json_t *v, FILE *err)
+{
+    size_t i;
+    json_t *t;
+
+    if (!json_is_array(v)) {
+        fprintf(err, "trainsched serve: %s: extender.topologies: must be a list\n", file);
+        return -1;
+    }
+    json_array_foreach(v, i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const json_t *lv = json_object_get(t, "levels");
+        char spec[512];
+        size_t n, j;
+        json_t *l;
+        if (!name || !json_is_array(lv) || json_object_size(t) != 2) {
+            fprintf(err,
+                    "trainsched serve: %s: extender.topologies[%zu]: want {name: NAME, levels: "
+                    "[LABEL, ...]}\n",
+                    file, i);
+            return -1;
+        }
+        n = (size_t)snprintf(spec, sizeof(spec), "%s=", name);
+        json_array_foreach(lv, j, l)
+        {
+            if (!json_is_string(l) || n >= sizeof(spec)) {
+                fprintf(err,
+                        "trainsched serve: %s: extender.topologies[%zu].levels[%zu]: must be "
+                        "a string\n",
+                        file, i, j);
+                return -1;
+            }
+            n += (size_t)snprintf(spec + n, sizeof(spec) - n, "%s%s", j ? "," : "",
+                                  json_string_value(l));
+        }
+        if (n >= sizeof(spec) || apply_setting(c, "--extender-topology", spec, err)) {
+            fprintf(err, "trainsched serve: %s: extender.topologies[%zu]: invalid\n", file, i);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static int load_object(struct serve_config *c, const char *file, const json_t *obj,
                        const char *prefix, FILE *err)
@@ -314,6 +369,11 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         if (i == sizeof(cfg_keys) / sizeof(cfg_keys[0])) {
             fprintf(err, "trainsched serve: %s: %s: unknown setting\n", file, path);
             return -1;
+        }
+        if (strcmp(path, "extender.topologies") == 0) {
+            if (load_topologies(c, file, v, err))
+                return -1;
+            continue;
         }
         if (strcmp(path, "components") == 0 && json_is_array(v)) {
             size_t j, n = 0;
@@ -469,6 +529,27 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         c->ext_backoff_max_s = d;
         return 0;
     }
+    if (strcmp(flag, "--extender-topology") == 0) {
+        struct topo_spec ts;
+        struct common_error e;
+        int at;
+        if (topo_spec_parse(v, &ts, &e) != COMMON_OK) {
+            fprintf(err, "trainsched serve: --extender-topology: %s\n", e.msg);
+            return -1;
+        }
+        for (at = 0; at < c->n_topo_specs; at++)
+            if (strncmp(c->topo_specs[at], ts.name, strlen(ts.name)) == 0 &&
+                c->topo_specs[at][strlen(ts.name)] == '=')
+                break;
+        if (at == SERVE_MAX_TOPOLOGIES) {
+            fprintf(err, "trainsched serve: --extender-topology: at most %d topologies\n",
+                    SERVE_MAX_TOPOLOGIES);
+            return -1;
+        }
+        if (at == c->n_topo_specs)
+            c->n_topo_specs++;
+        return set_str(c->topo_specs[at], sizeof(c->topo_specs[at]), v, "topology", err);
+    }
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -511,6 +592,17 @@ static void print_config(const struct serve_config *c, FILE *out)
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
             c->ext_bind_timeout_s, c->ext_schedule_timeout_s, c->ext_backoff_initial_s,
             c->ext_backoff_max_s);
+    fprintf(out, "  topologies:%s\n", c->n_topo_specs ? "" : " []");
+    for (int i = 0; i < c->n_topo_specs; i++) {
+        struct topo_spec ts;
+        struct common_error e;
+        if (topo_spec_parse(c->topo_specs[i], &ts, &e) != COMMON_OK)
+            continue;
+        fprintf(out, "  - name: \"%s\"\n    levels: [", ts.name);
+        for (size_t j = 0; j < ts.n_levels; j++)
+            fprintf(out, "%s\"%s\"", j ? ", " : "", ts.levels[j]);
+        fputs("]\n", out);
+    }
 }
 
 /* ---- the daemon ---- */
@@ -735,6 +827,7 @@ static int start_extender(struct daemon *d, FILE *err)
 {
     struct extender_server_opts xo = {0};
     struct common_error e;
+    const char *specs[SERVE_MAX_TOPOLOGIES];
 
     xo.kube = d->kube;
     xo.events = d->events;
@@ -743,6 +836,10 @@ static int start_extender(struct daemon *d, FILE *err)
     xo.default_schedule_timeout_s = (int64_t)d->cfg.ext_schedule_timeout_s;
     xo.backoff_initial_ms = (int64_t)(d->cfg.ext_backoff_initial_s * 1000);
     xo.backoff_max_ms = (int64_t)(d->cfg.ext_backoff_max_s * 1000);
+    for (int i = 0; i < d->cfg.n_topo_specs; i++)
+        specs[i] = d->cfg.topo_specs[i];
+    xo.topologies = specs;
+    xo.n_topologies = (size_t)d->cfg.n_topo_specs;
     d->ext = extender_server_create(&xo, &e);
     if (!d->ext || extender_server_start(d->ext, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: extender: %s\n", e.msg);

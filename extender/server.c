@@ -23,6 +23,7 @@
 #include "extender/answer.h"
 #include "extender/codec.h"
 #include "extender/server.h"
+#include "topology/topology.h"
 #include "gang/gang.h"
 
 #define JSON_CT "application/json"
@@ -85,6 +86,10 @@ struct extender_server {
 
     struct common_informer *nodes_inf, *pods_inf, *pg_inf;
     struct common_informer_ops pg_ops;
+    /* Kueue Topology objects as level sources (docs/topology.md), when the CRD is served */
+    struct common_informer *topo_inf[2]; /* per topo_sources entry, NULL when not served */
+    struct common_informer_ops topo_ops[2];
+    struct common_kube_resource topo_res[2];
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* timer wakeup (CLOCK_MONOTONIC) */
@@ -112,6 +117,7 @@ struct extender_server {
     int64_t last_metrics;
 
     struct common_metric *m_requests, *m_duration, *m_bindings, *m_held, *m_gangs, *m_cache;
+    struct common_metric *m_topo_waiting, *m_topo_placed; /* topology (docs/topology.md) */
 };
 
 static const double duration_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
@@ -549,6 +555,90 @@ static void on_pg_delete(void *ctx, const void *old_item)
     pthread_mutex_unlock(&x->mu);
 }
 
+/* ---- Kueue and KAI Topology objects (spec.levels[].nodeLabel) ---- */
+
+static void on_topo_upsert(void *ctx, const void *item)
+{
+    struct extender_server *x = ctx;
+    const json_t *obj = item;
+    const char *name =
+        json_string_value(json_object_get(json_object_get((json_t *)obj, "metadata"), "name"));
+    const json_t *lv = json_object_get(json_object_get((json_t *)obj, "spec"), "levels"), *l;
+    const char *levels[TOPO_MAX_LEVELS + 1];
+    size_t i, n = 0;
+    struct common_error e;
+    enum common_rc rc;
+
+    if (!name)
+        return;
+    json_array_foreach(lv, i, l)
+    {
+        if (n <= TOPO_MAX_LEVELS)
+            levels[n++] = json_string_value(json_object_get(l, "nodeLabel"));
+    }
+    pthread_mutex_lock(&x->mu);
+    rc = gang_topology_set(x->gs, name, levels, n, &e);
+    x->tick_req = 1;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    if (rc != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Topology object not used", "topology", name, "error",
+                   e.msg, NULL);
+}
+
+static void on_topo_update(void *ctx, const void *old_item, const void *new_item)
+{
+    (void)old_item;
+    on_topo_upsert(ctx, new_item);
+}
+
+static void on_topo_delete(void *ctx, const void *old_item)
+{
+    struct extender_server *x = ctx;
+    const char *name =
+        json_string_value(json_object_get(json_object_get((json_t *)old_item, "metadata"), "name"));
+
+    if (!name)
+        return;
+    pthread_mutex_lock(&x->mu);
+    gang_topology_delete(x->gs, name);
+    x->tick_req = 1;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* Topology objects read as level sources (spec.levels[].nodeLabel in both), each watched when
+ * its CRD is served: Kueue's and KAI's. */
+static const struct {
+    const char *group, *what;
+    const char *versions[2]; /* newest first; NULL ends */
+} topo_sources[2] = {
+    {"kueue.x-k8s.io", "kueue-topologies", {"v1beta2", "v1beta1"}},
+    {"kai.scheduler", "kai-topologies", {"v1alpha1", NULL}},
+};
+
+/* the served version of topo_sources[k] with Topology objects, NULL when none */
+static const char *topology_version(struct extender_server *x, size_t k)
+{
+    for (size_t i = 0; i < 2 && topo_sources[k].versions[i]; i++) {
+        char path[128];
+        struct common_buf resp;
+        struct common_error e;
+        long status = 0;
+        int found;
+        snprintf(path, sizeof(path), "/apis/%s/%s", topo_sources[k].group,
+                 topo_sources[k].versions[i]);
+        common_buf_init(&resp, (size_t)4 << 20);
+        found = common_kube_request(x->kube, "GET", path, NULL, NULL, 0, NULL, &resp, &status,
+                                    &e) == COMMON_OK &&
+                status == 200 && resp.data && strstr(resp.data, "\"topologies\"") != NULL;
+        common_buf_free(&resp);
+        if (found)
+            return topo_sources[k].versions[i];
+    }
+    return NULL;
+}
+
 /* --------------------------------------------------------------------------- timer -- */
 
 struct pg_view {
@@ -557,6 +647,7 @@ struct pg_view {
     struct gang_status s;
     char phase[16];
     char reason[2 * GANG_REASON_MAX]; /* the gang's reason, then its timeout note */
+    char level[GANG_REASON_MAX];      /* the topology level of the gang's domain, "" when none */
 };
 
 static struct pgrec *rec_get(struct extender_server *x, const char *key)
@@ -660,6 +751,11 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, NULL};
         int released = strncmp(v->reason, "released", 8) == 0;
 
+        if (released && v->level[0]) {
+            const char *lv[] = {v->level};
+            common_metric_add(x->m_topo_placed, lv, 1);
+        }
+
         if (common_events_record(x->o.events, &ref,
                                  released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING,
                                  released ? "GangReleased" : "GangWaiting", "Scheduling", v->reason,
@@ -672,7 +768,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
 
 static void gang_metrics(struct extender_server *x, int64_t now)
 {
-    double waiting = 0, holding = 0, admitted = 0, backoff = 0;
+    double waiting = 0, holding = 0, admitted = 0, backoff = 0, topo_waiting = 0;
     struct common_informer_stats is;
     static const char *const kinds[] = {"nodes", "pods", "podgroups"};
     struct common_informer *infs[3];
@@ -687,6 +783,9 @@ static void gang_metrics(struct extender_server *x, int64_t now)
         split_key(x->recs[i].key, ns, sizeof(ns), name, sizeof(name));
         if (gang_info(x->gs, ns, name, &gi, NULL) != COMMON_OK)
             continue;
+        if (!gi.active && !gi.admitted &&
+            (gi.topology_error[0] || strstr(gi.reason, "topology") != NULL))
+            topo_waiting++;
         if (gi.active)
             holding++;
         else if (gi.backoff_until > now)
@@ -707,6 +806,7 @@ static void gang_metrics(struct extender_server *x, int64_t now)
         common_metric_set(x->m_gangs, lv, admitted);
         lv[0] = "backoff";
         common_metric_set(x->m_gangs, lv, backoff);
+        common_metric_set(x->m_topo_waiting, NULL, topo_waiting);
     }
     infs[0] = x->nodes_inf;
     infs[1] = x->pods_inf;
@@ -791,6 +891,7 @@ static void *timer_main(void *arg)
                         copy_str(v->phase, sizeof(v->phase), v->s.phase);
                         snprintf(v->reason, sizeof(v->reason), "%s%s%s", gi.reason,
                                  gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note);
+                        copy_str(v->level, sizeof(v->level), gi.domain_level);
                     }
                 }
                 common_free(x->dirty[i]);
@@ -1181,6 +1282,7 @@ struct extender_server *extender_server_create(const struct extender_server_opts
     static const char *const result_label[] = {"result", NULL};
     static const char *const state_label[] = {"state", NULL};
     static const char *const kind_label[] = {"kind", NULL};
+    static const char *const level_label[] = {"level", NULL};
     struct common_informer_handlers hn, hp, hg;
     struct gang_config gc;
     struct extender_server *x;
@@ -1229,6 +1331,14 @@ struct extender_server *extender_server_create(const struct extender_server_opts
     gc.n_ignored_resources = 1;
     if (gang_state_create(&gc, &x->gs, err) != COMMON_OK)
         goto fail;
+    for (size_t i = 0; i < opts->n_topologies; i++) {
+        struct topo_spec ts;
+        if (topo_spec_parse(opts->topologies[i], &ts, err) != COMMON_OK ||
+            gang_topology_set(x->gs, ts.name, ts.levels, ts.n_levels, err) != COMMON_OK)
+            goto fail;
+    }
+    x->o.topologies = NULL; /* borrowed for create only */
+    x->o.n_topologies = 0;
 
     hn = (struct common_informer_handlers){on_node_add, on_node_update, on_node_delete, x};
     hp = (struct common_informer_handlers){on_pod_add, on_pod_update, on_pod_delete, x};
@@ -1259,8 +1369,17 @@ struct extender_server *extender_server_create(const struct extender_server_opts
             "PodGroups by state (waiting, holding, admitted, backoff).", state_label);
         x->m_cache = common_metrics_gauge(m, "trainsched_extender_cache_objects",
                                           "Objects in the extender's watch caches.", kind_label);
+        x->m_topo_waiting = common_metrics_gauge(
+            m, "trainsched_extender_gangs_waiting_for_topology",
+            "Gangs not holding nor admitted whose reason is their topology request (a bad "
+            "request, or no domain of the required level has room).",
+            NULL);
+        x->m_topo_placed = common_metrics_counter(
+            m, "trainsched_extender_topology_placements_total",
+            "Gangs released inside one topology domain, by the domain's level (node label key).",
+            level_label);
         if (!x->m_requests || !x->m_duration || !x->m_bindings || !x->m_held || !x->m_gangs ||
-            !x->m_cache) {
+            !x->m_cache || !x->m_topo_waiting || !x->m_topo_placed) {
             common_error_set(err, COMMON_ENOMEM, "extender server: cannot register metrics");
             goto fail;
         }
@@ -1296,6 +1415,20 @@ enum common_rc extender_server_start(struct extender_server *x, struct common_er
     if (common_informer_start(x->nodes_inf, err) || common_informer_start(x->pods_inf, err) ||
         common_informer_start(x->pg_inf, err))
         return err ? err->code : COMMON_ENOMEM;
+    for (size_t k = 0; k < 2; k++) {
+        /* Kueue and KAI Topology objects, watched when their CRD is served (not required) */
+        const char *v = topology_version(x, k);
+        struct common_informer_handlers ht = {on_topo_upsert, on_topo_update, on_topo_delete, x};
+        if (!v)
+            continue;
+        x->topo_res[k] = (struct common_kube_resource){topo_sources[k].group, v, "topologies", 0};
+        common_informer_json_ops(&x->topo_ops[k], topo_sources[k].what, &x->topo_res[k]);
+        if (common_informer_create(x->kube, &x->topo_ops[k], &ht, NULL, &x->topo_inf[k], err) ||
+            common_informer_start(x->topo_inf[k], err))
+            return err ? err->code : COMMON_ENOMEM;
+        common_log(COMMON_LOG_INFO, "extender: watching Topology objects", "group",
+                   topo_sources[k].group, "version", v, NULL);
+    }
     x->binders = common_calloc(x->o.binders, sizeof(*x->binders));
     if (!x->binders)
         return common_error_set(err, COMMON_ENOMEM, "no memory");
@@ -1391,12 +1524,18 @@ void extender_server_stop(struct extender_server *x)
         common_informer_request_stop(x->pods_inf);
     if (x->pg_inf)
         common_informer_request_stop(x->pg_inf);
+    for (size_t k = 0; k < 2; k++)
+        if (x->topo_inf[k])
+            common_informer_request_stop(x->topo_inf[k]);
     if (x->nodes_inf)
         common_informer_stop(x->nodes_inf);
     if (x->pods_inf)
         common_informer_stop(x->pods_inf);
     if (x->pg_inf)
         common_informer_stop(x->pg_inf);
+    for (size_t k = 0; k < 2; k++)
+        if (x->topo_inf[k])
+            common_informer_stop(x->topo_inf[k]);
 }
 
 void extender_server_destroy(struct extender_server *x)
@@ -1407,6 +1546,8 @@ void extender_server_destroy(struct extender_server *x)
     common_informer_destroy(x->nodes_inf);
     common_informer_destroy(x->pods_inf);
     common_informer_destroy(x->pg_inf);
+    common_informer_destroy(x->topo_inf[0]);
+    common_informer_destroy(x->topo_inf[1]);
     gang_state_destroy(x->gs);
     while (x->qhead) {
         struct job *j = x->qhead;

@@ -104,6 +104,11 @@ struct extender_server_opts {
     int advertise_resource;    /* patch EXTENDER_GANG_RESOURCE onto nodes: 1 (default) or -1 */
     int write_podgroup_status; /* 1 (default) or -1: leave PodGroup status alone */
     size_t max_body;           /* request body cap (bytes); 0 = 64 MiB (the codec's default) */
+    /* Topologies for topology-aware gang placement (docs/topology.md), each
+     * "NAME=LEVEL,LEVEL,..." (topo_spec_parse), the first the default; read during create
+     * only. NULL/0: none (a PodGroup asking for a level waits with that reason). */
+    const char *const *topologies;
+    size_t n_topologies;
 };
 
 /* Counters for tests and logs (cumulative). */

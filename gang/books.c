@@ -117,6 +117,7 @@ static void gang_free(struct gang *g)
     common_free(g->min_res);
     common_free(g->members);
     imap_free(&g->place);
+    gang_topo_clear(g);
     common_free(g->key);
     common_free(g);
 }
@@ -153,6 +154,7 @@ void gang_state_destroy(struct gang_state *s)
     common_free(s->out);
     common_free(s->binds);
     common_free(s->pre_why);
+    topos_free(s);
     gmap_free(&s->node_by_name);
     gmap_free(&s->pod_by_uid);
     gmap_free(&s->gang_by_key);
@@ -692,7 +694,9 @@ void gang_release(struct gang_state *s, struct gang *g, int to_binds)
     g->failures = 0;
     g->backoff_until = 0;
     s->resv_epoch++;
-    set_why(g->why, "released: %u of minMember %d placed", gang_progress(g), g->min_member);
+    set_why(g->why, "released: %u of minMember %d placed%s%s%s%s", gang_progress(g), g->min_member,
+            g->dom_path[0] ? " in topology domain " : "", gang_domain_level(s, g),
+            g->dom_path[0] ? " " : "", g->dom_path);
 }
 
 void gang_maybe_free(struct gang_state *s, struct gang *g)
@@ -1163,7 +1167,7 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
     uint32_t n_rq = 0, n_phased = 0;
     struct gang_rq *min_res = NULL;
     char **phased = NULL;
-    int phased_changed, spec_changed;
+    int phased_changed, spec_changed, topo_changed = 0;
 
     if (!pg->namespace || !*pg->namespace || !pg->name || !*pg->name)
         return common_error_set(err, COMMON_EINVAL, "PodGroup without namespace or name");
@@ -1201,10 +1205,21 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
     }
     if (phased_split(pg->phased_jobs, &phased, &n_phased))
         goto oom;
+    if (gang_topo_assign(s, g, pg->topology, pg->n_topology, &topo_changed)) {
+        for (uint32_t i = 0; i < n_phased; i++)
+            common_free(phased[i]);
+        common_free(phased);
+        goto oom;
+    }
+    if (topo_changed && g->active)
+        gang_fail(s, g, 0, 0, "the PodGroup's topology request changed");
+    if (topo_changed)
+        g->dom_path[0] = '\0';
     phased_changed = n_phased != g->n_phased;
     for (uint32_t i = 0; i < n_phased && !phased_changed; i++)
         phased_changed = strcmp(phased[i], g->phased[i]) != 0;
-    spec_changed = !g->has_pg || g->min_member != pg->min_member || g->n_min_res != n_rq ||
+    spec_changed = topo_changed || !g->has_pg || g->min_member != pg->min_member ||
+                   g->n_min_res != n_rq ||
                    (n_rq && memcmp(g->min_res, min_res, n_rq * sizeof(*min_res)) != 0);
     if (phased_changed && g->active)
         gang_fail(s, g, 0, 0, "the PodGroup's phased replicated jobs changed");
@@ -1255,6 +1270,8 @@ void gang_podgroup_delete(struct gang_state *s, const char *ns, const char *name
     }
     g->has_pg = 0;
     g->min_member = 0;
+    gang_topo_clear(g);
+    g->dom_path[0] = '\0';
     common_free(g->min_res);
     g->min_res = NULL;
     g->n_min_res = 0;

@@ -92,6 +92,11 @@ static const char *kv_get(const struct common_kv *kv, uint32_t n, const char *ke
     return NULL;
 }
 
+const char *fit_label(const struct gnode *n, const char *key)
+{
+    return kv_get(n->labels, n->n_labels, key);
+}
+
 static int in_values(const struct common_node_selector_req *r, const char *v)
 {
     for (uint32_t i = 0; i < r->n_values; i++)

@@ -10,7 +10,7 @@
 
 static const char *const R_UNKNOWN_NODE = "node unknown to trainsched's cache";
 
-/* ---- gates shared by filter and bind ---- */
+/* ---- the gang policy's gate (pipeline.c runs the gates of every policy) ---- */
 
 static int declared_mismatch(const struct gang *g, int32_t *seen)
 {
@@ -26,8 +26,8 @@ static int declared_mismatch(const struct gang *g, int32_t *seen)
     return 0;
 }
 
-enum gate gang_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
-                    const char **why)
+enum gate gang_quorum_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                           const char **why)
 {
     int32_t seen;
     uint32_t pending_phased;
@@ -147,6 +147,29 @@ static size_t fit_each(const struct gang_state *s, const struct gpod *p, const c
     return ok;
 }
 
+/* a member of an admitted gang that requires a topology level stays in the gang's domain: OK
+ * nodes outside it become UNRESOLVABLE; returns how many */
+static size_t outside_domain(struct gang_state *s, const struct gang *g, const char *const *nodes,
+                             size_t n, struct gang_node_verdict *out)
+{
+    size_t k = 0;
+
+    set_why(s->why2, "outside the gang's topology domain %s %s", gang_domain_level(s, g),
+            g->dom_path);
+    for (size_t i = 0; i < n; i++) {
+        int32_t idx;
+        if (out[i].verdict != GANG_NODE_OK)
+            continue;
+        idx = node_slot_find(s, nodes[i]);
+        if (idx >= 0 && gang_node_in_domain(s, g, s->nodes[idx]) == 0) {
+            out[i].verdict = GANG_NODE_UNRESOLVABLE;
+            out[i].reason = s->why2;
+            k++;
+        }
+    }
+    return k;
+}
+
 static void add_excl(struct gang *g, int32_t node)
 {
     const uint32_t cap = sizeof(g->excl) / sizeof(g->excl[0]);
@@ -163,7 +186,9 @@ static void add_excl(struct gang *g, int32_t node)
 
 static void plan_failure_why(const struct gang_state *s, struct gang *g, const struct plan_out *po)
 {
-    if (po->no_node)
+    if (po->why[0])
+        set_why(g->why, "gang %s: %s", g->key, po->why);
+    else if (po->no_node)
         set_why(g->why, "gang %s: no node matches the pods' nodeSelector, affinity and tolerations",
                 g->key);
     else
@@ -249,7 +274,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         res->n_ok = only_node(s, nodes, n_nodes, on, s->why2, -1, out);
         goto done;
     }
-    switch (gang_gate(s, g, p, now, &why)) {
+    switch (pipeline_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, why);
         res->reason = why;
@@ -257,6 +282,8 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         goto done;
     case GATE_ALONE:
         res->n_ok = fit_each(s, p, nodes, n_nodes, NULL, out);
+        if (!(p->a_flags & F_PHASED) && gang_topology_required(g) && g->dom_path[0])
+            res->n_ok -= outside_domain(s, g, nodes, n_nodes, out);
         if (!res->n_ok) {
             set_why(s->why, "no candidate node fits pod %s/%s", p->ns, p->name);
             res->reason = s->why;
@@ -329,8 +356,10 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
             s->nodes[p->planned]->name);
     res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, at, out);
     if (!g->active)
-        set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet", g->key,
-                g->c.planned + gang_progress(g), g->min_member);
+        set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet%s%s%s%s",
+                g->key, g->c.planned + gang_progress(g), g->min_member,
+                g->dom_path[0] ? "; topology domain " : "", gang_domain_level(s, g),
+                g->dom_path[0] ? " " : "", g->dom_path);
 done:
     if (!res->n_ok && !res->reason[0])
         res->reason = g->why;
@@ -372,6 +401,7 @@ enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *po
     struct gang *g;
     int32_t mine;
     enum common_rc rc;
+    int in_dom;
 
     if (!p) {
         if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)
@@ -380,6 +410,7 @@ enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *po
     }
     g = p->gang;
     mine = p->held >= 0 ? p->held : p->planned;
+    in_dom = g && g->dom_path[0] && !(p->a_flags & F_PHASED);
     for (size_t i = 0; i < n_nodes; i++) {
         int32_t idx = g ? node_slot_find(s, nodes[i]) : -1;
         uint32_t sib;
@@ -392,6 +423,9 @@ enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *po
             continue;
         }
         sib = imap_get(&g->place, (uint32_t)idx) - (p->a_place == idx ? 1 : 0);
+        /* a node of the gang's topology domain ranks with the siblings' nodes */
+        if (!sib && in_dom && gang_node_in_domain(s, g, s->nodes[idx]) == 1)
+            sib = 1;
         scores[i] = (sib ? 5 : 0) + least_allocated(s->nodes[idx], p);
     }
     return COMMON_OK;
@@ -473,7 +507,7 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
         return bind_reject(s, res, "a bind of this pod is already held");
     if (!g)
         return bind_alone(s, p, ni, res, err);
-    switch (gang_gate(s, g, p, now, &why)) {
+    switch (pipeline_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         return bind_reject(s, res, why);
     case GATE_ALONE:
@@ -657,5 +691,8 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
                      (double)cap / 1000, (double)s->cfg.bind_http_timeout_ms / 1000,
                      (double)(s->cfg.bind_http_timeout_ms - cap) / 1000);
     }
+    out->domain = g->dom_path;
+    out->domain_level = gang_domain_level(s, g);
+    out->topology_error = g->topo_err;
     return COMMON_OK;
 }

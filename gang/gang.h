@@ -84,6 +84,8 @@
 #define GANG_MAX_RESOURCES 64
 /* Bound on reason strings (Events, logs, bind errors). */
 #define GANG_REASON_MAX 256
+/* Topology annotations a PodGroup may carry (topology/topology.h lists them). */
+#define GANG_MAX_TOPOLOGY_ANN 16
 
 /* ---- configuration ---- */
 
@@ -177,6 +179,10 @@ struct gang_podgroup {
     struct common_resource min_extended[GANG_MAX_RESOURCES];
     int has_min_resources;
     const char *phased_jobs; /* annotation GANG_PHASED_ANNOTATION, "" when absent */
+    /* the topology annotations (topo_is_annotation keys: ours under trainsched.io/topology*,
+     * Kueue's podset-*-topology and KAI's topology*), borrowed; n_topology 0 when none */
+    struct common_kv topology[GANG_MAX_TOPOLOGY_ANN];
+    uint32_t n_topology;
 };
 
 /*
@@ -198,6 +204,38 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
 
 /* gang_podgroup_delete - the PodGroup is gone; a holding gang fails (no backoff). */
 void gang_podgroup_delete(struct gang_state *s, const char *ns, const char *name);
+
+/* ---- topology (docs/topology.md; the core is topology/topology.h) ---- */
+
+/*
+ * gang_topology_set - add or replace the named topology: levels[0..n_levels) are node label
+ * keys, widest first (kubernetes.io/hostname only last). The first topology set is the
+ * default, used by gangs whose PodGroup names none (annotation trainsched.io/topology or
+ * kai.scheduler/topology names one). Sources: the serve config, Kueue Topology objects
+ * (kueue.x-k8s.io spec.levels[].nodeLabel) and KAI Topology objects (kai.scheduler/v1alpha1).
+ * Changed levels drop the plans of gangs that use it; a holding gang that uses it fails (no
+ * backoff). COMMON_OK, COMMON_EINVAL (empty name, 0 or more than 16 levels, an empty level,
+ * a duplicate, hostname not last: the message names the topology and the level),
+ * COMMON_ENOMEM (nothing changed).
+ *
+ * With a topology, a PodGroup's annotations ask for placement (topo_request_parse):
+ * required level: the whole gang (phased pods excepted) in one domain of that level, the one
+ * leaving the least free capacity (best fit), else the gang waits with a reason naming the
+ * level and the largest domain's free capacity; preferred level: the narrowest level from it up
+ * that holds the gang, finally the whole cluster; slices: each slice of N pods (members by
+ * name) in one domain of the slice level. Inside the chosen domain the gang packs into the
+ * fewest sub-domains. The domain is sticky per gang and tried first when the gang replans (a
+ * planned node lost). A bad request (unknown level, conflicting annotations, a slice size
+ * that does not divide the gang) makes every filter UNRESOLVABLE and every bind REJECT with
+ * the reason, and nothing is held.
+ */
+enum common_rc gang_topology_set(struct gang_state *s, const char *name, const char *const *levels,
+                                 size_t n_levels, struct common_error *err);
+
+/* gang_topology_delete - the named topology is gone: gangs that use it drop their plans,
+ * holding ones fail (no backoff), and they wait with a reason until it comes back. Unknown
+ * names are ignored. */
+void gang_topology_delete(struct gang_state *s, const char *name);
 
 /* ---- filter ---- */
 
@@ -244,7 +282,8 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
 
 /*
  * gang_prioritize - scores 0..10 (MaxExtenderPriority) for each of nodes[i] into scores[i]:
- * the member's planned or held node 10; nodes where siblings are planned, held or bound 5..9;
+ * the member's planned or held node 10; nodes where siblings are planned, held or bound, and
+ * (for a pod that is not phased) the other nodes of the gang's topology domain, 5..9;
  * other nodes 0..4; inside a band, least-allocated (more room left after the pod is higher)
  * over the resources the pod requests. Unknown nodes and pods without the label score 0.
  * Deterministic. COMMON_OK or COMMON_ENOMEM.
@@ -358,6 +397,11 @@ struct gang_info {
      * cap: then a sentence saying so ("scheduleTimeoutSeconds 3000 is cut to 628 s: ..."),
      * for the PodGroup's Events */
     char timeout_note[GANG_REASON_MAX];
+    /* topology: the domain of the gang's last plan ("" when none or no topology asked), the
+     * level key it belongs to ("" for the whole cluster), the request's error ("" when none) */
+    const char *domain;
+    const char *domain_level;
+    const char *topology_error;
 };
 
 /* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "gang/gang.h"
+#include "topology/topology.h"
 
 #define NRES GANG_MAX_RESOURCES
 enum { RES_CPU = 0, RES_MEMORY, RES_EPHEMERAL, RES_PODS, RES_FIRST_EXT };
@@ -216,6 +217,14 @@ struct gang {
     uint32_t q_alive;  /* members bound (or released) and not terminal, not deleting */
     uint32_t q_quorum; /* q_alive + phased members that Succeeded: what minMember is held to */
     int q_low;         /* every alive member is bound with priority below the preemptor's */
+    /* topology: the request as annotated (strings in topo_block), a parse error ("" when
+     * none), the domain the last committed plan used (sticky; dom_path "" = none, dom_level
+     * its level, -1 for the whole cluster) */
+    struct topo_request topo;
+    char *topo_block;
+    char topo_err[GANG_REASON_MAX];
+    int32_t dom_level;
+    char dom_path[GANG_REASON_MAX];
 };
 
 struct gang_state {
@@ -260,6 +269,16 @@ struct gang_state {
     uint64_t pre_epoch, pre_call;
     char *pre_why;
     size_t pre_len, pre_cap;
+    /* named topologies (gang_topology_set), in the order set; the first is the default */
+    struct gtopo *topos;
+    uint32_t n_topos;
+};
+
+/* A named topology: levels (node label keys, widest first). */
+struct gtopo {
+    char *name;
+    char **levels;
+    uint32_t n_levels;
 };
 
 /* ---- books.c ---- */
@@ -300,21 +319,6 @@ void set_why(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3
 
 /* ---- gang.c ---- */
 
-enum gate {
-    GATE_PASS = 0, /* go on with the gang rules */
-    GATE_ALONE,    /* no gang constraint for this pod: fit per node, bind at once */
-    GATE_WAIT      /* UNRESOLVABLE / REJECT with *why */
-};
-
-/*
- * gang_gate - the gates every member of g passes before its gang is placed, shared by filter,
- * bind and preempt: no PodGroup, backoff, stale minMember, fewer pods than minMember, trainer
- * pods waiting for a phased pod -> GATE_WAIT (*why: the reason, in g->why or s->why); minMember
- * 0, a phased member or an admitted gang -> GATE_ALONE; else GATE_PASS.
- */
-enum gate gang_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
-                    const char **why);
-
 /*
  * gang_min_res_need - what g's minResources[i] asks of free capacity now: the PodGroup's amount
  * less the requests of its phased members that are done (F_DONE: bound, whose usage the nodes
@@ -325,6 +329,9 @@ enum gate gang_gate(struct gang_state *s, struct gang *g, const struct gpod *p, 
 int64_t gang_min_res_need(const struct gang *g, uint32_t i);
 
 /* ---- fit.c ---- */
+
+/* node n's value of label key, NULL when absent */
+const char *fit_label(const struct gnode *n, const char *key);
 
 /* static fit of shape on node: NULL when it matches, else a constant reason */
 const char *fit_static(const struct gshape *sh, const struct gnode *n);
@@ -357,6 +364,7 @@ struct plan_req {
 };
 
 struct plan_out {
+    char why[GANG_REASON_MAX]; /* a placement policy's reason when it made the plan fail, "" */
     int ok;
     uint32_t placed;  /* held + newly planned */
     uint32_t need;    /* minMember - bound - released - phased done */
@@ -374,3 +382,92 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq,
               struct plan_out *out);
 
 #endif
+
+/* ---- pipeline.c: the placement policies, in the order they run ---- */
+
+/* gates shared by filter, bind and preempt */
+enum gate {
+    GATE_PASS = 0, /* go on with the gang rules */
+    GATE_ALONE,    /* no gang constraint for this pod: fit per node, bind at once */
+    GATE_WAIT      /* UNRESOLVABLE / REJECT with *why */
+};
+
+/*
+ * gang_quorum_gate (gang.c) - the gang policy's gate: no PodGroup, backoff, stale minMember,
+ * fewer pods than minMember, trainer pods waiting for a phased pod -> GATE_WAIT (*why: the
+ * reason, in g->why or s->why); minMember 0, a phased member or an admitted gang ->
+ * GATE_ALONE; else GATE_PASS. pipeline_gate runs it with the other policies' gates, for filter,
+ * bind and preempt alike.
+ */
+enum gate gang_quorum_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                           const char **why);
+
+/* What a plan may use: the ordered scopes (topology domains, or the whole cluster), the node
+ * rank that packs inside a scope, and slices. Filled by plan_scopes. */
+struct plan_scopes {
+    int topo;                /* a topology policy gave the scopes (else one whole-cluster scope) */
+    struct topo_domains dom; /* when topo */
+    struct topo_want want;   /* when topo */
+    const struct gtopo *t;   /* when topo */
+    uint32_t pack_levels;    /* levels topo_node_rank compares */
+    struct topo_scope *list; /* n entries, tried in order */
+    size_t n;
+    char why[GANG_REASON_MAX]; /* n == 0: why nothing may be tried */
+};
+
+/*
+ * One placement policy (STYLE.md item 2: one const table, the order is the table's). Each
+ * hook MAY be NULL.
+ * - gate: before the gang plans (filter, bind). GATE_PASS lets the next policy decide;
+ *   GATE_ALONE (this pod is outside the gang rules) and GATE_WAIT (with *why) end the gate.
+ *   MUST NOT change the books beyond reason buffers.
+ * - scopes: the node sets the planner tries in order (the first that places the gang wins).
+ *   cap[node] is how many more pods of the gang fit on each node, need the pods to place.
+ *   Returns 0, -1 out of memory. At most one policy in the table gives scopes.
+ * - node_fit: the DRA slot. Per pod shape and node, after resources and constraints fit:
+ *   NULL when the shape's devices can be allocated there, else a constant reason. MUST be
+ *   pure and cheap (it runs for every node a plan looks at); MAY be NULL (no devices to place;
+ *   the slot stays NULL until DRA claims are part of the books).
+ */
+struct gang_policy {
+    const char *name;
+    enum gate (*gate)(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                      const char **why);
+    int (*scopes)(struct gang_state *s, struct gang *g, const int64_t *cap, int64_t need,
+                  struct plan_scopes *out);
+    const char *(*node_fit)(const struct gang_state *s, const struct gshape *sh,
+                            const struct gnode *n);
+};
+
+/* run the gates of the table in order */
+enum gate pipeline_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                        const char **why);
+/* the scopes for a plan (one whole-cluster scope when no policy gives any). 0 or -1 (OOM) */
+int pipeline_scopes(struct gang_state *s, struct gang *g, const int64_t *cap, int64_t need,
+                    struct plan_scopes *out);
+void pipeline_scopes_free(struct plan_scopes *ps);
+/* 1 when some policy's scopes will read the per-node capacity for g (the planner skips
+ * computing it otherwise) */
+int pipeline_reads_capacity(const struct gang *g);
+/* node_fit of every policy that has one: NULL or the first reason */
+const char *pipeline_node_fit(const struct gang_state *s, const struct gshape *sh,
+                              const struct gnode *n);
+/* the topology a gang uses (its request's name, else the first), NULL when none */
+const struct gtopo *topo_of(const struct gang_state *s, const struct gang *g);
+/* the level key of g's sticky domain ("" when none or the whole cluster) */
+const char *gang_domain_level(const struct gang_state *s, const struct gang *g);
+/* 1 when node n is inside g's sticky topology domain, 0 when outside, -1 when g has none */
+int gang_node_in_domain(const struct gang_state *s, const struct gang *g, const struct gnode *n);
+/* 1 when g's topology request has a required level */
+int gang_topology_required(const struct gang *g);
+/* pods the gang places together: minMember without its phased members */
+int64_t gang_pods(const struct gang *g);
+/* free the topology records of s (books.c calls it from gang_state_destroy) */
+void topos_free(struct gang_state *s);
+/* drop g's topology request */
+void gang_topo_clear(struct gang *g);
+/* set g's topology request from PodGroup annotations ann[0..n) (a parse error is kept in
+ * g->topo_err, not returned); *changed when it differs from before. 0, or -1 out of memory
+ * (g unchanged) */
+int gang_topo_assign(struct gang_state *s, struct gang *g, const struct common_kv *ann, uint32_t n,
+                     int *changed);

@@ -16,6 +16,15 @@
  * failure nothing changes and the limiting resource is reported. Greedy, not optimal for mixed
  * shapes; O(members log members + shapes x nodes log nodes). A dry run (gang_preempt) plans the
  * same way with some pods' requests handed back to their nodes and commits nothing.
+ *
+ * Scopes (the placement pipeline, pipeline.c): the policies give an ordered list of node sets
+ * (topology domains, best fit first; or the whole cluster) and the plan above runs in each in
+ * turn until one places the gang. Inside a topology scope, step 4 orders nodes by the rank of
+ * their sub-domain first (fullest-free sub-domain first, so the gang spans the fewest), and the
+ * tail goes on the tightest node of the sub-domain being filled. With slices, step 2 is skipped
+ * and step 4 runs per slice (members by name, slice-size at a time), each slice in the
+ * best-fit domain of the slice level inside the scope. The committed scope is the gang's sticky
+ * domain, tried first next time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +44,15 @@ struct pctx {
     uint8_t *usable;
     const struct gshape **tried;
     uint32_t n_tried;
+    int32_t *rank;        /* per node inside a topology scope, NULL: all equal */
+    const uint8_t *chunk; /* members step 4 may place (a slice), NULL: all */
 };
 
 #define SKIP (-2) /* assign: the restricted member that fits none of its candidates */
 
 struct cand {
     int32_t node;
+    int32_t rank;
     int64_t fits;
     const char *name;
 };
@@ -57,6 +69,8 @@ static int cmp_cand(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
 
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     if (x->fits != y->fits)
         return x->fits > y->fits ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -73,7 +87,8 @@ static int64_t copies(const struct pctx *c, const struct gshape *sh, int32_t nod
     const int64_t *a;
     int64_t f = cap;
 
-    if (!c->usable[node] || fit_static(sh, c->s->nodes[node]))
+    if (!c->usable[node] || fit_static(sh, c->s->nodes[node]) ||
+        pipeline_node_fit(c->s, sh, c->s->nodes[node]))
         return 0;
     a = av(c, node);
     for (uint32_t i = 0; i < sh->n_req && f > 0; i++) {
@@ -169,7 +184,7 @@ static int place_shape(struct pctx *c, const struct gshape *sh)
     struct cand *cs;
 
     for (uint32_t e = 0; e < c->n_e; e++)
-        k += c->e[e]->shape == sh && c->assign[e] == -1;
+        k += c->e[e]->shape == sh && c->assign[e] == -1 && (!c->chunk || c->chunk[e]);
     if (!k)
         return 0;
     cs = common_malloc((c->s->n_nodes ? c->s->n_nodes : 1) * sizeof(*cs));
@@ -178,22 +193,21 @@ static int place_shape(struct pctx *c, const struct gshape *sh)
     for (uint32_t n = 0; n < c->s->n_nodes; n++) {
         int64_t f = copies(c, sh, (int32_t)n, k);
         if (f > 0)
-            cs[nc++] = (struct cand){(int32_t)n, f, c->s->nodes[n]->name};
+            cs[nc++] = (struct cand){(int32_t)n, c->rank ? c->rank[n] : 0, f, c->s->nodes[n]->name};
     }
     qsort(cs, nc, sizeof(*cs), cmp_cand);
     while (k > 0 && i < nc) {
         int32_t node;
         int64_t take;
         if (cs[i].fits >= k) {
-            /* the tightest node holding all of the remainder: the last run with fits >= k,
-             * first by name inside it */
-            uint32_t last = i, first;
-            while (last + 1 < nc && cs[last + 1].fits >= k)
-                last++;
-            first = last;
-            while (first > i && cs[first - 1].fits == cs[last].fits)
-                first--;
-            node = cs[first].node;
+            /* the tightest node of the same sub-domain holding all of the remainder, the first
+             * in order among equals (without topology: the last run with fits >= k, first by
+             * name inside it) */
+            uint32_t best = i;
+            for (uint32_t q = i + 1; q < nc && cs[q].rank == cs[i].rank; q++)
+                if (cs[q].fits >= k && cs[q].fits < cs[best].fits)
+                    best = q;
+            node = cs[best].node;
             take = k;
         } else {
             node = cs[i].node;
@@ -201,7 +215,7 @@ static int place_shape(struct pctx *c, const struct gshape *sh)
             i++;
         }
         for (; j < c->n_e && take > 0; j++)
-            if (c->e[j]->shape == sh && c->assign[j] == -1) {
+            if (c->e[j]->shape == sh && c->assign[j] == -1 && (!c->chunk || c->chunk[j])) {
                 consume(c, j, node);
                 take--;
                 k--;
@@ -213,15 +227,224 @@ static int place_shape(struct pctx *c, const struct gshape *sh)
     return 0;
 }
 
+/* the largest shape among members not yet assigned (in chunk when set), NULL when none */
+static const struct gshape *largest_open(const struct pctx *c)
+{
+    const struct gshape *best = NULL;
+
+    for (uint32_t e = 0; e < c->n_e; e++)
+        if (c->assign[e] == -1 && (!c->chunk || c->chunk[e]) &&
+            (!best || cmp_shape(c->e[e]->shape, best) < 0))
+            best = c->e[e]->shape;
+    return best;
+}
+
+/* step 4: the members not yet assigned, each shape once, largest first. -1 out of memory */
+static int place_rest(struct pctx *c)
+{
+    c->n_tried = 0;
+    for (;;) {
+        const struct gshape *next = NULL;
+        for (uint32_t e = 0; e < c->n_e; e++) {
+            const struct gshape *sh = c->e[e]->shape;
+            int tried = 0;
+            if (c->assign[e] != -1 || (c->chunk && !c->chunk[e]))
+                continue;
+            for (uint32_t t = 0; t < c->n_tried && !tried; t++)
+                tried = c->tried[t] == sh;
+            if (!tried && (!next || cmp_shape(sh, next) < 0))
+                next = sh;
+        }
+        if (!next)
+            return 0;
+        c->tried[c->n_tried++] = next;
+        if (place_shape(c, next))
+            return -1;
+    }
+}
+
+static void unconsume(struct pctx *c, uint32_t e)
+{
+    const struct gshape *sh = c->e[e]->shape;
+
+    for (uint32_t k = 0; k < sh->n_req; k++)
+        av(c, c->assign[e])[c->ids[sh->req[k].id]] += sh->req[k].v;
+    c->assign[e] = -1;
+}
+
+/* pods of shape sh that fit per node (usable nodes only), capped at cap */
+static void caps_of(const struct pctx *c, const struct gshape *sh, int64_t cap, int64_t *out)
+{
+    for (uint32_t n = 0; n < c->s->n_nodes; n++)
+        out[n] = sh ? copies(c, sh, (int32_t)n, cap) : 0;
+}
+
+/*
+ * slices: members by name, slice_size at a time, each slice in the best-fit domain of the
+ * slice level inside scope. Returns -1 out of memory, else 0 (members of a slice that found
+ * no domain stay unassigned).
+ */
+static int place_slices(struct pctx *c, const struct plan_scopes *ps, const struct topo_scope *sc,
+                        int64_t *cap, uint8_t *chunk, uint8_t *mask)
+{
+    uint32_t e = 0;
+    struct common_error err;
+
+    while (e < c->n_e) {
+        uint32_t got = 0;
+        const struct gshape *sh;
+        int32_t d;
+        struct topo_scope sub;
+        memset(chunk, 0, c->n_e);
+        for (; e < c->n_e && got < (uint32_t)ps->want.slice_size; e++)
+            if (c->assign[e] == -1) {
+                chunk[e] = 1;
+                got++;
+            }
+        if (!got)
+            break;
+        c->chunk = chunk;
+        sh = largest_open(c);
+        caps_of(c, sh, got, cap);
+        d = topo_best_domain(&ps->dom, ps->want.slice, sc, cap, got);
+        if (d == -2) {
+            c->chunk = NULL;
+            return -1;
+        }
+        if (d < 0) {
+            c->chunk = NULL;
+            continue; /* this slice fits nowhere: its members stay unassigned */
+        }
+        sub = (struct topo_scope){ps->want.slice, d, 0};
+        memcpy(mask, c->usable, c->s->n_nodes);
+        for (uint32_t n = 0; n < c->s->n_nodes; n++)
+            c->usable[n] = c->usable[n] && topo_in_scope(&ps->dom, &sub, n);
+        if (topo_node_rank(&ps->dom, &sub, ps->pack_levels, cap, c->rank, &err) || place_rest(c)) {
+            c->chunk = NULL;
+            return -1;
+        }
+        /* a slice is whole or not at all */
+        for (uint32_t k = 0; k < c->n_e; k++)
+            if (chunk[k] && c->assign[k] < 0)
+                for (uint32_t j = 0; j < c->n_e; j++)
+                    if (chunk[j] && c->assign[j] >= 0)
+                        unconsume(c, j);
+        memcpy(c->usable, mask, c->s->n_nodes);
+        c->chunk = NULL;
+    }
+    return 0;
+}
+
+/*
+ * one attempt inside scope sc: steps 1-4 (or slices). Returns -1 out of memory, else 0 with
+ * *failed_shape set when some member could not go where it had to.
+ */
+static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan_scopes *ps,
+                    const struct topo_scope *sc, int64_t *cap, uint8_t *chunk, uint8_t *mask,
+                    const struct gshape **failed_shape, struct plan_out *out)
+{
+    struct gang_state *s = c->s;
+    struct gang *g = c->g;
+    int slices = ps->topo && ps->want.slice >= 0;
+    struct common_error err;
+
+    if (ps->topo && topo_node_rank(&ps->dom, sc, ps->pack_levels, cap, c->rank, &err))
+        return -1;
+    /* 1. pin */
+    if (rq && rq->pin && !slices) {
+        uint32_t e = find_e(c, rq->pin);
+        if (e == UINT32_MAX)
+            return 1;
+        if (rq->pin_node < 0 || copies(c, rq->pin->shape, rq->pin_node, 1) < 1) {
+            *failed_shape = rq->pin->shape;
+            return 0;
+        }
+        consume(c, e, rq->pin_node);
+    }
+    /* 2. sticky */
+    for (uint32_t e = 0; e < c->n_e && !slices; e++) {
+        int32_t old = c->e[e]->planned;
+        if (c->assign[e] < 0 && old >= 0 && copies(c, c->e[e]->shape, old, 1) >= 1)
+            consume(c, e, old);
+    }
+    if (slices) {
+        if (place_slices(c, ps, sc, cap, chunk, mask))
+            return -1;
+        if (rq && rq->pin) {
+            uint32_t e = find_e(c, rq->pin);
+            if (e == UINT32_MAX)
+                return 1;
+            if (c->assign[e] != rq->pin_node) {
+                *failed_shape = rq->pin->shape;
+                return 0;
+            }
+        }
+    }
+    /* 3. restricted member on one of its candidates */
+    if (rq && rq->restrict_pod) {
+        uint32_t e = find_e(c, rq->restrict_pod);
+        int32_t best = -1;
+        uint32_t best_sib = 0;
+        int64_t best_fits = 0;
+        if (e == UINT32_MAX)
+            return 1;
+        if (c->assign[e] >= 0) {
+            int in = 0;
+            for (size_t i = 0; i < rq->n_cands && !in; i++)
+                in = rq->cands[i] == c->assign[e];
+            if (!in) /* sticky put it where the scheduler cannot: take it back */
+                unconsume(c, e);
+        }
+        for (size_t i = 0; i < rq->n_cands && c->assign[e] < 0 && !slices; i++) {
+            int32_t n = rq->cands[i];
+            int64_t f;
+            uint32_t sib;
+            if (n < 0)
+                continue;
+            f = copies(c, c->e[e]->shape, n, INT64_MAX);
+            if (f < 1)
+                continue;
+            sib = imap_get(&g->place, (uint32_t)n);
+            /* most siblings, then the packing order of the scope (topology), then the
+             * tightest fit, then the name */
+            if (best < 0 || sib > best_sib || (sib == best_sib && c->rank[n] < c->rank[best]) ||
+                (sib == best_sib && c->rank[n] == c->rank[best] && f < best_fits) ||
+                (sib == best_sib && c->rank[n] == c->rank[best] && f == best_fits &&
+                 strcmp(s->nodes[n]->name, s->nodes[best]->name) < 0)) {
+                best = n;
+                best_sib = sib;
+                best_fits = f;
+            }
+        }
+        if (c->assign[e] < 0 && best >= 0) {
+            consume(c, e, best);
+        } else if (c->assign[e] < 0) {
+            /* no candidate has room: the gang may still complete without it (a member beyond
+             * minMember); it must not be planned off its candidates */
+            c->assign[e] = SKIP;
+            out->pod_unplaced = 1;
+            *failed_shape = c->e[e]->shape;
+        }
+    }
+    /* 4. the rest, each shape once, largest first */
+    if (!slices && place_rest(c))
+        return -1;
+    return 0;
+}
+
 int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, struct plan_out *out)
 {
     struct pctx c;
-    int rc = -1;
-    uint32_t placed, n_new = 0;
-    int64_t need;
+    struct plan_scopes ps;
+    int rc = -1, won = -1;
+    uint32_t placed = 0, n_new = 0;
+    int64_t need, need_new, *avail0 = NULL, *cap = NULL;
+    uint8_t *usable0 = NULL, *chunk = NULL, *mask = NULL;
     const struct gshape *failed_shape = NULL;
+    size_t av_bytes;
 
     memset(out, 0, sizeof(*out));
+    memset(&ps, 0, sizeof(ps));
     out->short_res = -1;
     memset(&c, 0, sizeof(c));
     c.s = s;
@@ -233,7 +456,8 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
     c.e = common_malloc((g->n_members ? g->n_members : 1) * sizeof(*c.e));
     c.assign = common_malloc((g->n_members ? g->n_members : 1) * sizeof(*c.assign));
     c.tried = common_malloc((g->n_members ? g->n_members : 1) * sizeof(*c.tried));
-    if (!c.e || !c.assign || !c.tried)
+    chunk = common_malloc(g->n_members ? g->n_members : 1);
+    if (!c.e || !c.assign || !c.tried || !chunk)
         goto out;
     for (uint32_t i = 0; i < g->n_members; i++) {
         struct gpod *p = g->members[i];
@@ -246,10 +470,15 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
                 c.ids[p->shape->req[k].id] = (int)c.u++;
     }
     qsort(c.e, c.n_e, sizeof(*c.e), cmp_pod);
-    c.avail =
-        common_calloc((size_t)(s->n_nodes ? s->n_nodes : 1) * (c.u ? c.u : 1), sizeof(int64_t));
+    av_bytes = (size_t)(s->n_nodes ? s->n_nodes : 1) * (c.u ? c.u : 1) * sizeof(int64_t);
+    c.avail = common_calloc(1, av_bytes);
+    avail0 = common_malloc(av_bytes);
     c.usable = common_calloc(s->n_nodes ? s->n_nodes : 1, 1);
-    if (!c.avail || !c.usable)
+    usable0 = common_malloc(s->n_nodes ? s->n_nodes : 1);
+    mask = common_malloc(s->n_nodes ? s->n_nodes : 1);
+    cap = common_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(*cap));
+    c.rank = common_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(*c.rank));
+    if (!c.avail || !avail0 || !c.usable || !usable0 || !mask || !cap || !c.rank)
         goto out;
     for (uint32_t n = 0; n < s->n_nodes; n++) {
         const struct gnode *nd = s->nodes[n];
@@ -281,102 +510,65 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
         for (uint32_t k = 0; k < p->n_req; k++)
             av(&c, p->a_resv)[c.ids[p->req[k].id]] += p->req[k].v;
     }
-    /* 1. pin */
-    if (rq && rq->pin) {
-        uint32_t e = find_e(&c, rq->pin);
-        if (e == UINT32_MAX)
-            goto fail_e;
-        if (rq->pin_node < 0 || copies(&c, rq->pin->shape, rq->pin_node, 1) < 1) {
-            failed_shape = rq->pin->shape;
-            goto fail;
-        }
-        consume(&c, e, rq->pin_node);
+    memcpy(avail0, c.avail, av_bytes);
+    memcpy(usable0, c.usable, s->n_nodes ? s->n_nodes : 1);
+    /* the scopes: pods still to place, and how many of the largest shape fit per node */
+    need_new = need - (int64_t)g->c.held;
+    if (need_new < 0)
+        need_new = 0;
+    if (pipeline_reads_capacity(g))
+        caps_of(&c, largest_open(&c), c.n_e ? c.n_e : 1, cap);
+    if (pipeline_scopes(s, g, cap, need_new, &ps))
+        goto out;
+    if (!ps.n) {
+        set_why(out->why, "%s", ps.why);
+        out->placed = g->c.held;
+        goto fail_e;
     }
-    /* 2. sticky */
-    for (uint32_t e = 0; e < c.n_e; e++) {
-        int32_t old = c.e[e]->planned;
-        if (c.assign[e] < 0 && old >= 0 && copies(&c, c.e[e]->shape, old, 1) >= 1)
-            consume(&c, e, old);
-    }
-    /* 3. restricted member on one of its candidates */
-    if (rq && rq->restrict_pod) {
-        uint32_t e = find_e(&c, rq->restrict_pod);
-        int32_t best = -1;
-        uint32_t best_sib = 0;
-        int64_t best_fits = 0;
-        if (e == UINT32_MAX)
-            goto fail_e;
-        if (c.assign[e] >= 0) {
-            int in = 0;
-            for (size_t i = 0; i < rq->n_cands && !in; i++)
-                in = rq->cands[i] == c.assign[e];
-            if (!in) /* sticky put it where the scheduler cannot: take it back */
-                for (uint32_t k = 0; k < c.e[e]->shape->n_req; k++)
-                    av(&c, c.assign[e])[c.ids[c.e[e]->shape->req[k].id]] += c.e[e]->shape->req[k].v;
-            if (!in)
-                c.assign[e] = -1;
-        }
-        for (size_t i = 0; i < rq->n_cands && c.assign[e] < 0; i++) {
-            int32_t n = rq->cands[i];
-            int64_t f;
-            uint32_t sib;
-            if (n < 0)
-                continue;
-            f = copies(&c, c.e[e]->shape, n, INT64_MAX);
-            if (f < 1)
-                continue;
-            sib = imap_get(&g->place, (uint32_t)n);
-            if (best < 0 || sib > best_sib || (sib == best_sib && f < best_fits) ||
-                (sib == best_sib && f == best_fits &&
-                 strcmp(s->nodes[n]->name, s->nodes[best]->name) < 0)) {
-                best = n;
-                best_sib = sib;
-                best_fits = f;
-            }
-        }
-        if (c.assign[e] < 0 && best >= 0) {
-            consume(&c, e, best);
-        } else if (c.assign[e] < 0) {
-            /* no candidate has room: the gang may still complete without it (a member beyond
-             * minMember); it must not be planned off its candidates */
-            c.assign[e] = SKIP;
-            out->pod_unplaced = 1;
-            failed_shape = c.e[e]->shape;
-        }
-    }
-    /* 4. the rest, each shape once, largest first */
-    for (;;) {
-        const struct gshape *next = NULL;
-        for (uint32_t e = 0; e < c.n_e; e++) {
-            const struct gshape *sh = c.e[e]->shape;
-            int tried = 0;
-            if (c.assign[e] != -1)
-                continue;
-            for (uint32_t t = 0; t < c.n_tried && !tried; t++)
-                tried = c.tried[t] == sh;
-            if (!tried && (!next || cmp_shape(sh, next) < 0))
-                next = sh;
-        }
-        if (!next)
-            break;
-        c.tried[c.n_tried++] = next;
-        if (place_shape(&c, next))
+    for (size_t k = 0; k < ps.n && won < 0; k++) {
+        const struct topo_scope *sc = &ps.list[k];
+        int held_out = 0, r;
+        for (uint32_t i = 0; i < g->n_members && ps.topo && sc->level >= 0; i++)
+            held_out |= g->members[i]->held >= 0 &&
+                        !topo_in_scope(&ps.dom, sc, (uint32_t)g->members[i]->held);
+        if (held_out)
+            continue;
+        memcpy(c.avail, avail0, av_bytes);
+        for (uint32_t n = 0; n < s->n_nodes; n++)
+            c.usable[n] = usable0[n] && (!ps.topo || topo_in_scope(&ps.dom, sc, n));
+        for (uint32_t e = 0; e < c.n_e; e++)
+            c.assign[e] = -1;
+        failed_shape = NULL;
+        out->pod_unplaced = 0;
+        r = plan_try(&c, rq, &ps, sc, cap, chunk, mask, &failed_shape, out);
+        if (r < 0)
             goto out;
+        if (r > 0)
+            goto fail_e;
+        placed = g->c.held;
+        n_new = 0;
+        for (uint32_t e = 0; e < c.n_e; e++)
+            if (c.assign[e] >= 0) {
+                placed++;
+                n_new++;
+            }
+        if ((int64_t)placed >= need && !(failed_shape && rq && rq->pin))
+            won = (int)k;
     }
-    placed = g->c.held;
-    for (uint32_t e = 0; e < c.n_e; e++)
-        if (c.assign[e] >= 0) {
-            placed++;
-            n_new++;
-        }
-    out->placed = placed;
-    if ((int64_t)placed < need) {
+    if (won < 0) {
         if (!failed_shape)
             for (uint32_t e = 0; e < c.n_e && !failed_shape; e++)
                 if (c.assign[e] < 0)
                     failed_shape = c.e[e]->shape;
+        if (ps.topo && ps.want.required >= 0 && ps.want.preferred < 0 && !(rq && rq->pin)) {
+            char r[GANG_REASON_MAX];
+            topo_wait_reason(&ps.dom, ps.t->levels[ps.want.required], ps.want.required, cap,
+                             need_new, r, sizeof(r));
+            set_why(out->why, "required topology: %s", r);
+        }
         goto fail;
     }
+    out->placed = placed;
     if (rq && rq->dry_run) {
         out->ok = 1;
         rc = 0;
@@ -398,6 +590,9 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
         s->resv_epoch++;
     g->plan_valid = 1;
     g->plan_epoch = s->resv_epoch;
+    g->dom_level = ps.list[won].level;
+    set_why(g->dom_path, "%s",
+            ps.topo && ps.list[won].level >= 0 ? ps.dom.path[ps.list[won].domain] : "");
     out->ok = 1;
     node_gc(s);
     rc = 0;
@@ -412,10 +607,17 @@ fail_e:
     out->ok = 0;
     rc = 0;
 out:
+    pipeline_scopes_free(&ps);
     common_free(c.e);
     common_free(c.assign);
     common_free(c.tried);
     common_free(c.avail);
     common_free(c.usable);
+    common_free(c.rank);
+    common_free(avail0);
+    common_free(usable0);
+    common_free(mask);
+    common_free(cap);
+    common_free(chunk);
     return rc;
 }

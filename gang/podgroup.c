@@ -8,6 +8,7 @@
 
 #include "common/quantity.h"
 #include "gang/gang.h"
+#include "topology/topology.h"
 
 static enum common_rc int32_field(const json_t *spec, const char *key, int32_t *out, int *has,
                                   struct common_error *err)
@@ -82,6 +83,16 @@ enum common_rc gang_podgroup_from_json(const json_t *obj, struct gang_podgroup *
     ann = json_object_get(meta, "annotations");
     if (json_is_string(json_object_get(ann, GANG_PHASED_ANNOTATION)))
         out->phased_jobs = json_string_value(json_object_get(ann, GANG_PHASED_ANNOTATION));
+    json_object_foreach((json_t *)ann, k, v)
+    {
+        if (!topo_is_annotation(k) || out->n_topology >= GANG_MAX_TOPOLOGY_ANN)
+            continue;
+        if (!json_is_string(v))
+            return common_error_set(err, COMMON_EINVAL,
+                                    "metadata.annotations[%s]: expected a string", k);
+        out->topology[out->n_topology].key = k;
+        out->topology[out->n_topology++].value = json_string_value(v);
+    }
     spec = json_object_get(obj, "spec");
     if (!spec || json_is_null(spec))
         return COMMON_OK;

@@ -7,7 +7,7 @@
  * alive members evicted (R1 stops at the first in-flight bind); a second pass judges each gang
  * once against its census (alive and quorum counts, taken once per call). R3 runs first and
  * once: the pods a preemption at the preemptor's priority could evict are handed to a dry run
- * of the gang planner. Before both, R0 runs the filter's gates (gang_gate): a preemptor they would
+ * of the gang planner. Before both, R0 runs the filter's gates (pipeline_gate): a preemptor they would
  * not let through vetoes every node. Reasons go into one growing buffer of the state,
  * NUL-separated, and are pointed to at the end (the buffer may move while it grows).
  */
@@ -290,7 +290,7 @@ enum common_rc gang_preempt(struct gang_state *s, const struct common_pod *preem
      * phased pod not placed yet): a pod its gang rules would not place gets no eviction */
     if (g) {
         const char *why;
-        enum gate gt = gang_gate(s, g, p, now, &why);
+        enum gate gt = pipeline_gate(s, g, p, now, &why);
         if (gt == GATE_WAIT) {
             short_whole = 1;
             if (why_add(s, &all_off, "%s; no eviction can place pod %s/%s", why, p->ns, p->name))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topology/topology.h"
 #include "trainjob/trainjob_int.h"
 
 #define COSCHED_LABEL "scheduling.x-k8s.io/pod-group"
@@ -133,6 +134,63 @@ static char *phased_jobs(const struct tj_ctx *c)
     return out;
 }
 
+/* 1 when name is one of the comma-separated names of list */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/*
+ * the topology request the PodGroup carries (docs/topology.md): the topology annotations
+ * (topo_is_annotation: ours, Kueue's, KAI's) of the gang's pod templates, phased replicated
+ * jobs left out (their pods need not share the trainers' domain), and of the TrainJob itself.
+ * Two templates with different values for one key are an error naming both jobs.
+ */
+static enum common_rc topology_annotations(struct tj_ctx *c, const char *phased, json_t *ann,
+                                           struct common_error *err)
+{
+    const char *k, *from = NULL;
+    json_t *v;
+
+    json_object_foreach(tj_get(c->trainjob, "metadata.annotations"), k, v)
+    {
+        if (topo_is_annotation(k) && json_is_string(v) && tj_set(ann, k, json_deep_copy(v)))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < c->npodsets; i++) {
+        const json_t *ta =
+            tj_get(c->podsets[i].rjob, "template.spec.template.metadata.annotations");
+        if (!c->podsets[i].name || listed(phased, c->podsets[i].name))
+            continue;
+        json_object_foreach((json_t *)ta, k, v)
+        {
+            const json_t *have = json_object_get(ann, k);
+            if (!topo_is_annotation(k) || !json_is_string(v))
+                continue;
+            if (have && !json_equal(have, v) && from)
+                return common_error_set(err, COMMON_EINVAL,
+                                        "replicated jobs %s and %s ask for different topology: "
+                                        "annotation %s is \"%s\" and \"%s\"",
+                                        from, c->podsets[i].name, k, json_string_value(have),
+                                        json_string_value(v));
+            if (tj_set(ann, k, json_deep_copy(v)))
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
+        if (json_object_size(ta))
+            from = c->podsets[i].name;
+    }
+    return COMMON_OK;
+}
+
 static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct common_error *err)
 {
     int64_t mm;
@@ -160,8 +218,21 @@ static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct commo
         *obj = NULL;
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
+    {
+        json_t *ann = json_object();
+        rc = ann ? topology_annotations(c, phased, ann, err)
+                 : common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (!rc && json_object_size(ann) &&
+            json_object_update(tj_obj(json_object_get(*obj, "metadata"), "annotations"), ann))
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+        json_decref(ann);
+    }
     free(phased);
-    return COMMON_OK;
+    if (rc) {
+        json_decref(*obj);
+        *obj = NULL;
+    }
+    return rc;
 }
 
 static enum common_rc volcano_enforce(struct tj_ctx *c, struct common_error *err)

@@ -475,3 +475,31 @@ int e2e_sched_ctl(const char *args)
              args);
     return system(cmd);
 }
+
+char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
+                     const char *want)
+{
+    struct common_error err;
+    json_t *items = NULL, *it;
+    size_t i;
+    char *note = NULL;
+
+    ck_assert_msg(common_kube_list(k, &common_kube_events, ns, NULL, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "%s", err.msg);
+    json_array_foreach(items, i, it)
+    {
+        const json_t *reg = json_object_get(it, "regarding");
+        const char *r = json_string_value(json_object_get(it, "reason"));
+        const char *kd = json_string_value(json_object_get(reg, "kind"));
+        const char *n = json_string_value(json_object_get(reg, "name"));
+        const char *nt = json_string_value(json_object_get(it, "note"));
+        if (r && kd && n && nt && strcmp(r, reason) == 0 && strcmp(kd, "PodGroup") == 0 &&
+            strcmp(n, name) == 0 && strstr(nt, want)) {
+            free(note);
+            note = strdup(nt);
+        }
+    }
+    json_decref(items);
+    return note;
+}

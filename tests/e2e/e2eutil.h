@@ -29,6 +29,12 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns);
 
 /* ---- generic helpers (shared by the e2e test files) ---- */
 
+/* e2e_event_note - the note of the latest events.k8s.io Event in namespace ns with reason
+ * `reason` regarding PodGroup `name` whose note contains want (a new string, free it), or NULL
+ * when there is none yet. Listing fails the running test. */
+char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
+                     const char *want);
+
 /* e2e_now_s - CLOCK_MONOTONIC in seconds. */
 double e2e_now_s(void);
 

@@ -332,29 +332,7 @@ static json_t *get_podgroup(const char *name)
  * new string) */
 static char *event_note(const char *name, const char *reason, const char *want)
 {
-    struct common_error err;
-    json_t *items = NULL, *it;
-    size_t i;
-    char *note = NULL;
-
-    ck_assert_msg(common_kube_list(kube, &common_kube_events, ns, NULL, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "%s", err.msg);
-    json_array_foreach(items, i, it)
-    {
-        const json_t *reg = json_object_get(it, "regarding");
-        const char *r = json_string_value(json_object_get(it, "reason"));
-        const char *k = json_string_value(json_object_get(reg, "kind"));
-        const char *n = json_string_value(json_object_get(reg, "name"));
-        const char *nt = json_string_value(json_object_get(it, "note"));
-        if (r && k && n && nt && strcmp(r, reason) == 0 && strcmp(k, "PodGroup") == 0 &&
-            strcmp(n, name) == 0 && strstr(nt, want)) {
-            free(note);
-            note = strdup(nt);
-        }
-    }
-    json_decref(items);
-    return note;
+    return e2e_event_note(kube, ns, name, reason, want);
 }
 
 static uint64_t extender_requests(void)

@@ -33,7 +33,18 @@
  *   phased_gang_sized_to_the_cluster_runs_after_its_initializer
  *                                 the same on 2 nodes of 1 CPU with 1-CPU pods: minResources
  *                                 (cpu 3, the initializer included) never fits at once, the
- *                                 trainers (cpu 2) bind once the initializer is done.
+ *                                 trainers (cpu 2) bind once the initializer is done;
+ *   topology_rack_trainjob        kwok nodes labelled block/rack, named so that name order
+ *                                 alternates racks; a TrainJob whose runtime's pod template
+ *                                 asks Kueue-style for a rack: the PodGroup carries the
+ *                                 request and both pods land in one rack;
+ *   topology_waits_for_a_rack     every rack has one busy node: a gang of 2 that requires a
+ *                                 rack stays unbound (the free nodes are in different racks),
+ *                                 and binds into the rack whose busy pod is deleted;
+ *   topology_from_kueue_object,   a Kueue Topology object (kueue.x-k8s.io/v1beta2), or a
+ *   topology_from_kai_object      KAI one (kai.scheduler/v1alpha1), created while the extender
+ *                                 runs is the level source of a gang that names it (Kueue /
+ *                                 KAI spellings): both pods land in one rack.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -72,6 +83,8 @@
 #define FLOW_LABEL "trainsched.io/e2e-flow"
 #define PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
 #define BIND_TIMEOUT_S 30
+#define BLOCK_LABEL "e2e.trainsched.io/block"
+#define RACK_LABEL "e2e.trainsched.io/rack"
 #define CONN_TIMEOUT_S 3
 
 static const struct common_kube_resource mwcs = {"admissionregistration.k8s.io", "v1",
@@ -113,6 +126,9 @@ static const char *jstr(const json_t *o, const char *a, const char *b)
 
 /* ---- the extender in-process ---- */
 
+/* every scenario's extender knows one topology; only gangs that ask for a level use it */
+static const char *const topologies[] = {"default=" BLOCK_LABEL "," RACK_LABEL};
+
 static void start_extender(void)
 {
     struct extender_server_opts o = {0};
@@ -130,6 +146,8 @@ static void start_extender(void)
     o.default_schedule_timeout_s = 20;
     o.backoff_initial_ms = 2000;
     o.backoff_max_ms = 4000;
+    o.topologies = topologies;
+    o.n_topologies = 1;
     ext = extender_server_create(&o, &err);
     ck_assert_msg(ext != NULL, "%s", err.msg);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -269,6 +287,67 @@ static void make_node_ex(int cpu, const char *extra)
 static void make_node(int cpu)
 {
     make_node_ex(cpu, "");
+}
+
+/* a kwok node like make_node's, labelled block b<block> and rack r<rack>; returns its index */
+static int make_node_at(int cpu, int block, int rack)
+{
+    struct common_error err;
+    json_t *n;
+    enum common_rc rc;
+
+    ck_assert_int_lt(n_nodes, 32);
+    snprintf(nodes[n_nodes], sizeof(nodes[0]), "flow-%s-%d", run, n_nodes);
+    n = e2e_yamlf("apiVersion: v1\nkind: Node\n"
+                  "metadata:\n  name: %s\n  labels: {%s: %s, %s: b%d, %s: r%d}\n"
+                  "  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "status:\n  allocatable: {cpu: '%d', memory: 64Gi, pods: '110'}\n"
+                  "  capacity: {cpu: '%d', memory: 64Gi, pods: '110'}\n",
+                  nodes[n_nodes], RUN_LABEL, run, BLOCK_LABEL, block, RACK_LABEL, rack, cpu, cpu);
+    rc = common_kube_create(kube, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+    json_decref(n);
+    ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
+    return n_nodes++;
+}
+
+static json_t *list_pods(const char *selector);
+
+/* "b<block>/r<rack>" of one of this test's nodes, from its labels */
+static void rack_of(const char *node, char *out, size_t size)
+{
+    struct common_error err;
+    json_t *n = NULL;
+    const json_t *l;
+
+    ck_assert_msg(common_kube_get(kube, &common_kube_nodes, NULL, node, &n, &err) == COMMON_OK,
+                  "node %s: %s", node, err.msg);
+    l = json_object_get(json_object_get(n, "metadata"), "labels");
+    snprintf(out, size, "%s/%s", json_string_value(json_object_get(l, BLOCK_LABEL)),
+             json_string_value(json_object_get(l, RACK_LABEL)));
+    json_decref(n);
+}
+
+/* the racks ("b0/r1") of the bound pods of gang, into racks[0..n); returns n */
+static int racks_of_gang(const char *gang, char racks[][32], int max)
+{
+    char sel[256];
+    json_t *items, *it;
+    size_t i;
+    int n = 0;
+
+    snprintf(sel, sizeof(sel), GANG_LABEL "=%s", gang);
+    items = list_pods(sel);
+    json_array_foreach(items, i, it)
+    {
+        const char *nn = jstr(it, "spec", "nodeName");
+        if (nn && *nn && n < max) {
+            rack_of(nn, racks[n], sizeof(racks[0]));
+            fprintf(stderr, "  %-28s -> %s (%s)\n", jstr(it, "metadata", "name"), nn, racks[n]);
+            n++;
+        }
+    }
+    json_decref(items);
+    return n;
 }
 
 static void make_podgroup(const char *name, int min_member, int timeout_s)
@@ -1121,6 +1200,220 @@ START_TEST(phased_initializer_then_gang)
 }
 END_TEST
 
+/* 6: a TrainJob whose runtime asks for a rack lands in one rack */
+START_TEST(topology_rack_trainjob)
+{
+    json_t *pg;
+    const char *ann;
+    char racks[4][32];
+    double t;
+
+    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_rack_trainjob: the bed runs no JobSet controller / kwok "
+                        "(TESTBED_JOBSET=1 TESTBED_KWOK=1 up.sh)\n");
+        return;
+    }
+    tsk = e2e_client(20000, 1);
+    start_reconciler();
+    wait_webhook();
+    /* 2 blocks x 2 racks x 2 nodes; node k is in rack k % 4, so name order alternates racks
+     * (a plan without topology takes nodes 0 and 1: two racks) */
+    for (int k = 0; k < 8; k++)
+        make_node_at(4, (k % 4) / 2, (k % 4) % 2);
+    create_obj(&common_kube_trainingruntimes,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                         "kind: TrainingRuntime\n"
+                         "metadata: {name: racked, namespace: %s}\n"
+                         "spec:\n"
+                         "  mlPolicy: {numNodes: 2}\n"
+                         "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n"
+                         "  template:\n"
+                         "    spec:\n"
+                         "      replicatedJobs:\n"
+                         "      - name: node\n"
+                         "        template:\n"
+                         "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-"
+                         "step: trainer}}\n"
+                         "          spec:\n"
+                         "            template:\n"
+                         "              metadata:\n"
+                         "                annotations: {kueue.x-k8s.io/podset-required-topology: "
+                         "%s}\n"
+                         "              spec:\n"
+                         "                nodeSelector: {%s: '%s'}\n"
+                         "                tolerations: [{key: kwok.x-k8s.io/node, operator: "
+                         "Exists, effect: NoSchedule}]\n"
+                         "                containers:\n"
+                         "                - name: node\n"
+                         "                  image: busybox:1.36\n"
+                         "                  command: [sh, -c, 'sleep 1']\n"
+                         "                  resources: {requests: {cpu: '3', memory: 64Mi}}\n",
+                         ns, RACK_LABEL, RUN_LABEL, run));
+    create_obj(&common_kube_trainjobs, trainjob("racked", "racked"));
+    t = wait_bound("racked", 2, 90);
+    pg = get_obj(&common_kube_podgroups, "racked");
+    ck_assert_msg(pg != NULL, "no PodGroup racked");
+    ann = json_string_value(
+        json_object_get(json_object_get(json_object_get(pg, "metadata"), "annotations"),
+                        "kueue.x-k8s.io/podset-required-topology"));
+    ck_assert_msg(ann && strcmp(ann, RACK_LABEL) == 0, "PodGroup topology annotation: %s",
+                  ann ? ann : "(none)");
+    json_decref(pg);
+    fprintf(stderr, "topology: the TrainJob's 2 pods bound %.1f s after it was created:\n", t);
+    ck_assert_int_eq(racks_of_gang("racked", racks, 4), 2);
+    ck_assert_msg(strcmp(racks[0], racks[1]) == 0, "pods in racks %s and %s", racks[0], racks[1]);
+    wait_trainjob("racked", "Complete", 90);
+}
+END_TEST
+
+/* 7: a gang that fits no rack waits, and binds when a rack frees */
+START_TEST(topology_waits_for_a_rack)
+{
+    struct common_error err;
+    json_t *pg;
+    char racks[4][32], want[32];
+    double t0;
+    int busy[2];
+
+    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_waits_for_a_rack: the bed runs no kwok\n");
+        return;
+    }
+    /* rack b0/r0: nodes 0, 2; rack b0/r1: nodes 1, 3 */
+    for (int k = 0; k < 4; k++)
+        make_node_at(4, 0, k % 2);
+    /* one busy node per rack: a plain pod bound by name, 3 of its 4 cpus */
+    for (int k = 0; k < 2; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "busy-%d", k);
+        create_obj(&common_kube_pods,
+                   e2e_yamlf("apiVersion: v1\nkind: Pod\n"
+                             "metadata: {name: %s, namespace: %s}\n"
+                             "spec:\n"
+                             "  nodeName: %s\n"
+                             "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                             "effect: NoSchedule}]\n"
+                             "  containers:\n"
+                             "  - name: c\n"
+                             "    image: registry.k8s.io/pause:3.10\n"
+                             "    resources: {requests: {cpu: '3'}}\n",
+                             name, ns, nodes[k]));
+        busy[k] = k;
+    }
+    pg = e2e_yamlf("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                   "metadata:\n  name: tg\n  namespace: %s\n"
+                   "  annotations: {trainsched.io/topology-required: %s}\n"
+                   "spec: {minMember: 2, scheduleTimeoutSeconds: 20}\n",
+                   ns, RACK_LABEL);
+    create_obj(&common_kube_podgroups, pg);
+    make_pod("tg-0", "tg", "3", 0, NULL);
+    make_pod("tg-1", "tg", "3", 0, NULL);
+    /* the two free nodes are in different racks: nothing binds (without topology both would
+     * bind at once) */
+    t0 = e2e_now_s();
+    while (e2e_now_s() - t0 < 8) {
+        ck_assert_msg(bound("tg", NULL) == 0,
+                      "a member of gang tg was bound while no rack had room");
+        e2e_nap(250);
+    }
+    /* the PodGroup's Event says why it waits: the level and the largest rack's room */
+    for (double end = e2e_now_s() + 10;; e2e_nap(250)) {
+        char *note = e2e_event_note(kube, ns, "tg", "GangWaiting",
+                                    "no " RACK_LABEL " domain has room for the 2 pods");
+        if (note) {
+            fprintf(stderr, "topology: Event GangWaiting: %s\n", note);
+            ck_assert_msg(strstr(note, "has room for 1") != NULL, "%s", note);
+            free(note);
+            break;
+        }
+        ck_assert_msg(e2e_now_s() < end,
+                      "no GangWaiting Event on PodGroup tg naming the rack level");
+    }
+    /* rack b0/r0 frees: the gang binds into it */
+    rack_of(nodes[busy[0]], want, sizeof(want));
+    ck_assert_int_eq(
+        common_kube_delete(kube, &common_kube_pods, ns, "busy-0", NULL, NULL, NULL, &err),
+        COMMON_OK);
+    fprintf(stderr, "topology: gang tg waited 8 s with no rack free; busy-0 deleted\n");
+    fprintf(stderr, "topology: gang tg bound %.1f s after rack %s freed:\n",
+            wait_bound("tg", 2, 60), want);
+    ck_assert_int_eq(racks_of_gang("tg", racks, 4), 2);
+    ck_assert_str_eq(racks[0], want);
+    ck_assert_str_eq(racks[1], want);
+}
+END_TEST
+
+/* a Topology object of resource r (apiVersion api) created after the extender started is the
+ * level source of gang `gang` whose PodGroup names it with annotation name_ann and asks for a
+ * rack with req_ann: both pods land in one rack */
+static void topology_object(const struct common_kube_resource *r, const char *api, const char *gang,
+                            const char *name_ann, const char *req_ann)
+{
+    struct common_error err;
+    json_t *t;
+    char name[64], racks[4][32], p0[64], p1[64];
+    enum common_rc rc;
+
+    snprintf(name, sizeof(name), "e2e-%s-%s", gang, run);
+    t = e2e_yamlf("apiVersion: %s\nkind: Topology\n"
+                  "metadata: {name: %s}\n"
+                  "spec:\n  levels: [{nodeLabel: %s}, {nodeLabel: %s}]\n",
+                  api, name, BLOCK_LABEL, RACK_LABEL);
+    rc = common_kube_create(kube, r, NULL, t, &(struct common_kube_write_opts){.strict = 1}, NULL,
+                            &err);
+    json_decref(t);
+    if (rc == COMMON_ENOTFOUND) {
+        fprintf(stderr, "SKIP: no %s Topology CRD on the bed\n", api);
+        return;
+    }
+    ck_assert_msg(rc == COMMON_OK, "Topology %s: %s", name, err.msg);
+    /* racks alternate by name: without the topology the gang takes nodes 0 and 1 */
+    for (int k = 0; k < 4; k++)
+        make_node_at(4, 0, k % 2);
+    create_obj(&common_kube_podgroups,
+               e2e_yamlf("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                         "metadata:\n  name: %s\n  namespace: %s\n"
+                         "  annotations: {%s: %s, %s: %s}\n"
+                         "spec: {minMember: 2, scheduleTimeoutSeconds: 20}\n",
+                         gang, ns, name_ann, name, req_ann, RACK_LABEL));
+    snprintf(p0, sizeof(p0), "%s-0", gang);
+    snprintf(p1, sizeof(p1), "%s-1", gang);
+    make_pod(p0, gang, "3", 0, NULL);
+    make_pod(p1, gang, "3", 0, NULL);
+    fprintf(stderr, "topology: gang %s (%s Topology %s) bound after %.1f s:\n", gang, api, name,
+            wait_bound(gang, 2, 60));
+    ck_assert_int_eq(racks_of_gang(gang, racks, 4), 2);
+    ck_assert_str_eq(racks[0], racks[1]);
+    common_kube_delete(kube, r, NULL, name, NULL, NULL, NULL, &err);
+}
+
+/* 8: Kueue and KAI Topology objects as level sources */
+START_TEST(topology_from_kueue_object)
+{
+    static const struct common_kube_resource topos = {"kueue.x-k8s.io", "v1beta2", "topologies", 0};
+
+    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_from_kueue_object: the bed runs no kwok\n");
+        return;
+    }
+    topology_object(&topos, "kueue.x-k8s.io/v1beta2", "kq", "trainsched.io/topology",
+                    "kueue.x-k8s.io/podset-required-topology");
+}
+END_TEST
+
+START_TEST(topology_from_kai_object)
+{
+    static const struct common_kube_resource topos = {"kai.scheduler", "v1alpha1", "topologies", 0};
+
+    if (!env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr, "SKIP topology_from_kai_object: the bed runs no kwok\n");
+        return;
+    }
+    topology_object(&topos, "kai.scheduler/v1alpha1", "kai", "kai.scheduler/topology",
+                    "kai.scheduler/topology-required-placement");
+}
+END_TEST
+
 /* 1b: a phased gang sized to the cluster, initializer included. Two nodes of 1 CPU, a 1-CPU
  * dataset-initializer and numNodes 2 at 1 CPU: the PodGroup says minMember 3, minResources cpu
  * 3 (Trainer's sum), which never fits at once; what the trainers need after the initializer
@@ -1453,6 +1746,10 @@ int main(void)
     tcase_add_test(tc, restart_mid_gang);
     tcase_add_test(tc, phased_initializer_then_gang);
     tcase_add_test(tc, phased_gang_sized_to_the_cluster_runs_after_its_initializer);
+    tcase_add_test(tc, topology_rack_trainjob);
+    tcase_add_test(tc, topology_waits_for_a_rack);
+    tcase_add_test(tc, topology_from_kueue_object);
+    tcase_add_test(tc, topology_from_kai_object);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

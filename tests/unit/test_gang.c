@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_gang.c - the pure gang core (gang/gang.h).
  *
- * Fixture cases: tests/fixtures/gang/<case>/case.yaml, one document each (format in
+ * Fixture cases: tests/fixtures/gang/<case>/case.yaml and tests/fixtures/topology/<case>/case.yaml
+ * (topology-aware placement through the same planner), one document each (format in
  * tests/fixtures/gang/README.md): a cluster (Nodes, PodGroups, Pods as the API server returns
  * them), then a script of steps (filter, bind, tick, prioritize, preempt, status, info, and feed
  * events) each with the decisions expected. The runner decodes Pods and Nodes with the product's
@@ -34,13 +35,14 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void collect(void)
+static void collect_area(const char *area)
 {
     char path[4096];
     DIR *d;
     struct dirent *e;
+    int first = n_cases;
 
-    snprintf(path, sizeof(path), "%s/gang", TS_FIXTURES);
+    snprintf(path, sizeof(path), "%s/%s", TS_FIXTURES, area);
     d = opendir(path);
     if (!d)
         return;
@@ -54,10 +56,17 @@ static void collect(void)
         if (!s)
             continue;
         closedir(s);
-        cases[n_cases++] = strdup(e->d_name);
+        snprintf(sub, sizeof(sub), "%s/%s", area, e->d_name);
+        cases[n_cases++] = strdup(sub);
     }
     closedir(d);
-    qsort(cases, (size_t)n_cases, sizeof(cases[0]), cmp_str);
+    qsort(cases + first, (size_t)(n_cases - first), sizeof(cases[0]), cmp_str);
+}
+
+static void collect(void)
+{
+    collect_area("gang");
+    collect_area("topology");
 }
 
 /* ---- {i} expansion ---- */
@@ -620,6 +629,46 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
                       "%s step %d: timeoutNote \"%s\", want \"%s\"", r->name, r->step,
                       in.timeout_note, want ? want : "(not a string)");
     }
+#define STR(field, key)                                                                            \
+    if (json_object_get(exp, key))                                                                 \
+    ck_assert_msg(strcmp(in.field, json_string_value(json_object_get(exp, key))) == 0,             \
+                  "%s step %d: %s \"%s\", want \"%s\" (%s)", r->name, r->step, key, in.field,      \
+                  json_string_value(json_object_get(exp, key)), in.reason)
+    STR(domain, "domain");
+    STR(domain_level, "domainLevel");
+#undef STR
+    if (json_object_get(exp, "topologyError"))
+        ck_assert_msg(
+            contains(in.topology_error, json_string_value(json_object_get(exp, "topologyError"))),
+            "%s step %d: topologyError \"%s\" lacks \"%s\"", r->name, r->step, in.topology_error,
+            json_string_value(json_object_get(exp, "topologyError")));
+}
+
+/*
+ * topology: {name, levels: [..]}: gang_topology_set; expect `error` (a substring of the
+ * message; absent: must succeed).
+ */
+static void step_topology(struct run *r, const json_t *op, const json_t *exp)
+{
+    const json_t *lv = json_object_get(op, "levels");
+    const char *levels[20];
+    size_t i, n = json_array_size(lv) < 20 ? json_array_size(lv) : 20;
+    struct common_error e;
+    enum common_rc rc;
+    json_t *x;
+
+    common_error_clear(&e);
+    json_array_foreach(lv, i, x) if (i < n) levels[i] = json_string_value(x);
+    rc = gang_topology_set(r->s, json_string_value(json_object_get(op, "name")), levels, n, &e);
+    if (json_object_get(exp, "error")) {
+        ck_assert_msg(rc == COMMON_EINVAL, "%s step %d: topology accepted, want an error", r->name,
+                      r->step);
+        ck_assert_msg(contains(e.msg, json_string_value(json_object_get(exp, "error"))),
+                      "%s step %d: error \"%s\" lacks \"%s\"", r->name, r->step, e.msg,
+                      json_string_value(json_object_get(exp, "error")));
+    } else {
+        ck_assert_msg(rc == COMMON_OK, "%s step %d: topology: %s", r->name, r->step, e.msg);
+    }
 }
 
 /* set spec.nodeName and/or status.phase of a fixture pod and feed it */
@@ -840,6 +889,10 @@ static void run_step(struct run *r, const json_t *st)
         char ns[300];
         ns_of(json_string_value(op), ns, sizeof(ns), &name);
         gang_podgroup_delete(r->s, ns, name);
+    } else if ((op = json_object_get(st, "topology"))) {
+        step_topology(r, op, exp);
+    } else if ((op = json_object_get(st, "deleteTopology"))) {
+        gang_topology_delete(r->s, json_string_value(op));
     } else if ((op = json_object_get(st, "bindFailed"))) {
         json_t *pj = pod_json(r, json_string_value(op));
         gang_bind_failed(
@@ -892,7 +945,7 @@ START_TEST(fixture_case)
 
     memset(&r, 0, sizeof(r));
     r.name = cases[_i];
-    snprintf(path, sizeof(path), "%s/gang/%s/case.yaml", TS_FIXTURES, r.name);
+    snprintf(path, sizeof(path), "%s/%s/case.yaml", TS_FIXTURES, r.name);
     memset(&d, 0, sizeof(d));
     ck_assert_msg(common_yaml_load_file(path, NULL, &d, &e) == COMMON_OK, "%s", e.msg);
     ck_assert_msg(d.n == 1, "%s: one document", path);
@@ -901,6 +954,8 @@ START_TEST(fixture_case)
                   "%s: no rule: says what the case checks", r.name);
     config_of(json_object_get(doc, "config"), &cfg, ign, 8);
     ck_assert_msg(gang_state_create(&cfg, &r.s, &e) == COMMON_OK, "%s: %s", r.name, e.msg);
+    list = json_object_get(json_object_get(doc, "config"), "topologies");
+    json_array_foreach(list, i, x) step_topology(&r, x, NULL);
     r.pods = json_object();
     r.nodes = json_array();
     r.chosen = json_object();
@@ -1212,10 +1267,12 @@ static void life_input_make(struct life_input *in)
         snprintf(name, sizeof(name), "p%d", i);
         in->pods[i] = make_pod("ml", name, "g", 1);
     }
-    in->pg = json_pack("{s:{s:s, s:s, s:{s:s}}, s:{s:i, s:i, s:{s:s}}}", "metadata", "name", "g",
-                       "namespace", "ml", "annotations", GANG_PHASED_ANNOTATION, "init", "spec",
-                       "minMember", 3, "scheduleTimeoutSeconds", 30, "minResources",
-                       "nvidia.com/gpu", "3");
+    /* the gang requires one zone (topology "default": [zone]): the topology policy's
+     * allocations are part of the life too */
+    in->pg = json_pack("{s:{s:s, s:s, s:{s:s, s:s}}, s:{s:i, s:i, s:{s:s}}}", "metadata", "name",
+                       "g", "namespace", "ml", "annotations", GANG_PHASED_ANNOTATION, "init",
+                       "trainsched.io/topology-required", "zone", "spec", "minMember", 3,
+                       "scheduleTimeoutSeconds", 30, "minResources", "nvidia.com/gpu", "3");
 }
 
 static void life_input_free(struct life_input *in)
@@ -1252,6 +1309,11 @@ static enum common_rc life(const struct life_input *in, struct gang_state **sp,
     if ((rc = gang_state_create(&cfg, sp, e)))
         return rc;
     s = *sp;
+    {
+        static const char *const levels[] = {"zone"};
+        if ((rc = gang_topology_set(s, "default", levels, 1, e)))
+            return rc;
+    }
     for (int i = 0; i < 3; i++)
         if ((rc = gang_node_upsert(s, in->nodes[i], e)))
             return rc;

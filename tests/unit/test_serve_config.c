@@ -128,12 +128,62 @@ START_TEST(bad_settings_name_the_key)
 }
 END_TEST
 
+/* extender topologies (docs/topology.md): the file's list and the repeatable flag, checked */
+START_TEST(topologies_from_file_and_flags)
+{
+    char path[] = "/tmp/ts-config-XXXXXX", args[512], out[8192];
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+
+    write_file(path, "extender:\n  topologies:\n"
+                     "    - {name: default, levels: [example.com/block, example.com/rack, "
+                     "kubernetes.io/hostname]}\n"
+                     "    - {name: nvlink, levels: [nvidia.com/gpu.clique]}\n");
+    snprintf(args, sizeof(args), "--config '%s' --check-config --components extender", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "- name: \"default\"\n    levels: [\"example.com/block\", "
+                              "\"example.com/rack\", \"kubernetes.io/hostname\"]") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "- name: \"nvlink\"\n    levels: [\"nvidia.com/gpu.clique\"]") !=
+                      NULL,
+                  "%s", out);
+    /* a flag with the same name replaces the file's entry */
+    snprintf(args, sizeof(args),
+             "--config '%s' --check-config --components extender --extender-topology "
+             "nvlink=example.com/rack",
+             path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "- name: \"nvlink\"\n    levels: [\"example.com/rack\"]") != NULL,
+                  "%s", out);
+    write_file(path, "extender:\n  topologies:\n    - {name: bad, levels: [kubernetes.io/hostname, "
+                     "example.com/rack]}\n");
+    snprintf(args, sizeof(args), "--config '%s' --check-config --components extender", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "kubernetes.io/hostname must be the last level") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "extender.topologies[0]") != NULL, "%s", out);
+    write_file(path, "extender:\n  topologies:\n    - {name: x, levelz: [a]}\n");
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "want {name: NAME, levels: [LABEL, ...]}") != NULL, "%s", out);
+    unlink(path);
+    ck_assert_int_eq(run("--check-config --components extender --extender-topology "
+                         "dup=example.com/rack,example.com/rack",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "is listed twice") != NULL, "%s", out);
+    ck_assert_int_eq(
+        run("--check-config --components extender --extender-topology rack", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "want NAME=LEVEL,LEVEL,...") != NULL, "%s", out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("serve config");
     TCase *tc = tcase_create("check-config");
     tcase_add_test(tc, shipped_configmap_is_valid);
     tcase_add_test(tc, bad_settings_name_the_key);
+    tcase_add_test(tc, topologies_from_file_and_flags);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
