@@ -25,7 +25,7 @@
 #define IDLE_ROUNDS_MAX 3
 
 enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE };
-enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH };
+enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE };
 
 struct spod {
     const struct common_pod *cp;
@@ -38,6 +38,7 @@ struct spod {
     int64_t qtime;
     int32_t node;
     int64_t gpus;
+    int64_t arrival;
     int64_t interval; /* index into intervals, -1 */
     uint8_t listed;   /* in the ready list of the coming pass */
 };
@@ -122,7 +123,7 @@ static int ev_push(struct engine *e, int64_t t, uint8_t type, uint32_t idx, uint
         e->heap[(i - 1) / 2] = tmp;
         i = (i - 1) / 2;
     }
-    if (type == EV_ARRIVE || type == EV_DONE)
+    if (type == EV_ARRIVE || type == EV_DONE || type == EV_POD_ARRIVE)
         e->n_live++;
     return 0;
 }
@@ -146,7 +147,7 @@ static struct ev ev_pop(struct engine *e)
         e->heap[m] = tmp;
         i = m;
     }
-    if (top.type == EV_ARRIVE || top.type == EV_DONE)
+    if (top.type == EV_ARRIVE || top.type == EV_DONE || top.type == EV_POD_ARRIVE)
         e->n_live--;
     return top;
 }
@@ -388,7 +389,6 @@ static enum common_rc schedule_one(struct engine *e, struct spod *p, int64_t now
         p->state = P_HELD;
         p->gen++;
         p->node = e->ok_idx[best];
-        job_reason(e, p, br.reason);
         break;
     case GANG_BIND_RELEASE:
         for (size_t i = 0; i < br.n_binds; i++) {
@@ -530,6 +530,20 @@ static int sample(struct engine *e, int64_t now)
     return 0;
 }
 
+static enum common_rc pod_arrive(struct engine *e, struct spod *p, int64_t now,
+                                 struct common_error *err)
+{
+    enum common_rc rc;
+
+    if ((rc = books_pod(e, p, NULL, "Pending", err)) != COMMON_OK)
+        return rc;
+    p->state = P_QUEUED;
+    p->qtime = now;
+    p->ready_at = now;
+    ready_add(e, (uint32_t)(p - e->pods));
+    return COMMON_OK;
+}
+
 static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
                              struct common_error *err)
 {
@@ -546,12 +560,13 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
         for (uint32_t q = e->job_first[ev->idx]; q < e->job_first[ev->idx + 1]; q++) {
             uint32_t k = e->job_pods[q];
             struct spod *p = &e->pods[k];
-            if ((rc = books_pod(e, p, NULL, "Pending", err)) != COMMON_OK)
+            if (p->arrival > now) { /* created later */
+                if (ev_push(e, p->arrival, EV_POD_ARRIVE, k, p->gen))
+                    return common_error_set(err, COMMON_ENOMEM, "out of memory");
+                continue;
+            }
+            if ((rc = pod_arrive(e, p, now, err)) != COMMON_OK)
                 goto bad;
-            p->state = P_QUEUED;
-            p->qtime = now;
-            p->ready_at = now;
-            ready_add(e, k);
         }
         return COMMON_OK;
     bad:
@@ -581,6 +596,11 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
         }
         return COMMON_OK;
     }
+    case EV_POD_ARRIVE:
+        rc = pod_arrive(e, p, now, err);
+        if (rc == COMMON_EINVAL)
+            common_error_prefix(err, "job %s", e->in->jobs[p->job].name);
+        return rc;
     case EV_READY:
         if (p->state == P_QUEUED)
             ready_add(e, ev->idx);
@@ -860,6 +880,8 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
                 p->node = -1;
                 p->interval = -1;
                 p->gpus = pod_gpus(p->cp, in->gpu_resource);
+                p->arrival = in->jobs[j].pod_arrival_ms ? in->jobs[j].pod_arrival_ms[q]
+                                                        : in->jobs[j].arrival_ms;
             }
         qsort(e.pods, e.n_pods, sizeof(*e.pods), uid_cmp);
         for (size_t i = 1; i < e.n_pods; i++)

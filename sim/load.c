@@ -121,6 +121,19 @@ void sim_loader_destroy(struct sim_loader *l)
 
 /* ---- positions and messages ---- */
 
+/* position where key was written in obj (an unknown field is the key's fault) */
+static int key_pos(const struct sim_loader *l, json_t *obj, const char *key, char *buf, size_t n)
+{
+    int line, col;
+
+    for (size_t i = 0; i < l->n_files; i++)
+        if (common_yaml_locate_key(l->files[i], obj, key, &line, &col) == 0) {
+            snprintf(buf, n, "%s:%d:%d: ", l->files[i]->name, line, col);
+            return 0;
+        }
+    return -1;
+}
+
 /* "file:line:col: " of node (any loaded file), else "file:line: " of document di of f */
 static void where(const struct sim_loader *l, const struct item *it, const json_t *node, char *buf,
                   size_t n)
@@ -203,7 +216,8 @@ static enum common_rc known_keys(const struct sim_loader *l, const struct item *
         for (i = 0; keys[i] && strcmp(keys[i], k) != 0; i++)
             ;
         if (!keys[i]) {
-            where_key(l, it, obj, k, pos, sizeof(pos));
+            if (key_pos(l, obj, k, pos, sizeof(pos)))
+                where_key(l, it, obj, k, pos, sizeof(pos));
             snprintf(field, sizeof(field), "%s%s%s", path, *path ? "." : "", k);
             return bad(err, pos, id, field, "Unknown field");
         }
@@ -305,10 +319,12 @@ static enum common_rc sim_annotations(const struct sim_loader *l, const struct i
             dst = arrival;
         else if (strcmp(k, SIM_RUN_TIME_ANNOTATION) == 0)
             dst = run;
-        else
+        else {
+            key_pos(l, ann, k, pos, sizeof(pos));
             return bad(err, pos, id, field,
                        "Unknown field: simulate reads " SIM_ARRIVAL_ANNOTATION
                        " and " SIM_RUN_TIME_ANNOTATION);
+        }
         if (!json_is_string(v))
             return bad(err, pos, id, field, "must be a string (annotation values are strings)");
         if (sim_parse_duration(json_string_value(v), dst, &e) != COMMON_OK)
@@ -316,6 +332,30 @@ static enum common_rc sim_annotations(const struct sim_loader *l, const struct i
         *any = 1;
     }
     return COMMON_OK;
+}
+
+/* Quantities written as YAML numbers (kubectl accepts `nvidia.com/gpu: 8`) become the strings
+ * the API server would return. */
+static int quantity_strings(json_t *map)
+{
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(map))
+        return 0;
+    json_object_foreach(map, k, v)
+    {
+        char buf[64];
+        if (json_is_integer(v))
+            snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v))
+            snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+        else
+            continue;
+        if (json_object_set_new(map, k, json_string(buf)))
+            return -1;
+    }
+    return 0;
 }
 
 /* ---- the cluster ---- */
@@ -358,8 +398,12 @@ static enum common_rc node_from_doc(struct sim_loader *l, const struct item *it,
     if (!json_object_get(status, "allocatable") && !json_object_get(status, "capacity"))
         return bad(err, pos, id, "status.allocatable",
                    "Required value: the resources pods may use (status.capacity serves too)");
-    if (!json_object_get(status, "allocatable")) { /* capacity stands for allocatable */
-        copy = json_deep_copy(doc);
+    copy = json_deep_copy(doc);
+    if (!copy ||
+        quantity_strings(json_object_get(json_object_get(copy, "status"), "allocatable")) ||
+        quantity_strings(json_object_get(json_object_get(copy, "status"), "capacity")))
+        rc = oom(err);
+    if (rc == COMMON_OK && !json_object_get(status, "allocatable")) { /* capacity stands in */
         if (!copy || json_object_set(json_object_get(copy, "status"), "allocatable",
                                      json_object_get(json_object_get(copy, "status"), "capacity")))
             rc = oom(err);
@@ -738,6 +782,8 @@ static int default_requests(json_t *pod)
             json_t *res = json_object_get(c, "resources");
             json_t *lim = json_object_get(res, "limits"), *req, *v;
             const char *k;
+            if (quantity_strings(lim) || quantity_strings(json_object_get(res, "requests")))
+                return -1;
             if (!json_is_object(lim) || !json_object_size(lim))
                 continue;
             req = json_object_get(res, "requests");
@@ -1088,13 +1134,27 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             continue;
         used[i] = 1;
         where(l, &l->pods.v[i], p, ppos, sizeof(ppos));
-        if ((rc = sim_annotations(l, &l->pods.v[i], p, "", &j->arrival_ms, &j->run_ms, &any, err)))
-            return rc;
-        if (any) {
+        {
+            int64_t parr = -1, prun = -1;
+            if ((rc = sim_annotations(l, &l->pods.v[i], p, "", &parr, &prun, &any, err)))
+                return rc;
             snprintf(id, sizeof(id), "Pod %s/%s", ns, str_at(p, "metadata", "name"));
-            return bad(err, ppos, id, "metadata.annotations",
-                       "Invalid: a pod of a PodGroup arrives and runs with its gang: put the "
-                       "trainsched.io/sim- annotations on the PodGroup");
+            if (prun >= 0)
+                return bad(err, ppos, id, "metadata.annotations[" SIM_RUN_TIME_ANNOTATION "]",
+                           "Invalid: the pods of a PodGroup run as long as the gang: put the run "
+                           "time on the PodGroup");
+            if (parr >= 0 && parr < j->arrival_ms)
+                return bad(err, ppos, id, "metadata.annotations[" SIM_ARRIVAL_ANNOTATION "]",
+                           "Invalid: a pod of a PodGroup cannot arrive before its PodGroup");
+            if (parr >= 0 || j->pod_arrival_ms) {
+                int64_t *v = common_arena_alloc(l->a, (j->n_pods + 1) * sizeof(*v));
+                if (!v)
+                    return oom(err);
+                for (size_t k = 0; k < j->n_pods; k++)
+                    v[k] = j->pod_arrival_ms ? j->pod_arrival_ms[k] : j->arrival_ms;
+                v[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
+                j->pod_arrival_ms = v;
+            }
         }
         if (!(copy = json_deep_copy(p)))
             return oom(err);

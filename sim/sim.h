@@ -70,6 +70,9 @@ struct sim_job {
     struct gang_podgroup pg;
     int gang; /* 1: a real gang (minMember > 0) */
     struct common_pod **pods;
+    /* when each pod is created: NULL = all at arrival_ms; else [n_pods], each >= arrival_ms
+     * (a PodGroup's pods may carry their own trainsched.io/sim-arrival: a pod created late) */
+    int64_t *pod_arrival_ms;
     size_t n_pods;
     int64_t gpus;     /* sum of the pods' GPU requests */
     int64_t pod_gpus; /* the smallest non-zero GPU request of a pod, 0 for CPU-only jobs */
