@@ -51,6 +51,11 @@ struct sjob {
     uint32_t failures;
     int64_t last_failure;
     uint32_t filters;
+    uint32_t held; /* pods holding a bind */
+    /* the books version and time at which a member's filter found no node (not a retry) */
+    uint64_t fail_version;
+    int64_t fail_at;
+    int failed;
 };
 
 struct ev {
@@ -91,7 +96,8 @@ struct engine {
     int64_t gpus_used;
     uint32_t waiting, running;
     size_t jobs_done;
-    int moved; /* capacity was freed at this instant */
+    int moved;              /* capacity was freed at this instant */
+    uint64_t books_version; /* bumped by every change to the core's books */
     struct sim_result *r;
     const struct sim_options *opts;
 };
@@ -229,6 +235,7 @@ static enum common_rc books_pod(struct engine *e, const struct spod *p, const ch
 
     cp.node_name = node ? node : "";
     cp.phase = phase;
+    e->books_version++;
     return gang_pod_upsert(e->s, &cp, err);
 }
 
@@ -261,6 +268,8 @@ static enum common_rc pod_bound(struct engine *e, struct spod *p, const char *no
                                 p->cp->namespace, p->cp->name, node);
     if ((rc = books_pod(e, p, node, "Running", err)) != COMMON_OK)
         return rc;
+    if (p->state == P_HELD)
+        sj->held--;
     p->state = P_RUNNING;
     p->gen++;
     e->gpus_used += p->gpus;
@@ -309,6 +318,8 @@ static enum common_rc run_tick(struct engine *e, int64_t now, struct common_erro
 
     if ((rc = gang_tick(e->s, now, &ans, &n, err)) != COMMON_OK)
         return rc;
+    if (n)
+        e->books_version++;
     e->r->events += n ? 1 : 0;
     for (size_t i = 0; i < n; i++) {
         struct spod *p = pod_by_uid(e, ans[i].uid);
@@ -326,10 +337,35 @@ static enum common_rc run_tick(struct engine *e, int64_t now, struct common_erro
             e->r->gang_failures++;
         }
         e->moved = 1; /* the reservation is dropped */
+        e->jobs[p->job].held--;
         if (books_pod(e, p, NULL, "Pending", err) != COMMON_OK || requeue_error(e, p, now))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
     return COMMON_OK;
+}
+
+/*
+ * answer_known - the filter of p would certainly find no node, so the call can be saved
+ * (kube-scheduler would make it; its answer and the pod's fate are the same):
+ * - a sibling's filter found no node at this instant and the books have not changed since (the
+ *   core is a deterministic function of its books, and a failed plan commits nothing);
+ * - or the job's pods are all pending and together request more GPUs than the cluster has
+ *   free (allocatable minus running pods; holds only lower it further): no plan can place
+ *   them, whatever the nodes. Only for jobs whose every pod counts (minMember = pods, or a
+ *   single pod), and only once the core has given a reason for the job.
+ */
+static int answer_known(const struct engine *e, const struct spod *p, int64_t now)
+{
+    const struct sjob *sj = &e->jobs[p->job];
+    const struct sim_job *j = &e->in->jobs[p->job];
+
+    if (!sj->failed)
+        return 0;
+    if (sj->fail_version == e->books_version && sj->fail_at == now)
+        return 1;
+    return !sj->pods_bound && !sj->held && sj->reason[0] &&
+           ((size_t)j->pg.min_member == j->n_pods || j->n_pods == 1) &&
+           j->gpus > e->r->gpus_total - e->gpus_used;
 }
 
 /* one scheduling cycle of pod p at now */
@@ -345,12 +381,23 @@ static enum common_rc schedule_one(struct engine *e, struct spod *p, int64_t now
     uint32_t idx = (uint32_t)(p - e->pods);
 
     p->attempts++;
-    e->r->filters++;
     e->r->events++;
-    e->jobs[p->job].filters++;
-    rc = gang_filter(e->s, p->cp, e->names, nn, now, e->verdicts, &fr, err);
-    if (rc != COMMON_OK)
-        return rc;
+    if (answer_known(e, p, now)) {
+        /* the core's answer is certain: unschedulable, for the reason it gave last */
+        memset(&fr, 0, sizeof(fr));
+        e->r->filters_saved++;
+    } else {
+        e->r->filters++;
+        e->jobs[p->job].filters++;
+        rc = gang_filter(e->s, p->cp, e->names, nn, now, e->verdicts, &fr, err);
+        if (rc != COMMON_OK)
+            return rc;
+        if (fr.n_ok == 0 && !fr.retry) {
+            e->jobs[p->job].failed = 1;
+            e->jobs[p->job].fail_version = e->books_version;
+            e->jobs[p->job].fail_at = now;
+        }
+    }
     if (fr.n_ok == 0) {
         job_reason(e, p, fr.reason);
         if (fr.retry)
@@ -381,12 +428,14 @@ static enum common_rc schedule_one(struct engine *e, struct spod *p, int64_t now
     }
     node = e->ok_names[best];
     e->r->binds++;
+    e->books_version++;
     rc = gang_bind(e->s, p->cp->namespace, p->cp->name, p->cp->uid, node, now, &br, err);
     if (rc != COMMON_OK)
         return rc;
     switch (br.action) {
     case GANG_BIND_HOLD:
         p->state = P_HELD;
+        e->jobs[p->job].held++;
         p->gen++;
         p->node = e->ok_idx[best];
         break;

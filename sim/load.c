@@ -1087,7 +1087,44 @@ out:
     return rc;
 }
 
+/* pods by PodGroup: (namespace, group label, input index), sorted, for a binary search */
+struct pod_key {
+    const char *ns, *group;
+    size_t idx;
+};
+
+static int pod_key_cmp(const void *a, const void *b)
+{
+    const struct pod_key *x = a, *y = b;
+    int c = strcmp(x->ns, y->ns);
+
+    if (!c)
+        c = strcmp(x->group, y->group);
+    if (!c)
+        c = x->idx < y->idx ? -1 : x->idx > y->idx;
+    return c;
+}
+
+static struct pod_key *pod_index(const struct sim_loader *l, size_t *n)
+{
+    struct pod_key *v = common_malloc((l->pods.n + 1) * sizeof(*v));
+
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < l->pods.n; i++) {
+        const json_t *p = l->pods.v[i].doc;
+        const char *g = str_at(json_object_get(p, "metadata"), "labels", GANG_POD_GROUP_LABEL);
+        const char *pns = str_at(p, "metadata", "namespace");
+        if (g)
+            v[(*n)++] = (struct pod_key){pns ? pns : "default", g, i};
+    }
+    qsort(v, *n, sizeof(*v), pod_key_cmp);
+    return v;
+}
+
 static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, size_t *used,
+                                   const struct pod_key *keys, size_t n_keys,
                                    struct common_error *err)
 {
     json_t *doc = (json_t *)it->doc;
@@ -1124,14 +1161,21 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     j->gang = j->pg.min_member > 0;
     if ((rc = sim_annotations(l, it, it->doc, id, &j->arrival_ms, &j->run_ms, &any, err)))
         return rc;
-    for (size_t i = 0; i < l->pods.n; i++) {
+    size_t lo = 0, hi = n_keys;
+    struct pod_key probe = {ns, name, 0};
+    while (lo < hi) { /* the first key of this PodGroup */
+        size_t mid = lo + (hi - lo) / 2;
+        if (pod_key_cmp(&keys[mid], &probe) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t q = lo; q < n_keys && !strcmp(keys[q].ns, ns) && !strcmp(keys[q].group, name);
+         q++) {
+        size_t i = keys[q].idx;
         const json_t *p = l->pods.v[i].doc;
-        const char *g = str_at(json_object_get(p, "metadata"), "labels", GANG_POD_GROUP_LABEL);
-        const char *pns = str_at(p, "metadata", "namespace");
         char ppos[600];
         json_t *copy;
-        if (!g || strcmp(g, name) != 0 || strcmp(pns ? pns : "default", ns) != 0)
-            continue;
         used[i] = 1;
         where(l, &l->pods.v[i], p, ppos, sizeof(ppos));
         {
@@ -1242,8 +1286,17 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
     if (!used)
         return oom(err);
     memset(used, 0, (l->pods.n + 1) * sizeof(*used));
-    for (size_t i = 0; i < l->podgroups.n && rc == COMMON_OK; i++)
-        rc = podgroup_job(l, &l->podgroups.v[i], used, err);
+    {
+        size_t n_keys;
+        struct pod_key *keys = pod_index(l, &n_keys);
+        if (!keys) {
+            common_free(used);
+            return oom(err);
+        }
+        for (size_t i = 0; i < l->podgroups.n && rc == COMMON_OK; i++)
+            rc = podgroup_job(l, &l->podgroups.v[i], used, keys, n_keys, err);
+        common_free(keys);
+    }
     for (size_t i = 0; i < l->pods.n && rc == COMMON_OK; i++)
         if (!used[i])
             rc = pod_job(l, &l->pods.v[i], err);

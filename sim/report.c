@@ -261,8 +261,15 @@ static void xml(FILE *out, const char *s)
 
 static void colour(size_t job, char *buf, size_t n)
 {
-    snprintf(buf, n, "hsl(%u,%u%%,%u%%)", (unsigned)((job * 137u) % 360u),
-             60u + (unsigned)(job % 3) * 12u, 45u + (unsigned)(job % 4) * 7u);
+    /* twelve distinct colours (Tableau 10 and two more), then hues around the wheel */
+    static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                          "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                          "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"};
+    if (job < sizeof(palette) / sizeof(palette[0]))
+        snprintf(buf, n, "%s", palette[job]);
+    else
+        snprintf(buf, n, "hsl(%u,%u%%,%u%%)", (unsigned)((job * 137u) % 360u),
+                 55u + (unsigned)(job % 3) * 12u, 45u + (unsigned)(job % 4) * 7u);
 }
 
 int sim_report_svg(const struct sim_input *in, const struct sim_result *r, FILE *out)
@@ -353,6 +360,9 @@ int sim_report_svg(const struct sim_input *in, const struct sim_result *r, FILE 
         fprintf(out, "%.1f,%.1f %.1f,%.1f ", x0, y, x1, y);
     }
     fprintf(out, "%.1f,%.1f\"/>\n", left + plot_w, util_top + util_h);
+    fprintf(out, "<text x=\"%.0f\" y=\"%.1f\">%lld</text>\n<text x=\"%.0f\" y=\"%.1f\">0</text>\n",
+            left + plot_w + 4, util_top + 9, (long long)r->gpus_total, left + plot_w + 4,
+            util_top + util_h);
     /* legend */
     for (size_t j = 0; j < legend; j++) {
         double x = left + (double)(j % 3) * 300, y = legend_top + (double)(j / 3) * 18;

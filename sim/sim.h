@@ -190,9 +190,10 @@ struct sim_result {
     size_t n_intervals;
     int64_t end_ms; /* when the last thing happened */
     int64_t gpus_total;
-    uint64_t events;  /* arrivals, filter/bind cycles, completions and timer ticks */
-    uint64_t filters; /* gang_filter calls */
-    uint64_t binds;   /* gang_bind calls */
+    uint64_t events;        /* arrivals, filter/bind cycles, completions and timer ticks */
+    uint64_t filters;       /* gang_filter calls */
+    uint64_t filters_saved; /* filters whose answer was certain (sim/engine.c answer_known) */
+    uint64_t binds;         /* gang_bind calls */
     uint64_t gang_failures;
     /* time-weighted over [0, end_ms] */
     double util_avg;       /* GPUs used / GPUs total */
