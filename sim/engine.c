@@ -382,7 +382,7 @@ static enum common_rc schedule_one(struct engine *e, struct spod *p, int64_t now
 
     p->attempts++;
     e->r->events++;
-    if (answer_known(e, p, now)) {
+    if (!e->opts->call_every_filter && answer_known(e, p, now)) {
         /* the core's answer is certain: unschedulable, for the reason it gave last */
         memset(&fr, 0, sizeof(fr));
         e->r->filters_saved++;

@@ -113,7 +113,7 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
             json_pack("{s:I, s:I, s:s, s:O}", "nodes", (json_int_t)in->n_nodes, "gpus",
                       (json_int_t)r->gpus_total, "gpuResource", in->gpu_resource, "levels", lv);
         json_t *s2 = json_pack(
-            "{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:O, s:I, s:I, s:I, s:I, s:I}",
+            "{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:O, s:I, s:I, s:I, s:I, s:I, s:I}",
             "end", secs(r->end_ms), "gpuUtilisation", round4(r->util_avg),
             "gpuHoursIdleWhileWaiting", round4(r->gpu_hours_idle), "gpuHoursFragmented",
             round4(r->gpu_hours_frag), "waitAverage", secs((int64_t)(r->wait_avg_ms + 0.5)),
@@ -121,8 +121,8 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
             (json_int_t)counts[1], "jobsWaiting", (json_int_t)counts[2], "jobsNeverFit",
             (json_int_t)counts[3], "jobsInOneDomain", one, "multiPodJobs",
             (json_int_t)r->multi_pod_jobs, "events", (json_int_t)r->events, "filters",
-            (json_int_t)r->filters, "binds", (json_int_t)r->binds, "gangFailures",
-            (json_int_t)r->gang_failures);
+            (json_int_t)r->filters, "filtersSaved", (json_int_t)r->filters_saved, "binds",
+            (json_int_t)r->binds, "gangFailures", (json_int_t)r->gang_failures);
         bad |= !cl || !s2 || json_object_set_new(root, "cluster", cl) ||
                json_object_set_new(root, "summary", s2);
         bad |= json_object_set(root, "jobs", jobs) || json_object_set(root, "timeline", tl);

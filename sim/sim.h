@@ -212,6 +212,9 @@ struct sim_options {
      * may be NULL */
     void (*progress)(void *ctx, int64_t now, size_t done, size_t total);
     void *progress_ctx;
+    /* 1: call the core for every filter, never reuse an answer known in advance (see
+     * filters_saved); the placements are the same, only slower. For tests. */
+    int call_every_filter;
 };
 
 /*

@@ -137,6 +137,20 @@ static void check_fields(const char *where, json_t *want, json_t *got)
     }
 }
 
+/* jobs in a and b start, end and run on the same nodes */
+static void same_placements(const char *what, json_t *a, json_t *b)
+{
+    static const char *const keys[] = {"name", "start", "end", "nodes", "state", NULL};
+    json_t *ja = json_object_get(a, "jobs"), *jb = json_object_get(b, "jobs");
+
+    ck_assert_uint_eq(json_array_size(ja), json_array_size(jb));
+    for (size_t i = 0; i < json_array_size(ja); i++)
+        for (int k = 0; keys[k]; k++)
+            ck_assert_msg(json_equal(json_object_get(json_array_get(ja, i), keys[k]),
+                                     json_object_get(json_array_get(jb, i), keys[k])),
+                          "%s: job %zu: %s differs when every filter is called", what, i, keys[k]);
+}
+
 /* ---- fixtures ---- */
 
 START_TEST(fixtures)
@@ -176,6 +190,17 @@ START_TEST(fixtures)
         first = simulate_json(&x, &opts, &report);
         second = simulate_json(&x, &opts, NULL);
         ck_assert_msg(strcmp(first, second) == 0, "%s: two runs differ", de->d_name);
+        {
+            /* the saved filter calls change no placement */
+            json_t *every;
+            char *third;
+            opts.call_every_filter = 1;
+            third = simulate_json(&x, &opts, &every);
+            same_placements(de->d_name, report, every);
+            opts.call_every_filter = 0;
+            free(third);
+            json_decref(every);
+        }
         json_object_foreach(json_object_get(want, "jobs"), k, v)
         {
             json_t *got = job_named(report, k);
@@ -196,6 +221,85 @@ START_TEST(fixtures)
     }
     closedir(d);
     ck_assert_int_ge(cases, 4);
+}
+END_TEST
+
+/* A busy random trace (gangs of 1-8 pods, 2-8 GPUs, some plain pods, arrivals faster than the
+ * cluster drains) gives the same placements with and without the saved filter calls. */
+START_TEST(saved_filters_change_no_placement_on_a_busy_trace)
+{
+    uint64_t r = 12345;
+    struct common_buf b;
+    struct common_yaml_docs cf, jf;
+    struct common_error e;
+    struct common_arena *a = common_arena_create(0);
+    struct sim_loader *l = sim_loader_create(a, NULL);
+    struct sim_input in;
+    struct sim_options opts;
+    json_t *x, *y;
+    char *sx, *sy;
+    static const char cluster[] = "apiVersion: trainsched.io/v1alpha1\nkind: SimCluster\n"
+                                  "metadata: {name: gpu}\n"
+                                  "spec: {blocks: 2, racksPerBlock: 3, nodesPerRack: 4}\n";
+
+    common_buf_init(&b, (size_t)1 << 26);
+    for (int i = 0; i < 150; i++) {
+        int pods, gpus, plain;
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        pods = 1 + (int)(r % 8);
+        gpus = 2 << (int)((r >> 8) % 3);
+        plain = (r >> 16) % 5 == 0;
+        if (!plain)
+            common_buf_printf(&b, NULL,
+                              "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                              "metadata: {name: g%d, namespace: ml, annotations: "
+                              "{trainsched.io/sim-arrival: %ds, trainsched.io/sim-run-time: "
+                              "%dm}}\nspec: {minMember: %d}\n",
+                              i, i * 40, 20 + (int)((r >> 24) % 100), pods);
+        common_buf_printf(&b, NULL, "---\napiVersion: v1\nkind: List\nitems:\n");
+        for (int k = 0; k < (plain ? 1 : pods); k++) {
+            char meta[160];
+            if (plain)
+                snprintf(meta, sizeof(meta), "annotations: {trainsched.io/sim-run-time: 45m}");
+            else
+                snprintf(meta, sizeof(meta), "labels: {scheduling.x-k8s.io/pod-group: g%d}", i);
+            common_buf_printf(&b, NULL,
+                              "- {apiVersion: v1, kind: Pod, metadata: {name: g%d-%d, namespace: "
+                              "ml, %s}, spec: {containers: [{name: c, resources: {limits: "
+                              "{nvidia.com/gpu: %d}}}]}}\n",
+                              i, k, meta, gpus);
+        }
+    }
+    ck_assert(common_yaml_load(cluster, strlen(cluster), "cluster", NULL, &cf, &e) == COMMON_OK);
+    ck_assert_msg(common_yaml_load(b.data, b.len, "trace", NULL, &jf, &e) == COMMON_OK, "%s",
+                  e.msg);
+    ck_assert(sim_load_cluster(l, &cf, &e) == COMMON_OK);
+    ck_assert_msg(sim_load_jobs(l, &jf, &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(sim_loader_finish(l, &in, &e) == COMMON_OK, "%s", e.msg);
+    memset(&opts, 0, sizeof(opts));
+    {
+        struct loaded lx = {.in = in};
+        lx.a = a;
+        sx = simulate_json(&lx, &opts, &x);
+        opts.call_every_filter = 1;
+        sy = simulate_json(&lx, &opts, &y);
+    }
+    same_placements("busy trace", x, y);
+    ck_assert_int_gt(
+        json_integer_value(json_object_get(json_object_get(x, "summary"), "filtersSaved")), 0);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(y, "summary"), "filtersSaved")), 0);
+    ck_assert_int_gt(
+        json_integer_value(json_object_get(json_object_get(x, "summary"), "jobsCompleted")), 100);
+    free(sx);
+    free(sy);
+    json_decref(x);
+    json_decref(y);
+    sim_loader_destroy(l);
+    common_yaml_docs_free(&cf);
+    common_yaml_docs_free(&jf);
+    common_buf_free(&b);
+    common_arena_destroy(a);
 }
 END_TEST
 
@@ -579,6 +683,7 @@ int main(void)
     tcase_add_test(tc, durations);
     tcase_add_test(tc, fixtures);
     tcase_add_test(tc, extender_verbs_decide_the_same_placements);
+    tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
     tcase_add_test(tc, binary_is_deterministic);
