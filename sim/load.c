@@ -925,7 +925,30 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
     json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs"), *rj;
     size_t i;
     enum common_rc rc;
+    double total = 0;
 
+    /* count first: a TrainJob asking for millions of nodes is refused before any pod is made */
+    json_array_foreach(rjobs, i, rj)
+    {
+        json_t *jspec = json_object_get(json_object_get(rj, "template"), "spec");
+        json_t *rep = json_object_get(rj, "replicas"), *par = json_object_get(jspec, "parallelism");
+        json_t *comp = json_object_get(jspec, "completions");
+        double p = par ? (double)json_integer_value(par) : 1;
+        if (comp && (double)json_integer_value(comp) < p)
+            p = (double)json_integer_value(comp);
+        total += (rep ? (double)json_integer_value(rep) : 1) * (p > 0 ? p : 0);
+    }
+    char id[400];
+    snprintf(id, sizeof(id), "TrainJob %s", j->name);
+    if (total + (double)l->n_all_pods > SIM_MAX_PODS) {
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "Invalid: its JobSet makes %.0f pods; simulate takes at most %d pods in all",
+                 total, SIM_MAX_PODS);
+        return bad(err, pos, id, "spec.trainer.numNodes", what);
+    }
+    if (total < 1)
+        return bad(err, pos, id, "", "Invalid: its JobSet makes no pods");
     json_array_foreach(rjobs, i, rj)
     {
         const char *rname = json_string_value(json_object_get(rj, "name"));

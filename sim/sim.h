@@ -49,7 +49,7 @@
 #define SIM_DEFAULT_RUN_MS (3600 * 1000LL)
 /* Cluster size limits: Kubernetes is tested to 5,000 nodes; past SIM_MAX_NODES is refused. */
 #define SIM_MAX_NODES 20000
-#define SIM_MAX_PODS 1000000
+#define SIM_MAX_PODS 500000
 /* Time limit of a simulation: arrivals and run times past it are refused (ten years). */
 #define SIM_MAX_TIME_MS (10LL * 365 * 24 * 3600 * 1000)
 
