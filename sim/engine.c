@@ -46,7 +46,7 @@ struct spod {
 struct sjob {
     uint32_t pods_bound, pods_done;
     int64_t start, end;
-    int started, waiting;
+    int started, waiting, ended;
     char reason[GANG_REASON_MAX];
     uint32_t failures;
     int64_t last_failure;
@@ -277,10 +277,16 @@ static enum common_rc pod_bound(struct engine *e, struct spod *p, const char *no
     if (interval_open(e, p, now) ||
         ev_push(e, now + j->run_ms, EV_DONE, (uint32_t)(p - e->pods), p->gen))
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    if (++sj->pods_bound == j->n_pods) {
+    /* a gang runs once minMember pods are bound (members beyond it may come later, as capacity
+     * frees); a job without a gang once all its pods are */
+    if (++sj->pods_bound ==
+        (j->gang && (size_t)j->pg.min_member < j->n_pods ? (size_t)j->pg.min_member : j->n_pods)) {
         sj->started = 1;
         sj->start = now;
         e->waiting--;
+        e->running++;
+    } else if (sj->ended) { /* a late member starts after the others ended */
+        sj->ended = 0;
         e->running++;
     }
     return COMMON_OK;
@@ -637,10 +643,13 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
         e->node_gpu_free[p->node] += (int32_t)p->gpus;
         e->iv[p->interval].end = now;
         e->moved = 1;
-        if (++sj->pods_done == e->in->jobs[p->job].n_pods) {
+        if (++sj->pods_done == sj->pods_bound && sj->started) { /* all that ran have ended */
             sj->end = now;
-            sj->waiting = 0;
+            sj->ended = 1;
             e->running--;
+        }
+        if (sj->pods_done == e->in->jobs[p->job].n_pods) {
+            sj->waiting = 0;
             e->jobs_done++;
         }
         return COMMON_OK;
@@ -788,7 +797,9 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
         size_t nn = 0;
 
         jr->start_ms = sj->started ? sj->start : -1;
-        jr->end_ms = sj->started && sj->pods_done == job->n_pods ? sj->end : -1;
+        /* ended: every pod that ran has finished (members beyond minMember that never found
+         * room are not waited for: the reason says why they waited) */
+        jr->end_ms = sj->started && sj->ended ? sj->end : -1;
         jr->wait_ms = (sj->started ? sj->start : end) - job->arrival_ms;
         if (jr->wait_ms < 0)
             jr->wait_ms = 0;
