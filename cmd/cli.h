@@ -13,6 +13,9 @@
 /* trainsched render: TrainJobs -> the objects the reconciler would create (a v1 List). */
 int cmd_render(int argc, char **argv, FILE *out, FILE *err);
 
+/* trainsched simulate: what-if placement of training jobs over simulated time, no cluster. */
+int cmd_simulate(int argc, char **argv, FILE *out, FILE *err);
+
 /* trainsched certs: a CA and a serving certificate for the webhook/extender Service. */
 int cmd_certs(int argc, char **argv, FILE *out, FILE *err);
 

@@ -16,6 +16,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"certs", cmd_certs, "write a CA and a serving certificate for the webhook and extender"},
     {"render", cmd_render, "print what a TrainJob becomes (JobSet, PodGroup, ...), no cluster"},
+    {"simulate", cmd_simulate, "place training jobs on a simulated cluster over time, no cluster"},
     {"serve", cmd_serve, "run the daemon: reconciler, admission webhook, scheduler extender"},
     {"version", cmd_version, "print the version"},
 };

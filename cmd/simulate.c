@@ -1,0 +1,287 @@
+/*
+ * cmd/simulate.c - `trainsched simulate`: place training jobs on a simulated cluster over
+ * simulated time with the extender's decision cores, and report placements, waits and
+ * utilisation. Glue only: reading files (common/yaml), the clock for progress lines, writing
+ * the report; loading, the simulation and the reports are sim/'s.
+ */
+#include <getopt.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd/cli.h"
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/yaml.h"
+#include "sim/sim.h"
+
+#define MAX_FILES 256
+
+static const char usage[] =
+    "Usage: trainsched simulate -f FILE [-f FILE]... [--cluster FILE]... [-o text|json|yaml]\n"
+    "                           [--svg FILE] [--until DURATION] [--bind-timeout DURATION]\n"
+    "                           [--gpu-resource NAME]\n"
+    "\n"
+    "Place the jobs in FILE on a simulated cluster over simulated time, with the same gang\n"
+    "core the scheduler extender runs (whole-gang planning, holds, timeouts, backoff), and\n"
+    "print each job's placement, wait and waiting reason, and the cluster's GPU utilisation,\n"
+    "idle GPUs while jobs waited and fragmentation. No cluster is needed.\n"
+    "\n"
+    "Jobs: TrainJobs (rendered as `trainsched render` does, with their runtimes or the\n"
+    "built-in ones), coscheduling PodGroups with their Pods, or Pods. Annotations\n"
+    "trainsched.io/sim-arrival and trainsched.io/sim-run-time (durations such as 90s or 2h;\n"
+    "defaults 0s and 1h) set when a job arrives and how long its pods run.\n"
+    "Cluster: Node objects, or a SimCluster (blocks x racks x nodes); without --cluster,\n"
+    "2 blocks x 4 racks x 4 nodes of 8 GPUs, 96 CPUs and 1 TiB memory.\n"
+    "\n"
+    "Options:\n"
+    "  -f, --filename FILE       jobs (\"-\" reads standard input); repeatable, required\n"
+    "      --cluster FILE        the cluster; repeatable (the nodes add up)\n"
+    "  -o, --output FORMAT       text (default), json or yaml\n"
+    "      --svg FILE            also write a timeline (nodes x time, jobs coloured) as SVG\n"
+    "      --until DURATION      stop at this simulated time (default: when nothing changes)\n"
+    "      --bind-timeout DUR    the bind extender's httpTimeout (default 630s, as shipped)\n"
+    "      --gpu-resource NAME   the GPU resource name (default nvidia.com/gpu)\n"
+    "  -h, --help                this help\n"
+    "\n"
+    "Exit status: 0 simulated; 2 bad usage or invalid input (the message names the file,\n"
+    "line:column and field); 1 internal error. docs/simulate.md explains the model.\n";
+
+struct progress {
+    FILE *err;
+    struct timespec start, last;
+    int shown;
+};
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* a line on stderr at most once a second, once the run has taken 2 s */
+static void progress_cb(void *ctx, int64_t now, size_t done, size_t total)
+{
+    struct progress *p = ctx;
+    struct timespec t;
+    char d[32];
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (since(&p->start, &t) < 2.0 || (p->shown && since(&p->last, &t) < 1.0))
+        return;
+    p->last = t;
+    p->shown = 1;
+    fprintf(p->err, "simulate: simulated %s, %zu of %zu jobs finished, %.0f s\n",
+            sim_format_duration(now, d, sizeof(d)), done, total, since(&p->start, &t));
+}
+
+static int load_file(struct common_yaml_docs *f, const char *path, FILE *err)
+{
+    struct common_error e;
+
+    memset(f, 0, sizeof(*f));
+    if (common_yaml_load_file(path, NULL, f, &e)) {
+        fprintf(err, "error: %s\n", e.msg);
+        return e.code == COMMON_ENOMEM ? 1 : 2;
+    }
+    return 0;
+}
+
+static int status_of(enum common_rc rc)
+{
+    return rc == COMMON_ENOMEM || rc == COMMON_EIO ? 1 : 2;
+}
+
+static int write_output(const struct sim_input *in, const struct sim_result *r, const char *format,
+                        FILE *out, FILE *err)
+{
+    json_t *j;
+    struct common_buf b;
+    struct common_error e;
+    int status = 0;
+
+    if (strcmp(format, "text") == 0)
+        return sim_report_text(in, r, out) ? 1 : 0;
+    if (!(j = sim_report_json(in, r))) {
+        fprintf(err, "error: out of memory\n");
+        return 1;
+    }
+    if (strcmp(format, "json") == 0) {
+        if (json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF)
+            status = 1;
+    } else {
+        common_buf_init(&b, (size_t)1 << 31);
+        if (common_yaml_emit(j, &b, &e)) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = 1;
+        } else if (fwrite(b.data, 1, b.len, out) != b.len)
+            status = 1;
+        common_buf_free(&b);
+    }
+    json_decref(j);
+    return status;
+}
+
+int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
+{
+    static const struct option longopts[] = {{"filename", required_argument, NULL, 'f'},
+                                             {"cluster", required_argument, NULL, 'c'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"svg", required_argument, NULL, 's'},
+                                             {"until", required_argument, NULL, 'u'},
+                                             {"bind-timeout", required_argument, NULL, 'b'},
+                                             {"gpu-resource", required_argument, NULL, 'g'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *files[MAX_FILES], *clusters[MAX_FILES];
+    size_t nf = 0, nc = 0, nloaded = 0;
+    const char *format = "text", *svg = NULL, *gpu = NULL;
+    int64_t until = 0, bind_timeout = -1;
+    struct common_yaml_docs *loaded = NULL;
+    struct common_arena *a = NULL;
+    struct sim_loader *l = NULL;
+    struct sim_input in;
+    struct sim_result res;
+    struct sim_options opts;
+    struct progress prog;
+    struct common_error e;
+    enum common_rc rc;
+    int opt, status = 0;
+
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'f':
+        case 'c':
+            if ((opt == 'f' ? nf : nc) >= MAX_FILES) {
+                fprintf(err, "error: more than %d %s files\n", MAX_FILES,
+                        opt == 'f' ? "job" : "cluster");
+                return 2;
+            }
+            if (opt == 'f')
+                files[nf++] = optarg;
+            else
+                clusters[nc++] = optarg;
+            break;
+        case 'o':
+            format = optarg;
+            if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "yaml")) {
+                fprintf(err, "error: -o: unknown format \"%s\": use text, json or yaml\n", format);
+                return 2;
+            }
+            break;
+        case 's':
+            svg = optarg;
+            break;
+        case 'g':
+            gpu = optarg;
+            break;
+        case 'u':
+        case 'b':
+            if (sim_parse_duration(optarg, opt == 'u' ? &until : &bind_timeout, &e)) {
+                fprintf(err, "error: --%s: %s\n", opt == 'u' ? "until" : "bind-timeout", e.msg);
+                return 2;
+            }
+            break;
+        case 'h':
+            fputs(usage, out);
+            return 0;
+        case ':':
+            fprintf(err, "error: %s needs a value\n\n%s", argv[optind - 1], usage);
+            return 2;
+        default:
+            fprintf(err, "error: unknown option %s\n\n%s", argv[optind - 1], usage);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err, "error: unexpected argument \"%s\" (give job files with -f)\n\n%s",
+                argv[optind], usage);
+        return 2;
+    }
+    if (!nf) {
+        fprintf(err, "error: no job files: give at least one -f FILE\n\n%s", usage);
+        return 2;
+    }
+    loaded = common_malloc((nf + nc + 1) * sizeof(*loaded));
+    a = common_arena_create(0);
+    l = a ? sim_loader_create(a, gpu) : NULL;
+    if (!loaded || !l) {
+        fprintf(err, "error: out of memory\n");
+        status = 1;
+        goto out;
+    }
+    if (!nc) {
+        memset(&loaded[0], 0, sizeof(loaded[0]));
+        nloaded = 1;
+        if (common_yaml_load(sim_default_cluster_yaml, strlen(sim_default_cluster_yaml),
+                             "builtin:default-cluster", NULL, &loaded[0], &e) ||
+            sim_load_cluster(l, &loaded[0], &e)) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = 1;
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < nc; i++) {
+        if ((status = load_file(&loaded[nloaded++], clusters[i], err)))
+            goto out;
+        if ((rc = sim_load_cluster(l, &loaded[nloaded - 1], &e))) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = status_of(rc);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < nf; i++) {
+        if ((status = load_file(&loaded[nloaded++], files[i], err)))
+            goto out;
+        if ((rc = sim_load_jobs(l, &loaded[nloaded - 1], &e))) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = status_of(rc);
+            goto out;
+        }
+    }
+    if ((rc = sim_loader_finish(l, &in, &e))) {
+        fprintf(err, "error: %s\n", e.msg);
+        status = status_of(rc);
+        goto out;
+    }
+    if (bind_timeout >= 0)
+        in.gang.bind_http_timeout_ms = bind_timeout;
+    memset(&prog, 0, sizeof(prog));
+    prog.err = err;
+    clock_gettime(CLOCK_MONOTONIC, &prog.start);
+    memset(&opts, 0, sizeof(opts));
+    opts.until_ms = until;
+    opts.progress = progress_cb;
+    opts.progress_ctx = &prog;
+    if ((rc = sim_run(&in, &opts, a, &res, &e))) {
+        fprintf(err, "error: %s\n", e.msg);
+        status = status_of(rc);
+        goto out;
+    }
+    if (svg) {
+        FILE *f = fopen(svg, "w");
+        if (!f) {
+            fprintf(err, "error: --svg %s: cannot create the file\n", svg);
+            status = 1;
+            goto out;
+        }
+        if (sim_report_svg(&in, &res, f) | fclose(f)) {
+            fprintf(err, "error: --svg %s: write failed\n", svg);
+            status = 1;
+            goto out;
+        }
+    }
+    status = write_output(&in, &res, format, out, err);
+    if (status == 0 && fflush(out)) {
+        fprintf(err, "error: writing the report failed\n");
+        status = 1;
+    }
+out:
+    sim_loader_destroy(l);
+    for (size_t i = 0; loaded && i < nloaded; i++)
+        common_yaml_docs_free(&loaded[i]);
+    common_free(loaded);
+    common_arena_destroy(a);
+    return status;
+}

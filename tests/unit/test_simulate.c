@@ -1,0 +1,692 @@
+/*
+ * tests/unit/test_simulate.c - `trainsched simulate` (sim/ and cmd/simulate.c).
+ *
+ * Parts:
+ *  - fixtures: every folder under tests/fixtures/simulate/ (README.md there gives the format):
+ *    the cluster and jobs are loaded with sim/'s loader, simulated twice (the two JSON reports
+ *    must be byte-identical: deterministic), and the report is compared with expect.yaml;
+ *  - the extender's verbs: the placements the simulator makes at time 0 for a trace equal what
+ *    the gang core decides when the same pods go through the extender's wire codec
+ *    (ExtenderArgs decoded by extender_decode_args, gang_filter, extender_filter_answer,
+ *    ExtenderBindingArgs decoded by extender_decode_bind_args, gang_bind), as the extender
+ *    serves them;
+ *  - bad input: every folder under tests/fixtures/simulate-bad/ runs `simulate` in-process and
+ *    must exit 2 with one "error: " line naming what expect.yaml says, nothing on stdout;
+ *  - the command line: the built-in cluster with an example, -o json/yaml/text, --svg, --help,
+ *    bad usage, and the real binary's exit status and byte-identical output on two runs.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/yaml.h"
+#include "extender/answer.h"
+#include "extender/codec.h"
+#include "sim/sim.h"
+#include "sim/sim_int.h"
+#include "testutil.h"
+
+/* ---- helpers ---- */
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+struct loaded {
+    struct common_arena *a;
+    struct sim_loader *l;
+    struct common_yaml_docs files[3];
+    size_t n;
+    struct sim_input in;
+};
+
+static void loaded_free(struct loaded *x)
+{
+    sim_loader_destroy(x->l);
+    for (size_t i = 0; i < x->n; i++)
+        common_yaml_docs_free(&x->files[i]);
+    common_arena_destroy(x->a);
+}
+
+/* load dir/cluster.yaml (or the built-in cluster) and dir/jobs.yaml */
+static void load_case(const char *dir, struct loaded *x)
+{
+    char p[2048];
+    struct common_error e;
+
+    memset(x, 0, sizeof(*x));
+    x->a = common_arena_create(0);
+    x->l = sim_loader_create(x->a, NULL);
+    ck_assert_ptr_nonnull(x->l);
+    snprintf(p, sizeof(p), "%s/cluster.yaml", dir);
+    if (exists(p))
+        ck_assert_msg(common_yaml_load_file(p, NULL, &x->files[x->n++], &e) == COMMON_OK, "%s",
+                      e.msg);
+    else
+        ck_assert(common_yaml_load(sim_default_cluster_yaml, strlen(sim_default_cluster_yaml),
+                                   "builtin", NULL, &x->files[x->n++], &e) == COMMON_OK);
+    ck_assert_msg(sim_load_cluster(x->l, &x->files[0], &e) == COMMON_OK, "%s", e.msg);
+    snprintf(p, sizeof(p), "%s/jobs.yaml", dir);
+    ck_assert_msg(common_yaml_load_file(p, NULL, &x->files[x->n++], &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(sim_load_jobs(x->l, &x->files[1], &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(sim_loader_finish(x->l, &x->in, &e) == COMMON_OK, "%s", e.msg);
+}
+
+/* one simulation as JSON text (malloc'd) and object (new reference) */
+static char *simulate_json(struct loaded *x, const struct sim_options *opts, json_t **obj)
+{
+    struct sim_result r;
+    struct common_error e;
+    json_t *j;
+    char *s;
+
+    ck_assert_msg(sim_run(&x->in, opts, x->a, &r, &e) == COMMON_OK, "%s", e.msg);
+    j = sim_report_json(&x->in, &r);
+    ck_assert_ptr_nonnull(j);
+    s = json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1));
+    ck_assert_ptr_nonnull(s);
+    if (obj)
+        *obj = j;
+    else
+        json_decref(j);
+    return s;
+}
+
+static json_t *job_named(json_t *report, const char *name)
+{
+    size_t i;
+    json_t *j;
+
+    json_array_foreach(json_object_get(report, "jobs"), i, j)
+    {
+        if (strcmp(json_string_value(json_object_get(j, "name")), name) == 0)
+            return j;
+    }
+    return NULL;
+}
+
+/* every key of want equals got's (reason: a substring) */
+static void check_fields(const char *where, json_t *want, json_t *got)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(want, k, v)
+    {
+        json_t *g = json_object_get(got, k);
+        char *ws = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *gs = g ? json_dumps(g, JSON_ENCODE_ANY | JSON_COMPACT) : strdup("(absent)");
+        if (strcmp(k, "reason") == 0)
+            ck_assert_msg(g && strstr(json_string_value(g), json_string_value(v)),
+                          "%s: reason %s lacks %s", where, gs, ws);
+        else if (json_is_number(v) && json_is_number(g))
+            ck_assert_msg(json_number_value(v) == json_number_value(g), "%s: %s is %s, want %s",
+                          where, k, gs, ws);
+        else
+            ck_assert_msg(g && json_equal(v, g), "%s: %s is %s, want %s", where, k, gs, ws);
+        free(ws);
+        free(gs);
+    }
+}
+
+/* jobs in a and b start, end and run on the same nodes */
+static void same_placements(const char *what, json_t *a, json_t *b)
+{
+    static const char *const keys[] = {"name", "start", "end", "nodes", "state", NULL};
+    json_t *ja = json_object_get(a, "jobs"), *jb = json_object_get(b, "jobs");
+
+    ck_assert_uint_eq(json_array_size(ja), json_array_size(jb));
+    for (size_t i = 0; i < json_array_size(ja); i++)
+        for (int k = 0; keys[k]; k++)
+            ck_assert_msg(json_equal(json_object_get(json_array_get(ja, i), keys[k]),
+                                     json_object_get(json_array_get(jb, i), keys[k])),
+                          "%s: job %zu: %s differs when every filter is called", what, i, keys[k]);
+}
+
+/* ---- fixtures ---- */
+
+START_TEST(fixtures)
+{
+    const char *root = testutil_path("simulate");
+    DIR *d = opendir(root);
+    struct dirent *de;
+    int cases = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d))) {
+        char dir[2048], p[2100];
+        struct loaded x;
+        struct common_yaml_docs ex;
+        struct common_error e;
+        struct sim_options opts;
+        json_t *report, *want, *o, *v;
+        char *first, *second;
+        const char *k;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
+        snprintf(p, sizeof(p), "%s/expect.yaml", dir);
+        if (!exists(p))
+            continue;
+        cases++;
+        ck_assert_msg(common_yaml_load_file(p, NULL, &ex, &e) == COMMON_OK, "%s", e.msg);
+        want = ex.docs[0];
+        ck_assert_msg(json_is_string(json_object_get(want, "rule")), "%s: no rule", de->d_name);
+        load_case(dir, &x);
+        memset(&opts, 0, sizeof(opts));
+        o = json_object_get(want, "options");
+        if (json_object_get(o, "until"))
+            ck_assert(sim_parse_duration(json_string_value(json_object_get(o, "until")),
+                                         &opts.until_ms, &e) == COMMON_OK);
+        first = simulate_json(&x, &opts, &report);
+        second = simulate_json(&x, &opts, NULL);
+        ck_assert_msg(strcmp(first, second) == 0, "%s: two runs differ", de->d_name);
+        {
+            /* the saved filter calls change no placement */
+            json_t *every;
+            char *third;
+            opts.call_every_filter = 1;
+            third = simulate_json(&x, &opts, &every);
+            same_placements(de->d_name, report, every);
+            opts.call_every_filter = 0;
+            free(third);
+            json_decref(every);
+        }
+        json_object_foreach(json_object_get(want, "jobs"), k, v)
+        {
+            json_t *got = job_named(report, k);
+            char where[600];
+            snprintf(where, sizeof(where), "%s: job %s", de->d_name, k);
+            ck_assert_msg(got != NULL, "%s: missing", where);
+            check_fields(where, v, got);
+        }
+        check_fields(de->d_name,
+                     json_object_get(want, "summary") ? json_object_get(want, "summary")
+                                                      : json_object(),
+                     json_object_get(report, "summary"));
+        free(first);
+        free(second);
+        json_decref(report);
+        common_yaml_docs_free(&ex);
+        loaded_free(&x);
+    }
+    closedir(d);
+    ck_assert_int_ge(cases, 4);
+}
+END_TEST
+
+/* A busy random trace (gangs of 1-8 pods, 2-8 GPUs, some plain pods, arrivals faster than the
+ * cluster drains) gives the same placements with and without the saved filter calls. */
+START_TEST(saved_filters_change_no_placement_on_a_busy_trace)
+{
+    uint64_t r = 12345;
+    struct common_buf b;
+    struct common_yaml_docs cf, jf;
+    struct common_error e;
+    struct common_arena *a = common_arena_create(0);
+    struct sim_loader *l = sim_loader_create(a, NULL);
+    struct sim_input in;
+    struct sim_options opts;
+    json_t *x, *y;
+    char *sx, *sy;
+    static const char cluster[] = "apiVersion: trainsched.io/v1alpha1\nkind: SimCluster\n"
+                                  "metadata: {name: gpu}\n"
+                                  "spec: {blocks: 2, racksPerBlock: 3, nodesPerRack: 4}\n";
+
+    common_buf_init(&b, (size_t)1 << 26);
+    for (int i = 0; i < 150; i++) {
+        int pods, gpus, plain;
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        pods = 1 + (int)(r % 8);
+        gpus = 2 << (int)((r >> 8) % 3);
+        plain = (r >> 16) % 5 == 0;
+        if (!plain)
+            common_buf_printf(&b, NULL,
+                              "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                              "metadata: {name: g%d, namespace: ml, annotations: "
+                              "{trainsched.io/sim-arrival: %ds, trainsched.io/sim-run-time: "
+                              "%dm}}\nspec: {minMember: %d}\n",
+                              i, i * 40, 20 + (int)((r >> 24) % 100), pods);
+        common_buf_printf(&b, NULL, "---\napiVersion: v1\nkind: List\nitems:\n");
+        for (int k = 0; k < (plain ? 1 : pods); k++) {
+            char meta[160];
+            if (plain)
+                snprintf(meta, sizeof(meta), "annotations: {trainsched.io/sim-run-time: 45m}");
+            else
+                snprintf(meta, sizeof(meta), "labels: {scheduling.x-k8s.io/pod-group: g%d}", i);
+            common_buf_printf(&b, NULL,
+                              "- {apiVersion: v1, kind: Pod, metadata: {name: g%d-%d, namespace: "
+                              "ml, %s}, spec: {containers: [{name: c, resources: {limits: "
+                              "{nvidia.com/gpu: %d}}}]}}\n",
+                              i, k, meta, gpus);
+        }
+    }
+    ck_assert(common_yaml_load(cluster, strlen(cluster), "cluster", NULL, &cf, &e) == COMMON_OK);
+    ck_assert_msg(common_yaml_load(b.data, b.len, "trace", NULL, &jf, &e) == COMMON_OK, "%s",
+                  e.msg);
+    ck_assert(sim_load_cluster(l, &cf, &e) == COMMON_OK);
+    ck_assert_msg(sim_load_jobs(l, &jf, &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(sim_loader_finish(l, &in, &e) == COMMON_OK, "%s", e.msg);
+    memset(&opts, 0, sizeof(opts));
+    {
+        struct loaded lx = {.in = in};
+        lx.a = a;
+        sx = simulate_json(&lx, &opts, &x);
+        opts.call_every_filter = 1;
+        sy = simulate_json(&lx, &opts, &y);
+    }
+    same_placements("busy trace", x, y);
+    ck_assert_int_gt(
+        json_integer_value(json_object_get(json_object_get(x, "summary"), "filtersSaved")), 0);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(y, "summary"), "filtersSaved")), 0);
+    ck_assert_int_gt(
+        json_integer_value(json_object_get(json_object_get(x, "summary"), "jobsCompleted")), 100);
+    free(sx);
+    free(sy);
+    json_decref(x);
+    json_decref(y);
+    sim_loader_destroy(l);
+    common_yaml_docs_free(&cf);
+    common_yaml_docs_free(&jf);
+    common_buf_free(&b);
+    common_arena_destroy(a);
+}
+END_TEST
+
+/* ---- the extender's verbs give the same placements ---- */
+
+/* Pod JSON for the extender (what kube-scheduler sends): the pod as the simulator decoded it
+ * is re-read from the fixture file by name, with the loader's uid */
+static json_t *pod_json(struct loaded *x, const struct common_pod *cp)
+{
+    json_t *items = json_object_get(x->files[1].docs[x->files[1].n - 1], "items"), *p;
+    size_t i;
+
+    json_array_foreach(items, i, p)
+    {
+        json_t *meta = json_object_get(p, "metadata");
+        if (strcmp(json_string_value(json_object_get(meta, "name")), cp->name) == 0) {
+            json_t *c = json_deep_copy(p);
+            json_t *res = json_object_get(
+                json_array_get(json_object_get(json_object_get(c, "spec"), "containers"), 0),
+                "resources");
+            json_t *lim = json_object_get(res, "limits");
+            const char *k;
+            json_t *v;
+            json_object_set_new(json_object_get(c, "metadata"), "uid", json_string(cp->uid));
+            /* the API server's defaulting: requests from limits, quantities as strings */
+            json_object_set_new(res, "requests", json_object());
+            json_object_foreach(lim, k, v)
+            {
+                char buf[32];
+                snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+                json_object_set_new(json_object_get(res, "requests"), k, json_string(buf));
+            }
+            json_object_del(res, "limits");
+            return c;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(extender_verbs_decide_the_same_placements)
+{
+    char dir[2048];
+    struct loaded x;
+    struct sim_result r;
+    struct common_error e;
+    struct gang_config cfg;
+    struct gang_state *s = NULL;
+    const size_t nn = 0;
+    size_t total_sim = 0, total_ext = 0, nnodes;
+    uint32_t *sim_count, *ext_count;
+
+    (void)nn;
+    snprintf(dir, sizeof(dir), "%s",
+             testutil_path("simulate/gangs-arriving-together-are-placed-as-the-extender-places-"
+                           "them"));
+    load_case(dir, &x);
+    ck_assert(sim_run(&x.in, NULL, x.a, &r, &e) == COMMON_OK);
+    nnodes = x.in.n_nodes;
+    sim_count = calloc(x.in.n_jobs * nnodes, sizeof(*sim_count));
+    ext_count = calloc(x.in.n_jobs * nnodes, sizeof(*ext_count));
+    for (size_t i = 0; i < r.n_intervals; i++)
+        if (r.intervals[i].start == 0) {
+            sim_count[r.intervals[i].job * nnodes + r.intervals[i].node]++;
+            total_sim++;
+        }
+
+    /* the extender's books: nodes, PodGroups and pods as the watch caches feed them */
+    sim_configure(&x.in, &cfg);
+    ck_assert(gang_state_create(&cfg, &s, &e) == COMMON_OK);
+    for (size_t i = 0; i < nnodes; i++)
+        ck_assert(gang_node_upsert(s, x.in.nodes[i], &e) == COMMON_OK);
+    for (size_t j = 0; j < x.in.n_jobs; j++)
+        ck_assert(gang_podgroup_upsert(s, &x.in.jobs[j].pg, &e) == COMMON_OK);
+    for (size_t j = 0; j < x.in.n_jobs; j++)
+        for (size_t k = 0; k < x.in.jobs[j].n_pods; k++)
+            ck_assert(gang_pod_upsert(s, x.in.jobs[j].pods[k], &e) == COMMON_OK);
+    /* kube-scheduler's queue at time 0: jobs in order, pods in order */
+    for (size_t j = 0; j < x.in.n_jobs; j++)
+        for (size_t k = 0; k < x.in.jobs[j].n_pods; k++) {
+            const struct common_pod *cp = x.in.jobs[j].pods[k];
+            struct common_arena *a = common_arena_create(0);
+            json_t *args = json_object(), *names = json_array();
+            struct extender_args *ea;
+            struct extender_bind_args *ba;
+            struct gang_node_verdict *gv = calloc(nnodes, sizeof(*gv));
+            uint8_t *verdict = calloc(nnodes, 1);
+            const char **reason = calloc(nnodes, sizeof(*reason)), *error_out = NULL;
+            struct gang_filter_result fr;
+            struct gang_bind_result br;
+            const char *node = NULL;
+            char *body;
+
+            for (size_t i = 0; i < nnodes; i++)
+                json_array_append_new(names, json_string(x.in.nodes[i]->name));
+            json_object_set_new(args, "Pod", pod_json(&x, cp));
+            json_object_set_new(args, "NodeNames", names);
+            body = json_dumps(args, JSON_COMPACT);
+            ck_assert(extender_decode_args(a, body, strlen(body), NULL, &ea, &e) == COMMON_OK);
+            free(body);
+            ck_assert(gang_filter(s, ea->pod, ea->node_names, ea->n_nodes, 0, gv, &fr, &e) ==
+                      COMMON_OK);
+            ck_assert(extender_filter_answer(a, gv, nnodes, &fr, verdict, reason, &error_out) ==
+                      COMMON_OK);
+            for (size_t i = 0; i < nnodes && !error_out && !node; i++)
+                if (verdict[i] == EXTENDER_PASS)
+                    node = ea->node_names[i]; /* planned members pass on one node */
+            if (node && fr.n_ok > 1) {        /* kube-scheduler weighs prioritize */
+                int64_t *scores = calloc(nnodes, sizeof(*scores));
+                const char **ok = calloc(nnodes, sizeof(*ok));
+                size_t n_ok = 0, best = 0;
+                for (size_t i = 0; i < nnodes; i++)
+                    if (verdict[i] == EXTENDER_PASS)
+                        ok[n_ok++] = ea->node_names[i];
+                ck_assert(gang_prioritize(s, ea->pod, ok, n_ok, scores, &e) == COMMON_OK);
+                for (size_t i = 1; i < n_ok; i++)
+                    if (scores[i] > scores[best])
+                        best = i;
+                node = ok[best];
+                free(scores);
+                free(ok);
+            }
+            if (node) {
+                json_t *b = json_pack("{s:s, s:s, s:s, s:s}", "PodName", cp->name, "PodNamespace",
+                                      cp->namespace, "PodUID", cp->uid, "Node", node);
+                body = json_dumps(b, JSON_COMPACT);
+                json_decref(b);
+                ck_assert(extender_decode_bind_args(a, body, strlen(body), NULL, &ba, &e) ==
+                          COMMON_OK);
+                free(body);
+                ck_assert(gang_bind(s, ba->pod_namespace, ba->pod_name, ba->pod_uid, ba->node, 0,
+                                    &br, &e) == COMMON_OK);
+                if (br.action == GANG_BIND_RELEASE)
+                    for (size_t i = 0; i < br.n_binds; i++) {
+                        struct common_pod bound;
+                        size_t jj, kk, ni;
+                        for (jj = 0; jj < x.in.n_jobs; jj++) {
+                            for (kk = 0; kk < x.in.jobs[jj].n_pods; kk++)
+                                if (strcmp(x.in.jobs[jj].pods[kk]->uid, br.binds[i].uid) == 0)
+                                    break;
+                            if (kk < x.in.jobs[jj].n_pods)
+                                break;
+                        }
+                        ck_assert(jj < x.in.n_jobs);
+                        for (ni = 0; ni < nnodes; ni++)
+                            if (strcmp(x.in.nodes[ni]->name, br.binds[i].node) == 0)
+                                break;
+                        ext_count[jj * nnodes + ni]++;
+                        total_ext++;
+                        bound = *x.in.jobs[jj].pods[kk];
+                        bound.node_name = x.in.nodes[ni]->name;
+                        bound.phase = "Running";
+                        ck_assert(gang_pod_upsert(s, &bound, &e) == COMMON_OK);
+                    }
+            }
+            json_decref(args);
+            free(gv);
+            free(verdict);
+            free(reason);
+            common_arena_destroy(a);
+        }
+    ck_assert_uint_gt(total_sim, 0);
+    ck_assert_uint_eq(total_sim, total_ext);
+    for (size_t i = 0; i < x.in.n_jobs * nnodes; i++)
+        ck_assert_msg(sim_count[i] == ext_count[i], "job %s node %s: simulate %u, extender %u",
+                      x.in.jobs[i / nnodes].name, x.in.nodes[i % nnodes]->name, sim_count[i],
+                      ext_count[i]);
+    free(sim_count);
+    free(ext_count);
+    gang_state_destroy(s);
+    loaded_free(&x);
+}
+END_TEST
+
+/* ---- the command ---- */
+
+struct run {
+    int status;
+    char *out, *err;
+    size_t outlen, errlen;
+};
+
+static void run_cmd(struct run *r, const char *const *args)
+{
+    char *argv[64];
+    int argc = 0;
+    FILE *o, *e;
+
+    argv[argc++] = "simulate";
+    for (; args[argc - 1] && argc < 63; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    argv[argc] = NULL;
+    memset(r, 0, sizeof(*r));
+    o = open_memstream(&r->out, &r->outlen);
+    e = open_memstream(&r->err, &r->errlen);
+    r->status = cmd_simulate(argc, argv, o, e);
+    fclose(o);
+    fclose(e);
+}
+
+static void run_free(struct run *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+START_TEST(bad_input)
+{
+    const char *root = testutil_path("simulate-bad");
+    DIR *d = opendir(root);
+    struct dirent *de;
+    int cases = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d))) {
+        char dir[2048], p[2100], cl[2100], jobs[2100];
+        struct common_yaml_docs ex;
+        struct common_error e;
+        const char *args[16];
+        int n = 0;
+        struct run r;
+        json_t *says, *v;
+        size_t i;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
+        snprintf(p, sizeof(p), "%s/expect.yaml", dir);
+        if (!exists(p))
+            continue;
+        cases++;
+        ck_assert_msg(common_yaml_load_file(p, NULL, &ex, &e) == COMMON_OK, "%s", e.msg);
+        snprintf(cl, sizeof(cl), "%s/cluster.yaml", dir);
+        snprintf(jobs, sizeof(jobs), "%s/jobs.yaml", dir);
+        if (exists(cl)) {
+            args[n++] = "--cluster";
+            args[n++] = cl;
+        }
+        args[n++] = "-f";
+        args[n++] = exists(jobs) ? jobs : TS_SOURCE_DIR "/examples/torch-gpu.yaml";
+        args[n] = NULL;
+        run_cmd(&r, args);
+        ck_assert_msg(r.status == 2, "%s: exit %d, stderr %s", de->d_name, r.status, r.err);
+        ck_assert_msg(r.outlen == 0, "%s: output on stdout", de->d_name);
+        ck_assert_msg(strncmp(r.err, "error: ", 7) == 0 &&
+                          strchr(r.err, '\n') == r.err + r.errlen - 1,
+                      "%s: not one error line: %s", de->d_name, r.err);
+        says = json_object_get(ex.docs[0], "says");
+        ck_assert_msg(json_array_size(says) > 0, "%s: expect.yaml has no says", de->d_name);
+        json_array_foreach(says, i, v)
+        {
+            const char *want = json_string_value(v);
+            char expanded[2400];
+            if (strncmp(want, "{dir}", 5) == 0) {
+                snprintf(expanded, sizeof(expanded), "%s%s", dir, want + 5);
+                want = expanded;
+            }
+            ck_assert_msg(strstr(r.err, want), "%s: message lacks \"%s\": %s", de->d_name, want,
+                          r.err);
+        }
+        run_free(&r);
+        common_yaml_docs_free(&ex);
+    }
+    closedir(d);
+    ck_assert_int_ge(cases, 8);
+}
+END_TEST
+
+START_TEST(command_line)
+{
+    struct run r;
+    char svg[] = "/tmp/test-simulate-XXXXXX";
+    int fd = mkstemp(svg);
+    const char *ex = TS_SOURCE_DIR "/examples/torch-gpu.yaml";
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    run_cmd(&r, (const char *[]){"-f", ex, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(strstr(r.out, "default/torch-gpu") && strstr(r.out, "Completed"));
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "-o", "json", "--svg", svg, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    {
+        json_error_t je;
+        json_t *j = json_loads(r.out, 0, &je);
+        char *s = testutil_read(svg);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_int_eq(json_integer_value(json_object_get(
+                             json_array_get(json_object_get(j, "jobs"), 0), "gpus")),
+                         16);
+        ck_assert(strstr(s, "<svg") && strstr(s, "</svg>") && strstr(s, "default/torch-gpu"));
+        free(s);
+        json_decref(j);
+    }
+    run_free(&r);
+    unlink(svg);
+    run_cmd(&r, (const char *[]){"-f", ex, "-o", "yaml", NULL});
+    ck_assert_msg(r.status == 0 && strstr(r.out, "jobsCompleted: 1"), "%s%s", r.out, r.err);
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"--help", NULL});
+    ck_assert(r.status == 0 && strstr(r.out, "Usage: trainsched simulate"));
+    run_free(&r);
+    run_cmd(&r, (const char *[]){NULL});
+    ck_assert(r.status == 2 && strstr(r.err, "no job files"));
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "-o", "xml", NULL});
+    ck_assert(r.status == 2 && strstr(r.err, "unknown format"));
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "--until", "-5s", NULL});
+    ck_assert(r.status == 2 && strstr(r.err, "--until: must not be negative"));
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "--bogus", NULL});
+    ck_assert(r.status == 2 && strstr(r.err, "unknown option --bogus"));
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "--until", "30m", NULL});
+    ck_assert_msg(r.status == 0 && strstr(r.out, "Running"), "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+/* the real binary: exit status and byte-identical output on two runs */
+START_TEST(binary_is_deterministic)
+{
+    char cmd[4096], *a, *b;
+    const char *dir = testutil_path(
+        "simulate/a-late-member-makes-the-gang-time-out-and-back-off-on-a-fragmented-cluster");
+    int st;
+
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof(cmd),
+                 "timeout 120 '%s' simulate --cluster '%s/cluster.yaml' -f '%s/jobs.yaml' -o json "
+                 ">/tmp/test-simulate-%d-%d.json",
+                 TS_BINARY, dir, dir, (int)getpid(), i);
+        st = system(cmd);
+        ck_assert_msg(st == 0, "run %d: status %d", i, st);
+    }
+    snprintf(cmd, sizeof(cmd), "/tmp/test-simulate-%d-0.json", (int)getpid());
+    a = testutil_read(cmd);
+    unlink(cmd);
+    snprintf(cmd, sizeof(cmd), "/tmp/test-simulate-%d-1.json", (int)getpid());
+    b = testutil_read(cmd);
+    unlink(cmd);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    snprintf(cmd, sizeof(cmd), "timeout 120 '%s' simulate -f /nonexistent.yaml 2>/dev/null",
+             TS_BINARY);
+    st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+}
+END_TEST
+
+START_TEST(durations)
+{
+    int64_t ms;
+    char buf[32];
+
+    ck_assert(sim_parse_duration("90s", &ms, NULL) == COMMON_OK && ms == 90000);
+    ck_assert(sim_parse_duration("1h30m", &ms, NULL) == COMMON_OK && ms == 5400000);
+    ck_assert(sim_parse_duration("250ms", &ms, NULL) == COMMON_OK && ms == 250);
+    ck_assert(sim_parse_duration("600", &ms, NULL) == COMMON_OK && ms == 600000);
+    ck_assert(sim_parse_duration("2d", &ms, NULL) == COMMON_OK && ms == 172800000);
+    ck_assert(sim_parse_duration("-1s", &ms, NULL) == COMMON_EINVAL);
+    ck_assert(sim_parse_duration("1x", &ms, NULL) == COMMON_EINVAL);
+    ck_assert(sim_parse_duration("", &ms, NULL) == COMMON_EINVAL);
+    ck_assert(sim_parse_duration("99999999999999999999s", &ms, NULL) == COMMON_EINVAL);
+    ck_assert(sim_parse_duration("100000d", &ms, NULL) == COMMON_EINVAL);
+    ck_assert_str_eq(sim_format_duration(5400000, buf, sizeof(buf)), "1h30m");
+    ck_assert_str_eq(sim_format_duration(0, buf, sizeof(buf)), "0s");
+    ck_assert_str_eq(sim_format_duration(1500, buf, sizeof(buf)), "1.500s");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("simulate");
+    TCase *tc = tcase_create("simulate");
+
+    common_alloc_init();
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, durations);
+    tcase_add_test(tc, fixtures);
+    tcase_add_test(tc, extender_verbs_decide_the_same_placements);
+    tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
+    tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, command_line);
+    tcase_add_test(tc, binary_is_deterministic);
+    suite_add_tcase(s, tc);
+    return testutil_run_suite(s);
+}
