@@ -697,6 +697,35 @@ static json_t *jobset_gone(const char *name, const void *arg)
     return json_true();
 }
 
+/* Events as `kubectl describe` reads them: core v1, by involvedObject.uid */
+static const struct common_kube_resource core_events = {"", "v1", "events", 1};
+
+/* how many times obj's Events with reason happened: Event objects found by involvedObject.uid
+ * (so an Event without regarding.uid is not counted), each counting its `count` (a series) */
+static long count_events(const json_t *obj, const char *reason)
+{
+    const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL, *it;
+    char sel[256];
+    size_t i;
+    long n = 0;
+
+    ck_assert_ptr_nonnull(uid);
+    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid, reason);
+    lo.field_selector = sel;
+    ck_assert_msg(common_kube_list(admin, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK,
+                  "%s", err.msg);
+    json_array_foreach(items, i, it)
+    {
+        json_int_t cnt = json_integer_value(json_object_get(it, "count"));
+        n += cnt > 1 ? (long)cnt : 1;
+    }
+    json_decref(items);
+    return n;
+}
+
 /* activeDeadlineSeconds: Failed=True DeadlineExceeded and the JobSet deleted (case 62). */
 START_TEST(active_deadline)
 {
@@ -709,6 +738,54 @@ START_TEST(active_deadline)
                      TRAINJOB_DEADLINE_MESSAGE);
     json_decref(tj);
     json_decref(wait_for(30, jobset_gone, "dl", NULL, "the JobSet to be deleted"));
+    /* settled: no Job shown active or ready any more, the JobSet stays gone, one Failed Event */
+    e2e_nap(5000);
+    tj = get(&common_kube_trainjobs, "dl");
+    {
+        size_t i;
+        json_t *j;
+        json_array_foreach(json_object_get(json_object_get(tj, "status"), "jobsStatus"), i, j)
+        {
+            ck_assert_msg(json_integer_value(json_object_get(j, "active")) == 0 &&
+                              json_integer_value(json_object_get(j, "ready")) == 0,
+                          "jobsStatus[%zu] still shows a Job after DeadlineExceeded", i);
+        }
+    }
+    ck_assert_int_eq(count_events(tj, "Failed"), 1);
+    json_decref(tj);
+    ck_assert_msg(jobset_gone("dl", NULL) != NULL, "the JobSet came back after the deadline");
+}
+END_TEST
+
+/* A JobSet whose Jobs the API server refuses (a volume mount naming no volume: pod validation
+ * that neither Trainer's webhook nor the CRD checks) makes the JobSet controller record
+ * JobCreationFailed Events and nothing else; the TrainJob says so in ResourcesCreated=False. */
+START_TEST(jobset_job_creation_failure_reaches_the_trainjob)
+{
+    json_t *rt, *tj, *c;
+    const char *msg;
+
+    if (!getenv("TESTBED_JOBSET_RUNNING") || strcmp(getenv("TESTBED_JOBSET_RUNNING"), "1") != 0) {
+        fprintf(stderr, "skipped: needs the JobSet controller (TESTBED_JOBSET=1)\n");
+        return;
+    }
+    rt = plain_runtime("rt", "m");
+    c = json_object_get(json_object_get(rt, "spec"), "template");
+    c = json_array_get(json_object_get(json_object_get(c, "spec"), "replicatedJobs"), 0);
+    c = json_object_get(json_object_get(json_object_get(c, "template"), "spec"), "template");
+    c = json_array_get(json_object_get(json_object_get(c, "spec"), "containers"), 0);
+    ck_assert(json_is_object(c));
+    json_object_set_new(c, "volumeMounts",
+                        json_pack("[{s:s, s:s}]", "name", "nosuch", "mountPath", "/data"));
+    create(&common_kube_trainingruntimes, rt);
+    create(&common_kube_trainjobs, trainjob("jcf", "TrainingRuntime", "rt", NULL));
+    tj = wait_cond("jcf", RC_COND_CREATED, "False", RC_REASON_JOB_CREATION_FAILED, 120);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(msg && strstr(msg, "cannot create its Jobs") && strstr(msg, "nosuch"),
+                  "message: %s", msg ? msg : "(none)");
+    fprintf(stderr, "ResourcesCreated=False JobCreationFailed: %s\n", msg);
+    ck_assert_int_ge(count_events(tj, RC_REASON_JOB_CREATION_FAILED), 1);
+    json_decref(tj);
 }
 END_TEST
 
@@ -764,6 +841,8 @@ static Suite *suite(void)
     add(s, "managed_by_other", managed_by_other);
     add(s, "handmade_snapshot_blocks_until_deleted", handmade_snapshot_blocks_until_deleted);
     add(s, "active_deadline", active_deadline);
+    add(s, "jobset_job_creation_failure_reaches_the_trainjob",
+        jobset_job_creation_failure_reaches_the_trainjob);
     add(s, "manifests_apply_dry_run", manifests_apply_dry_run);
     return s;
 }
