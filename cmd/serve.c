@@ -153,8 +153,11 @@ static void usage(FILE *f)
           "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
           "                                   doubling per failure (default 10, 300)\n"
           "  --log-level debug|info|warn|error (default info)\n"
-          "  --check-config                   print the settings in effect as YAML and exit\n"
-          "                                   (0 valid; 2 with a message naming the bad key)\n"
+          "  --check-config                   check the settings, that each address can be\n"
+          "                                   bound (with its TLS files), and that the\n"
+          "                                   kubeconfig can be read; print the settings in\n"
+          "                                   effect as YAML and exit (0 valid; 2 with a\n"
+          "                                   message naming each problem)\n"
           "  -h, --help                       this help\n\n"
           "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
           "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
@@ -831,6 +834,67 @@ static void stop_reconciler(struct daemon *d)
     rc_destroy(rc);
 }
 
+/* the kubeconfig serve uses: --kubeconfig, else in-cluster, else $KUBECONFIG/~/.kube/config */
+static enum common_rc load_kubeconfig(const struct serve_config *c, struct common_kubeconfig *kc,
+                                      struct common_error *e)
+{
+    if (c->kubeconfig[0])
+        return common_kubeconfig_load(c->kubeconfig, c->context, kc, e);
+    if (getenv("KUBERNETES_SERVICE_HOST"))
+        return common_kubeconfig_in_cluster(NULL, kc, e);
+    return common_kubeconfig_load(NULL, c->context, kc, e);
+}
+
+/* one address serve would listen on: parsed, bound and, with TLS files, loaded; 0 or -1 */
+static int check_listen(const char *what, const char *address, const char *cert, const char *key,
+                        FILE *err)
+{
+    struct common_httpd_opts ho = {0};
+    struct common_httpd *h;
+    struct common_error e = {0};
+    int bad;
+
+    ho.address = address;
+    ho.tls_cert_file = cert && cert[0] ? cert : NULL;
+    ho.tls_key_file = key && key[0] ? key : NULL;
+    h = common_httpd_create(&ho, &e);
+    bad = !h || common_httpd_start(h, &e) != COMMON_OK;
+    if (bad)
+        fprintf(err, "trainsched serve: --check-config: %s %s: %s\n", what, address, e.msg);
+    if (h) {
+        common_httpd_stop(h);
+        common_httpd_destroy(h);
+    }
+    return bad ? -1 : 0;
+}
+
+/*
+ * --check-config beyond the settings themselves: what serve would fail on at once. Each
+ * address it listens on can be bound (with the TLS pair loaded when one is given and not
+ * managed: managed files appear only once the leader writes them), and the kubeconfig can be
+ * read. Every problem is printed; returns the number of problems.
+ */
+static int check_environment(const struct serve_config *c, FILE *err)
+{
+    struct common_kubeconfig kc;
+    struct common_error e = {0};
+    int problems = 0, https = c->comp_webhook || c->comp_extender;
+
+    if (check_listen("--http-address", c->http_address, NULL, NULL, err))
+        problems++;
+    if (https && check_listen("--https-address", c->https_address,
+                              c->certs.managed ? NULL : c->tls_cert_file,
+                              c->certs.managed ? NULL : c->tls_key_file, err))
+        problems++;
+    memset(&kc, 0, sizeof(kc));
+    if (load_kubeconfig(c, &kc, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: --check-config: kubeconfig: %s\n", e.msg);
+        problems++;
+    }
+    common_kubeconfig_free(&kc);
+    return problems;
+}
+
 static int connect_api(struct daemon *d, FILE *err)
 {
     struct common_kubeconfig kc;
@@ -838,12 +902,7 @@ static int connect_api(struct daemon *d, FILE *err)
     struct common_error e;
     enum common_rc rc;
 
-    if (d->cfg.kubeconfig[0])
-        rc = common_kubeconfig_load(d->cfg.kubeconfig, d->cfg.context, &kc, &e);
-    else if (getenv("KUBERNETES_SERVICE_HOST"))
-        rc = common_kubeconfig_in_cluster(NULL, &kc, &e);
-    else
-        rc = common_kubeconfig_load(NULL, d->cfg.context, &kc, &e);
+    rc = load_kubeconfig(&d->cfg, &kc, &e);
     if (rc) {
         fprintf(err, "trainsched serve: %s\n", e.msg);
         return -1;
@@ -962,6 +1021,9 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if (check_only) {
+        common_log_set_level(COMMON_LOG_WARN); /* the probe listeners' lines are noise here */
+        if (check_environment(&d.cfg, err))
+            return 2;
         print_config(&d.cfg, out);
         return 0;
     }
