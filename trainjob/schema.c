@@ -487,9 +487,9 @@ static size_t distance(const char *a, const char *b)
         prev = row[0];
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            int same = a[i - 1] == b[j - 1] ||
-                       ((a[i - 1] | 0x20) == (b[j - 1] | 0x20) && ((a[i - 1] | 0x20) >= 'a') &&
-                        ((a[i - 1] | 0x20) <= 'z'));
+            int same =
+                a[i - 1] == b[j - 1] || ((a[i - 1] | 0x20) == (b[j - 1] | 0x20) &&
+                                         ((a[i - 1] | 0x20) >= 'a') && ((a[i - 1] | 0x20) <= 'z'));
             tmp = row[j];
             row[j] = prev + (same ? 0 : 1);
             if (row[j - 1] + 1 < row[j])
@@ -548,8 +548,8 @@ static void walk_object(struct walk *w, const struct tj_snode *n, const json_t *
             size_t before = w->e->n;
             const char *near = closest_field(n, k);
             if (removed_hint(w->path))
-                tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\": %s",
-                       w->path, removed_hint(w->path));
+                tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\": %s", w->path,
+                       removed_hint(w->path));
             else if (near)
                 tj_err(w->e, w->doc, child, "Unknown", w->path,
                        "unknown field \"%s\": did you mean %s?", w->path, near);

@@ -27,8 +27,8 @@ static int run(const char *args, char *out, size_t size)
     int status;
 
     snprintf(cmd, sizeof(cmd),
-             "'%s' serve --http-address 127.0.0.1:0 --https-address 127.0.0.1:0 %s 2>&1",
-             TS_BINARY, args);
+             "'%s' serve --http-address 127.0.0.1:0 --https-address 127.0.0.1:0 %s 2>&1", TS_BINARY,
+             args);
     p = popen(cmd, "r");
     ck_assert(p != NULL);
     while (n + 1 < size && fgets(out + n, (int)(size - n), p))
@@ -154,8 +154,7 @@ START_TEST(check_config_checks_addresses_files_and_the_kubeconfig)
                          "--tls-key-file /nonexistent/tls.key",
                          out, sizeof(out)),
                      2);
-    ck_assert_msg(strstr(out, "--https-address") && strstr(out, "/nonexistent/tls.crt"), "%s",
-                  out);
+    ck_assert_msg(strstr(out, "--https-address") && strstr(out, "/nonexistent/tls.crt"), "%s", out);
     /* TLS files that are not PEM */
     fd = mkstemp(cert);
     ck_assert(fd >= 0);
