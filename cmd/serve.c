@@ -60,6 +60,7 @@ struct serve_config {
     char field_manager[128];
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
+    int extender_wired;
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
     double tls_reload_s;
@@ -146,6 +147,10 @@ static void usage(FILE *f)
           "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
           "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
           "                                   leave it)\n"
+          "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
+          "                                   extender, so route gang pods to it (the\n"
+          "                                   trainsched.io/gang request); default false: gang\n"
+          "                                   pods are left alone and scheduled one by one\n"
           "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
           "                                   config (default 630); held binds end before it\n"
           "  --extender-schedule-timeout S    gang timeout for PodGroups without\n"
@@ -285,6 +290,7 @@ static const struct {
     {"tls.publishGrace", "--tls-publish-grace"},
     {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
+    {"webhook.extenderWired", "--webhook-extender-wired"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
     {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
@@ -470,6 +476,8 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         c->ext_backoff_max_s = d;
         return 0;
     }
+    if (strcmp(flag, "--webhook-extender-wired") == 0)
+        return parse_bool(v, &c->extender_wired);
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -506,7 +514,8 @@ static void print_config(const struct serve_config *c, FILE *out)
     fprintf(out, "tls:\n  certFile: \"%s\"\n  keyFile: \"%s\"\n  reloadSeconds: %g\n",
             c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
     certmgr_print_settings(&c->certs, out);
-    fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n", c->gang_scheduler_name);
+    fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n  extenderWired: %s\n",
+            c->gang_scheduler_name, c->extender_wired ? "true" : "false");
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -689,6 +698,7 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.lookup = webhook_lookup;
     wo.lookup_ctx = d;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
+    wo.extender_wired = d->cfg.extender_wired;
     wo.metrics = d->metrics;
     d->webhook = webhook_server_create(&wo, &e);
     if (!d->webhook) {
@@ -969,7 +979,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             v = eq + 1;
         } else {
             snprintf(flag, sizeof(flag), "%s", argv[i]);
-            if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0) {
+            if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0 ||
+                strcmp(flag, "--webhook-extender-wired") == 0) {
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";

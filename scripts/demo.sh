@@ -65,7 +65,7 @@ say "trainsched serve --components reconciler,webhook,extender on 127.0.0.1:$HTT
 setsid "$BIN" serve --kubeconfig "$KUBECONFIG" --components reconciler,webhook,extender \
   --leader-elect-namespace default --https-address "127.0.0.1:$HTTPS_PORT" \
   --http-address "127.0.0.1:$HTTP_PORT" --tls-cert-file "$WORK/tls/tls.crt" \
-  --tls-key-file "$WORK/tls/tls.key" >"$WORK/serve.log" 2>&1 &
+  --tls-key-file "$WORK/tls/tls.key" --webhook-extender-wired >"$WORK/serve.log" 2>&1 &
 echo $! >"$WORK/serve.pid"
 for _ in $(seq 1 60); do
   curl -fs "http://127.0.0.1:$HTTP_PORT/readyz" >/dev/null 2>&1 && break
