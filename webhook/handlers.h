@@ -85,7 +85,7 @@ struct webhook_options {
      * every gang pod would stay Pending ("Insufficient trainsched.io/gang"). 0: gang pods are
      * allowed unchanged, with an admission warning saying why. */
     int extender_wired;
-    size_t max_body;            /* request body cap in bytes; 0: WEBHOOK_MAX_BODY_DEFAULT */
+    size_t max_body; /* request body cap in bytes; 0: WEBHOOK_MAX_BODY_DEFAULT */
 };
 
 enum webhook_id {
