@@ -19,6 +19,7 @@
 
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/events.h"
 #include "common/kube.h"
 #include "common/log.h"
 #include "common/sshkey.h"
@@ -31,6 +32,7 @@
 
 static struct common_kube *admin, *tsk;
 static struct rc_reconciler *rec;
+static struct common_events *events; /* the reconciler's Event recorder (as trainsched's SA) */
 static char ns[128];
 
 /* ---- helpers ---- */
@@ -198,6 +200,9 @@ static void start_reconciler(void)
     o.kube = tsk;
     o.namespace = ns;
     o.workers = 2;
+    events = common_events_create(tsk, "e2e-reconciler", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    o.events = events;
     o.queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
     rec = rc_create(&o, &err);
     ck_assert_msg(rec != NULL, "%s", err.msg);
@@ -219,6 +224,8 @@ static void teardown(void)
 {
     rc_destroy(rec);
     rec = NULL;
+    common_events_destroy(events);
+    events = NULL;
     e2e_drop_ns(admin, ns);
     common_kube_client_destroy(tsk);
     common_kube_client_destroy(admin);
@@ -713,6 +720,7 @@ static long count_events(const json_t *obj, const char *reason)
     long n = 0;
 
     ck_assert_ptr_nonnull(uid);
+    ck_assert_int_eq(common_events_flush(events, 20000), COMMON_OK);
     snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid, reason);
     lo.field_selector = sel;
     ck_assert_msg(common_kube_list(admin, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK,
