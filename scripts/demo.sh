@@ -47,7 +47,10 @@ BIN=$ROOT/$BUILD/trainsched
 down
 [ -z "$KEEP" ] && trap 'down' EXIT
 say "starting the test bed (kube-apiserver, kube-scheduler, controller-manager, JobSet, kwok)"
-env_file=$(TESTBED_JOBSET=1 TESTBED_KWOK=1 tests/e2e/testbed/up.sh)
+# kwok's general pod stages honour a per-pod delay annotation (examples/two-gangs.yaml keeps its
+# pods Running), where the fast ones complete Job pods at once
+env_file=$(TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_KWOK_STAGES="node/fast node/heartbeat pod/general" \
+  tests/e2e/testbed/up.sh)
 # shellcheck disable=SC1090
 . "$env_file"
 mkdir -p "$WORK"
@@ -61,6 +64,8 @@ say "certificates for 127.0.0.1 (trainsched certs)"
   --dns localhost --ip 127.0.0.1 --force >/dev/null
 CA_B64=$(base64 -w0 <"$WORK/tls/ca.crt")
 
+say "trainsched's own Trainer CRDs (manifests/crds: Trainer's API; kubectl get adds STATUS, REASON)"
+"$KUBECTL" apply --server-side --force-conflicts -f manifests/crds/ >/dev/null
 say "the built-in ClusterTrainingRuntimes"
 "$KUBECTL" apply --server-side -f manifests/runtimes/ >/dev/null
 
