@@ -65,7 +65,7 @@ say "certificates for 127.0.0.1 (trainsched certs)"
 CA_B64=$(base64 -w0 <"$WORK/tls/ca.crt")
 
 say "trainsched's own Trainer CRDs (manifests/crds: Trainer's API; kubectl get adds STATUS, REASON)"
-"$KUBECTL" apply --server-side --force-conflicts -f manifests/crds/ >/dev/null
+"$KUBECTL" apply --server-side --force-conflicts -k manifests/crds/ >/dev/null
 say "the built-in ClusterTrainingRuntimes"
 "$KUBECTL" apply --server-side -f manifests/runtimes/ >/dev/null
 
