@@ -3,6 +3,10 @@
  * process, and, in the same run, the floor: parsing the same TrainJob texts and printing the
  * same output objects with jansson alone. Reports TrainJobs per second for both and their
  * ratio, plus the share spent generating MPI SSH keys (ECDSA P-521, one per MPI TrainJob).
+ * Then the command line as a user runs it: one `trainsched render -f FILE` (cmd_render, output
+ * to /dev/null) over files of 2,000, 8,000 and 20,000 TrainJobs, with the cost per TrainJob of
+ * each, which stays flat when render scales linearly (it once grew with the square: a pairwise
+ * duplicate-name check made 20,000 TrainJobs print nothing for minutes).
  *
  * Run: ./build/bench/bench_render [N]     (build with -DCMAKE_BUILD_TYPE=Release for figures)
  */
@@ -11,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "cmd/cli.h"
 #include "common/alloc.h"
 #include "common/sshkey.h"
 #include "common/yaml.h"
@@ -41,6 +47,10 @@ static const char *const runtimes[] = {"torch-distributed",   "jax-distributed",
                                        "mlx-distributed",     "torchtune-llama3.2-1b"};
 #define NRT (sizeof(runtimes) / sizeof(runtimes[0]))
 
+/* TrainJobs per file for the command-line part: the sizes of the report that found render
+ * quadratic (0.8 s, 30 s, nothing after two minutes) */
+static const long cli_sizes[] = {2000, 8000, 20000};
+
 static char *trainjob_text(int i)
 /* one TrainJob as JSON text; malloc'd */
 {
@@ -59,6 +69,44 @@ static char *trainjob_text(int i)
                   : "\"command\":[\"python\",\"train.py\"],",
              tune ? 1 : 1 + i % 8, tune ? 2 : 1 + i % 8, i);
     return s;
+}
+
+/* One `trainsched render -f FILE` over n TrainJobs written to a temporary file, output to
+ * /dev/null: the seconds it takes, or a negative value when it failed. */
+static double cli_render(long n)
+{
+    char path[] = "/tmp/bench_render_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    FILE *devnull = fopen("/dev/null", "w");
+    char *argv[] = {"render", "-f", path, NULL};
+    double t0, t = -1;
+    int status;
+
+    if (!f || !devnull)
+        goto out;
+    for (long i = 0; i < n; i++) {
+        char *text = trainjob_text((int)i);
+        fprintf(f, "---\n%s\n", text);
+        free(text);
+    }
+    if (fclose(f)) {
+        f = NULL;
+        goto out;
+    }
+    f = NULL;
+    t0 = now();
+    status = cmd_render(3, argv, devnull, stderr);
+    if (status == 0)
+        t = now() - t0;
+out:
+    if (f)
+        fclose(f);
+    if (devnull)
+        fclose(devnull);
+    if (fd >= 0)
+        unlink(path);
+    return t;
 }
 
 int main(int argc, char **argv)
@@ -133,6 +181,18 @@ int main(int argc, char **argv)
            (double)n / t_floor);
     printf("  ratio render/floor: %.1fx; without key generation: %.1fx\n", t_render / t_floor,
            (t_render - keygen_seconds) / t_floor);
+
+    /* 3. the command line: one render run over all TrainJobs of one file */
+    printf("  trainsched render -f FILE, one run (cost per TrainJob stays flat when linear):\n");
+    for (size_t k = 0; k < sizeof(cli_sizes) / sizeof(cli_sizes[0]); k++) {
+        double t = cli_render(cli_sizes[k]);
+        if (t < 0) {
+            fprintf(stderr, "render of %ld TrainJobs failed\n", cli_sizes[k]);
+            return 1;
+        }
+        printf("    %6ld TrainJobs: %8.3f s  %8.1f us per TrainJob\n", cli_sizes[k], t,
+               t * 1e6 / (double)cli_sizes[k]);
+    }
     for (long i = 0; i < n; i++) {
         json_decref(outputs[i]);
         free(texts[i]);

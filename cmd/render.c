@@ -6,8 +6,11 @@
  * printing; the decisions are trainjob_render's. Output is written only when every TrainJob
  * rendered, so a failure never leaves partial output.
  */
+#include <dirent.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/cli.h"
 #include "common/alloc.h"
@@ -33,7 +36,9 @@ static const char usage[] =
     "runtimes first, then among the runtimes built in (the ones Kubeflow Trainer ships).\n"
     "\n"
     "Options:\n"
-    "  -f, --filename FILE   input file (\"-\" reads standard input); repeatable, required\n"
+    "  -f, --filename FILE   input file, or a folder: its .yaml, .yml and .json files in name\n"
+    "                        order, as kubectl reads one (\"-\" reads standard input, once);\n"
+    "                        repeatable, required\n"
     "      --runtime FILE    a file of TrainingRuntimes/ClusterTrainingRuntimes; repeatable\n"
     "  -o, --output FORMAT   yaml (default) or json\n"
     "  -n, --namespace NS    namespace for TrainJobs that name none (default \"default\")\n"
@@ -62,6 +67,21 @@ static void where(struct loaded *l, const json_t *node, const json_t *doc, char 
             return;
         }
     }
+}
+
+/* "file:line:col: " where key was written in object parent, else as where() */
+static void where_key(struct loaded *l, json_t *parent, const char *key, const json_t *node,
+                      const json_t *doc, char *buf, size_t n)
+{
+    int line, col;
+
+    for (size_t i = 0; parent && key && i < l->nfiles; i++) {
+        if (common_yaml_locate_key(&l->files[i], parent, key, &line, &col) == 0) {
+            snprintf(buf, n, "%s:%d:%d: ", l->files[i].name, line, col);
+            return;
+        }
+    }
+    where(l, node, doc, buf, n);
 }
 
 static const char *kind_of(const json_t *doc)
@@ -277,7 +297,7 @@ static int print_errors(struct loaded *l, const json_t *tj, const struct trainjo
 
         if (!text)
             return oom(err);
-        where(l, fe->node, fe->doc, pos, sizeof(pos));
+        where_key(l, (json_t *)fe->parent, fe->key, fe->node, fe->doc, pos, sizeof(pos));
         if (fe->doc == tj && !ons)
             ons = ns;
         fprintf(err, "error: %s%s %s%s%s: %s\n", pos, what, ons ? ons : "", ons ? "/" : "",
@@ -379,6 +399,135 @@ out:
     return status;
 }
 
+/* The same TrainJob twice would render every object twice: refuse it. One hash lookup per
+ * TrainJob ("namespace/name" keys in a jansson object), so 20,000 TrainJobs cost 20,000
+ * lookups, not 200 million comparisons. Returns 0 or the exit status after printing why. */
+static int check_duplicates(struct loaded *l, const char *ns, FILE *err)
+{
+    json_t *seen = json_object();
+    json_t *tj;
+    size_t i;
+    int status = 0;
+
+    if (!seen)
+        return oom(err);
+    json_array_foreach(l->trainjobs, i, tj)
+    {
+        const json_t *m = json_object_get(tj, "metadata");
+        const char *n = json_string_value(json_object_get(m, "name"));
+        const char *s = json_string_value(json_object_get(m, "namespace"));
+        char key[600];
+        int len;
+
+        if (!n)
+            continue;
+        len = snprintf(key, sizeof(key), "%s/%s", s ? s : ns, n);
+        if (len < 0 || (size_t)len >= sizeof(key))
+            continue; /* too long a name: validation names it later */
+        if (json_object_get(seen, key)) {
+            char pos[600];
+            where(l, json_object_get(m, "name"), tj, pos, sizeof(pos));
+            fprintf(err,
+                    "error: %sTrainJob %s/%s: metadata.name: Duplicate: the same TrainJob "
+                    "is given twice (names are unique in a namespace)\n",
+                    pos, s ? s : ns, n);
+            status = 2;
+            break;
+        }
+        if (json_object_set_new(seen, key, json_true())) {
+            status = oom(err);
+            break;
+        }
+    }
+    json_decref(seen);
+    return status;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int manifest_name(const char *n)
+{
+    size_t len = strlen(n);
+    return n[0] != '.' && ((len > 5 && strcmp(n + len - 5, ".yaml") == 0) ||
+                           (len > 4 && strcmp(n + len - 4, ".yml") == 0) ||
+                           (len > 5 && strcmp(n + len - 5, ".json") == 0));
+}
+
+/*
+ * The -f arguments with each folder replaced by its .yaml, .yml and .json files (not its
+ * sub-folders), in name order, as `kubectl apply -f DIR` reads a folder. *out[0..*nout) are
+ * common_malloc'd; free with free_paths. "-" may be given once (*stdin_seen counts it across
+ * calls). Returns 0 or the exit status
+ * after printing why.
+ */
+static int expand_paths(const char *const *in, size_t nin, char **out, size_t *nout,
+                        int *stdin_seen, FILE *err)
+{
+    *nout = 0;
+    for (size_t i = 0; i < nin; i++) {
+        struct stat st;
+        DIR *d;
+        struct dirent *e;
+        size_t first = *nout;
+
+        if (strcmp(in[i], "-") == 0) {
+            if ((*stdin_seen)++) {
+                fprintf(err, "error: \"-\" (standard input) is given twice: it can be read only "
+                             "once\n");
+                return 2;
+            }
+        }
+        if (strcmp(in[i], "-") == 0 || stat(in[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+            if (*nout >= MAX_FILES)
+                goto too_many;
+            if (!(out[(*nout)++] = common_strdup(in[i])))
+                return oom(err);
+            continue;
+        }
+        if (!(d = opendir(in[i]))) {
+            fprintf(err, "error: %s: cannot read the folder\n", in[i]);
+            return 2;
+        }
+        while ((e = readdir(d))) {
+            char path[4096];
+            struct stat fst;
+            if (!manifest_name(e->d_name))
+                continue;
+            snprintf(path, sizeof(path), "%s%s%s", in[i],
+                     in[i][strlen(in[i]) - 1] == '/' ? "" : "/", e->d_name);
+            if (stat(path, &fst) != 0 || S_ISDIR(fst.st_mode))
+                continue;
+            if (*nout >= MAX_FILES) {
+                closedir(d);
+                goto too_many;
+            }
+            if (!(out[(*nout)++] = common_strdup(path))) {
+                closedir(d);
+                return oom(err);
+            }
+        }
+        closedir(d);
+        if (*nout == first) {
+            fprintf(err, "error: %s: no .yaml, .yml or .json file in the folder\n", in[i]);
+            return 2;
+        }
+        qsort(out + first, *nout - first, sizeof(*out), cmp_names);
+    }
+    return 0;
+too_many:
+    fprintf(err, "error: too many files (at most %d)\n", MAX_FILES);
+    return 2;
+}
+
+static void free_paths(char **p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        common_free(p[i]);
+}
+
 int cmd_render(int argc, char **argv, FILE *out, FILE *err)
 {
     static const struct option longopts[] = {{"filename", required_argument, NULL, 'f'},
@@ -389,11 +538,12 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
                                              {"list-builtin", no_argument, NULL, 'l'},
                                              {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES];
-    size_t nf = 0, nr = 0;
+    char *paths[MAX_FILES], *rtpaths[MAX_FILES];
+    size_t nf = 0, nr = 0, np = 0, nrp = 0;
     const char *format = "yaml", *ns = "default";
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
-    int opt, status = 0;
+    int opt, status = 0, stdin_seen = 0;
     size_t i;
     json_t *tj;
 
@@ -415,7 +565,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
                 rtfiles[nr++] = optarg;
             break;
         case 'o':
-            format = optarg;
+            format = optarg[0] == '=' ? optarg + 1 : optarg; /* -o=json, as kubectl accepts */
             break;
         case 'n':
             ns = optarg;
@@ -463,10 +613,13 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
         goto out;
     }
-    for (i = 0; i < nr && !status; i++)
-        status = load(l, rtfiles[i], 1, err);
-    for (i = 0; i < nf && !status; i++)
-        status = load(l, files[i], 0, err);
+    status = expand_paths(rtfiles, nr, rtpaths, &nrp, &stdin_seen, err);
+    if (!status)
+        status = expand_paths(files, nf, paths, &np, &stdin_seen, err);
+    for (i = 0; i < nrp && !status; i++)
+        status = load(l, rtpaths[i], 1, err);
+    for (i = 0; i < np && !status; i++)
+        status = load(l, paths[i], 0, err);
     if (status)
         goto out;
     if (json_array_size(l->trainjobs) == 0) {
@@ -477,28 +630,8 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = 2;
         goto out;
     }
-    /* the same TrainJob twice would render every object twice */
-    json_array_foreach(l->trainjobs, i, tj)
-    {
-        const json_t *m1 = json_object_get(tj, "metadata");
-        const char *n1 = json_string_value(json_object_get(m1, "name"));
-        const char *s1 = json_string_value(json_object_get(m1, "namespace"));
-        for (size_t j = 0; n1 && j < i; j++) {
-            const json_t *m2 = json_object_get(json_array_get(l->trainjobs, j), "metadata");
-            const char *n2 = json_string_value(json_object_get(m2, "name"));
-            const char *s2 = json_string_value(json_object_get(m2, "namespace"));
-            if (n2 && strcmp(n1, n2) == 0 && strcmp(s1 ? s1 : ns, s2 ? s2 : ns) == 0) {
-                char pos[600];
-                where(l, json_object_get(m1, "name"), tj, pos, sizeof(pos));
-                fprintf(err,
-                        "error: %sTrainJob %s/%s: metadata.name: Duplicate: the same TrainJob "
-                        "is given twice (names are unique in a namespace)\n",
-                        pos, s1 ? s1 : ns, n1);
-                status = 2;
-                goto out;
-            }
-        }
-    }
+    if ((status = check_duplicates(l, ns, err)))
+        goto out;
     json_array_foreach(l->trainjobs, i, tj)
     {
         status = render_one(l, tj, ns, items, err);
@@ -535,6 +668,8 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
     }
 out:
+    free_paths(paths, np);
+    free_paths(rtpaths, nrp);
     json_decref(list);
     json_decref(items);
     if (l) {

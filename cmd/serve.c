@@ -64,6 +64,7 @@ struct serve_config {
     char field_manager[128];
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
+    int extender_wired;
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
     /* extender topologies, "NAME=LEVEL,LEVEL,..." (topology/topology.h), the first the default */
@@ -153,6 +154,10 @@ static void usage(FILE *f)
           "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
           "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
           "                                   leave it)\n"
+          "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
+          "                                   extender, so route gang pods to it (the\n"
+          "                                   trainsched.io/gang request); default false: gang\n"
+          "                                   pods are left alone and scheduled one by one\n"
           "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
           "                                   config (default 630); held binds end before it;\n"
           "                                   the webhook warns about longer gang timeouts\n"
@@ -164,8 +169,11 @@ static void usage(FILE *f)
           "                                   (repeatable, at most 8; the first is the default;\n"
           "                                   see docs/topology.md)\n"
           "  --log-level debug|info|warn|error (default info)\n"
-          "  --check-config                   print the settings in effect as YAML and exit\n"
-          "                                   (0 valid; 2 with a message naming the bad key)\n"
+          "  --check-config                   check the settings, that each address can be\n"
+          "                                   bound (with its TLS files), and that the\n"
+          "                                   kubeconfig can be read; print the settings in\n"
+          "                                   effect as YAML and exit (0 valid; 2 with a\n"
+          "                                   message naming each problem)\n"
           "  -h, --help                       this help\n\n"
           "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
           "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
@@ -293,6 +301,7 @@ static const struct {
     {"tls.publishGrace", "--tls-publish-grace"},
     {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
+    {"webhook.extenderWired", "--webhook-extender-wired"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
     {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
@@ -550,6 +559,8 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
             c->n_topo_specs++;
         return set_str(c->topo_specs[at], sizeof(c->topo_specs[at]), v, "topology", err);
     }
+    if (strcmp(flag, "--webhook-extender-wired") == 0)
+        return parse_bool(v, &c->extender_wired);
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -586,7 +597,8 @@ static void print_config(const struct serve_config *c, FILE *out)
     fprintf(out, "tls:\n  certFile: \"%s\"\n  keyFile: \"%s\"\n  reloadSeconds: %g\n",
             c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
     certmgr_print_settings(&c->certs, out);
-    fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n", c->gang_scheduler_name);
+    fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n  extenderWired: %s\n",
+            c->gang_scheduler_name, c->extender_wired ? "true" : "false");
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -780,6 +792,7 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.lookup = webhook_lookup;
     wo.lookup_ctx = d;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
+    wo.extender_wired = d->cfg.extender_wired;
     wo.metrics = d->metrics;
     {
         /* the extender's cap on gang timeouts, from the same setting it uses */
@@ -937,6 +950,67 @@ static void stop_reconciler(struct daemon *d)
     rc_destroy(rc);
 }
 
+/* the kubeconfig serve uses: --kubeconfig, else in-cluster, else $KUBECONFIG/~/.kube/config */
+static enum common_rc load_kubeconfig(const struct serve_config *c, struct common_kubeconfig *kc,
+                                      struct common_error *e)
+{
+    if (c->kubeconfig[0])
+        return common_kubeconfig_load(c->kubeconfig, c->context, kc, e);
+    if (getenv("KUBERNETES_SERVICE_HOST"))
+        return common_kubeconfig_in_cluster(NULL, kc, e);
+    return common_kubeconfig_load(NULL, c->context, kc, e);
+}
+
+/* one address serve would listen on: parsed, bound and, with TLS files, loaded; 0 or -1 */
+static int check_listen(const char *what, const char *address, const char *cert, const char *key,
+                        FILE *err)
+{
+    struct common_httpd_opts ho = {0};
+    struct common_httpd *h;
+    struct common_error e = {0};
+    int bad;
+
+    ho.address = address;
+    ho.tls_cert_file = cert && cert[0] ? cert : NULL;
+    ho.tls_key_file = key && key[0] ? key : NULL;
+    h = common_httpd_create(&ho, &e);
+    bad = !h || common_httpd_start(h, &e) != COMMON_OK;
+    if (bad)
+        fprintf(err, "trainsched serve: --check-config: %s %s: %s\n", what, address, e.msg);
+    if (h) {
+        common_httpd_stop(h);
+        common_httpd_destroy(h);
+    }
+    return bad ? -1 : 0;
+}
+
+/*
+ * --check-config beyond the settings themselves: what serve would fail on at once. Each
+ * address it listens on can be bound (with the TLS pair loaded when one is given and not
+ * managed: managed files appear only once the leader writes them), and the kubeconfig can be
+ * read. Every problem is printed; returns the number of problems.
+ */
+static int check_environment(const struct serve_config *c, FILE *err)
+{
+    struct common_kubeconfig kc;
+    struct common_error e = {0};
+    int problems = 0, https = c->comp_webhook || c->comp_extender;
+
+    if (check_listen("--http-address", c->http_address, NULL, NULL, err))
+        problems++;
+    if (https && check_listen("--https-address", c->https_address,
+                              c->certs.managed ? NULL : c->tls_cert_file,
+                              c->certs.managed ? NULL : c->tls_key_file, err))
+        problems++;
+    memset(&kc, 0, sizeof(kc));
+    if (load_kubeconfig(c, &kc, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: --check-config: kubeconfig: %s\n", e.msg);
+        problems++;
+    }
+    common_kubeconfig_free(&kc);
+    return problems;
+}
+
 static int connect_api(struct daemon *d, FILE *err)
 {
     struct common_kubeconfig kc;
@@ -944,12 +1018,7 @@ static int connect_api(struct daemon *d, FILE *err)
     struct common_error e;
     enum common_rc rc;
 
-    if (d->cfg.kubeconfig[0])
-        rc = common_kubeconfig_load(d->cfg.kubeconfig, d->cfg.context, &kc, &e);
-    else if (getenv("KUBERNETES_SERVICE_HOST"))
-        rc = common_kubeconfig_in_cluster(NULL, &kc, &e);
-    else
-        rc = common_kubeconfig_load(NULL, d->cfg.context, &kc, &e);
+    rc = load_kubeconfig(&d->cfg, &kc, &e);
     if (rc) {
         fprintf(err, "trainsched serve: %s\n", e.msg);
         return -1;
@@ -1016,7 +1085,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             v = eq + 1;
         } else {
             snprintf(flag, sizeof(flag), "%s", argv[i]);
-            if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0) {
+            if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0 ||
+                strcmp(flag, "--webhook-extender-wired") == 0) {
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";
@@ -1068,6 +1138,9 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if (check_only) {
+        common_log_set_level(COMMON_LOG_WARN); /* the probe listeners' lines are noise here */
+        if (check_environment(&d.cfg, err))
+            return 2;
         print_config(&d.cfg, out);
         return 0;
     }

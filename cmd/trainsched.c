@@ -24,13 +24,14 @@ static const struct subcommand subcommands[] = {
 static void help(FILE *f)
 {
     fputs("trainsched - the scheduling side of distributed training on Kubernetes\n"
-          "(Kubeflow Trainer TrainJobs, gang scheduling, topology, DRA)\n\n"
+          "(Kubeflow Trainer TrainJobs, all-or-nothing gang scheduling)\n\n"
           "Usage: trainsched COMMAND [OPTIONS]\n\nCommands:\n",
           f);
     for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
     fputs("\nRun `trainsched COMMAND --help` for a command's options.\n"
-          "Global: -h/--help, --version.\n",
+          "Global: -h/--help, --version.\n"
+          "Exit status: 0 done; 1 an internal or environment error; 2 bad usage or input.\n",
           f);
 }
 
@@ -47,6 +48,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
             if (strcmp(argv[2], subcommands[i].name) == 0)
                 return subcommands[i].run(2, hargv, stdout, stderr);
+        fprintf(stderr, "trainsched: unknown command \"%s\"\n\n", argv[2]);
+        help(stderr);
+        return 2;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {

@@ -692,6 +692,64 @@ static void format_time(int64_t mono_start, char *out, size_t size)
     strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The PodGroup's uid and its controlling TrainJob (name, uid; "" when none) from the watch
+ * cache, so that its Events name it fully (kubectl describe finds Events by uid). */
+static void podgroup_refs(struct extender_server *x, const char *key, char *uid, size_t uidsz,
+                          char *tj, size_t tjsz, char *tjuid, size_t tjuidsz)
+{
+    struct common_pmap_snap *snap = x->pg_inf ? common_informer_snapshot(x->pg_inf) : NULL;
+    const json_t *pg = snap ? common_pmap_snap_get(snap, key) : NULL;
+    const json_t *meta = json_object_get(pg, "metadata");
+    size_t i;
+    json_t *o;
+
+    uid[0] = tj[0] = tjuid[0] = '\0';
+    if (json_is_string(json_object_get(meta, "uid")))
+        copy_str(uid, uidsz, json_string_value(json_object_get(meta, "uid")));
+    json_array_foreach(json_object_get(meta, "ownerReferences"), i, o)
+    {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *api = json_string_value(json_object_get(o, "apiVersion"));
+        if (json_is_true(json_object_get(o, "controller")) && kind && api &&
+            strcmp(kind, "TrainJob") == 0 && strncmp(api, "trainer.kubeflow.org/", 21) == 0 &&
+            json_is_string(json_object_get(o, "name"))) {
+            copy_str(tj, tjsz, json_string_value(json_object_get(o, "name")));
+            if (json_is_string(json_object_get(o, "uid")))
+                copy_str(tjuid, tjuidsz, json_string_value(json_object_get(o, "uid")));
+            break;
+        }
+    }
+    if (snap)
+        common_pmap_snap_release(snap);
+}
+
+/* A gang's new waiting or released reason as an Event regarding its PodGroup (uid included),
+ * and the same regarding the TrainJob that controls it, so `kubectl describe podgroup` and
+ * `kubectl describe trainjob` both show why the gang waits. */
+static void gang_event(struct extender_server *x, const struct pg_view *v, const char *ns,
+                       const char *name)
+{
+    char uid[128], tj[254], tjuid[128], note[COMMON_EVENTS_NOTE_MAX];
+    struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, uid};
+    struct common_event_ref tref = {"trainer.kubeflow.org/v1alpha1", "TrainJob", ns, tj, tjuid};
+    int released = strncmp(v->reason, "released", 8) == 0;
+    enum common_event_type type = released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING;
+    const char *reason = released ? "GangReleased" : "GangWaiting";
+    struct common_error e = {0};
+
+    podgroup_refs(x, v->key, uid, sizeof(uid), tj, sizeof(tj), tjuid, sizeof(tjuid));
+    if (common_events_record(x->o.events, &ref, type, reason, "Scheduling", v->reason, &e) !=
+        COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Event not recorded", "podgroup", v->key, "error",
+                   e.msg, NULL);
+    if (!tj[0])
+        return;
+    snprintf(note, sizeof(note), "PodGroup %s: %s", name, v->reason);
+    if (common_events_record(x->o.events, &tref, type, reason, "Scheduling", note, &e) != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Event not recorded", "trainjob", tj, "error", e.msg,
+                   NULL);
+}
+
 static void write_status(struct extender_server *x, const struct pg_view *v)
 {
     struct pgrec *r = rec_get(x, v->key);
@@ -748,20 +806,11 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         free(body);
     }
     if (x->o.events && v->reason[0] && strcmp(r->reason, v->reason) != 0) {
-        struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, NULL};
-        int released = strncmp(v->reason, "released", 8) == 0;
-
-        if (released && v->level[0]) {
+        if (strncmp(v->reason, "released", 8) == 0 && v->level[0]) {
             const char *lv[] = {v->level};
             common_metric_add(x->m_topo_placed, lv, 1);
         }
-
-        if (common_events_record(x->o.events, &ref,
-                                 released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING,
-                                 released ? "GangReleased" : "GangWaiting", "Scheduling", v->reason,
-                                 &e) != COMMON_OK)
-            common_log(COMMON_LOG_WARN, "extender: Event not recorded", "podgroup", v->key, "error",
-                       e.msg, NULL);
+        gang_event(x, v, ns, name);
     }
     copy_str(r->reason, sizeof(r->reason), v->reason);
 }

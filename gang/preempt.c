@@ -7,8 +7,8 @@
  * alive members evicted (R1 stops at the first in-flight bind); a second pass judges each gang
  * once against its census (alive and quorum counts, taken once per call). R3 runs first and
  * once: the pods a preemption at the preemptor's priority could evict are handed to a dry run
- * of the gang planner. Before both, R0 runs the filter's gates (pipeline_gate): a preemptor they would
- * not let through vetoes every node. Reasons go into one growing buffer of the state,
+ * of the gang planner. Before both, R0 runs the filter's gates (pipeline_gate): a preemptor they
+ * would not let through vetoes every node. Reasons go into one growing buffer of the state,
  * NUL-separated, and are pointed to at the end (the buffer may move while it grows).
  */
 #include <stdarg.h>

@@ -1,10 +1,12 @@
 /*
  * reconciler/core.c - the pure decisions of one TrainJob reconcile (see core.h).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "common/yaml.h"
 #include "reconciler/core.h"
+#include "trainjob/status.h"
 
 static const char *str_at(const json_t *obj, const char *k1, const char *k2)
 {
@@ -284,4 +286,114 @@ int rc_transient(enum common_rc rc)
     default:
         return 1;
     }
+}
+
+/* ---- the JobSet that cannot create its Jobs ---- */
+
+static int condition_true(const json_t *obj, const char *type)
+{
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (t && st && strcmp(t, type) == 0 && strcmp(st, "True") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int shows_a_job(const json_t *rjs)
+{
+    static const char *const counters[] = {"ready", "succeeded", "failed", "active", "suspended"};
+
+    for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++)
+        if (json_integer_value(json_object_get(rjs, counters[k])) > 0)
+            return 1;
+    return 0;
+}
+
+int rc_jobset_without_jobs(const json_t *jobset)
+{
+    const json_t *statuses =
+        json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus");
+    size_t i, j;
+    json_t *rj, *st;
+
+    if (!json_is_object(jobset) ||
+        json_is_true(json_object_get(json_object_get(jobset, "spec"), "suspend")) ||
+        condition_true(jobset, "Completed") || condition_true(jobset, "Failed"))
+        return 0;
+    json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, rj)
+    {
+        const char *name = json_string_value(json_object_get(rj, "name"));
+        int shown = 0;
+        if (!name)
+            continue;
+        json_array_foreach(statuses, j, st)
+        {
+            const char *n = json_string_value(json_object_get(st, "name"));
+            if (n && strcmp(n, name) == 0 && shows_a_job(st)) {
+                shown = 1;
+                break;
+            }
+        }
+        if (!shown)
+            return 1;
+    }
+    return 0;
+}
+
+/* seconds since the epoch of an Event, or -1 */
+static int64_t event_time(const json_t *ev)
+{
+    static const char *const keys[] = {"eventTime", "lastTimestamp"};
+    int64_t t;
+
+    for (size_t k = 0; k < 2; k++)
+        if (trainjob_parse_time(json_string_value(json_object_get(ev, keys[k])), &t) == 0)
+            return t;
+    if (trainjob_parse_time(json_string_value(json_object_get(json_object_get(ev, "metadata"),
+                                                              "creationTimestamp")),
+                            &t) == 0)
+        return t;
+    return -1;
+}
+
+const char *rc_jobset_creation_failure(const json_t *jobset, const json_t *events)
+{
+    const char *uid =
+        json_string_value(json_object_get(json_object_get(jobset, "metadata"), "uid"));
+    const char *best = NULL;
+    int64_t best_t = INT64_MIN;
+    size_t i;
+    json_t *ev;
+
+    if (!uid || !rc_jobset_without_jobs(jobset))
+        return NULL;
+    json_array_foreach(events, i, ev)
+    {
+        const json_t *about = json_object_get(ev, "involvedObject");
+        const char *reason = json_string_value(json_object_get(ev, "reason"));
+        const char *msg = json_string_value(json_object_get(ev, "message"));
+        const char *euid;
+        int64_t t;
+
+        if (!about)
+            about = json_object_get(ev, "regarding");
+        if (!msg)
+            msg = json_string_value(json_object_get(ev, "note"));
+        euid = json_string_value(json_object_get(about, "uid"));
+        if (!euid || strcmp(euid, uid) != 0 || !reason ||
+            strcmp(reason, RC_REASON_JOB_CREATION_FAILED) != 0 || !msg)
+            continue;
+        t = event_time(ev);
+        if (!best || t >= best_t) {
+            best = msg;
+            best_t = t;
+        }
+    }
+    return best;
 }

@@ -32,6 +32,8 @@
 #define RC_REASON_INVALID_SNAPSHOT "InvalidRuntimeSnapshot" /* §2.2 rejection of the ConfigMap */
 #define RC_REASON_UNSUPPORTED "UnsupportedRuntime"          /* a policy this version cannot build */
 #define RC_REASON_CREATION_FAILED "TrainJobResourcesCreationFailed" /* the API refused a child */
+/* the JobSet exists but cannot create its Jobs (the JobSet controller's Event reason) */
+#define RC_REASON_JOB_CREATION_FAILED "JobCreationFailed"
 
 /* rc_managed - 1 when spec.managedBy is unset or RC_MANAGED_BY (ours to reconcile), else 0. */
 int rc_managed(const json_t *trainjob);
@@ -113,6 +115,28 @@ const char *rc_first_error(const struct trainjob_errors *errs, const struct comm
  * document it was found in), so the reason is RC_REASON_INVALID_RUNTIME, else 0.
  */
 int rc_error_doc_is_runtime(const struct trainjob_errors *errs, const json_t *runtime);
+
+/*
+ * rc_jobset_without_jobs - 1 when jobset (as read) is neither suspended nor finished
+ * (Completed/Failed True) and some replicated job of spec.replicatedJobs has no Job to show:
+ * no entry in status.replicatedJobsStatus, or one whose counters (ready, succeeded, failed,
+ * active, suspended) are all 0. That is how a JobSet whose Jobs the API server refuses looks:
+ * the JobSet controller sets no condition for it, it only records Events. 0 otherwise (NULL
+ * jobset included).
+ */
+int rc_jobset_without_jobs(const json_t *jobset);
+
+/*
+ * rc_jobset_creation_failure - why jobset cannot create its Jobs: the message of the newest
+ * Event about it (involvedObject.uid or regarding.uid = jobset's metadata.uid) with reason
+ * JobCreationFailed, as the JobSet controller records it (the API server's refusal, e.g.
+ * "job x-node-0 creation failed, err: Job.batch \"x-node-0\" is invalid: ..."). events is an
+ * array of core v1 or events.k8s.io v1 Events in any order; newest by eventTime, else
+ * lastTimestamp, else metadata.creationTimestamp (RFC 3339; ties: the later in the array).
+ * Returns NULL when rc_jobset_without_jobs(jobset) is 0 (its Jobs exist now: an old Event no
+ * longer matters) or no such Event exists; the string is borrowed from events.
+ */
+const char *rc_jobset_creation_failure(const json_t *jobset, const json_t *events);
 
 /*
  * rc_transient - 1 when an error code is worth retrying with backoff: transport, timeout,

@@ -686,11 +686,83 @@ static void transition_events(struct rctx *c)
         const json_t *o = trainjob_status_condition(old_status, tr[i].type);
         const char *ns = json_string_value(json_object_get(n, "status"));
         const char *os = json_string_value(json_object_get(o, "status"));
+        char key[KEY_MAX];
+        uint64_t h;
         if (!ns || strcmp(ns, tr[i].status) != 0 || (os && strcmp(os, ns) == 0))
+            continue;
+        /* The TrainJob in the cache may not show our last status write yet (the deletion of
+         * the JobSet after DeadlineExceeded queues it at once): a transition already announced
+         * for this TrainJob is not announced again. The memo holds the condition status last
+         * announced per uid and type, so a real flip back and forth still gets its Events. */
+        snprintf(key, sizeof(key), "event/%s/%s", c->uid, tr[i].type);
+        h = fnv1a(ns, strlen(ns));
+        if (c->uid[0] && memo_same(&c->r->memo, key, h, ""))
             continue;
         event(c, tr[i].etype, tr[i].reason, "Reconciling",
               json_string_value(json_object_get(n, "message")));
+        if (c->uid[0])
+            memo_put(&c->r->memo, key, h, "");
     }
+}
+
+/* Events as the core v1 API serves them (every Event, whichever API wrote it), for the field
+ * selectors on involvedObject */
+static const struct common_kube_resource core_events = {"", "v1", "events", 1};
+
+#define JOBSET_RECHECK_S 30 /* how often a JobSet without Jobs is looked at again */
+
+/*
+ * The JobSet exists but some of its Jobs do not: the JobSet controller records why only as an
+ * Event (JobCreationFailed, with the API server's refusal), so read those Events and carry the
+ * newest into ResourcesCreated=False reason JobCreationFailed; otherwise ResourcesCreated is
+ * removed (the TrainJob's objects were built). Events do not queue the TrainJob, so while Jobs
+ * are missing it is looked at again every JOBSET_RECHECK_S. A failed list is logged, not fatal.
+ */
+static enum common_rc jobset_failure(struct rctx *c, const json_t *jobset, struct common_error *err)
+{
+    const char *uid =
+        json_string_value(json_object_get(json_object_get(jobset, "metadata"), "uid"));
+    struct common_kube_list_opts lo = {0};
+    struct common_error lerr = {0};
+    json_t *items = NULL;
+    const char *msg = NULL;
+    char sel[300], text[1100];
+    enum common_rc rc = COMMON_OK;
+
+    if (!jobset || !uid || trainjob_is_finished(c->status) || !rc_jobset_without_jobs(jobset)) {
+        trainjob_status_remove_condition(c->status, RC_COND_CREATED);
+        return COMMON_OK;
+    }
+    if (c->res->requeue_after == 0 || c->res->requeue_after > JOBSET_RECHECK_S)
+        c->res->requeue_after = JOBSET_RECHECK_S;
+    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid,
+             RC_REASON_JOB_CREATION_FAILED);
+    lo.field_selector = sel;
+    if (common_kube_list(c->r->o.kube, &core_events, c->ns, &lo, &items, NULL, &lerr) != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "JobSet Events not read", "namespace", c->ns, "trainjob",
+                   c->name, "error", lerr.msg, NULL);
+    else
+        msg = rc_jobset_creation_failure(jobset, items);
+    if (!msg) {
+        trainjob_status_remove_condition(c->status, RC_COND_CREATED);
+        goto out;
+    }
+    snprintf(text, sizeof(text), "JobSet %s/%s cannot create its Jobs: %s", c->ns, c->name, msg);
+    {
+        const json_t *old =
+            trainjob_status_condition(json_object_get(c->tj, "status"), RC_COND_CREATED);
+        const char *old_msg = json_string_value(json_object_get(old, "message"));
+        if (!old_msg || strcmp(old_msg, text) != 0)
+            event(c, COMMON_EVENT_WARNING, RC_REASON_JOB_CREATION_FAILED, "Reconciling", text);
+    }
+    c->res->reason = RC_REASON_JOB_CREATION_FAILED;
+    if (trainjob_status_set_condition(c->status, RC_COND_CREATED, "False",
+                                      RC_REASON_JOB_CREATION_FAILED, text, c->now,
+                                      err) != COMMON_OK)
+        rc = err->code;
+out:
+    json_decref(items);
+    return rc;
 }
 
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
@@ -705,7 +777,7 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     const json_t *runtime_live = NULL, *cm;
     json_t *runtime = NULL, *jobset = NULL;
     enum common_rc rc;
-    int snapshot_cached = 0;
+    int snapshot_cached = 0, past_deadline;
 
     if (!rc_managed(c->tj)) {
         c->res->skipped = 1;
@@ -721,7 +793,12 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     if (rc)
         return fail(c, RC_REASON_INVALID_TRAINJOB, err->msg, rc, err);
 
-    if (!trainjob_is_finished(json_object_get(c->tj, "status"))) {
+    /* A TrainJob past its deadline gets nothing built: when the cache has not yet seen the
+     * Failed status written with the JobSet's deletion, building would bring the JobSet back. */
+    if (trainjob_deadline(c->tj, NULL, c->now, &dl, err) != COMMON_OK)
+        dl.action = TRAINJOB_DEADLINE_NONE; /* the status step logs a bad deadline */
+    if (!trainjob_is_finished(json_object_get(c->tj, "status")) &&
+        dl.action != TRAINJOB_DEADLINE_FAIL) {
         /* the runtime: the snapshot first (§2.2) */
         char snapname[300];
         int attempt = 0;
@@ -811,7 +888,14 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     }
 
     /* status (§4), deadline (§2.10) */
+    past_deadline = dl.action == TRAINJOB_DEADLINE_FAIL;
     rc = trainjob_status_derive(c->a, c->tj, jobset, c->now, &sres, err);
+    if (rc == COMMON_ENOTFOUND && past_deadline) {
+        /* no JobSet (deleted, or never built): the deadline below still fails the TrainJob */
+        rc = status_copy(c, err);
+        sres.status = c->status;
+        c->status = NULL;
+    }
     if (rc == COMMON_ENOTFOUND) {
         /* the JobSet is not in the cache yet: the watch event will bring us back */
         json_decref(jobset);
@@ -823,7 +907,11 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         return rc;
     }
     c->status = sres.status;
-    trainjob_status_remove_condition(c->status, RC_COND_CREATED);
+    rc = jobset_failure(c, jobset, err);
+    if (rc) {
+        json_decref(jobset);
+        return rc;
+    }
     rc = trainjob_deadline(c->tj, c->status, c->now, &dl, err);
     if (rc == COMMON_OK && dl.action == TRAINJOB_DEADLINE_FAIL) {
         rc = trainjob_status_deadline_exceeded(c->status, c->now, err);
@@ -838,7 +926,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             count_write(c, "delete");
         }
     } else if (rc == COMMON_OK && dl.action == TRAINJOB_DEADLINE_REQUEUE) {
-        c->res->requeue_after = dl.requeue_after;
+        if (c->res->requeue_after == 0 || dl.requeue_after < c->res->requeue_after)
+            c->res->requeue_after = dl.requeue_after;
     } else if (rc == COMMON_EINVAL) {
         common_log(COMMON_LOG_WARN, "activeDeadlineSeconds not checked", "namespace", c->ns,
                    "trainjob", c->name, "error", err->msg, NULL);

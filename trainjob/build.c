@@ -290,6 +290,11 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
             res = tj_obj(node, "resources");
             if (!res || tj_strategic_merge(res, c->resources))
                 return common_error_set(err, COMMON_ENOMEM, "out of memory");
+            /* each side passed alone; merged, a runtime request may exceed a TrainJob limit */
+            tj_check_resources(c->trainjob, res, "spec.trainer.resourcesPerNode",
+                               " (resourcesPerNode is merged over the resources of the runtime's "
+                               "node container)",
+                               c->errs);
         }
     }
     return COMMON_OK;
@@ -451,6 +456,7 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
     if (errs->n == 0) {
         tj_object_meta(trainjob, 1, errs);
         tj_cel_trainjob(trainjob, errs);
+        tj_check_resources_trainjob(trainjob, errs);
     }
     {
         const char *kind = tj_str(trainjob, "spec.runtimeRef.kind");
@@ -484,6 +490,7 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
     if (errs->n == 0) {
         tj_object_meta(runtime, kind && strcmp(kind, "TrainingRuntime") == 0, errs);
         tj_cel_runtime(runtime, errs);
+        tj_check_resources_runtime(runtime, errs);
     }
     if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
         tj_webhook_runtime(runtime, errs);

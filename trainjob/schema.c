@@ -473,6 +473,55 @@ static const char *removed_hint(const char *path)
     return NULL;
 }
 
+/* edit distance between a and b (insert, delete, substitute; a letter that differs only in
+ * case costs nothing), capped at 16 */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64], prev, tmp;
+
+    if (la >= 63 || lb >= 63)
+        return 16;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            int same =
+                a[i - 1] == b[j - 1] || ((a[i - 1] | 0x20) == (b[j - 1] | 0x20) &&
+                                         ((a[i - 1] | 0x20) >= 'a') && ((a[i - 1] | 0x20) <= 'z'));
+            tmp = row[j];
+            row[j] = prev + (same ? 0 : 1);
+            if (row[j - 1] + 1 < row[j])
+                row[j] = row[j - 1] + 1;
+            if (tmp + 1 < row[j])
+                row[j] = tmp + 1;
+            prev = tmp;
+        }
+    }
+    return row[lb] > 16 ? 16 : row[lb];
+}
+
+/* the known field of n closest to key, when close enough to be a likely typo (at most a third
+ * of its letters, and at least one, differ), else NULL */
+static const char *closest_field(const struct tj_snode *n, const char *key)
+{
+    const char *best = NULL;
+    size_t best_d = 17;
+
+    for (const struct tj_sfield *f = n->fields; f->name; f++) {
+        size_t d = distance(key, f->name);
+        size_t limit = strlen(f->name) / 3;
+        if (limit < 1)
+            limit = 1;
+        if (d <= limit && d < best_d) {
+            best = f->name;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 static void walk_object(struct walk *w, const struct tj_snode *n, const json_t *v)
 {
     const char *k;
@@ -493,13 +542,24 @@ static void walk_object(struct walk *w, const struct tj_snode *n, const json_t *
         while (f->name && strcmp(f->name, k) != 0)
             f++;
         old = push(w, k, 0);
-        if (f->name)
+        if (f->name) {
             walk_node(w, f->node, child);
-        else if (!n->open && removed_hint(w->path))
-            tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\": %s", w->path,
-                   removed_hint(w->path));
-        else if (!n->open)
-            tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\"", w->path);
+        } else if (!n->open) {
+            size_t before = w->e->n;
+            const char *near = closest_field(n, k);
+            if (removed_hint(w->path))
+                tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\": %s", w->path,
+                       removed_hint(w->path));
+            else if (near)
+                tj_err(w->e, w->doc, child, "Unknown", w->path,
+                       "unknown field \"%s\": did you mean %s?", w->path, near);
+            else
+                tj_err(w->e, w->doc, child, "Unknown", w->path, "unknown field \"%s\"", w->path);
+            if (w->e->n > before) {
+                w->e->items[before].parent = v;
+                w->e->items[before].key = k;
+            }
+        }
         w->path[old] = '\0';
     }
 }

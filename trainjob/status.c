@@ -371,8 +371,25 @@ const json_t *trainjob_status_condition(const json_t *status, const char *type)
 enum common_rc trainjob_status_deadline_exceeded(json_t *status, int64_t now,
                                                  struct common_error *err)
 {
-    return trainjob_status_set_condition(status, "Failed", "True", TRAINJOB_DEADLINE_REASON,
-                                         TRAINJOB_DEADLINE_MESSAGE, now, err);
+    enum common_rc rc = trainjob_status_set_condition(
+        status, "Failed", "True", TRAINJOB_DEADLINE_REASON, TRAINJOB_DEADLINE_MESSAGE, now, err);
+    const json_t *jobs = json_object_get(status, "jobsStatus");
+    size_t i;
+    json_t *j;
+
+    if (rc)
+        return rc;
+    /* the JobSet is deleted with its Jobs: nothing stays active or ready, and the JobSet that
+     * is gone will not report that any more */
+    json_array_foreach(jobs, i, j)
+    {
+        if (!json_is_object(j))
+            continue;
+        if ((json_object_get(j, "active") && json_object_set_new(j, "active", json_integer(0))) ||
+            (json_object_get(j, "ready") && json_object_set_new(j, "ready", json_integer(0))))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    return COMMON_OK;
 }
 
 int trainjob_status_changed(const json_t *old_status, const json_t *new_status)

@@ -110,8 +110,9 @@ enum common_rc trainjob_deadline(const json_t *trainjob, const json_t *status, i
  * trainjob_status_deadline_exceeded - upsert Failed=True, reason DeadlineExceeded, message
  * "TrainJob exceeded its active deadline" into status (an object, modified in place; its
  * `conditions` array is created when missing); lastTransitionTime = now unless Failed was
- * already True. Returns COMMON_OK, COMMON_EINVAL (status not an object, conditions not an
- * array), COMMON_ENOMEM.
+ * already True. Every `jobsStatus` entry gets active 0 and ready 0: the JobSet is deleted with
+ * its Jobs, and, gone, it never reports that (the other counters are kept). Returns COMMON_OK,
+ * COMMON_EINVAL (status not an object, conditions not an array), COMMON_ENOMEM.
  */
 enum common_rc trainjob_status_deadline_exceeded(json_t *status, int64_t now,
                                                  struct common_error *err);

@@ -33,6 +33,10 @@ struct trainjob_field_error {
     const char *detail; /* what rule was broken, e.g. "must be greater than or equal to 0" */
     const json_t *node; /* the offending value (for positions), or NULL */
     const json_t *doc;  /* the document it belongs to (the TrainJob or the runtime) */
+    /* for an unknown field: the object that holds it and the key as written (positions point
+     * at the key, not at its value); NULL otherwise */
+    const json_t *parent;
+    const char *key;
 };
 
 /* A list of field errors and warnings; items live in the arena given at init. */

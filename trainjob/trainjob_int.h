@@ -35,6 +35,19 @@ enum tj_schema_kind { TJ_SCHEMA_TRAINJOB, TJ_SCHEMA_RUNTIME };
  * trainer.kubeflow.org types), required fields, bounds, enums, list-map keys. */
 void tj_schema_check(enum tj_schema_kind kind, const json_t *obj, struct trainjob_errors *e);
 
+/* ---- container resources (resources.c) ---- */
+/* The API server's checks of one ResourceRequirements object res ({"limits": {name: qty},
+ * "requests": {...}}; anything else is ignored) found at path in doc: resource names, negative
+ * quantities, fractions of extended resources, requests above limits, extended resources
+ * overcommitted. Each problem is one field error at "<path>.limits[<name>]" or
+ * "<path>.requests[<name>]", worded as Kubernetes words it, with ctx (may be NULL) appended. */
+void tj_check_resources(const json_t *doc, const json_t *res, const char *path, const char *ctx,
+                        struct trainjob_errors *e);
+/* the above on spec.trainer.resourcesPerNode of a TrainJob */
+void tj_check_resources_trainjob(const json_t *tj, struct trainjob_errors *e);
+/* the above on every container and init container of a runtime's replicated jobs */
+void tj_check_resources_runtime(const json_t *rt, struct trainjob_errors *e);
+
 /* ---- JSON helpers (podspec.c) ---- */
 json_t *tj_get(const json_t *obj, const char *dotted); /* borrowed; NULL when any step missing */
 const char *tj_str(const json_t *obj, const char *dotted); /* NULL unless a string */

@@ -58,6 +58,8 @@ void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, co
     va_end(ap);
     fe->node = node;
     fe->doc = doc;
+    fe->parent = NULL;
+    fe->key = NULL;
     if (fe->path && fe->detail)
         e->n++;
     else

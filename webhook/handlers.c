@@ -826,6 +826,22 @@ static enum common_rc mutate_trainjob(struct call *c)
 
 /* ---- mutate-pod ---- */
 
+/* a gang pod while the extender is not wired: allowed unchanged, with a warning, so the pods
+ * are scheduled one by one instead of all staying Pending on a resource no node has */
+static enum common_rc not_routed(struct call *c, const char *gang, const char *res)
+{
+    const char *w = common_arena_printf(
+        c->a,
+        "trainsched: gang pod of PodGroup %s not routed to the gang scheduler: "
+        "webhook.extenderWired is false (kube-scheduler does not call trainsched's extender), so "
+        "it gets no %s request and is scheduled on its own",
+        gang, res);
+    if (!w)
+        return nomem(c);
+    add_warn(c, w);
+    return allow(c);
+}
+
 static enum common_rc mutate_pod(struct call *c)
 {
     const json_t *pod = c->req->object;
@@ -840,6 +856,8 @@ static enum common_rc mutate_pod(struct call *c)
 
     if (c->req->operation != WEBHOOK_OP_CREATE || !gang || !*gang || !json_is_object(ct))
         return allow(c);
+    if (!c->o || !c->o->extender_wired)
+        return not_routed(c, gang, res);
     if (webhook_patch_init(&p, c->a, c->err))
         return COMMON_ENOMEM;
     if (!json_is_object(resources)) {

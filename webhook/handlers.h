@@ -32,8 +32,10 @@
  *     Pod CREATE: a pod labelled scheduling.x-k8s.io/pod-group=<name> (a gang pod) gets the
  *     virtual extended resource (trainsched.io/gang: "1" by default) in requests and limits of
  *     its first container where it is missing (an extended resource needs requests equal to
- *     limits), and spec.schedulerName set when the options name a scheduler. Other pods, and
- *     UPDATE, are allowed with no patch (DESIGN.md "Which pods reach the extender").
+ *     limits), and spec.schedulerName set when the options name a scheduler, but only when the
+ *     options say the extender is wired (extender_wired); otherwise the pod is allowed with
+ *     no patch and a warning. Other pods, and UPDATE, are allowed with no patch (DESIGN.md
+ *     "Which pods reach the extender").
  * Every endpoint allows DELETE and CONNECT, and requests for a subresource, with no checks and
  * no patch. A review whose request.kind is not the endpoint's kind (group, version and kind) is
  * refused with HTTP 400.
@@ -83,6 +85,11 @@ struct webhook_options {
      * bind httpTimeout); a runtime's coscheduling scheduleTimeoutSeconds or a TrainJob's
      * PodGroup timeout above it is admitted with a warning. 0: no warning */
     int64_t max_schedule_timeout_ms;
+    /* mutate-pod routes gang pods to the extender only when the admin says kube-scheduler calls
+     * it (serve's webhook.extenderWired): the virtual resource is on no node otherwise, and
+     * every gang pod would stay Pending ("Insufficient trainsched.io/gang"). 0: gang pods are
+     * allowed unchanged, with an admission warning saying why. */
+    int extender_wired;
 };
 
 enum webhook_id {

@@ -60,6 +60,7 @@ struct webhook_server *webhook_server_create(const struct webhook_server_opts *o
     w->o.lookup_ctx = opts->lookup_ctx;
     w->o.scheduler_name = w->scheduler_name;
     w->o.gang_resource = w->gang_resource;
+    w->o.extender_wired = opts->extender_wired;
     w->o.max_body = opts->max_body ? opts->max_body : WEBHOOK_MAX_BODY_DEFAULT;
     w->o.max_schedule_timeout_ms = opts->max_schedule_timeout_ms;
     w->arena_max = opts->arena_max ? opts->arena_max : ARENA_MAX_DEFAULT;

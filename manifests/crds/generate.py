@@ -1209,8 +1209,17 @@ def all_crds():
     return [
         ("trainer.kubeflow.org_trainjobs.yaml", "TrainJob", "trainjobs",
          crd("TrainJob", "trainjobs", "Namespaced", trainjob_schema(), status=True, columns=[
+             # Trainer's two columns, then what tells a failing condition from a good one:
+             # STATE alone shows the type of the last condition, which reads the same for
+             # ResourcesCreated=True and =False.
              {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
              {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+             {"jsonPath": ".status.conditions[-1:].status", "name": "Status", "type": "string",
+              "description": "status of the last condition (True, False, Unknown)"},
+             {"jsonPath": ".status.conditions[-1:].reason", "name": "Reason", "type": "string",
+              "description": "reason of the last condition"},
+             {"jsonPath": ".status.conditions[-1:].message", "name": "Message", "type": "string",
+              "priority": 1, "description": "message of the last condition (-o wide)"},
          ])),
         ("trainer.kubeflow.org_trainingruntimes.yaml", "TrainingRuntime", "trainingruntimes",
          crd("TrainingRuntime", "trainingruntimes", "Namespaced",

@@ -21,6 +21,10 @@
  * TRAINSCHED_CRDS_LEAVE=upstream to put upstream's back. TRAINSCHED_UPSTREAM_TRAINER_CRDS=DIR
  * overrides where upstream's CRD files are read from.
  *
+ * With our CRDs installed, the printer columns are checked as `kubectl get trainjobs` gets
+ * them (the API server's Table): Trainer's State and Age, then Status and Reason of the last
+ * condition (Message with -o wide), so ResourcesCreated=False does not read like a healthy job.
+ *
  * Also printed, not asserted: where trainsched's own offline validation (trainjob/schema.c,
  * validate.c) disagrees with the API server about a create-only case.
  */
@@ -664,6 +668,80 @@ static void run_case(struct tcase *c, int which, const char *ns)
 
 /* Install the set and run the corpus; returns 0, or -1 when the set could not be installed
  * (why says why). */
+/* ------------------------------------------------------------------------ printer columns */
+
+/* `kubectl get trainjobs` with our CRDs: the API server's Table for a TrainJob whose last
+ * condition is ResourcesCreated=False shows State ResourcesCreated (Trainer's column) and the
+ * Status and Reason that tell it from a healthy one. Returns "" or what is wrong (in why). */
+static void check_printer_columns(const char *ns, char *why, size_t size)
+{
+    char path[512], msg[1024];
+    struct common_buf resp;
+    struct common_error err;
+    long st = 0;
+    json_t *tj, *got = NULL, *table = NULL, *cols, *cells;
+    const char *want_cols[] = {"Name", "State", "Age", "Status", "Reason", "Message"};
+    const char *want_cells[] = {
+        "printer", "ResourcesCreated",        NULL,
+        "False",   "TrainingRuntimeNotFound", "TrainingRuntime ns/x not found"};
+
+    why[0] = '\0';
+    tj = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s}}}", "apiVersion",
+                   "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata", "name",
+                   "printer", "spec", "runtimeRef", "name", "x", "kind", "TrainingRuntime");
+    snprintf(path, sizeof(path), "/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs", ns);
+    st = call("POST", path, tj, &got, msg, sizeof(msg));
+    json_decref(tj);
+    if (st != 201) {
+        snprintf(why, size, "create: %ld %s", st, msg);
+        goto out;
+    }
+    json_object_set_new(
+        got, "status",
+        json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "conditions", "type", "ResourcesCreated",
+                  "status", "False", "reason", "TrainingRuntimeNotFound", "message",
+                  "TrainingRuntime ns/x not found", "lastTransitionTime", "2027-01-01T00:00:00Z"));
+    snprintf(path, sizeof(path),
+             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/printer/status", ns);
+    st = call("PUT", path, got, NULL, msg, sizeof(msg));
+    if (st != 200) {
+        snprintf(why, size, "status update: %ld %s", st, msg);
+        goto out;
+    }
+    snprintf(path, sizeof(path),
+             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/printer", ns);
+    common_buf_init(&resp, (size_t)1 << 20);
+    common_kube_request(kube, "GET", path, NULL, NULL, 0,
+                        "application/json;as=Table;v=v1;g=meta.k8s.io", &resp, &st, &err);
+    table = resp.data ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+    common_buf_free(&resp);
+    if (st != 200 || !table) {
+        snprintf(why, size, "GET as Table: %ld", st);
+        goto out;
+    }
+    cols = json_object_get(table, "columnDefinitions");
+    cells = json_object_get(json_array_get(json_object_get(table, "rows"), 0), "cells");
+    for (size_t i = 0; i < sizeof(want_cols) / sizeof(want_cols[0]); i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(cols, i), "name"));
+        const char *cell = json_string_value(json_array_get(cells, i));
+        if (!name || strcmp(name, want_cols[i]) != 0) {
+            snprintf(why, size, "column %zu is %s, want %s", i, name ? name : "(none)",
+                     want_cols[i]);
+            goto out;
+        }
+        if (want_cells[i] && (!cell || strcmp(cell, want_cells[i]) != 0)) {
+            snprintf(why, size, "column %s shows \"%s\", want \"%s\"", name, cell ? cell : "",
+                     want_cells[i]);
+            goto out;
+        }
+    }
+    printf("crds: kubectl get trainjobs with our CRDs: %s %s %s (Message with -o wide)\n",
+           want_cells[1], want_cells[3], want_cells[4]);
+out:
+    json_decref(got);
+    json_decref(table);
+}
+
 static int run_set(int which, const char *dir, char *why, size_t size)
 {
     json_t *crds[NCRDS];
@@ -671,6 +749,7 @@ static int run_set(int which, const char *dir, char *why, size_t size)
     double t0;
     int rc;
 
+    why[0] = '\0';
     load_crds(dir, crds);
     e2e_make_ns(kube, "crds", ns, sizeof(ns));
     rc = install_set(which, crds, ns, why, size);
@@ -682,6 +761,10 @@ static int run_set(int which, const char *dir, char *why, size_t size)
             run_case(&cases[i], which, ns);
         printf("crds: %zu cases against the %s CRDs in %.1f s\n", ncases, set_name[which],
                e2e_now_s() - t0);
+        if (which == OURS)
+            check_printer_columns(ns, why, size);
+        if (why[0])
+            rc = -1;
     }
     e2e_drop_ns(kube, ns);
     return rc;

@@ -1580,6 +1580,7 @@ static int webhook_up(struct common_kube *admin)
                         "serve",
                         "--components",
                         "webhook",
+                        "--webhook-extender-wired",
                         "--kubeconfig",
                         getenv("KUBECONFIG"),
                         "--https-address",

@@ -19,6 +19,7 @@
 
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/events.h"
 #include "common/kube.h"
 #include "common/log.h"
 #include "common/sshkey.h"
@@ -31,6 +32,7 @@
 
 static struct common_kube *admin, *tsk;
 static struct rc_reconciler *rec;
+static struct common_events *events; /* the reconciler's Event recorder (as trainsched's SA) */
 static char ns[128];
 
 /* ---- helpers ---- */
@@ -198,6 +200,9 @@ static void start_reconciler(void)
     o.kube = tsk;
     o.namespace = ns;
     o.workers = 2;
+    events = common_events_create(tsk, "e2e-reconciler", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    o.events = events;
     o.queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
     rec = rc_create(&o, &err);
     ck_assert_msg(rec != NULL, "%s", err.msg);
@@ -219,6 +224,8 @@ static void teardown(void)
 {
     rc_destroy(rec);
     rec = NULL;
+    common_events_destroy(events);
+    events = NULL;
     e2e_drop_ns(admin, ns);
     common_kube_client_destroy(tsk);
     common_kube_client_destroy(admin);
@@ -697,6 +704,36 @@ static json_t *jobset_gone(const char *name, const void *arg)
     return json_true();
 }
 
+/* Events as `kubectl describe` reads them: core v1, by involvedObject.uid */
+static const struct common_kube_resource core_events = {"", "v1", "events", 1};
+
+/* how many times obj's Events with reason happened: Event objects found by involvedObject.uid
+ * (so an Event without regarding.uid is not counted), each counting its `count` (a series) */
+static long count_events(const json_t *obj, const char *reason)
+{
+    const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL, *it;
+    char sel[256];
+    size_t i;
+    long n = 0;
+
+    ck_assert_ptr_nonnull(uid);
+    ck_assert_int_eq(common_events_flush(events, 20000), COMMON_OK);
+    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid, reason);
+    lo.field_selector = sel;
+    ck_assert_msg(common_kube_list(admin, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK,
+                  "%s", err.msg);
+    json_array_foreach(items, i, it)
+    {
+        json_int_t cnt = json_integer_value(json_object_get(it, "count"));
+        n += cnt > 1 ? (long)cnt : 1;
+    }
+    json_decref(items);
+    return n;
+}
+
 /* activeDeadlineSeconds: Failed=True DeadlineExceeded and the JobSet deleted (case 62). */
 START_TEST(active_deadline)
 {
@@ -709,37 +746,90 @@ START_TEST(active_deadline)
                      TRAINJOB_DEADLINE_MESSAGE);
     json_decref(tj);
     json_decref(wait_for(30, jobset_gone, "dl", NULL, "the JobSet to be deleted"));
+    /* settled: no Job shown active or ready any more, the JobSet stays gone, one Failed Event */
+    e2e_nap(5000);
+    tj = get(&common_kube_trainjobs, "dl");
+    {
+        size_t i;
+        json_t *j;
+        json_array_foreach(json_object_get(json_object_get(tj, "status"), "jobsStatus"), i, j)
+        {
+            ck_assert_msg(json_integer_value(json_object_get(j, "active")) == 0 &&
+                              json_integer_value(json_object_get(j, "ready")) == 0,
+                          "jobsStatus[%zu] still shows a Job after DeadlineExceeded", i);
+        }
+    }
+    ck_assert_int_eq(count_events(tj, "Failed"), 1);
+    json_decref(tj);
+    ck_assert_msg(jobset_gone("dl", NULL) != NULL, "the JobSet came back after the deadline");
 }
 END_TEST
 
-/* The shipped manifests (kustomization: CRDs, RBAC, config, Deployment, PDB, Service) are
- * accepted by the real API server: a server-side dry run with strict field validation. */
+/* A JobSet whose Jobs the API server refuses (a volume mount naming no volume: pod validation
+ * that neither Trainer's webhook nor the CRD checks) makes the JobSet controller record
+ * JobCreationFailed Events and nothing else; the TrainJob says so in ResourcesCreated=False. */
+START_TEST(jobset_job_creation_failure_reaches_the_trainjob)
+{
+    json_t *rt, *tj, *c;
+    const char *msg;
+
+    if (!getenv("TESTBED_JOBSET_RUNNING") || strcmp(getenv("TESTBED_JOBSET_RUNNING"), "1") != 0) {
+        fprintf(stderr, "skipped: needs the JobSet controller (TESTBED_JOBSET=1)\n");
+        return;
+    }
+    rt = plain_runtime("rt", "m");
+    c = json_object_get(json_object_get(rt, "spec"), "template");
+    c = json_array_get(json_object_get(json_object_get(c, "spec"), "replicatedJobs"), 0);
+    c = json_object_get(json_object_get(json_object_get(c, "template"), "spec"), "template");
+    c = json_array_get(json_object_get(json_object_get(c, "spec"), "containers"), 0);
+    ck_assert(json_is_object(c));
+    json_object_set_new(c, "volumeMounts",
+                        json_pack("[{s:s, s:s}]", "name", "nosuch", "mountPath", "/data"));
+    create(&common_kube_trainingruntimes, rt);
+    create(&common_kube_trainjobs, trainjob("jcf", "TrainingRuntime", "rt", NULL));
+    tj = wait_cond("jcf", RC_COND_CREATED, "False", RC_REASON_JOB_CREATION_FAILED, 120);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(msg && strstr(msg, "cannot create its Jobs") && strstr(msg, "nosuch"),
+                  "message: %s", msg ? msg : "(none)");
+    fprintf(stderr, "ResourcesCreated=False JobCreationFailed: %s\n", msg);
+    ck_assert_int_ge(count_events(tj, RC_REASON_JOB_CREATION_FAILED), 1);
+    json_decref(tj);
+}
+END_TEST
+
+/* The shipped manifests (kustomizations: the CRDs apart, then RBAC, config, Deployment, PDB,
+ * Service) are accepted by the real API server: a server-side dry run with strict field
+ * validation. */
 START_TEST(manifests_apply_dry_run)
 {
     char cmd[2048], line[1024];
     const char *kubectl = getenv("KUBECTL");
     FILE *p;
-    int n = 0, status;
+    int n[2] = {0, 0}, status;
+    static const char *const dirs[2] = {"manifests/crds", "manifests"};
 
     ck_assert_msg(kubectl != NULL, "KUBECTL is not set (source the test bed's env file)");
-    snprintf(cmd, sizeof(cmd),
-             "'%s' apply --server-side --force-conflicts --field-manager=e2e-dry-run "
-             "--dry-run=server --validate=strict -k '%s/manifests' 2>&1",
-             kubectl, TS_SOURCE_DIR);
-    p = popen(cmd, "r");
-    ck_assert(p != NULL);
-    while (fgets(line, sizeof(line), p)) {
-        fprintf(stderr, "manifests: %s", line);
-        if (strstr(line, "(server dry run)"))
-            n++;
+    for (int d = 0; d < 2; d++) {
+        snprintf(cmd, sizeof(cmd),
+                 "'%s' apply --server-side --force-conflicts --field-manager=e2e-dry-run "
+                 "--dry-run=server --validate=strict -k '%s/%s' 2>&1",
+                 kubectl, TS_SOURCE_DIR, dirs[d]);
+        p = popen(cmd, "r");
+        ck_assert(p != NULL);
+        while (fgets(line, sizeof(line), p)) {
+            fprintf(stderr, "%s: %s", dirs[d], line);
+            if (strstr(line, "(server dry run)"))
+                n[d]++;
+        }
+        status = pclose(p);
+        ck_assert_msg(status == 0, "kubectl apply --dry-run=server -k %s failed (status %d)",
+                      dirs[d], status);
     }
-    status = pclose(p);
-    ck_assert_msg(status == 0, "kubectl apply --dry-run=server -k manifests failed (status %d)",
-                  status);
-    /* 3 CRDs, Namespace, ServiceAccount, 2 ClusterRoles, ClusterRoleBinding, RoleBinding,
-     * ConfigMap, Deployment, PodDisruptionBudget, Service; the extender's ClusterRole and
-     * ClusterRoleBinding */
-    ck_assert_int_eq(n, 15);
+    /* the 3 CRDs on their own (kept on uninstall); then Namespace, ServiceAccount, 2
+     * ClusterRoles, ClusterRoleBinding, RoleBinding, ConfigMap, Deployment,
+     * PodDisruptionBudget, Service; the extender's ClusterRole and ClusterRoleBinding */
+    ck_assert_int_eq(n[0], 3);
+    ck_assert_int_eq(n[1], 12);
 }
 END_TEST
 
@@ -764,6 +854,8 @@ static Suite *suite(void)
     add(s, "managed_by_other", managed_by_other);
     add(s, "handmade_snapshot_blocks_until_deleted", handmade_snapshot_blocks_until_deleted);
     add(s, "active_deadline", active_deadline);
+    add(s, "jobset_job_creation_failure_reaches_the_trainjob",
+        jobset_job_creation_failure_reaches_the_trainjob);
     add(s, "manifests_apply_dry_run", manifests_apply_dry_run);
     return s;
 }

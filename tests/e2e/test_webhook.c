@@ -236,6 +236,7 @@ static void start_daemon(struct daemon *d, const char *name, const char *dir, co
                     key,
                     "--tls-reload-seconds",
                     reload,
+                    "--webhook-extender-wired",
                     "--log-level",
                     "debug",
                     sched ? "--gang-scheduler-name" : NULL,

@@ -9,6 +9,8 @@
  *   conditions/<case>/   set/remove/lookup of status conditions
  *   managed/<case>/      rc_managed
  *   owner/<case>/        rc_controller_owner
+ *   jobset-failure/<case>/ rc_jobset_without_jobs, rc_jobset_creation_failure (jobset.yaml,
+ *                        events.yaml a list of Events, expect.yaml {without_jobs, message})
  *
  * Every case carries a `rule:` naming what it checks; a case without one fails. A few direct
  * checks follow: rc_first_error, rc_error_doc_is_runtime (against real validation and
@@ -43,6 +45,7 @@ static struct area managed_area = {.dir = "managed"};
 static struct area owner_area = {.dir = "owner"};
 static struct area patch_area = {.dir = "status-patch"};
 static struct area cond_area = {.dir = "conditions"};
+static struct area jsfail_area = {.dir = "jobset-failure"};
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -210,6 +213,44 @@ START_TEST(snapshot_case)
     json_decref(want_rt);
     json_decref(tj_before);
     json_decref(cm_before);
+}
+END_TEST
+
+/* ---- rc_jobset_without_jobs, rc_jobset_creation_failure ---- */
+
+START_TEST(jobset_failure_case)
+{
+    const char *name = jsfail_area.cases[_i];
+    char dir[4096];
+    json_t *js, *evs, *exp, *js_before, *evs_before;
+    const json_t *want_msg;
+    const char *got;
+
+    case_dir(dir, sizeof(dir), &jsfail_area, _i);
+    js = need_doc(dir, "jobset.yaml");
+    evs = need_doc(dir, "events.yaml");
+    exp = load_expect(dir);
+    js_before = json_deep_copy(js);
+    evs_before = json_deep_copy(evs);
+    ck_assert_msg(json_is_boolean(json_object_get(exp, "without_jobs")),
+                  "%s: without_jobs: must be true or false", name);
+    ck_assert_msg(rc_jobset_without_jobs(js) == json_is_true(json_object_get(exp, "without_jobs")),
+                  "%s: rc_jobset_without_jobs %d", name, rc_jobset_without_jobs(js));
+    want_msg = json_object_get(exp, "message");
+    got = rc_jobset_creation_failure(js, evs);
+    if (json_is_string(want_msg))
+        ck_assert_msg(got && strcmp(got, json_string_value(want_msg)) == 0,
+                      "%s: message\n got: %s\nwant: %s", name, got ? got : "(none)",
+                      json_string_value(want_msg));
+    else
+        ck_assert_msg(got == NULL, "%s: want no message, got: %s", name, got);
+    assert_json_eq(js, js_before, "jobset modified", name);
+    assert_json_eq(evs, evs_before, "events modified", name);
+    json_decref(js);
+    json_decref(evs);
+    json_decref(exp);
+    json_decref(js_before);
+    json_decref(evs_before);
 }
 END_TEST
 
@@ -828,7 +869,8 @@ int main(void)
 {
     Suite *s = suite_create("reconciler_core");
     TCase *fx = tcase_create("fixtures"), *unit = tcase_create("unit");
-    struct area *areas[] = {&snapshot_area, &managed_area, &owner_area, &patch_area, &cond_area};
+    struct area *areas[] = {&snapshot_area, &managed_area, &owner_area,
+                            &patch_area,    &cond_area,    &jsfail_area};
 
     for (size_t i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
         collect(areas[i]);
@@ -842,6 +884,7 @@ int main(void)
     tcase_add_loop_test(fx, owner_case, 0, owner_area.n);
     tcase_add_loop_test(fx, status_patch_case, 0, patch_area.n);
     tcase_add_loop_test(fx, conditions_case, 0, cond_area.n);
+    tcase_add_loop_test(fx, jobset_failure_case, 0, jsfail_area.n);
     tcase_add_test(fx, child_kinds);
     tcase_add_test(fx, child_actions);
     tcase_add_test(unit, status_patch_of_nothing);

@@ -736,12 +736,88 @@ START_TEST(a_missing_file_is_named)
 }
 END_TEST
 
-START_TEST(a_folder_as_input_is_named)
+START_TEST(a_folder_without_manifests_is_named)
+{
+    struct run r;
+    char dir[600], path[700];
+    const char *says[] = {"no .yaml, .yml or .json file", NULL};
+    FILE *f;
+
+    tmp_path(dir, sizeof(dir), "nomanifests");
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof(path), "%s/README.md", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("not a manifest\n", f);
+    fclose(f);
+    RENDER(&r, "-f", dir);
+    check_refusal("a folder without manifests", &r, dir, NULL, NULL, says);
+    run_free(&r);
+}
+END_TEST
+
+/* copy file src into dir/name */
+static void copy_into(const char *src, const char *dir, const char *name)
+{
+    char path[900], buf[4096];
+    FILE *in = fopen(src, "rb"), *out;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    out = fopen(path, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* -f DIR reads the folder's .yaml, .yml and .json files in name order (not sub-folders or
+ * other files), as kubectl does */
+START_TEST(a_folder_renders_its_manifests_in_name_order)
+{
+    struct run r;
+    char dir[600], sub[700];
+    const char *a, *b;
+
+    tmp_path(dir, sizeof(dir), "manifests");
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(sub, sizeof(sub), "%s/sub", dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    copy_into(testutil_path("badinput/good/trainjob.yaml"), dir, "b.yml");
+    copy_into(testutil_path("badinput/good/trainjob.json"), dir, "a.json");
+    copy_into(testutil_path("badinput/cases/a-negative-numnodes-is-refused/input.yaml"), dir,
+              "notes.txt");
+    copy_into(testutil_path("badinput/cases/a-negative-numnodes-is-refused/input.yaml"), sub,
+              "c.yaml");
+    RENDER(&r, "-f", dir);
+    check_list("a folder", &r, 0);
+    a = strstr(r.out, "name: good-json");
+    b = strstr(r.out, "name: good-input");
+    ck_assert_msg(a && b && a < b, "a.json before b.yml expected in: %.3000s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(output_given_as_o_equals_json_renders_json)
 {
     struct run r;
 
-    RENDER(&r, "-f", tmpdir);
-    check_refusal("a folder", &r, tmpdir, NULL, NULL, NULL);
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "-o=json");
+    check_list("-o=json", &r, 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(stdin_given_twice_is_bad_usage)
+{
+    struct run r;
+    const char *says[] = {"standard input", "twice", NULL};
+
+    ck_assert_ptr_nonnull(freopen(testutil_path("badinput/good/trainjob.yaml"), "r", stdin));
+    RENDER(&r, "-f", "-", "-f", "-");
+    check_refusal("-f - -f -", &r, NULL, NULL, NULL, says);
     run_free(&r);
 }
 END_TEST
@@ -906,7 +982,10 @@ int main(void)
     tcase_add_test(tc_cli, an_unknown_output_format_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
     tcase_add_test(tc_cli, a_missing_file_is_named);
-    tcase_add_test(tc_cli, a_folder_as_input_is_named);
+    tcase_add_test(tc_cli, a_folder_without_manifests_is_named);
+    tcase_add_test(tc_cli, a_folder_renders_its_manifests_in_name_order);
+    tcase_add_test(tc_cli, output_given_as_o_equals_json_renders_json);
+    tcase_add_test(tc_cli, stdin_given_twice_is_bad_usage);
     tcase_add_test(tc_cli, bad_input_on_stdin_is_named_stdin);
     tcase_add_test(tc_cli, an_empty_stdin_is_refused);
     tcase_add_test(tc_cli, good_input_on_stdin_renders);

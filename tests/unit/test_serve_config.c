@@ -2,11 +2,16 @@
  * tests/unit/test_serve_config.c - `trainsched serve --check-config`: the settings file and
  * flags as the daemon reads them, run through the built binary (no cluster needed).
  * The ConfigMap shipped in manifests/controller/config.yaml must be accepted as is.
+ * --check-config also binds the addresses and reads the kubeconfig, so every run gets free
+ * loopback ports (port 0) and a readable kubeconfig unless the case is about those.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +26,9 @@ static int run(const char *args, char *out, size_t size)
     size_t n = 0;
     int status;
 
-    snprintf(cmd, sizeof(cmd), "'%s' serve %s 2>&1", TS_BINARY, args);
+    snprintf(cmd, sizeof(cmd),
+             "'%s' serve --http-address 127.0.0.1:0 --https-address 127.0.0.1:0 %s 2>&1", TS_BINARY,
+             args);
     p = popen(cmd, "r");
     ck_assert(p != NULL);
     while (n + 1 < size && fgets(out + n, (int)(size - n), p))
@@ -177,13 +184,79 @@ START_TEST(topologies_from_file_and_flags)
 }
 END_TEST
 
+/* what serve would fail on at once: each a message naming it and exit 2 */
+START_TEST(check_config_checks_addresses_files_and_the_kubeconfig)
+{
+    char out[8192], args[1024], cert[] = "/tmp/ts-cert-XXXXXX";
+    int fd;
+
+    /* a kubeconfig that cannot be read */
+    ck_assert_int_eq(run("--check-config --kubeconfig /nonexistent/kubeconfig", out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "kubeconfig: /nonexistent/kubeconfig") != NULL, "%s", out);
+    /* an address that does not parse */
+    ck_assert_int_eq(run("--check-config --http-address 127.0.0.1:99999", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--http-address 127.0.0.1:99999") && strstr(out, "bad port"), "%s",
+                  out);
+    /* TLS files that are not there, for the webhook */
+    ck_assert_int_eq(run("--check-config --components webhook --tls-cert-file /nonexistent/tls.crt "
+                         "--tls-key-file /nonexistent/tls.key",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "--https-address") && strstr(out, "/nonexistent/tls.crt"), "%s", out);
+    /* TLS files that are not PEM */
+    fd = mkstemp(cert);
+    ck_assert(fd >= 0);
+    ck_assert_int_eq(write(fd, "not a certificate\n", 18), 18);
+    close(fd);
+    snprintf(args, sizeof(args),
+             "--check-config --components webhook --tls-cert-file '%s' --tls-key-file '%s'", cert,
+             cert);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--https-address") != NULL, "%s", out);
+    unlink(cert);
+    /* all good: the settings are printed */
+    ck_assert_int_eq(run("--check-config", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "httpAddress: \"127.0.0.1:0\"") != NULL, "%s", out);
+}
+END_TEST
+
+/* the port is taken (a socket of the test listens on it): serve would fail to listen */
+START_TEST(check_config_finds_a_port_in_use)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    char out[8192], args[256];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert(fd >= 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(args, sizeof(args), "--check-config --http-address 127.0.0.1:%d",
+             (int)ntohs(sa.sin_port));
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--check-config: --http-address 127.0.0.1:") != NULL, "%s", out);
+    close(fd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("serve config");
+    /* a readable kubeconfig for every run that does not name one (never contacted) */
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    setenv("KUBECONFIG",
+           TS_FIXTURES "/kubeconfig/a-context-without-a-user-connects-anonymously/kubeconfig", 1);
     TCase *tc = tcase_create("check-config");
     tcase_add_test(tc, shipped_configmap_is_valid);
     tcase_add_test(tc, bad_settings_name_the_key);
     tcase_add_test(tc, topologies_from_file_and_flags);
+    tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
+    tcase_add_test(tc, check_config_finds_a_port_in_use);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }

@@ -9,6 +9,7 @@
  *                      now: "2026-08-01T10:00:00Z"   (the clock; default this value)
  *                      schedulerName / gangResource  (mutate-pod options)
  *                      maxScheduleTimeoutMs: 628000  (the extender's gang timeout cap: warnings)
+ *                      extenderWired: false          (mutate-pod option; default true here)
  *                      lookupErrors: [{kind: JobSet, code: unsupported|timeout|api, message}]
  *   request.json       the body as the API server sends it (an AdmissionReview, or bad bytes)
  *   cluster.yaml       objects the runtime lookup finds (runtimes, JobSets), several documents
@@ -262,6 +263,7 @@ START_TEST(test_fixture)
     o.scheduler_name = json_string_value(json_object_get(spec, "schedulerName"));
     o.gang_resource = json_string_value(json_object_get(spec, "gangResource"));
     o.max_schedule_timeout_ms = json_integer_value(json_object_get(spec, "maxScheduleTimeoutMs"));
+    o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
     {
         size_t i;
         json_t *le;
@@ -790,7 +792,7 @@ static char *big_review(size_t pad, size_t *len)
 START_TEST(test_ten_megabyte_object_is_a_400)
 {
     struct common_arena *a = common_arena_create(0);
-    struct webhook_options o = {0};
+    struct webhook_options o = {.extender_wired = 1};
     struct webhook_reply reply;
     struct common_buf out;
     size_t len;
@@ -851,6 +853,7 @@ static void torture(const char *name)
     ep = webhook_endpoint_by_path(json_string_value(json_object_get(spec, "path")));
     ck_assert_ptr_nonnull(ep);
     o.scheduler_name = json_string_value(json_object_get(spec, "schedulerName"));
+    o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
     fixture_path(path, sizeof(path), name, "cluster.yaml");
     cluster.objects = exists(path) ? load_yaml_docs(path, &kdocs) : json_array();
     o.lookup = cluster_lookup;
@@ -1074,6 +1077,7 @@ START_TEST(test_routes_over_tls)
     wo.now = fixed_now;
     wo.now_ctx = &now;
     wo.scheduler_name = "trainsched-scheduler";
+    wo.extender_wired = 1;
     w = webhook_server_create(&wo, &err);
     ck_assert_msg(w != NULL, "%s", err.msg);
     ck_assert_uint_eq(webhook_server_httpd_max_body(w), 2 * WEBHOOK_MAX_BODY_DEFAULT);
