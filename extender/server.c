@@ -771,8 +771,15 @@ static void *timer_main(void *arg)
             struct common_error e = {0};
 
             x->tick_req = 0;
-            if (gang_tick(x->gs, now, &ans, &n, &e) == COMMON_OK && n)
+            if (gang_tick(x->gs, now, &ans, &n, &e) == COMMON_OK && n) {
                 jobs_from_answers(ans, n, &head, &tail);
+                /* a gang that failed or released here: its status and Event follow now */
+                for (size_t i = 0; i < n; i++) {
+                    const char *slash = strchr(ans[i].gang, '/');
+                    if (slash)
+                        mark_dirty(x, ans[i].namespace, slash + 1);
+                }
+            }
         }
         if (x->n_dirty) {
             views = common_calloc(x->n_dirty, sizeof(*views));

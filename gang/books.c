@@ -538,7 +538,7 @@ void answer_bind(struct gang_state *s, const struct gpod *p, int32_t node)
 }
 
 /* drop p's hold (it is still attached: detach/attach around) with an error answer */
-static void drop_hold(struct gang_state *s, struct gpod *p, const char *reason)
+void drop_hold(struct gang_state *s, struct gpod *p, const char *reason)
 {
     answer_queue(s, p, p->held, 0, reason);
     p->held = -1;

@@ -523,6 +523,76 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
 
 /* ---- time ---- */
 
+/* the first resource of p's requests that node n is over-committed on (a pod bound there behind
+ * the extender's back, allocatable shrunk), as "Insufficient <name>"; NULL when none */
+static const char *overcommitted(const struct gang_state *s, const struct gnode *n,
+                                 const struct gpod *p)
+{
+    for (uint32_t i = 0; i < p->n_req; i++) {
+        uint16_t id = p->req[i].id;
+        if (p->req[i].v > 0 && n->alloc[id] - n->used[id] - n->resv[id] < 0)
+            return s->res_short[id];
+    }
+    return NULL;
+}
+
+/*
+ * plan_check - an active gang whose planned or held node can no longer take its member (a pod
+ * bound there that kube-scheduler placed without seeing our reservation, a new taint, the node
+ * gone, allocatable shrunk) is replanned now: held members on such a node lose their hold (an
+ * error answer: kube-scheduler retries them), and the gang's plan is redone within free
+ * capacity. When it no longer fits, the gang fails at once with backoff, as a member's filter
+ * that finds no room does (C08), instead of waiting for its timeout. Returns 1 when the gang
+ * failed (it left s->active), else 0.
+ */
+static int plan_check(struct gang_state *s, struct gang *g, int64_t now)
+{
+    char lost[GANG_REASON_MAX];
+    int64_t need = (int64_t)g->min_member - g->c.bound - g->c.released - g->c.done;
+    struct plan_out po;
+    int broken = 0;
+
+    lost[0] = '\0';
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        struct gpod *p = g->members[i];
+        int32_t at = p->held >= 0 ? p->held : (p->a_flags & F_PLANNED) ? p->planned : -1;
+        const struct gnode *n;
+        const char *r;
+        if (at < 0)
+            continue;
+        n = s->nodes[at];
+        r = !n->present ? "the node is gone" : p->held < 0 ? fit_static(p->shape, n) : NULL;
+        if (!r)
+            r = overcommitted(s, n, p);
+        if (!r)
+            continue;
+        if (!broken)
+            set_why(lost, "node %s can no longer take %s/%s: %s", n->name, p->ns, p->name, r);
+        broken = 1;
+        if (p->held >= 0) {
+            pod_detach(s, p);
+            drop_hold(s, p, lost);
+            p->planned = -1;
+            pod_attach(s, p);
+        }
+    }
+    if (!broken && (int64_t)g->c.held + g->c.planned >= need)
+        return 0;
+    if (!broken)
+        set_why(lost, "a planned node was lost");
+    if (plan_gang(s, g, NULL, &po))
+        return 0; /* out of memory: the next tick tries again */
+    if (po.ok) {
+        set_why(g->why, "gang %s replanned (%s): holding %u of minMember %d, %u planned", g->key,
+                lost, g->c.held, g->min_member, g->c.planned);
+        return 0;
+    }
+    plan_failure_why(s, g, &po);
+    set_why(s->why, "%s; %s", g->why, lost);
+    gang_fail(s, g, now, 1, s->why);
+    return 1;
+}
+
 enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_answer **answers,
                          size_t *n, struct common_error *err)
 {
@@ -538,6 +608,8 @@ enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_an
             gang_fail(s, g, now, 1, why);
             continue; /* the list moved its last gang here */
         }
+        if (plan_check(s, g, now))
+            continue;
         if (g->c.held && gang_progress(g) >= (uint32_t)g->min_member) {
             gang_release(s, g, 0);
             continue;

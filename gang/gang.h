@@ -297,10 +297,14 @@ void gang_bind_failed(struct gang_state *s, const char *uid);
 
 /*
  * gang_tick - advance to now: gangs past their deadline fail (every held bind answers with an
- * error, the reservation is dropped, backoff starts); holding gangs whose quorum is met (after a
- * PodGroup update) release; then every queued answer (from deletes, lost nodes, failures) is
- * handed out: *answers has *n entries, valid until the next call. Call it at
- * gang_next_deadline() and whenever a result says answers_pending. COMMON_OK.
+ * error, the reservation is dropped, backoff starts); a holding gang with a node that can no
+ * longer take the member planned or held there (a pod bound there behind the extender's back,
+ * a taint, the node gone) replans at once (a held member there loses its hold with an error
+ * answer), or fails at once with backoff when it no longer fits; holding gangs whose quorum is
+ * met (after a PodGroup update) release; then every queued answer (from deletes, lost nodes,
+ * failures) is handed out: *answers has *n entries, valid until the next call. Call it at
+ * gang_next_deadline(), whenever a result says answers_pending, and after feed events that may
+ * take a planned node (pods bound, nodes changed) while binds are held. COMMON_OK.
  */
 enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_answer **answers,
                          size_t *n, struct common_error *err);

@@ -281,6 +281,8 @@ void answer_queue(struct gang_state *s, const struct gpod *p, int32_t node, int 
  * entries. 0 or -1 */
 int answers_reserve(struct gang_state *s, size_t pending_more, size_t binds_need);
 void answer_bind(struct gang_state *s, const struct gpod *p, int32_t node);
+/* drop held member p's hold with an error answer (the caller detaches p before, attaches after) */
+void drop_hold(struct gang_state *s, struct gpod *p, const char *reason);
 int active_reserve(struct gang_state *s);
 /* the gang starts holding (room in s->active reserved by the caller) */
 void gang_activate(struct gang_state *s, struct gang *g, int64_t now);

@@ -197,19 +197,9 @@ static void setup(void)
 /* delete every pod of the namespace at once (grace 0) and wait until they are gone */
 static void drop_pods(void)
 {
-    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-                               "\"gracePeriodSeconds\":0}";
-    struct common_error err;
-    struct common_buf resp;
-    char path[512];
-    long status = 0;
     double t0 = e2e_now_s();
 
-    common_buf_init(&resp, 64 << 20);
-    common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
-    (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
-                              &resp, &status, &err);
-    common_buf_free(&resp);
+    (void)e2e_delete_pods_now(kube, ns, NULL);
     while (e2e_now_s() - t0 < 20) {
         int total = 0;
         (void)bound(NULL, &total);
