@@ -1193,6 +1193,12 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
         phased_changed = strcmp(phased[i], g->phased[i]) != 0;
     spec_changed = !g->has_pg || g->min_member != pg->min_member || g->n_min_res != n_rq ||
                    (n_rq && memcmp(g->min_res, min_res, n_rq * sizeof(*min_res)) != 0);
+    /* what may let members that kube-scheduler parked go through: a lower minMember, other
+     * minResources, other phased jobs (a new PodGroup is not: its members wait with an Error,
+     * which kube-scheduler retries on its own) */
+    if (g->has_pg && (pg->min_member < g->min_member || phased_changed || g->n_min_res != n_rq ||
+                      (n_rq && memcmp(g->min_res, min_res, n_rq * sizeof(*min_res)) != 0)))
+        g->unblocks++;
     if (phased_changed && g->active)
         gang_fail(s, g, 0, 0, "the PodGroup's phased replicated jobs changed");
     if (phased_changed) /* members' phased flag may change: re-account them */

@@ -702,5 +702,27 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
     out->backoff_until = g->backoff_until;
     out->failures = g->failures;
     out->reason = g->why;
+    out->podgroup_unblocks = g->unblocks;
     return COMMON_OK;
+}
+
+size_t gang_waiting_pods(const struct gang_state *s, const char *ns, const char *name,
+                         struct gang_pod_ref *out, size_t cap)
+{
+    const struct gang *g = gang_find(s, ns, name);
+    size_t n = 0;
+
+    for (uint32_t i = 0; g && i < g->n_members; i++) {
+        const struct gpod *p = g->members[i];
+        if (p->node >= 0 || p->released >= 0 || p->held >= 0 || p->deleting ||
+            p->phase != PH_PENDING)
+            continue;
+        if (n < cap) {
+            snprintf(out[n].uid, sizeof(out[n].uid), "%s", p->uid);
+            snprintf(out[n].namespace, sizeof(out[n].namespace), "%s", p->ns);
+            snprintf(out[n].name, sizeof(out[n].name), "%s", p->name);
+        }
+        n++;
+    }
+    return n;
 }

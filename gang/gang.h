@@ -349,11 +349,32 @@ struct gang_info {
     int64_t backoff_until;
     uint32_t failures;  /* consecutive failed attempts */
     const char *reason; /* why waiting ("" when nothing to say) */
+    /* PodGroup updates so far that may let members through which kube-scheduler parked (its
+     * unschedulable pool is left on a cluster event, never on a PodGroup change): minMember
+     * lowered, minResources or the phased jobs changed. The glue compares it around
+     * gang_podgroup_upsert and touches the waiting members (gang_waiting_pods) when it grew. */
+    uint32_t podgroup_unblocks;
 };
 
 /* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */
 enum common_rc gang_info(const struct gang_state *s, const char *ns, const char *name,
                          struct gang_info *out, struct common_error *err);
+
+/* A pod named by uid, namespace and name (copied). */
+struct gang_pod_ref {
+    char uid[64];
+    char namespace[64];
+    char name[254];
+};
+
+/*
+ * gang_waiting_pods - the members of gang ns/name that wait in kube-scheduler's queue: Pending,
+ * not bound, not released or held by us, not being deleted. Fills out[0..cap) in no particular
+ * order and returns how many there are (may exceed cap: call again with more room). 0 for an
+ * unknown gang. O(members).
+ */
+size_t gang_waiting_pods(const struct gang_state *s, const char *ns, const char *name,
+                         struct gang_pod_ref *out, size_t cap);
 
 /*
  * gang_check - recompute every derived number (node usage and reservations, cluster totals,

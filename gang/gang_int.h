@@ -204,6 +204,8 @@ struct gang {
     int plan_valid;
     int32_t excl[16];
     uint32_t n_excl;
+    /* PodGroup updates that may let waiting members through (gang_info.podgroup_unblocks) */
+    uint32_t unblocks;
     /* backoff */
     int64_t backoff_until;
     uint32_t failures;

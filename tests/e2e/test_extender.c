@@ -23,7 +23,8 @@
  * running gang below minMember, so kube-scheduler evicts plain pods instead; a preemption that
  * could never place the whole gang is vetoed and evicts nothing (both on kwok beds only); a gang
  * holding 3 of 4 binds whose 4th member's only node is taken by a plain pod answers its holds at
- * once (not at its timeout), and binds whole once the node is free again.
+ * once (not at its timeout), and binds whole once the node is free again; pods parked by
+ * kube-scheduler bind within seconds once their PodGroup's minMember is lowered.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -746,6 +747,56 @@ START_TEST(a_held_gang_whose_planned_node_is_taken_releases_its_holds_at_once)
 }
 END_TEST
 
+/* A PodGroup of minMember 4 with 4 pods on room for 2: none fits, kube-scheduler parks them
+ * (the extender rejected them: only a Pod or Node event requeues them, else its 5-minute
+ * flush). 2 pods are deleted and minMember lowered to 2: the extender annotates the 2 waiting
+ * pods, which requeues them, and both bind within seconds; the PodGroup's Event follows the new
+ * minMember. */
+START_TEST(lowering_minmember_wakes_the_waiting_pods)
+{
+    struct extender_server_stats st;
+    struct common_error err;
+    char name[32], *note = NULL;
+    double t0, t;
+
+    make_node(2, 0);
+    make_node(2, 0);
+    make_podgroup("lm", 4);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "lm-%d", i);
+        make_pod(name, "lm", "2", 0);
+    }
+    for (t0 = e2e_now_s(); !note; usleep(250 * 1000)) {
+        ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+        note = event_note("lm", "GangWaiting", "2 of the 4");
+        ck_assert_msg(note || e2e_now_s() - t0 < 60, "no GangWaiting Event saying 2 of the 4");
+    }
+    free(note);
+    e2e_nap(2000); /* the scheduler's own status writes settle: the pods are parked */
+    ck_assert_int_eq(bound("lm", NULL), 0);
+    delete_now("lm-2");
+    delete_now("lm-3");
+    e2e_nap(1000);
+    ck_assert_int_eq(bound("lm", NULL), 0);
+    ck_assert_msg(common_kube_patch(kube, &common_kube_podgroups, ns, "lm", COMMON_KUBE_MERGE_PATCH,
+                                    "{\"spec\":{\"minMember\":2}}", NULL, NULL, &err) == COMMON_OK,
+                  "patch PodGroup lm: %s", err.msg);
+    t = wait_bound("lm", 2, 60);
+    extender_server_stats(ext, &st);
+    fprintf(
+        stderr,
+        "minMember lowered 4 -> 2: both waiting pods bound %.1f s after the PodGroup patch (%llu "
+        "pods touched)\n",
+        t, (unsigned long long)st.pod_touches);
+    ck_assert_uint_ge(st.pod_touches, 2);
+    ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+    note = event_note("lm", "GangReleased", "of minMember 2");
+    ck_assert_msg(note != NULL, "no GangReleased Event on PodGroup lm naming minMember 2");
+    fprintf(stderr, "minMember lowered: Event GangReleased: %s\n", note);
+    free(note);
+}
+END_TEST
+
 int main(void)
 {
     char cfg[] = "/tmp/ts-ext-sched-XXXXXX";
@@ -787,6 +838,7 @@ int main(void)
     tcase_add_test(tc, preemption_by_a_gang_pod_never_breaks_a_running_gang);
     tcase_add_test(tc, preemption_that_cannot_place_the_whole_gang_is_vetoed);
     tcase_add_test(tc, a_held_gang_whose_planned_node_is_taken_releases_its_holds_at_once);
+    tcase_add_test(tc, lowering_minmember_wakes_the_waiting_pods);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
