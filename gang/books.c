@@ -610,8 +610,10 @@ void gang_drop_plan(struct gang_state *s, struct gang *g)
         }
     }
     g->plan_valid = 0;
-    if (!g->active)
+    if (!g->active) {
         g->n_excl = 0;
+        g->preempting = 0;
+    }
 }
 
 void gang_fail(struct gang_state *s, struct gang *g, int64_t now, int backoff, const char *why)
@@ -634,6 +636,7 @@ void gang_fail(struct gang_state *s, struct gang *g, int64_t now, int backoff, c
     }
     g->plan_valid = 0;
     g->n_excl = 0;
+    g->preempting = 0;
     if (was_active)
         s->resv_epoch++;
     if (backoff) {
@@ -676,6 +679,7 @@ void gang_release(struct gang_state *s, struct gang *g, int to_binds)
     }
     g->plan_valid = 0;
     g->n_excl = 0;
+    g->preempting = 0;
     g->failures = 0;
     g->backoff_until = 0;
     s->resv_epoch++;

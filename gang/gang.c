@@ -200,6 +200,47 @@ static int min_resources_short(const struct gang_state *s, struct gang *g)
     return 0;
 }
 
+/* whole_gang_short (R3 of the preempt verb) for a call of our own: a fresh census epoch */
+static int short_even_with_preemption(struct gang_state *s, struct gang *g, const struct gpod *p)
+{
+    s->pre_call = ++s->pre_epoch;
+    return whole_gang_short(s, g, p);
+}
+
+/*
+ * plan_for_preemption - the gang does not fit in free capacity. If it would with every pod that
+ * a preemption at p's priority may evict gone (R3 of gang_preempt), commit the part of the plan
+ * that fits now, the member rq is about included, and mark the gang preempting: its binds hold
+ * what fits, and its other members then fail kube-scheduler's own filters, so the scheduler
+ * runs its preemption for them (and asks gang_preempt, whose rules still apply). Without this,
+ * a gang whose members each fit alone never preempts: DefaultPreemption offers no candidate for
+ * a pod that fits without victims, and the extender is never asked. The partial hold lasts at
+ * most the gang's timeout. 1 planned (partly), 0 not, -1 out of memory.
+ */
+static int plan_for_preemption(struct gang_state *s, struct gang *g, struct gpod *p,
+                               struct plan_req *rq, struct plan_out *po)
+{
+    int r;
+
+    if (po->no_node || po->pod_unplaced)
+        return 0;
+    r = short_even_with_preemption(s, g, p);
+    if (r)
+        return r < 0 ? -1 : 0;
+    rq->partial = 1;
+    if (plan_gang(s, g, rq, po))
+        return -1;
+    if (!po->ok)
+        return 0;
+    g->preempting = po->partial;
+    if (po->partial)
+        set_why(g->why,
+                "gang %s: %u of the %u pods it needs fit now; holding them while kube-scheduler "
+                "preempts lower-priority pods for the rest",
+                g->key, po->placed, po->need);
+    return 1;
+}
+
 enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
                            const char *const *nodes, size_t n_nodes, int64_t now,
                            struct gang_node_verdict *out, struct gang_filter_result *res,
@@ -290,7 +331,29 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
             common_free(cands);
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
         }
+        if (!po.ok && (!g->active || g->preempting)) {
+            struct plan_out first = po;
+            int pre = plan_for_preemption(s, g, p, &rq, &po);
+            if (pre < 0) {
+                common_free(cands);
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+            }
+            if (!pre)
+                po = first;
+        } else if (po.ok && !po.partial) {
+            g->preempting = 0; /* the whole gang fits now */
+        }
         common_free(cands);
+        if (!po.ok && g->active && g->preempting) {
+            /* this member waits for the preemption that makes room for it */
+            set_why(s->why,
+                    "gang %s: no room for %s/%s yet; waiting for lower-priority pods to be "
+                    "preempted",
+                    g->key, p->ns, p->name);
+            res->n_ok = fit_each(s, p, nodes, n_nodes, s->why, out);
+            res->reason = s->why;
+            goto done;
+        }
         if (!po.ok) {
             plan_failure_why(s, g, &po);
             if (g->active)
@@ -314,7 +377,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
     set_why(s->why2, "the gang plan of %s places this pod on %s", g->key,
             s->nodes[p->planned]->name);
     res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, at, out);
-    if (!g->active)
+    if (!g->active && !g->preempting)
         set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet", g->key,
                 g->c.planned + gang_progress(g), g->min_member);
 done:
@@ -485,6 +548,17 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
         rq.pin_node = ni;
         if (plan_gang(s, g, &rq, &po))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (!po.ok && g->preempting) {
+            /* still only partly placeable, and still completable by preemption */
+            int short_whole = short_even_with_preemption(s, g, p);
+            if (short_whole < 0)
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+            rq.partial = !short_whole;
+            if (rq.partial && plan_gang(s, g, &rq, &po))
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        } else if (po.ok && !po.partial) {
+            g->preempting = 0;
+        }
         if (!po.ok) {
             plan_failure_why(s, g, &po);
             if (!g->active)
@@ -550,6 +624,7 @@ static int plan_check(struct gang_state *s, struct gang *g, int64_t now)
     char lost[GANG_REASON_MAX];
     int64_t need = (int64_t)g->min_member - g->c.bound - g->c.released - g->c.done;
     struct plan_out po;
+    struct plan_req rq;
     int broken = 0;
 
     lost[0] = '\0';
@@ -576,11 +651,13 @@ static int plan_check(struct gang_state *s, struct gang *g, int64_t now)
             pod_attach(s, p);
         }
     }
-    if (!broken && (int64_t)g->c.held + g->c.planned >= need)
-        return 0;
+    if (!broken && (g->preempting || (int64_t)g->c.held + g->c.planned >= need))
+        return 0; /* a preempting gang waits for evictions, bounded by its timeout */
     if (!broken)
         set_why(lost, "a planned node was lost");
-    if (plan_gang(s, g, NULL, &po))
+    memset(&rq, 0, sizeof(rq));
+    rq.partial = g->preempting;
+    if (plan_gang(s, g, &rq, &po))
         return 0; /* out of memory: the next tick tries again */
     if (po.ok) {
         set_why(g->why, "gang %s replanned (%s): holding %u of minMember %d, %u planned", g->key,

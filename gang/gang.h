@@ -29,7 +29,10 @@
  *   what other gangs have reserved), with per-node fit (every requested resource, nodeSelector,
  *   required node affinity, NoSchedule/NoExecute taints); and minResources, when set, must fit
  *   in the cluster-wide free sum. Otherwise nothing is held and the nodes where the pod could
- *   go are FAILED (preemption may help), the others FAILED_AND_UNRESOLVABLE.
+ *   go are FAILED (preemption may help), the others FAILED_AND_UNRESOLVABLE. Exception: a gang
+ *   that would fit with lower-priority pods evicted (gang_preempt's R3) plans and holds what
+ *   fits now, so that kube-scheduler preempts for the rest (docs/gang.md "Preemption for a gang
+ *   whose members fit alone"); the partial hold is bounded by the gang's timeout.
  * - The plan: the first filtered member plans the whole gang (sticky, deterministic, packing
  *   each pod shape onto the fewest nodes, a tight node for the tail); each member's filter keeps
  *   only its planned node. A planned node missing from the candidates is excluded and the gang

@@ -370,7 +370,9 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
             n_new++;
         }
     out->placed = placed;
-    if ((int64_t)placed < need) {
+    if ((int64_t)placed < need && rq && rq->partial && !out->pod_unplaced && !rq->dry_run) {
+        out->partial = 1; /* commit what fits */
+    } else if ((int64_t)placed < need) {
         if (!failed_shape)
             for (uint32_t e = 0; e < c.n_e && !failed_shape; e++)
                 if (c.assign[e] < 0)

@@ -24,7 +24,9 @@
  * could never place the whole gang is vetoed and evicts nothing (both on kwok beds only); a gang
  * holding 3 of 4 binds whose 4th member's only node is taken by a plain pod answers its holds at
  * once (not at its timeout), and binds whole once the node is free again; pods parked by
- * kube-scheduler bind within seconds once their PodGroup's minMember is lowered.
+ * kube-scheduler bind within seconds once their PodGroup's minMember is lowered; a
+ * high-priority gang whose members each fit alone gets one low-priority pod preempted and binds
+ * whole (kwok beds only).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -797,6 +799,59 @@ START_TEST(lowering_minmember_wakes_the_waiting_pods)
 }
 END_TEST
 
+/* One node of 9 cpu runs 8 low-priority 1-cpu pods of a gang (minMember 3); a high-priority gang
+ * of 2 x 1 cpu arrives with 1 cpu free. Each member fits alone, so kube-scheduler's preemption
+ * would never find a victim for it; the extender holds the member that fits, the second fails
+ * the scheduler's own filters, its preemption (through the extender's preempt verb) evicts one
+ * low-priority pod (7 >= 3 stay), and the high gang binds whole, never 1 of 2. */
+START_TEST(a_gang_whose_members_fit_alone_preempts_for_the_rest)
+{
+    struct extender_server_stats st;
+    char name[32];
+    double t0;
+    int n;
+
+    if (!kwok()) {
+        fprintf(stderr, "SKIP gang preemption: victims only go away with kwok (no kubelet)\n");
+        return;
+    }
+    ensure_priority_class("trainsched-e2e-low", 10);
+    ensure_priority_class("trainsched-e2e-high", 100000);
+    make_node(9, 0);
+    make_podgroup("lo", 3);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "lo-%d", i);
+        make_pod_pc(name, "lo", "1", 0, "trainsched-e2e-low");
+    }
+    wait_bound("lo", 8, 60);
+    make_podgroup("hi", 2);
+    make_pod_pc("hi-0", "hi", "1", 0, "trainsched-e2e-high");
+    make_pod_pc("hi-1", "hi", "1", 0, "trainsched-e2e-high");
+    for (t0 = e2e_now_s();; usleep(100 * 1000)) {
+        n = bound("hi", NULL);
+        ck_assert_msg(n == 0 || n == 2, "gang hi: %d of 2 bound", n);
+        if (n == 2)
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 90, "gang hi not bound after 90 s");
+    }
+    extender_server_stats(ext, &st);
+    fprintf(stderr,
+            "gang preemption: hi bound whole %.1f s after its pods were created (%llu "
+            "preempt calls)\n",
+            e2e_now_s() - t0, (unsigned long long)st.preempt);
+    ck_assert_uint_ge(st.preempt, 1);
+    n = 0;
+    for (int i = 0; i < 8; i++) {
+        int deleting;
+        const char *nn;
+        snprintf(name, sizeof(name), "lo-%d", i);
+        nn = pod_node(name, &deleting);
+        n += nn && *nn && !deleting;
+    }
+    ck_assert_msg(n == 7, "%d of the 8 low-priority pods left, want 7 (one evicted)", n);
+}
+END_TEST
+
 int main(void)
 {
     char cfg[] = "/tmp/ts-ext-sched-XXXXXX";
@@ -839,6 +894,7 @@ int main(void)
     tcase_add_test(tc, preemption_that_cannot_place_the_whole_gang_is_vetoed);
     tcase_add_test(tc, a_held_gang_whose_planned_node_is_taken_releases_its_holds_at_once);
     tcase_add_test(tc, lowering_minmember_wakes_the_waiting_pods);
+    tcase_add_test(tc, a_gang_whose_members_fit_alone_preempts_for_the_rest);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
