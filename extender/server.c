@@ -1423,6 +1423,7 @@ void extender_server_stats(struct extender_server *x, struct extender_server_sta
     out->node_patches = x->st.node_patches;
     out->status_patches = x->st.status_patches;
     out->held_now = x->st.held_now;
+    out->pod_touches = x->st.pod_touches;
     out->filter = __atomic_load_n(&x->st.filter, __ATOMIC_RELAXED);
     out->prioritize = __atomic_load_n(&x->st.prioritize, __ATOMIC_RELAXED);
     out->bind = __atomic_load_n(&x->st.bind, __ATOMIC_RELAXED);

@@ -345,13 +345,19 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
         }
         common_free(cands);
         if (!po.ok && g->active && g->preempting) {
-            /* this member waits for the preemption that makes room for it */
+            /* this member waits for the preemption that makes room for it. kube-scheduler
+             * calls the filter only when its own filters pass somewhere: then the room is
+             * there for it but not (yet) for us (a victim's deletion not seen yet, another
+             * gang's reservation). Rejected nodes would park the pod until some cluster event
+             * (its preemption finds no victim either), so it is answered with an Error and
+             * retried after the scheduler's error backoff. */
             set_why(s->why,
                     "gang %s: no room for %s/%s yet; waiting for lower-priority pods to be "
                     "preempted",
                     g->key, p->ns, p->name);
-            res->n_ok = fit_each(s, p, nodes, n_nodes, s->why, out);
+            all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, s->why);
             res->reason = s->why;
+            res->retry = 1;
             goto done;
         }
         if (!po.ok) {
