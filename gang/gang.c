@@ -222,7 +222,9 @@ static int plan_for_preemption(struct gang_state *s, struct gang *g, struct gpod
 {
     int r;
 
-    if (po->no_node || po->pod_unplaced)
+    /* priority 0 or less (no PriorityClass, the usual case) is left out: the check walks every
+     * pod of the cluster, and would run on each retry of each member of a gang that waits */
+    if (po->no_node || po->pod_unplaced || p->priority <= 0)
         return 0;
     r = short_even_with_preemption(s, g, p);
     if (r)
