@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     json_t **outputs;
     double t0, t_render, t_floor;
     size_t bytes = 0;
-    struct trainjob_options opts = {"bench", NULL, timed_keygen};
+    struct trainjob_options opts = {.default_namespace = "bench", .keygen = timed_keygen};
 
     common_alloc_init();
     if (n < 1 || n > 1000000) {

@@ -43,6 +43,11 @@ static const char usage[] =
     "  -o, --output FORMAT   yaml (default) or json\n"
     "  -n, --namespace NS    namespace for TrainJobs that name none (default \"default\")\n"
     "      --list-builtin    print the names of the built-in runtimes and exit\n"
+    "      --extender-wired=true|false\n"
+    "                        render for a daemon whose kube-scheduler calls the extender (serve's\n"
+    "                        webhook.extenderWired): coscheduling pod templates carry the gang\n"
+    "                        marks (trainsched.io/gang request, gang-marked label); false leaves\n"
+    "                        them out (default true)\n"
     "  -h, --help            this help\n"
     "\n"
     "Exit status: 0 rendered; 2 bad usage or invalid input (the message names the file,\n"
@@ -306,12 +311,14 @@ static int print_errors(struct loaded *l, const json_t *tj, const struct trainjo
     return 2;
 }
 
-static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t *items, FILE *err)
+static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no_marks,
+                      json_t *items, FILE *err)
 {
     struct trainjob_ref ref;
     struct common_error e;
     struct common_arena *a = common_arena_create(0);
-    struct trainjob_options opts = {ns, NULL, common_sshkey_ecdsa_p521};
+    struct trainjob_options opts = {
+        .default_namespace = ns, .keygen = common_sshkey_ecdsa_p521, .no_gang_marks = no_marks};
     struct trainjob_output out;
     const json_t *rt;
     const char *name = json_string_value(json_object_get(json_object_get(tj, "metadata"), "name"));
@@ -536,6 +543,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
                                              {"namespace", required_argument, NULL, 'n'},
                                              {"help", no_argument, NULL, 'h'},
                                              {"list-builtin", no_argument, NULL, 'l'},
+                                             {"extender-wired", required_argument, NULL, 'w'},
                                              {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
@@ -543,7 +551,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     const char *format = "yaml", *ns = "default";
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
-    int opt, status = 0, stdin_seen = 0;
+    int opt, status = 0, stdin_seen = 0, no_marks = 0;
     size_t i;
     json_t *tj;
 
@@ -569,6 +577,13 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             break;
         case 'n':
             ns = optarg;
+            break;
+        case 'w':
+            if (strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0) {
+                fprintf(err, "error: --extender-wired \"%s\": use true or false\n", optarg);
+                return 2;
+            }
+            no_marks = strcmp(optarg, "false") == 0;
             break;
         case 'h':
             fputs(usage, out);
@@ -634,7 +649,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     json_array_foreach(l->trainjobs, i, tj)
     {
-        status = render_one(l, tj, ns, items, err);
+        status = render_one(l, tj, ns, no_marks, items, err);
         if (status)
             goto out;
     }

@@ -926,6 +926,8 @@ static int start_reconciler(struct daemon *d)
     o.field_manager = d->cfg.field_manager;
     o.workers = d->cfg.workers;
     o.namespace = d->cfg.namespace[0] ? d->cfg.namespace : NULL;
+    o.gang_scheduler_name = d->cfg.gang_scheduler_name; /* the webhook's, for the same pods */
+    o.gang_marks = d->cfg.extender_wired; /* the same setting decides for the pod webhook */
     rc = rc_create(&o, &err);
     if (!rc || rc_start(rc, &err) != COMMON_OK) {
         common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);

@@ -589,6 +589,8 @@ static void *run(void *arg)
     struct common_error err;
     long backoff = 1000;
     int need_list = 1, failures = 0;
+    int quiet = 0;     /* the last watch ended stalled with nothing delivered: said once */
+    int delivered = 0; /* the last watch delivered an event or a bookmark */
     uint64_t events_before = 0;
 
     while (!inf->stop) {
@@ -651,9 +653,11 @@ static void *run(void *arg)
             pthread_mutex_lock(&inf->lock);
             events_after = inf->stats.events + inf->stats.bookmarks;
             pthread_mutex_unlock(&inf->lock);
-            if (events_after != events_before) {
+            delivered = events_after != events_before;
+            if (delivered) {
                 failures = 0;
                 backoff = 1000;
+                quiet = 0;
             }
         }
         if (rc == COMMON_OK) {
@@ -662,9 +666,19 @@ static void *run(void *arg)
             continue; /* the server ended the watch: resume from the last version */
         }
         count(inf, &inf->stats.errors);
-        common_log(rc == COMMON_EGONE ? COMMON_LOG_INFO : COMMON_LOG_WARN,
-                   rc == COMMON_EGONE ? "watch expired, relisting" : "watch failed", "informer",
-                   inf->ops.name, "error", err.msg, NULL);
+        if (rc == COMMON_ETIMEOUT && !delivered) { /* stalled (common_kube_watch), silent */
+            /* a watch on a quiet resource that delivered nothing before it stalled (no event,
+             * no bookmark: the API server sends no bookmarks where its watch cache is off) is a
+             * steady state, not news: said at info the first time, at debug while it stays so.
+             * A stream that stalls after delivering something is a failure (below). */
+            common_log(quiet ? COMMON_LOG_DEBUG : COMMON_LOG_INFO, "watch quiet, reconnecting",
+                       "informer", inf->ops.name, "error", err.msg, NULL);
+            quiet = 1;
+        } else {
+            common_log(rc == COMMON_EGONE ? COMMON_LOG_INFO : COMMON_LOG_WARN,
+                       rc == COMMON_EGONE ? "watch expired, relisting" : "watch failed", "informer",
+                       inf->ops.name, "error", err.msg, NULL);
+        }
         if (rc == COMMON_EGONE || ++failures >= 3) {
             need_list = 1;
             if (rc == COMMON_EGONE)

@@ -70,7 +70,12 @@ struct common_informer_opts {
     int watch_timeout_seconds;  /* server-side timeout of each watch; 0 = 300 */
     long stall_ms;              /* a watch with no bytes (not even a bookmark, which the server
                                    sends about every minute) for this long is dropped and
-                                   resumed; 0 = watch timeout + 30 s, at most 120 s */
+                                   resumed; 0 = watch timeout + 30 s, at most 120 s. A watch
+                                   that stalls without delivering anything (a quiet resource
+                                   where the server sends no bookmarks) is logged once at info
+                                   ("watch quiet, reconnecting"), then at debug while it stays
+                                   quiet; one that stalls after delivering is a "watch failed"
+                                   warning */
 };
 
 /* Counters (cumulative). */

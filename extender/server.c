@@ -54,6 +54,9 @@ struct held {
 struct job {
     struct job *next;
     struct gang_answer a;
+    /* a touch instead of an answer: annotate pod a.namespace/a.name (uid a.uid) with
+     * EXTENDER_PODGROUP_ANNOTATION = touch, so kube-scheduler requeues it */
+    char touch[64];
 };
 
 struct node_todo {
@@ -323,6 +326,37 @@ static enum common_rc create_binding(struct extender_server *x, const struct gan
     return rc;
 }
 
+/*
+ * touch_pod - annotate a gang member that waits in kube-scheduler's queue after its PodGroup
+ * changed. kube-scheduler 1.36 parks a pod the extender rejected in its unschedulable pool
+ * until a Pod or Node event (the Extender entry of UnschedulablePlugins is registered for every
+ * Pod and Node event, pkg/scheduler/framework/runtime/framework.go), and a PodGroup update is
+ * neither; an update of the pod itself is (PriorityQueue.Update: a Pod/Update event, so the pod
+ * goes to the backoff or active queue at once). The patch carries the uid as a precondition, so
+ * a pod deleted and recreated under the same name is left alone.
+ */
+static void touch_pod(struct extender_server *x, const struct job *j)
+{
+    struct common_error e = {0};
+    json_t *patch = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "uid", j->a.uid, "annotations",
+                              EXTENDER_PODGROUP_ANNOTATION, j->touch);
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    enum common_rc rc =
+        body ? common_kube_patch(x->kube, &common_kube_pods, j->a.namespace, j->a.name,
+                                 COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, &e)
+             : common_error_set(&e, COMMON_ENOMEM, "no memory for a pod patch");
+
+    json_decref(patch);
+    free(body);
+    pthread_mutex_lock(&x->mu);
+    if (rc == COMMON_OK)
+        x->st.pod_touches++;
+    pthread_mutex_unlock(&x->mu);
+    if (rc != COMMON_OK && rc != COMMON_ENOTFOUND && rc != COMMON_ECONFLICT)
+        common_log(COMMON_LOG_WARN, "extender: waiting gang pod not requeued", "pod", j->a.name,
+                   "namespace", j->a.namespace, "error", e.msg, NULL);
+}
+
 static void carry_out(struct extender_server *x, struct job *j)
 {
     struct common_error e = {0};
@@ -330,6 +364,10 @@ static void carry_out(struct extender_server *x, struct job *j)
     struct common_httpd_hold *h;
 
     msg[0] = '\0';
+    if (j->touch[0]) {
+        touch_pod(x, j);
+        return;
+    }
     if (j->a.bind) {
         enum common_rc rc = create_binding(x, &j->a, &e);
         const char *res = rc == COMMON_OK ? "bound" : "failed";
@@ -502,11 +540,41 @@ static void pg_meta(const json_t *obj, const char **ns, const char **name)
     *name = json_string_value(json_object_get(md, "name"));
 }
 
+/* jobs touching every member of gang ns/name that waits in kube-scheduler's queue (x->mu held);
+ * rv, the PodGroup's resourceVersion, is the annotation's value */
+static void touch_jobs(struct extender_server *x, const char *ns, const char *name, const char *rv,
+                       struct job **head, struct job **tail)
+{
+    size_t n = gang_waiting_pods(x->gs, ns, name, NULL, 0);
+    struct gang_pod_ref *refs = n ? common_calloc(n, sizeof(*refs)) : NULL;
+
+    if (refs)
+        n = gang_waiting_pods(x->gs, ns, name, refs, n);
+    for (size_t i = 0; refs && i < n; i++) {
+        struct job *j = common_calloc(1, sizeof(*j));
+        if (!j)
+            break;
+        copy_str(j->a.uid, sizeof(j->a.uid), refs[i].uid);
+        copy_str(j->a.namespace, sizeof(j->a.namespace), refs[i].namespace);
+        copy_str(j->a.name, sizeof(j->a.name), refs[i].name);
+        copy_str(j->touch, sizeof(j->touch), rv && *rv ? rv : "changed");
+        if (*tail)
+            (*tail)->next = j;
+        else
+            *head = j;
+        *tail = j;
+    }
+    common_free(refs);
+}
+
 static void pg_upsert(struct extender_server *x, const json_t *obj)
 {
     struct gang_podgroup *pg = common_calloc(1, sizeof(*pg)); /* large: keep off the stack */
     struct common_error e = {0};
     const char *ns, *name;
+    struct gang_info before, after;
+    int known;
+    struct job *head = NULL, *tail = NULL;
 
     pg_meta(obj, &ns, &name);
     if (!pg)
@@ -518,13 +586,21 @@ static void pg_upsert(struct extender_server *x, const json_t *obj)
         return;
     }
     pthread_mutex_lock(&x->mu);
+    known = gang_info(x->gs, ns, name, &before, NULL) == COMMON_OK;
     if (gang_podgroup_upsert(x->gs, pg, &e) != COMMON_OK)
         common_log(COMMON_LOG_WARN, "extender: PodGroup not in the books", "podgroup",
                    name ? name : "", "error", e.msg, NULL);
+    else if (known && gang_info(x->gs, ns, name, &after, NULL) == COMMON_OK &&
+             after.podgroup_unblocks != before.podgroup_unblocks)
+        touch_jobs(
+            x, ns, name,
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion")),
+            &head, &tail);
     mark_dirty(x, ns, name);
     x->tick_req = 1;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
+    queue_push(x, head, tail);
     common_free(pg);
 }
 
@@ -920,8 +996,15 @@ static void *timer_main(void *arg)
             struct common_error e = {0};
 
             x->tick_req = 0;
-            if (gang_tick(x->gs, now, &ans, &n, &e) == COMMON_OK && n)
+            if (gang_tick(x->gs, now, &ans, &n, &e) == COMMON_OK && n) {
                 jobs_from_answers(ans, n, &head, &tail);
+                /* a gang that failed or released here: its status and Event follow now */
+                for (size_t i = 0; i < n; i++) {
+                    const char *slash = strchr(ans[i].gang, '/');
+                    if (slash)
+                        mark_dirty(x, ans[i].namespace, slash + 1);
+                }
+            }
         }
         if (x->n_dirty) {
             views = common_calloc(x->n_dirty, sizeof(*views));
@@ -1523,6 +1606,7 @@ void extender_server_stats(struct extender_server *x, struct extender_server_sta
     out->node_patches = x->st.node_patches;
     out->status_patches = x->st.status_patches;
     out->held_now = x->st.held_now;
+    out->pod_touches = x->st.pod_touches;
     out->filter = __atomic_load_n(&x->st.filter, __ATOMIC_RELAXED);
     out->prioritize = __atomic_load_n(&x->st.prioritize, __ATOMIC_RELAXED);
     out->bind = __atomic_load_n(&x->st.bind, __ATOMIC_RELAXED);

@@ -45,6 +45,13 @@
  * when the node reports none), re-applied whenever a node event lacks it or carries another
  * value. The core ignores the resource in fit (gang_config.ignored_resources).
  *
+ * PodGroup changes: kube-scheduler does not watch PodGroups, and parks a pod the extender
+ * rejected until a Pod or Node event. When a PodGroup update may let waiting members through
+ * (gang_info.podgroup_unblocks grew: minMember lowered, minResources or the phased jobs
+ * changed), a binder thread annotates each member that still waits in the scheduler's queue
+ * (gang_waiting_pods) with EXTENDER_PODGROUP_ANNOTATION = the PodGroup's resourceVersion (JSON
+ * merge patch, metadata.uid as precondition): an update of the pod itself, which requeues it.
+ *
  * PodGroup status: when gang_podgroup_status changes, a JSON merge patch of
  * podgroups/NAME/status {phase, running, succeeded, failed, occupiedBy, scheduleStartTime};
  * when the gang's "why waiting" reason (gang_info) changes, an Event on the PodGroup: Warning
@@ -86,6 +93,8 @@
 
 /* The virtual extended resource that marks gang pods (the pod webhook adds a request of 1). */
 #define EXTENDER_GANG_RESOURCE "trainsched.io/gang"
+/* Pod annotation written on waiting gang members when their PodGroup changed (see above). */
+#define EXTENDER_PODGROUP_ANNOTATION "trainsched.io/podgroup-changed"
 /* Route prefix: urlPrefix = scheme://host:port + EXTENDER_URL_PREFIX. */
 #define EXTENDER_URL_PREFIX "/scheduler"
 
@@ -117,7 +126,8 @@ struct extender_server_stats {
     uint64_t held, released, rejected;          /* binds */
     uint64_t bindings_ok, bindings_failed;      /* Binding creates */
     uint64_t node_patches, status_patches;      /* writes */
-    size_t held_now;                            /* held right now */
+    uint64_t pod_touches; /* waiting gang pods annotated after a PodGroup change */
+    size_t held_now;      /* held right now */
 };
 
 struct extender_server;

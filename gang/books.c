@@ -540,7 +540,7 @@ void answer_bind(struct gang_state *s, const struct gpod *p, int32_t node)
 }
 
 /* drop p's hold (it is still attached: detach/attach around) with an error answer */
-static void drop_hold(struct gang_state *s, struct gpod *p, const char *reason)
+void drop_hold(struct gang_state *s, struct gpod *p, const char *reason)
 {
     answer_queue(s, p, p->held, 0, reason);
     p->held = -1;
@@ -625,8 +625,10 @@ void gang_drop_plan(struct gang_state *s, struct gang *g)
         }
     }
     g->plan_valid = 0;
-    if (!g->active)
+    if (!g->active) {
         g->n_excl = 0;
+        g->preempting = 0;
+    }
 }
 
 void gang_fail(struct gang_state *s, struct gang *g, int64_t now, int backoff, const char *why)
@@ -649,6 +651,7 @@ void gang_fail(struct gang_state *s, struct gang *g, int64_t now, int backoff, c
     }
     g->plan_valid = 0;
     g->n_excl = 0;
+    g->preempting = 0;
     if (was_active)
         s->resv_epoch++;
     if (backoff) {
@@ -691,6 +694,7 @@ void gang_release(struct gang_state *s, struct gang *g, int to_binds)
     }
     g->plan_valid = 0;
     g->n_excl = 0;
+    g->preempting = 0;
     g->failures = 0;
     g->backoff_until = 0;
     s->resv_epoch++;
@@ -1221,6 +1225,12 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
     spec_changed = topo_changed || !g->has_pg || g->min_member != pg->min_member ||
                    g->n_min_res != n_rq ||
                    (n_rq && memcmp(g->min_res, min_res, n_rq * sizeof(*min_res)) != 0);
+    /* what may let members that kube-scheduler parked go through: a lower minMember, other
+     * minResources, other phased jobs (a new PodGroup is not: its members wait with an Error,
+     * which kube-scheduler retries on its own) */
+    if (g->has_pg && (pg->min_member < g->min_member || phased_changed || g->n_min_res != n_rq ||
+                      (n_rq && memcmp(g->min_res, min_res, n_rq * sizeof(*min_res)) != 0)))
+        g->unblocks++;
     if (phased_changed && g->active)
         gang_fail(s, g, 0, 0, "the PodGroup's phased replicated jobs changed");
     if (phased_changed) /* members' phased flag may change: re-account them */

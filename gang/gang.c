@@ -239,6 +239,49 @@ static int min_resources_short(const struct gang_state *s, struct gang *g)
     return 0;
 }
 
+/* whole_gang_short (R3 of the preempt verb) for a call of our own: a fresh census epoch */
+static int short_even_with_preemption(struct gang_state *s, struct gang *g, const struct gpod *p)
+{
+    s->pre_call = ++s->pre_epoch;
+    return whole_gang_short(s, g, p);
+}
+
+/*
+ * plan_for_preemption - the gang does not fit in free capacity. If it would with every pod that
+ * a preemption at p's priority may evict gone (R3 of gang_preempt), commit the part of the plan
+ * that fits now, the member rq is about included, and mark the gang preempting: its binds hold
+ * what fits, and its other members then fail kube-scheduler's own filters, so the scheduler
+ * runs its preemption for them (and asks gang_preempt, whose rules still apply). Without this,
+ * a gang whose members each fit alone never preempts: DefaultPreemption offers no candidate for
+ * a pod that fits without victims, and the extender is never asked. The partial hold lasts at
+ * most the gang's timeout. 1 planned (partly), 0 not, -1 out of memory.
+ */
+static int plan_for_preemption(struct gang_state *s, struct gang *g, struct gpod *p,
+                               struct plan_req *rq, struct plan_out *po)
+{
+    int r;
+
+    /* priority 0 or less (no PriorityClass, the usual case) is left out: the check walks every
+     * pod of the cluster, and would run on each retry of each member of a gang that waits */
+    if (po->no_node || po->pod_unplaced || p->priority <= 0)
+        return 0;
+    r = short_even_with_preemption(s, g, p);
+    if (r)
+        return r < 0 ? -1 : 0;
+    rq->partial = 1;
+    if (plan_gang(s, g, rq, po))
+        return -1;
+    if (!po->ok)
+        return 0;
+    g->preempting = po->partial;
+    if (po->partial)
+        set_why(g->why,
+                "gang %s: %u of the %u pods it needs fit now; holding them while kube-scheduler "
+                "preempts lower-priority pods for the rest",
+                g->key, po->placed, po->need);
+    return 1;
+}
+
 enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
                            const char *const *nodes, size_t n_nodes, int64_t now,
                            struct gang_node_verdict *out, struct gang_filter_result *res,
@@ -331,7 +374,35 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
             common_free(cands);
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
         }
+        if (!po.ok && (!g->active || g->preempting)) {
+            struct plan_out first = po;
+            int pre = plan_for_preemption(s, g, p, &rq, &po);
+            if (pre < 0) {
+                common_free(cands);
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+            }
+            if (!pre)
+                po = first;
+        } else if (po.ok && !po.partial) {
+            g->preempting = 0; /* the whole gang fits now */
+        }
         common_free(cands);
+        if (!po.ok && g->active && g->preempting) {
+            /* this member waits for the preemption that makes room for it. kube-scheduler
+             * calls the filter only when its own filters pass somewhere: then the room is
+             * there for it but not (yet) for us (a victim's deletion not seen yet, another
+             * gang's reservation). Rejected nodes would park the pod until some cluster event
+             * (its preemption finds no victim either), so it is answered with an Error and
+             * retried after the scheduler's error backoff. */
+            set_why(s->why,
+                    "gang %s: no room for %s/%s yet; waiting for lower-priority pods to be "
+                    "preempted",
+                    g->key, p->ns, p->name);
+            all_verdict(out, n_nodes, GANG_NODE_UNRESOLVABLE, s->why);
+            res->reason = s->why;
+            res->retry = 1;
+            goto done;
+        }
         if (!po.ok) {
             plan_failure_why(s, g, &po);
             if (g->active)
@@ -355,7 +426,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
     set_why(s->why2, "the gang plan of %s places this pod on %s", g->key,
             s->nodes[p->planned]->name);
     res->n_ok = only_node(s, nodes, n_nodes, p->planned, s->why2, at, out);
-    if (!g->active)
+    if (!g->active && !g->preempting)
         set_why(g->why, "gang %s planned: %u of minMember %d placed, nothing held yet%s%s%s%s",
                 g->key, g->c.planned + gang_progress(g), g->min_member,
                 g->dom_path[0] ? "; topology domain " : "", gang_domain_level(s, g),
@@ -533,6 +604,17 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
         rq.pin_node = ni;
         if (plan_gang(s, g, &rq, &po))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (!po.ok && g->preempting) {
+            /* still only partly placeable, and still completable by preemption */
+            int short_whole = short_even_with_preemption(s, g, p);
+            if (short_whole < 0)
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+            rq.partial = !short_whole;
+            if (rq.partial && plan_gang(s, g, &rq, &po))
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        } else if (po.ok && !po.partial) {
+            g->preempting = 0;
+        }
         if (!po.ok) {
             plan_failure_why(s, g, &po);
             if (!g->active)
@@ -571,6 +653,79 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
 
 /* ---- time ---- */
 
+/* the first resource of p's requests that node n is over-committed on (a pod bound there behind
+ * the extender's back, allocatable shrunk), as "Insufficient <name>"; NULL when none */
+static const char *overcommitted(const struct gang_state *s, const struct gnode *n,
+                                 const struct gpod *p)
+{
+    for (uint32_t i = 0; i < p->n_req; i++) {
+        uint16_t id = p->req[i].id;
+        if (p->req[i].v > 0 && n->alloc[id] - n->used[id] - n->resv[id] < 0)
+            return s->res_short[id];
+    }
+    return NULL;
+}
+
+/*
+ * plan_check - an active gang whose planned or held node can no longer take its member (a pod
+ * bound there that kube-scheduler placed without seeing our reservation, a new taint, the node
+ * gone, allocatable shrunk) is replanned now: held members on such a node lose their hold (an
+ * error answer: kube-scheduler retries them), and the gang's plan is redone within free
+ * capacity. When it no longer fits, the gang fails at once with backoff, as a member's filter
+ * that finds no room does (C08), instead of waiting for its timeout. Returns 1 when the gang
+ * failed (it left s->active), else 0.
+ */
+static int plan_check(struct gang_state *s, struct gang *g, int64_t now)
+{
+    char lost[GANG_REASON_MAX];
+    int64_t need = (int64_t)g->min_member - g->c.bound - g->c.released - g->c.done;
+    struct plan_out po;
+    struct plan_req rq;
+    int broken = 0;
+
+    lost[0] = '\0';
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        struct gpod *p = g->members[i];
+        int32_t at = p->held >= 0 ? p->held : (p->a_flags & F_PLANNED) ? p->planned : -1;
+        const struct gnode *n;
+        const char *r;
+        if (at < 0)
+            continue;
+        n = s->nodes[at];
+        r = !n->present ? "the node is gone" : p->held < 0 ? fit_static(p->shape, n) : NULL;
+        if (!r)
+            r = overcommitted(s, n, p);
+        if (!r)
+            continue;
+        if (!broken)
+            set_why(lost, "node %s can no longer take %s/%s: %s", n->name, p->ns, p->name, r);
+        broken = 1;
+        if (p->held >= 0) {
+            pod_detach(s, p);
+            drop_hold(s, p, lost);
+            p->planned = -1;
+            pod_attach(s, p);
+        }
+    }
+    if (!broken && (g->preempting || (int64_t)g->c.held + g->c.planned >= need))
+        return 0; /* a preempting gang waits for evictions, bounded by its timeout */
+    if (!broken)
+        set_why(lost, "a planned node was lost");
+    memset(&rq, 0, sizeof(rq));
+    rq.partial = g->preempting;
+    if (plan_gang(s, g, &rq, &po))
+        return 0; /* out of memory: the next tick tries again */
+    if (po.ok) {
+        set_why(g->why, "gang %s replanned (%s): holding %u of minMember %d, %u planned", g->key,
+                lost, g->c.held, g->min_member, g->c.planned);
+        return 0;
+    }
+    plan_failure_why(s, g, &po);
+    set_why(s->why, "%s; %s", g->why, lost);
+    gang_fail(s, g, now, 1, s->why);
+    return 1;
+}
+
 enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_answer **answers,
                          size_t *n, struct common_error *err)
 {
@@ -586,6 +741,8 @@ enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_an
             gang_fail(s, g, now, 1, why);
             continue; /* the list moved its last gang here */
         }
+        if (plan_check(s, g, now))
+            continue;
         if (g->c.held && gang_progress(g) >= (uint32_t)g->min_member) {
             gang_release(s, g, 0);
             continue;
@@ -694,5 +851,27 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
     out->domain = g->dom_path;
     out->domain_level = gang_domain_level(s, g);
     out->topology_error = g->topo_err;
+    out->podgroup_unblocks = g->unblocks;
     return COMMON_OK;
+}
+
+size_t gang_waiting_pods(const struct gang_state *s, const char *ns, const char *name,
+                         struct gang_pod_ref *out, size_t cap)
+{
+    const struct gang *g = gang_find(s, ns, name);
+    size_t n = 0;
+
+    for (uint32_t i = 0; g && i < g->n_members; i++) {
+        const struct gpod *p = g->members[i];
+        if (p->node >= 0 || p->released >= 0 || p->held >= 0 || p->deleting ||
+            p->phase != PH_PENDING)
+            continue;
+        if (n < cap) {
+            snprintf(out[n].uid, sizeof(out[n].uid), "%s", p->uid);
+            snprintf(out[n].namespace, sizeof(out[n].namespace), "%s", p->ns);
+            snprintf(out[n].name, sizeof(out[n].name), "%s", p->name);
+        }
+        n++;
+    }
+    return n;
 }

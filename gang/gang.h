@@ -29,7 +29,10 @@
  *   what other gangs have reserved), with per-node fit (every requested resource, nodeSelector,
  *   required node affinity, NoSchedule/NoExecute taints); and minResources, when set, must fit
  *   in the cluster-wide free sum. Otherwise nothing is held and the nodes where the pod could
- *   go are FAILED (preemption may help), the others FAILED_AND_UNRESOLVABLE.
+ *   go are FAILED (preemption may help), the others FAILED_AND_UNRESOLVABLE. Exception: a gang
+ *   that would fit with lower-priority pods evicted (gang_preempt's R3) plans and holds what
+ *   fits now, so that kube-scheduler preempts for the rest (docs/gang.md "Preemption for a gang
+ *   whose members fit alone"); the partial hold is bounded by the gang's timeout.
  * - The plan: the first filtered member plans the whole gang (sticky, deterministic, packing
  *   each pod shape onto the fewest nodes, a tight node for the tail); each member's filter keeps
  *   only its planned node. A planned node missing from the candidates is excluded and the gang
@@ -344,10 +347,14 @@ void gang_bind_failed(struct gang_state *s, const char *uid);
 
 /*
  * gang_tick - advance to now: gangs past their deadline fail (every held bind answers with an
- * error, the reservation is dropped, backoff starts); holding gangs whose quorum is met (after a
- * PodGroup update) release; then every queued answer (from deletes, lost nodes, failures) is
- * handed out: *answers has *n entries, valid until the next call. Call it at
- * gang_next_deadline() and whenever a result says answers_pending. COMMON_OK.
+ * error, the reservation is dropped, backoff starts); a holding gang with a node that can no
+ * longer take the member planned or held there (a pod bound there behind the extender's back,
+ * a taint, the node gone) replans at once (a held member there loses its hold with an error
+ * answer), or fails at once with backoff when it no longer fits; holding gangs whose quorum is
+ * met (after a PodGroup update) release; then every queued answer (from deletes, lost nodes,
+ * failures) is handed out: *answers has *n entries, valid until the next call. Call it at
+ * gang_next_deadline(), whenever a result says answers_pending, and after feed events that may
+ * take a planned node (pods bound, nodes changed) while binds are held. COMMON_OK.
  */
 enum common_rc gang_tick(struct gang_state *s, int64_t now, const struct gang_answer **answers,
                          size_t *n, struct common_error *err);
@@ -402,11 +409,32 @@ struct gang_info {
     const char *domain;
     const char *domain_level;
     const char *topology_error;
+    /* PodGroup updates so far that may let members through which kube-scheduler parked (its
+     * unschedulable pool is left on a cluster event, never on a PodGroup change): minMember
+     * lowered, minResources or the phased jobs changed. The glue compares it around
+     * gang_podgroup_upsert and touches the waiting members (gang_waiting_pods) when it grew. */
+    uint32_t podgroup_unblocks;
 };
 
 /* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */
 enum common_rc gang_info(const struct gang_state *s, const char *ns, const char *name,
                          struct gang_info *out, struct common_error *err);
+
+/* A pod named by uid, namespace and name (copied). */
+struct gang_pod_ref {
+    char uid[64];
+    char namespace[64];
+    char name[254];
+};
+
+/*
+ * gang_waiting_pods - the members of gang ns/name that wait in kube-scheduler's queue: Pending,
+ * not bound, not released or held by us, not being deleted. Fills out[0..cap) in no particular
+ * order and returns how many there are (may exceed cap: call again with more room). 0 for an
+ * unknown gang. O(members).
+ */
+size_t gang_waiting_pods(const struct gang_state *s, const char *ns, const char *name,
+                         struct gang_pod_ref *out, size_t cap);
 
 /*
  * gang_check - recompute every derived number (node usage and reservations, cluster totals,

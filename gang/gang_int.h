@@ -203,8 +203,13 @@ struct gang {
     int64_t last_start;
     uint64_t plan_epoch;
     int plan_valid;
+    /* the plan holds only part of the need: the rest waits for kube-scheduler to evict
+     * lower-priority pods (gang.c, plan_for_preemption) */
+    int preempting;
     int32_t excl[16];
     uint32_t n_excl;
+    /* PodGroup updates that may let waiting members through (gang_info.podgroup_unblocks) */
+    uint32_t unblocks;
     /* backoff */
     int64_t backoff_until;
     uint32_t failures;
@@ -303,6 +308,8 @@ void answer_queue(struct gang_state *s, const struct gpod *p, int32_t node, int 
  * entries. 0 or -1 */
 int answers_reserve(struct gang_state *s, size_t pending_more, size_t binds_need);
 void answer_bind(struct gang_state *s, const struct gpod *p, int32_t node);
+/* drop held member p's hold with an error answer (the caller detaches p before, attaches after) */
+void drop_hold(struct gang_state *s, struct gpod *p, const char *reason);
 int active_reserve(struct gang_state *s);
 /* the gang starts holding (room in s->active reserved by the caller) */
 void gang_activate(struct gang_state *s, struct gang *g, int64_t now);
@@ -361,6 +368,9 @@ struct plan_req {
     int dry_run;
     const struct gpod *const *freed;
     size_t n_freed;
+    /* commit what fits even when it is short of the need (out->partial says so); a pinned or
+     * restricted member that does not fit still fails the plan */
+    int partial;
 };
 
 struct plan_out {
@@ -371,6 +381,7 @@ struct plan_out {
     int short_res;    /* a limiting resource id, -1 unknown */
     int no_node;      /* no node matches the constraints of some shape */
     int pod_unplaced; /* the restricted member fits none of its candidates */
+    int partial;      /* ok with placed < need (rq->partial) */
 };
 
 /*
@@ -380,6 +391,13 @@ struct plan_out {
  */
 int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq,
               struct plan_out *out);
+
+/* ---- preempt.c ---- */
+
+/* R3 of gang_preempt: could g fit whole if every pod a preemption at p's priority could evict
+ * were gone? 0 yes, 1 no (the reason in s->why2), -1 out of memory. The caller starts a census
+ * epoch first (s->pre_call = ++s->pre_epoch). */
+int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p);
 
 #endif
 

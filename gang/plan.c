@@ -555,6 +555,13 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
         if ((int64_t)placed >= need && !(failed_shape && rq && rq->pin))
             won = (int)k;
     }
+    /* the preemption path (plan_req.partial): with no topology scope to keep, what fits is
+     * committed and the rest waits for kube-scheduler's preemption */
+    if (won < 0 && !ps.topo && ps.n == 1 && (int64_t)placed < need && rq && rq->partial &&
+        !out->pod_unplaced && !rq->dry_run) {
+        won = 0;
+        out->partial = 1; /* commit what fits */
+    }
     if (won < 0) {
         if (!failed_shape)
             for (uint32_t e = 0; e < c.n_e && !failed_shape; e++)

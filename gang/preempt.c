@@ -111,7 +111,7 @@ static int evictable(const struct gang_state *s, const struct gpod *q, const str
  * R3: could g fit whole if every pod a preemption at p's priority could evict were gone? 0 yes,
  * 1 no (the reason in s->why2), -1 out of memory.
  */
-static int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p)
+int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p)
 {
     const struct gpod **freed;
     size_t n = 0;

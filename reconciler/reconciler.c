@@ -180,6 +180,7 @@ struct rc_reconciler {
     struct rc_opts o;
     char field_manager[128];
     char namespace[254];
+    char gang_scheduler_name[254];
     struct rc_queue *q;
     struct inf_slot inf[INF_N];
     pthread_t *threads;
@@ -771,7 +772,9 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     struct trainjob_errors errs;
     struct trainjob_ref ref;
     struct trainjob_output out = {0};
-    struct trainjob_options topts = {.keygen = r->o.keygen};
+    struct trainjob_options topts = {.keygen = r->o.keygen,
+                                     .gang_scheduler_name = r->o.gang_scheduler_name,
+                                     .no_gang_marks = !r->o.gang_marks};
     struct trainjob_status_result sres = {0};
     struct trainjob_deadline_result dl;
     const json_t *runtime_live = NULL, *cm;
@@ -1072,6 +1075,9 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
     } else {
         r->o.namespace = NULL;
     }
+    snprintf(r->gang_scheduler_name, sizeof(r->gang_scheduler_name), "%s",
+             opts->gang_scheduler_name ? opts->gang_scheduler_name : "");
+    r->o.gang_scheduler_name = r->gang_scheduler_name;
     if (r->o.workers <= 0)
         r->o.workers = 4;
     if (!r->o.keygen)

@@ -35,20 +35,26 @@
 #include "trainjob/trainjob.h"
 
 struct rc_opts {
-    struct common_kube *kube;       /* borrowed; MUST */
-    struct common_events *events;   /* borrowed; NULL: no Events */
-    struct common_metrics *metrics; /* borrowed; NULL: no metrics. rc_create registers
-                                       trainsched_reconcile_total, _duration_seconds and
-                                       _writes_total there (no callbacks into the reconciler,
-                                       so the registry may outlive it); queue gauges are the
-                                       caller's, from rc_get_stats */
-    const char *field_manager;      /* default "trainsched" */
-    int workers;                    /* default 4 */
-    const char *namespace;          /* watch one namespace; NULL = all */
-    struct rc_queue_opts queue;     /* zero = defaults (5 ms .. 5 min backoff) */
-    trainjob_keygen_fn keygen;      /* MPI SSH keys; default common/sshkey.h's */
-    int64_t (*now)(void);           /* wall clock in seconds since the epoch; default time() */
-    long sync_timeout_ms;           /* wait for the caches at start; default 60000 */
+    struct common_kube *kube;        /* borrowed; MUST */
+    struct common_events *events;    /* borrowed; NULL: no Events */
+    struct common_metrics *metrics;  /* borrowed; NULL: no metrics. rc_create registers
+                                        trainsched_reconcile_total, _duration_seconds and
+                                        _writes_total there (no callbacks into the reconciler,
+                                        so the registry may outlive it); queue gauges are the
+                                        caller's, from rc_get_stats */
+    const char *field_manager;       /* default "trainsched" */
+    int workers;                     /* default 4 */
+    const char *namespace;           /* watch one namespace; NULL = all */
+    struct rc_queue_opts queue;      /* zero = defaults (5 ms .. 5 min backoff) */
+    trainjob_keygen_fn keygen;       /* MPI SSH keys; default common/sshkey.h's */
+    int64_t (*now)(void);            /* wall clock in seconds since the epoch; default time() */
+    long sync_timeout_ms;            /* wait for the caches at start; default 60000 */
+    int gang_marks;                  /* 1: coscheduling JobSets' pod templates carry the gang
+                                        marks (trainjob.h), as serve's webhook.extenderWired
+                                        says kube-scheduler calls the extender; 0: left out */
+    const char *gang_scheduler_name; /* spec.schedulerName written into the pod templates of
+                                        coscheduling JobSets, as the pod webhook sets it on gang
+                                        pods (copied); NULL or "": left as the runtime has it */
 };
 
 /* What one reconcile did (for tests, the bench and logs). */

@@ -1010,7 +1010,9 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
     const char *name = str_at(tj, "metadata", "name");
     const char *ns = str_at(tj, "metadata", "namespace");
     struct common_arena *a = common_arena_create(0);
-    struct trainjob_options opts = {"default", NULL, fixed_keygen};
+    /* no gang marks: the simulator's nodes carry no trainsched.io/gang and its pods need none */
+    struct trainjob_options opts = {
+        .default_namespace = "default", .keygen = fixed_keygen, .no_gang_marks = 1};
     struct trainjob_output out;
     struct trainjob_ref ref;
     struct common_error e;

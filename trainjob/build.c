@@ -508,7 +508,7 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     struct tj_ctx ctx;
     struct tj_ctx *c = &ctx;
     const struct tj_ml_policy *ml;
-    json_t *objs = NULL, *obj = NULL, *rt;
+    json_t *objs = NULL, *gang_objs = NULL, *obj = NULL, *rt;
     enum common_rc rc;
     const char *managed;
 
@@ -579,10 +579,25 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
             return rc;
     }
 
-    /* 4. objects in apply order */
+    /* 4. objects in apply order; the gang objects are built first (from the templates as
+     * Trainer writes them), then the gang marks go into the templates, then the JobSet */
     objs = json_array();
-    if (!objs)
-        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    gang_objs = json_array();
+    if (!objs || !gang_objs)
+        goto nomem;
+    for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
+        const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
+        if (!(c->gangs & (1u << g)))
+            continue;
+        rc = gp->build(c, &obj, err);
+        if (rc || json_array_append_new(gang_objs, obj))
+            goto fail;
+    }
+    for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
+        const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
+        if ((c->gangs & (1u << g)) && gp->mark && (rc = gp->mark(c, err)))
+            goto fail;
+    }
     rc = build_snapshot(c, &obj, err);
     if (rc || json_array_append_new(objs, obj))
         goto fail;
@@ -591,14 +606,9 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     rc = build_jobset(c, &obj, err);
     if (rc || json_array_append_new(objs, obj))
         goto fail;
-    for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
-        const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
-        if (!(c->gangs & (1u << g)))
-            continue;
-        rc = gp->build(c, &obj, err);
-        if (rc || json_array_append_new(objs, obj))
-            goto fail;
-    }
+    if (json_array_extend(objs, gang_objs))
+        goto nomem;
+    json_decref(gang_objs);
     out->objects = objs;
     return COMMON_OK;
 nomem:
@@ -607,5 +617,6 @@ fail:
     if (!rc)
         rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
     json_decref(objs);
+    json_decref(gang_objs);
     return rc;
 }

@@ -235,6 +235,38 @@ static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct commo
     return rc;
 }
 
+/* the gang marks of trainjob.h in every pod template: what the pod webhook would add */
+static enum common_rc cosched_mark(struct tj_ctx *c, struct common_error *err)
+{
+    static const char *const maps[] = {"requests", "limits"};
+    const char *sched = c->opts ? c->opts->gang_scheduler_name : NULL;
+
+    if (c->opts && c->opts->no_gang_marks)
+        return COMMON_OK;
+    for (size_t i = 0; i < c->npodsets; i++) {
+        json_t *tmpl = tj_get(c->podsets[i].rjob, "template.spec.template");
+        json_t *meta = tmpl ? tj_obj(tmpl, "metadata") : NULL;
+        json_t *labels = meta ? tj_obj(meta, "labels") : NULL;
+        json_t *spec = tmpl ? tj_obj(tmpl, "spec") : NULL;
+        json_t *ct = spec ? json_array_get(json_object_get(spec, "containers"), 0) : NULL;
+        json_t *res = json_is_object(ct) ? tj_obj(ct, "resources") : NULL;
+
+        if (!labels || !spec || tj_set(labels, TRAINJOB_GANG_MARKED_LABEL, json_string("true")))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (sched && *sched && tj_set(spec, "schedulerName", json_string(sched)))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        if (!json_is_object(ct))
+            continue; /* no container: the API server refuses the pod anyway */
+        for (int k = 0; k < 2; k++) {
+            json_t *m = res ? tj_obj(res, maps[k]) : NULL;
+            if (!m || (!json_object_get(m, TRAINJOB_GANG_RESOURCE) &&
+                       tj_set(m, TRAINJOB_GANG_RESOURCE, json_string("1"))))
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
+    }
+    return COMMON_OK;
+}
+
 static enum common_rc volcano_enforce(struct tj_ctx *c, struct common_error *err)
 {
     return tag_pods(c, "annotations", VOLCANO_ANNOTATION, err);
@@ -285,6 +317,7 @@ static const struct tj_gang_policy coscheduling = {
     .enforce = cosched_enforce,
     .build = cosched_build,
     .validate = NULL,
+    .mark = cosched_mark,
 };
 
 static const struct tj_gang_policy volcano = {

@@ -66,11 +66,29 @@ typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **priv
                                              char **public_line, struct common_error *err);
 
 struct trainjob_options {
-    const char *default_namespace; /* for a TrainJob without metadata.namespace; "default" */
-    const char *placeholder_uid;   /* used when metadata.uid is missing; NULL: derived from
-                                      namespace/name so output is reproducible */
-    trainjob_keygen_fn keygen;     /* MUST be set for MPI runtimes */
+    const char *default_namespace;   /* for a TrainJob without metadata.namespace; "default" */
+    const char *placeholder_uid;     /* used when metadata.uid is missing; NULL: derived from
+                                        namespace/name so output is reproducible */
+    trainjob_keygen_fn keygen;       /* MUST be set for MPI runtimes */
+    const char *gang_scheduler_name; /* coscheduling: spec.schedulerName of every pod template,
+                                        as the pod webhook sets it; NULL or "": left as is */
+    int no_gang_marks;               /* 1: leave the gang marks below out of the pod templates
+                                        (no extender is wired: the virtual resource would be on
+                                        no node, and the pods would stay Pending) */
 };
+
+/*
+ * Gang marks in the JobSet's pod templates (coscheduling podGroupPolicy). What trainsched's pod
+ * webhook adds to a gang pod at creation (webhook/handlers.h, mutate-pod) is written into the
+ * templates instead, so the pods the reconciler's JobSets create reach the extender even while
+ * the webhook is down: the virtual extended resource TRAINJOB_GANG_RESOURCE "1" in requests and
+ * limits of the first container (where missing), spec.schedulerName when the options name one,
+ * and the label TRAINJOB_GANG_MARKED_LABEL: "true", which the shipped pod webhook's
+ * objectSelector excludes (those pods need no webhook). The marks are left out of the
+ * PodGroup's minResources, which stays as Trainer computes it.
+ */
+#define TRAINJOB_GANG_RESOURCE "trainsched.io/gang" /* = WEBHOOK_GANG_RESOURCE */
+#define TRAINJOB_GANG_MARKED_LABEL "trainsched.io/gang-marked"
 
 struct trainjob_output {
     json_t *objects;               /* new reference: array of objects in apply order */

@@ -174,6 +174,9 @@ struct tj_gang_policy {
     enum common_rc (*build)(struct tj_ctx *c, json_t **obj, struct common_error *err);
     /* MAY: webhook checks */
     void (*validate)(struct tj_ctx *c);
+    /* MAY: marks for the scheduler on every pod template, run after every gang object is built
+     * (so they never count in minResources) and before the JobSet is */
+    enum common_rc (*mark)(struct tj_ctx *c, struct common_error *err);
 };
 const struct tj_gang_policy *tj_gang_policy_for(enum tj_gang kind);
 /* minMember and minResources over every podset (§3.1) */

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/kubeconfig.h"
 #include "common/yaml.h"
 
@@ -502,4 +503,21 @@ char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, co
     }
     json_decref(items);
     return note;
+}
+
+long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name)
+{
+    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                               "\"gracePeriodSeconds\":0}";
+    struct common_error err;
+    struct common_buf resp;
+    char path[512];
+    long status = 0;
+
+    common_buf_init(&resp, 64 << 20);
+    common_kube_path(&common_kube_pods, ns, name, NULL, path, sizeof(path));
+    (void)common_kube_request(k, "DELETE", path, "application/json", opts, strlen(opts), NULL,
+                              &resp, &status, &err);
+    common_buf_free(&resp);
+    return status;
 }

@@ -34,6 +34,9 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns);
  * when there is none yet. Listing fails the running test. */
 char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
                      const char *want);
+/* e2e_delete_pods_now - DELETE pod name of namespace ns (name NULL: every pod of ns) with
+ * gracePeriodSeconds 0 through k; returns the HTTP status (0 when no answer came). */
+long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name);
 
 /* e2e_now_s - CLOCK_MONOTONIC in seconds. */
 double e2e_now_s(void);

@@ -23,7 +23,11 @@
  * running gang below minMember, so kube-scheduler evicts plain pods instead; a preemption that
  * could never place the whole gang is vetoed and evicts nothing, and so is one for a pod whose
  * PodGroup does not exist (the three on kwok beds only); a PodGroup timeout above the bind
- * httpTimeout is said in the PodGroup's Events.
+ * httpTimeout is said in the PodGroup's Events; a gang holding 3 of 4 binds whose 4th member's
+ * only node is taken by a plain pod answers its holds at once (not at its timeout), and binds
+ * whole once the node is free again; pods parked by kube-scheduler bind within seconds once
+ * their PodGroup's minMember is lowered; a high-priority gang whose members each fit alone gets
+ * one low-priority pod preempted and binds whole (kwok beds only).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -108,19 +112,9 @@ static void setup(void)
  * that the scheduler stops retrying them against the next test's extender */
 static void drop_pods(void)
 {
-    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-                               "\"gracePeriodSeconds\":0}";
-    struct common_error err;
-    struct common_buf resp;
-    char path[512];
-    long status = 0;
     double t0 = e2e_now_s();
 
-    common_buf_init(&resp, 64 << 20);
-    common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
-    (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
-                              &resp, &status, &err);
-    common_buf_free(&resp);
+    (void)e2e_delete_pods_now(kube, ns, NULL);
     while (e2e_now_s() - t0 < 30) {
         int total = 0;
         (void)bound(NULL, &total);
@@ -146,8 +140,8 @@ static void teardown(void)
     common_kube_client_destroy(kube);
 }
 
-/* a node with cpu cores, gpus nvidia.com/gpu (0: none) and 110 pods */
-static void make_node(int cpu, int gpus)
+/* a node with cpu cores, gpus nvidia.com/gpu (0: none) and 110 pods, labelled RUN_LABEL=label */
+static void make_node_labelled(int cpu, int gpus, const char *label)
 {
     struct common_error err;
     char cpus[16], gp[16];
@@ -162,7 +156,7 @@ static void make_node(int cpu, int gpus)
     if (gpus)
         json_object_set_new(res, "nvidia.com/gpu", json_string(gp));
     n = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:O, s:O}}", "apiVersion", "v1", "kind", "Node",
-                  "metadata", "name", nodes[n_nodes], "labels", RUN_LABEL, run, "status",
+                  "metadata", "name", nodes[n_nodes], "labels", RUN_LABEL, label, "status",
                   "capacity", res, "allocatable", res);
     if (kwok())
         json_object_set_new(json_object_get(n, "metadata"), "annotations",
@@ -172,6 +166,12 @@ static void make_node(int cpu, int gpus)
     json_decref(n);
     ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
     n_nodes++;
+}
+
+/* a node of this test (RUN_LABEL=run) */
+static void make_node(int cpu, int gpus)
+{
+    make_node_labelled(cpu, gpus, run);
 }
 
 static void make_podgroup(const char *name, int min_member)
@@ -188,9 +188,10 @@ static void make_podgroup(const char *name, int min_member)
 }
 
 /* a pod of gang (NULL: none, and no trainsched.io/gang request) asking cpu and gpus, with
- * priorityClassName pc (NULL: none) */
-static void make_pod_pc(const char *name, const char *gang, const char *cpu, int gpus,
-                        const char *pc)
+ * priorityClassName pc (NULL: none), selecting nodes labelled RUN_LABEL=label (NULL: run), with
+ * a scheduling gate when gated */
+static void make_pod_x(const char *name, const char *gang, const char *cpu, int gpus,
+                       const char *pc, const char *label, int gated)
 {
     struct common_error err;
     json_t *req = json_pack("{s:s}", "cpu", cpu), *lim = json_object();
@@ -210,19 +211,28 @@ static void make_pod_pc(const char *name, const char *gang, const char *cpu, int
     p = json_pack("{s:s, s:s, s:{s:s, s:s, s:{}}, s:{s:{s:s}, s:[{s:s, s:s, s:{s:o, s:o}}], "
                   "s:[{s:s, s:s, s:s}]}}",
                   "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "namespace", ns,
-                  "labels", "spec", "nodeSelector", RUN_LABEL, run, "containers", "name", "c",
-                  "image", "registry.k8s.io/pause:3.10", "resources", "requests", req, "limits",
-                  lim, "tolerations", "key", "kwok.x-k8s.io/node", "operator", "Exists", "effect",
-                  "NoSchedule");
+                  "labels", "spec", "nodeSelector", RUN_LABEL, label ? label : run, "containers",
+                  "name", "c", "image", "registry.k8s.io/pause:3.10", "resources", "requests", req,
+                  "limits", lim, "tolerations", "key", "kwok.x-k8s.io/node", "operator", "Exists",
+                  "effect", "NoSchedule");
     ck_assert_ptr_nonnull(p);
     if (gang)
         json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), GANG_LABEL,
                             json_string(gang));
     if (pc)
         json_object_set_new(json_object_get(p, "spec"), "priorityClassName", json_string(pc));
+    if (gated)
+        json_object_set_new(json_object_get(p, "spec"), "schedulingGates",
+                            json_pack("[{s:s}]", "name", "trainsched.io/e2e-later"));
     rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
     json_decref(p);
     ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+}
+
+static void make_pod_pc(const char *name, const char *gang, const char *cpu, int gpus,
+                        const char *pc)
+{
+    make_pod_x(name, gang, cpu, gpus, pc, NULL, 0);
 }
 
 static void make_pod(const char *name, const char *gang, const char *cpu, int gpus)
@@ -745,6 +755,214 @@ START_TEST(a_podgroup_timeout_above_the_bind_http_timeout_is_said_in_its_events)
 }
 END_TEST
 
+/* a plain pod created bound to node (spec.nodeName: no scheduler sees it first) asking cpu */
+static void make_bound_pod(const char *name, const char *node, const char *cpu)
+{
+    struct common_error err;
+    json_t *p = e2e_yamlf("apiVersion: v1\nkind: Pod\n"
+                          "metadata: {name: %s, namespace: %s}\n"
+                          "spec:\n  nodeName: %s\n"
+                          "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]\n"
+                          "  containers: [{name: c, image: registry.k8s.io/pause:3.10,"
+                          " resources: {requests: {cpu: '%s'}}}]\n",
+                          name, ns, node, cpu);
+    enum common_rc rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
+
+    json_decref(p);
+    ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+}
+
+/* delete pod name at once (grace 0) and wait (30 s) until it is gone */
+static void delete_now(const char *name)
+{
+    double t0 = e2e_now_s();
+    long status = e2e_delete_pods_now(kube, ns, name);
+    int deleting;
+
+    ck_assert_msg(status == 200 || status == 404, "delete pod %s: HTTP %ld", name, status);
+    while (pod_node(name, &deleting)) {
+        ck_assert_msg(e2e_now_s() - t0 < 30, "pod %s not gone after 30 s", name);
+        usleep(200 * 1000);
+    }
+}
+
+/* remove the scheduling gates of pod name */
+static void ungate(const char *name)
+{
+    struct common_error err;
+
+    ck_assert_msg(common_kube_patch(kube, &common_kube_pods, ns, name, COMMON_KUBE_JSON_PATCH,
+                                    "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]",
+                                    NULL, NULL, &err) == COMMON_OK,
+                  "ungate %s: %s", name, err.msg);
+}
+
+/* wait up to timeout_s until want binds are held, with nothing of gang bound meanwhile */
+static void wait_held(const char *gang, size_t want, double timeout_s)
+{
+    struct extender_server_stats st;
+    double t0 = e2e_now_s();
+
+    for (;;) {
+        extender_server_stats(ext, &st);
+        if (st.held_now == want)
+            return;
+        ck_assert_int_eq(bound(gang, NULL), 0);
+        ck_assert_msg(e2e_now_s() - t0 < timeout_s, "%zu binds held after %.0f s, want %zu",
+                      st.held_now, timeout_s, want);
+        usleep(200 * 1000);
+    }
+}
+
+/* A gang of 4 holds 3 binds; the 4th member (gated, so kube-scheduler does not place it yet)
+ * can only go on one node, where a plain pod is then bound directly. The gang cannot complete:
+ * its holds must end at once because the node was taken, not at the 20 s timeout; the PodGroup
+ * Event says so. With the plain pod gone and the gate removed, the gang binds whole. */
+START_TEST(a_held_gang_whose_planned_node_is_taken_releases_its_holds_at_once)
+{
+    struct extender_server_stats st;
+    char last[48], *note;
+    double t0;
+
+    snprintf(last, sizeof(last), "%s-last", run);
+    for (int i = 0; i < 3; i++)
+        make_node(2, 0);
+    make_node_labelled(2, 0, last);
+    make_podgroup("h4", 4);
+    make_pod_x("h4-0", "h4", "2", 0, NULL, NULL, 0);
+    make_pod_x("h4-1", "h4", "2", 0, NULL, NULL, 0);
+    make_pod_x("h4-2", "h4", "2", 0, NULL, NULL, 0);
+    make_pod_x("h4-3", "h4", "2", 0, NULL, last, 1);
+    wait_held("h4", 3, 60);
+    t0 = e2e_now_s();
+    make_bound_pod("squatter", nodes[3], "1");
+    for (;;) {
+        extender_server_stats(ext, &st);
+        ck_assert_int_eq(bound("h4", NULL), 0);
+        if (st.held_now == 0)
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 60, "%zu binds still held after 60 s", st.held_now);
+        usleep(100 * 1000);
+    }
+    fprintf(stderr, "held gang, planned node taken: holds answered %.1f s after the plain pod\n",
+            e2e_now_s() - t0);
+    ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+    note = event_note("h4", "GangWaiting", "timed out");
+    ck_assert_msg(note == NULL, "the holds ended by the timeout: %s", note);
+    note = event_note("h4", "GangWaiting", "can no longer take");
+    ck_assert_msg(note != NULL, "no GangWaiting Event on PodGroup h4 saying the node was taken");
+    fprintf(stderr, "held gang, planned node taken: Event GangWaiting: %s\n", note);
+    free(note);
+    /* the node freed and the 4th member let in: the gang binds whole */
+    delete_now("squatter");
+    ungate("h4-3");
+    wait_bound("h4", 4, 60);
+}
+END_TEST
+
+/* A PodGroup of minMember 4 with 4 pods on room for 2: none fits, kube-scheduler parks them
+ * (the extender rejected them: only a Pod or Node event requeues them, else its 5-minute
+ * flush). 2 pods are deleted and minMember lowered to 2: the extender annotates the 2 waiting
+ * pods, which requeues them, and both bind within seconds; the PodGroup's Event follows the new
+ * minMember. */
+START_TEST(lowering_minmember_wakes_the_waiting_pods)
+{
+    struct extender_server_stats st;
+    struct common_error err;
+    char name[32], *note = NULL;
+    double t0, t;
+
+    make_node(2, 0);
+    make_node(2, 0);
+    make_podgroup("lm", 4);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "lm-%d", i);
+        make_pod(name, "lm", "2", 0);
+    }
+    for (t0 = e2e_now_s(); !note; usleep(250 * 1000)) {
+        ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+        note = event_note("lm", "GangWaiting", "2 of the 4");
+        ck_assert_msg(note || e2e_now_s() - t0 < 60, "no GangWaiting Event saying 2 of the 4");
+    }
+    free(note);
+    e2e_nap(2000); /* the scheduler's own status writes settle: the pods are parked */
+    ck_assert_int_eq(bound("lm", NULL), 0);
+    delete_now("lm-2");
+    delete_now("lm-3");
+    e2e_nap(1000);
+    ck_assert_int_eq(bound("lm", NULL), 0);
+    ck_assert_msg(common_kube_patch(kube, &common_kube_podgroups, ns, "lm", COMMON_KUBE_MERGE_PATCH,
+                                    "{\"spec\":{\"minMember\":2}}", NULL, NULL, &err) == COMMON_OK,
+                  "patch PodGroup lm: %s", err.msg);
+    t = wait_bound("lm", 2, 60);
+    extender_server_stats(ext, &st);
+    fprintf(
+        stderr,
+        "minMember lowered 4 -> 2: both waiting pods bound %.1f s after the PodGroup patch (%llu "
+        "pods touched)\n",
+        t, (unsigned long long)st.pod_touches);
+    ck_assert_uint_ge(st.pod_touches, 2);
+    ck_assert_int_eq(common_events_flush(events, 5000), COMMON_OK);
+    note = event_note("lm", "GangReleased", "of minMember 2");
+    ck_assert_msg(note != NULL, "no GangReleased Event on PodGroup lm naming minMember 2");
+    fprintf(stderr, "minMember lowered: Event GangReleased: %s\n", note);
+    free(note);
+}
+END_TEST
+
+/* One node of 9 cpu runs 8 low-priority 1-cpu pods of a gang (minMember 3); a high-priority gang
+ * of 2 x 1 cpu arrives with 1 cpu free. Each member fits alone, so kube-scheduler's preemption
+ * would never find a victim for it; the extender holds the member that fits, the second fails
+ * the scheduler's own filters, its preemption (through the extender's preempt verb) evicts one
+ * low-priority pod (7 >= 3 stay), and the high gang binds whole, never 1 of 2. */
+START_TEST(a_gang_whose_members_fit_alone_preempts_for_the_rest)
+{
+    struct extender_server_stats st;
+    char name[32];
+    double t0;
+    int n;
+
+    if (!kwok()) {
+        fprintf(stderr, "SKIP gang preemption: victims only go away with kwok (no kubelet)\n");
+        return;
+    }
+    ensure_priority_class("trainsched-e2e-low", 10);
+    ensure_priority_class("trainsched-e2e-high", 100000);
+    make_node(9, 0);
+    make_podgroup("lo", 3);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "lo-%d", i);
+        make_pod_pc(name, "lo", "1", 0, "trainsched-e2e-low");
+    }
+    wait_bound("lo", 8, 60);
+    make_podgroup("hi", 2);
+    make_pod_pc("hi-0", "hi", "1", 0, "trainsched-e2e-high");
+    make_pod_pc("hi-1", "hi", "1", 0, "trainsched-e2e-high");
+    for (t0 = e2e_now_s();; usleep(100 * 1000)) {
+        n = bound("hi", NULL);
+        ck_assert_msg(n == 0 || n == 2, "gang hi: %d of 2 bound", n);
+        if (n == 2)
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 90, "gang hi not bound after 90 s");
+    }
+    extender_server_stats(ext, &st);
+    fprintf(stderr,
+            "gang preemption: hi bound whole %.1f s after its pods were created (%llu "
+            "preempt calls)\n",
+            e2e_now_s() - t0, (unsigned long long)st.preempt);
+    ck_assert_uint_ge(st.preempt, 1);
+    n = 0;
+    for (int i = 0; i < 8; i++) {
+        int deleting;
+        const char *nn;
+        snprintf(name, sizeof(name), "lo-%d", i);
+        nn = pod_node(name, &deleting);
+        n += nn && *nn && !deleting;
+    }
+    ck_assert_msg(n == 7, "%d of the 8 low-priority pods left, want 7 (one evicted)", n);
+}
+END_TEST
+
 int main(void)
 {
     char cfg[] = "/tmp/ts-ext-sched-XXXXXX";
@@ -787,6 +1005,9 @@ int main(void)
     tcase_add_test(tc, preemption_that_cannot_place_the_whole_gang_is_vetoed);
     tcase_add_test(tc, preemption_for_a_pod_whose_podgroup_does_not_exist_evicts_nothing);
     tcase_add_test(tc, a_podgroup_timeout_above_the_bind_http_timeout_is_said_in_its_events);
+    tcase_add_test(tc, a_held_gang_whose_planned_node_is_taken_releases_its_holds_at_once);
+    tcase_add_test(tc, lowering_minmember_wakes_the_waiting_pods);
+    tcase_add_test(tc, a_gang_whose_members_fit_alone_preempts_for_the_rest);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

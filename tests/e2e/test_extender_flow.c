@@ -34,6 +34,11 @@
  *                                 the same on 2 nodes of 1 CPU with 1-CPU pods: minResources
  *                                 (cpu 3, the initializer included) never fits at once, the
  *                                 trainers (cpu 2) bind once the initializer is done;
+ *   gang_created_while_the_webhook_is_down_is_never_placed_partly
+ *                                 the webhook daemon stopped: a TrainJob's 4 pods are created
+ *                                 with the gang marks of their template, none bound while only 2
+ *                                 fit, all 4 once room is added; another controller's gang pod
+ *                                 is refused (failurePolicy Fail);
  *   topology_rack_trainjob        kwok nodes labelled block/rack, named so that name order
  *                                 alternates racks; a TrainJob whose runtime's pod template
  *                                 asks Kueue-style for a rack: the PodGroup carries the
@@ -82,6 +87,7 @@
 #define RUN_LABEL "trainsched.io/e2e-run"
 #define FLOW_LABEL "trainsched.io/e2e-flow"
 #define PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
+#define MARKED_LABEL "trainsched.io/gang-marked"
 #define BIND_TIMEOUT_S 30
 #define BLOCK_LABEL "e2e.trainsched.io/block"
 #define RACK_LABEL "e2e.trainsched.io/rack"
@@ -188,6 +194,7 @@ static void start_reconciler(void)
     o.namespace = ns;
     o.workers = 2;
     o.queue.max_delay_ms = 2000;
+    o.gang_marks = 1; /* this bed's kube-scheduler calls the extender */
     rec = rc_create(&o, &err);
     ck_assert_msg(rec != NULL, "%s", err.msg);
     ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
@@ -219,19 +226,9 @@ static void setup(void)
 /* delete every pod of the namespace at once (grace 0) and wait until they are gone */
 static void drop_pods(void)
 {
-    static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-                               "\"gracePeriodSeconds\":0}";
-    struct common_error err;
-    struct common_buf resp;
-    char path[512];
-    long status = 0;
     double t0 = e2e_now_s();
 
-    common_buf_init(&resp, 64 << 20);
-    common_kube_path(&common_kube_pods, ns, NULL, NULL, path, sizeof(path));
-    (void)common_kube_request(kube, "DELETE", path, "application/json", opts, strlen(opts), NULL,
-                              &resp, &status, &err);
-    common_buf_free(&resp);
+    (void)e2e_delete_pods_now(kube, ns, NULL);
     while (e2e_now_s() - t0 < 20) {
         int total = 0;
         (void)bound(NULL, &total);
@@ -244,6 +241,9 @@ static void drop_pods(void)
 static void teardown(void)
 {
     struct common_error err;
+
+    if (webhook_pid > 0) /* a test may have stopped it */
+        kill(webhook_pid, SIGCONT);
 
     if (rec)
         rc_destroy(rec);
@@ -617,6 +617,23 @@ static void wait_webhook(void)
     }
 }
 
+/* the TrainJob path of a test: 0 (skipped, said so) when the bed runs no JobSet controller or
+ * kwok; else the reconciler runs as trainsched and the pod webhook answers, 1 */
+static int start_trainjob_path(const char *test)
+{
+    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
+        fprintf(stderr,
+                "SKIP %s: the bed runs no JobSet controller / kwok (TESTBED_JOBSET=1 "
+                "TESTBED_KWOK=1 up.sh)\n",
+                test);
+        return 0;
+    }
+    tsk = e2e_client(20000, 1);
+    start_reconciler();
+    wait_webhook();
+    return 1;
+}
+
 /* ---- raw HTTP to the extender ---- */
 
 static int connect_ext(void)
@@ -706,14 +723,8 @@ START_TEST(whole_path_numnodes_4)
     char seen[4][96], sel[128];
     double t, tc, first = 1e18, last = 0;
 
-    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
-        fprintf(stderr, "SKIP whole_path_numnodes_4: the bed runs no JobSet controller / kwok "
-                        "(TESTBED_JOBSET=1 TESTBED_KWOK=1 up.sh)\n");
+    if (!start_trainjob_path("whole_path_numnodes_4"))
         return;
-    }
-    tsk = e2e_client(20000, 1);
-    start_reconciler();
-    wait_webhook();
     for (int k = 0; k < 4; k++)
         make_node(4);
     create_obj(&common_kube_trainingruntimes, runtime("gang4", 4, "3", NULL, 30));
@@ -739,7 +750,7 @@ START_TEST(whole_path_numnodes_4)
         const json_t *c;
         size_t j;
         int mine = 0;
-        ck_assert_msg(g && strcmp(g, "1") == 0, "pod %s: requests %s %s (the webhook adds 1)",
+        ck_assert_msg(g && strcmp(g, "1") == 0, "pod %s: requests %s %s (the template has 1)",
                       jstr(it, "metadata", "name"), EXTENDER_GANG_RESOURCE, g ? g : "(none)");
         ck_assert_ptr_nonnull(nn);
         for (int k = 0; k < n_nodes; k++)
@@ -1108,14 +1119,8 @@ START_TEST(phased_initializer_then_gang)
     double t0;
     char init_node[96] = "";
 
-    if (!env_is_1("TESTBED_JOBSET_RUNNING") || !env_is_1("TESTBED_KWOK_RUNNING")) {
-        fprintf(stderr, "SKIP phased_initializer_then_gang: the bed runs no JobSet controller / "
-                        "kwok (TESTBED_JOBSET=1 TESTBED_KWOK=1 up.sh)\n");
+    if (!start_trainjob_path("phased_initializer_then_gang"))
         return;
-    }
-    tsk = e2e_client(20000, 1);
-    start_reconciler();
-    wait_webhook();
     make_node(4);
     make_node(4);
     create_obj(&common_kube_trainingruntimes, runtime("phased", 2, "3", "1", 30));
@@ -1469,6 +1474,77 @@ END_TEST
 
 /* ---- main: scheduler config, webhook daemon and configuration ---- */
 
+/* 5: the pod webhook is down (its daemon stopped) when a TrainJob is created on a cluster with
+ * room for 2 of its 4 pods: the pods are created anyway (their template carries the gang marks,
+ * so the webhook is not called), none is bound while the gang cannot fit whole, and all 4 bind
+ * together once room is added. A gang pod of another controller is refused meanwhile
+ * (failurePolicy Fail), so it is never created without the gang resource. */
+START_TEST(gang_created_while_the_webhook_is_down_is_never_placed_partly)
+{
+    struct extender_server_stats st;
+    struct common_error err;
+    json_t *items, *it, *foreign;
+    size_t i;
+    char sel[128];
+    double t0;
+    int n = 0, total = 0;
+    enum common_rc rc;
+
+    if (!start_trainjob_path("gang_created_while_the_webhook_is_down_is_never_placed_partly"))
+        return;
+    make_node(4);
+    make_node(4);
+    ck_assert_int_eq(kill(webhook_pid, SIGSTOP), 0);
+    fprintf(stderr, "webhook outage: the webhook daemon is stopped\n");
+    foreign = e2e_yamlf("apiVersion: v1\nkind: Pod\n"
+                        "metadata: {name: foreign, namespace: %s, labels: {%s: other}}\n"
+                        "spec: {containers: [{name: c, image: registry.k8s.io/pause:3.10}]}\n",
+                        ns, GANG_LABEL);
+    rc = common_kube_create(kube, &common_kube_pods, ns, foreign, NULL, NULL, &err);
+    json_decref(foreign);
+    ck_assert_msg(rc != COMMON_OK && strstr(err.msg, "failed calling webhook"),
+                  "a gang pod of another controller with the webhook down: want the webhook call "
+                  "error, got %s",
+                  rc ? err.msg : "(created)");
+    create_obj(&common_kube_trainingruntimes, runtime("down4", 4, "3", NULL, 30));
+    create_obj(&common_kube_trainjobs, trainjob("down", "down4"));
+    t0 = e2e_now_s();
+    for (;;) {
+        n = bound("down", &total);
+        ck_assert_msg(n == 0, "gang down: %d of %d pods bound with room for 2", n, total);
+        if (total == 4)
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 90, "gang down: %d of 4 pods created after 90 s", total);
+        e2e_nap(250);
+    }
+    fprintf(stderr, "webhook outage: 4 pods created %.1f s after the TrainJob\n", e2e_now_s() - t0);
+    snprintf(sel, sizeof(sel), GANG_LABEL "=down");
+    items = list_pods(sel);
+    json_array_foreach(items, i, it)
+    {
+        const char *g = requests_of(it, EXTENDER_GANG_RESOURCE);
+        ck_assert_msg(g && strcmp(g, "1") == 0, "pod %s: requests %s %s",
+                      jstr(it, "metadata", "name"), EXTENDER_GANG_RESOURCE, g ? g : "(none)");
+    }
+    json_decref(items);
+    /* the gang does not fit: nothing is bound for a while (the extender answers at once) */
+    for (t0 = e2e_now_s(); e2e_now_s() - t0 < 8; e2e_nap(250))
+        ck_assert_int_eq(bound("down", NULL), 0);
+    make_node(4);
+    make_node(4);
+    fprintf(stderr, "webhook outage: the gang bound whole %.1f s after 2 nodes were added\n",
+            wait_bound("down", 4, 90));
+    /* all 4 through the extender, held and released together (the Bindings of one release are
+     * created one by one, so a poll may see them part-way) */
+    extender_server_stats(ext, &st);
+    stats_line("webhook outage");
+    ck_assert_uint_ge(st.held, 3);
+    ck_assert_uint_ge(st.released, 1);
+    ck_assert_uint_eq(st.bindings_ok, 4);
+    ck_assert_int_eq(kill(webhook_pid, SIGCONT), 0);
+}
+END_TEST
+
 static pid_t spawn(char *const argv[], const char *log)
 {
     pid_t pid;
@@ -1612,20 +1688,20 @@ static int webhook_up(struct common_kube *admin)
     }
     b64 = common_certs_base64(a, ca, strlen(ca));
     free(ca);
-    /* the shipped pod webhook (manifests/webhook/webhooks.yaml), with failurePolicy Fail so a
-     * webhook that does not answer fails the test instead of leaving pods without the
-     * resource */
+    /* the shipped pod webhook (manifests/webhook/webhooks.yaml): failurePolicy Fail, gang pods
+     * only, not those whose template carries the reconciler's gang marks */
     cfg = json_pack(
         "{s:s, s:s, s:{s:s, s:{s:s}}, s:[{s:s, s:[s], s:s, s:i, s:s, s:s, s:s, s:{s:s, s:s}, "
-        "s:{s:{s:s}}, s:{s:[{s:s, s:s}]}, s:[{s:[s], s:[s], s:[s], s:[s], s:s}]}]}",
+        "s:{s:{s:s}}, s:{s:[{s:s, s:s}, {s:s, s:s}]}, s:[{s:[s], s:[s], s:[s], s:[s], s:s}]}]}",
         "apiVersion", "admissionregistration.k8s.io/v1", "kind", "MutatingWebhookConfiguration",
         "metadata", "name", cfg_name, "labels", "trainsched.io/e2e", "extender-flow", "webhooks",
         "name", "mutate-pod.trainsched.io", "admissionReviewVersions", "v1", "sideEffects", "None",
         "timeoutSeconds", 5, "failurePolicy", "Fail", "reinvocationPolicy", "IfNeeded",
         "matchPolicy", "Equivalent", "clientConfig", "url", "", "caBundle", b64 ? b64 : "",
         "namespaceSelector", "matchLabels", FLOW_LABEL, run_id, "objectSelector",
-        "matchExpressions", "key", GANG_LABEL, "operator", "Exists", "rules", "apiGroups", "",
-        "apiVersions", "v1", "operations", "CREATE", "resources", "pods", "scope", "Namespaced");
+        "matchExpressions", "key", GANG_LABEL, "operator", "Exists", "key", MARKED_LABEL,
+        "operator", "DoesNotExist", "rules", "apiGroups", "", "apiVersions", "v1", "operations",
+        "CREATE", "resources", "pods", "scope", "Namespaced");
     if (!cfg) {
         common_arena_destroy(a);
         return -1;
@@ -1746,6 +1822,7 @@ int main(void)
     tcase_add_test(tc, bad_input_live_server);
     tcase_add_test(tc, restart_mid_gang);
     tcase_add_test(tc, phased_initializer_then_gang);
+    tcase_add_test(tc, gang_created_while_the_webhook_is_down_is_never_placed_partly);
     tcase_add_test(tc, phased_gang_sized_to_the_cluster_runs_after_its_initializer);
     tcase_add_test(tc, topology_rack_trainjob);
     tcase_add_test(tc, topology_waits_for_a_rack);

@@ -804,6 +804,46 @@ START_TEST(watch_cut_mid_event)
 }
 END_TEST
 
+/* A watch on a quiet resource (nothing changes in the namespace) with a short stall deadline:
+ * each watch ends stalled without delivering anything, which is the steady state of a quiet
+ * resource, not a failure: the informer says so once at info ("watch quiet") and never warns
+ * "watch failed"; a change afterwards still arrives. */
+START_TEST(quiet_watch_is_logged_once)
+{
+    struct common_error err;
+    struct common_informer_handlers h;
+    struct common_informer_opts o = {
+        .namespace = ns, .watch_timeout_seconds = 60, .stall_ms = 1000};
+    struct run run;
+    char *text, *p;
+    int quiet = 0;
+    double t0;
+
+    rec_init(&run.rec);
+    h = (struct common_informer_handlers){on_add, on_update, on_delete, &run.rec};
+    common_informer_json_ops(&run.ops, "configmaps", &common_kube_configmaps);
+    ck_assert_int_eq(common_informer_create(kube, &run.ops, &h, &o, &run.inf, &err), COMMON_OK);
+    ck_assert_int_eq(common_informer_start(run.inf, &err), COMMON_OK);
+    ck_assert_msg(common_informer_wait_synced(run.inf, 15000), "informer did not sync");
+    for (t0 = e2e_now_s(); e2e_now_s() - t0 < 8;)
+        e2e_nap(200); /* several 1 s stalls (with the informer's backoff between them) */
+    cm_put("late", "1");
+    t0 = e2e_now_s();
+    while (rec_of(&run.rec, "late").adds == 0) {
+        ck_assert_msg(e2e_now_s() - t0 < 30, "a change after the quiet watches never arrived");
+        e2e_nap(100);
+    }
+    text = log_text();
+    for (p = text; p && (p = strstr(p, "watch quiet")) != NULL; p++)
+        quiet++;
+    fprintf(stdout, "quiet_watch_is_logged_once: %d info line(s) over 8 s of 1 s stalls\n", quiet);
+    ck_assert_msg(quiet == 1, "\"watch quiet\" logged %d times, want once", quiet);
+    ck_assert_msg(!strstr(text, "watch failed"), "a quiet watch was logged as a failure");
+    common_free(text);
+    informer_end(&run);
+}
+END_TEST
+
 /* A line that is not JSON: the client ends that watch with COMMON_EINVAL, the informer
  * resumes. */
 START_TEST(watch_invalid_json_line)
@@ -1530,6 +1570,7 @@ int main(void)
     tcase_add_test(stream, watch_cut_mid_event);
     tcase_add_test(stream, watch_invalid_json_line);
     tcase_add_test(stream, watch_stalled_stream);
+    tcase_add_test(stream, quiet_watch_is_logged_once);
     tcase_add_test(stream, watch_event_over_the_cap);
     tcase_add_test(stream, watch_cap_is_per_event);
     tcase_add_test(token, token_revoked_and_replaced);

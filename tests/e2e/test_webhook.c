@@ -46,9 +46,11 @@
  *   bootstrap_converges            case C58: the shipped configurations registered as shipped
  *                                  (service trainsched-controller.trainsched-system, which does
  *                                  not exist, caBundle "") and limited to ns3: a plain pod (the
- *                                  controller Deployment's labels) is not sent, a gang pod is sent,
- *                                  fails open and stays as it was, a TrainJob is refused with the
- *                                  call error naming the webhook; once the clientConfig points at
+ *                                  controller Deployment's labels) is not sent, a gang pod is sent
+ *                                  and refused (failurePolicy Fail), a gang pod with the marks of
+ *                                  the reconciler's templates is not sent and is created as it
+ *                                  was, a TrainJob is refused with the call error naming the
+ *                                  webhook; once the clientConfig points at
  *                                  daemon "main" the TrainJob is admitted and gang pods mutated.
  *                                  These configurations are deleted by the test, by the checked
  *                                  teardown (CK_FORK=no) and by the runner's teardown
@@ -94,6 +96,7 @@
 #define POD_LABEL "trainsched.io/e2e-webhook-pods"
 #define GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define GANG_RESOURCE "trainsched.io/gang"
+#define GANG_MARKED_LABEL "trainsched.io/gang-marked"
 #define GANG_SCHEDULER "trainsched-e2e-gang"
 #define ANCESTOR_LABEL "trainer.kubeflow.org/trainjob-ancestor-step"
 #define PATCH_MANAGER "e2e.trainsched.io/webhook-test"
@@ -1598,16 +1601,32 @@ START_TEST(bootstrap_converges)
     json_decref(got);
     json_decref(sent);
 
-    /* (b) a gang pod: sent, the call fails, failurePolicy Ignore admits it as it was */
-    got = boot_pod("gang", 1, &sent, "mutate-pod must fail open (failurePolicy Ignore)");
+    /* (b) a gang pod of some other controller: sent, the call fails, failurePolicy Fail
+     * refuses it (its controller retries), so it is never created without the gang resource */
+    {
+        json_t *p = pod("gang", ns3, 1);
+        rc = try_create(admin, &common_kube_pods, ns3, p, 0, NULL, &err);
+        ck_assert_msg(call_failed(rc, &err, "mutate-pod.trainsched.io"),
+                      "gang pod with the webhook down: want the call error of "
+                      "mutate-pod.trainsched.io, got %s: %s",
+                      common_rc_name(rc), rc ? err.msg : "(admitted)");
+        ck_assert_ptr_null(get_obj(&common_kube_pods, ns3, "gang"));
+    }
+    /* (b2) a gang pod that carries the marks already (the reconciler writes them into its
+     * JobSets' pod templates): not sent (objectSelector), so created as it was */
+    {
+        json_t *p = pod("gang-marked", ns3, 1);
+        json_object_set_new(path_get(p, "metadata.labels"), GANG_MARKED_LABEL, json_string("true"));
+        sent = json_deep_copy(p);
+        rc = try_create(admin, &common_kube_pods, ns3, p, 0, &got, &err);
+        ck_assert_msg(rc == COMMON_OK, "marked gang pod refused with the webhook down: %s",
+                      err.msg);
+        assert_unmutated(got, sent, "the marked gang pod (webhook down)");
+        json_decref(got);
+        json_decref(sent);
+    }
     fo2 = apiserver_metric(FAIL_OPEN, pod_hook);
-    ck_assert_msg(fo2 >= fo1 + 1,
-                  "the gang pod did not fail open at mutate-pod.trainsched.io (fail-open count %g "
-                  "-> %g)",
-                  fo1, fo2);
-    assert_unmutated(got, sent, "the gang pod (webhook down)");
-    json_decref(got);
-    json_decref(sent);
+    ck_assert_msg(fo2 == fo1, "mutate-pod.trainsched.io failed open (count %g -> %g)", fo1, fo2);
 
     /* (c) a TrainJob fails closed (failurePolicy Fail) with the call error */
     rc = try_create(admin, &common_kube_trainjobs, ns3, trainjob("boot", ns3, "rt", "node"), 0,
@@ -1681,7 +1700,8 @@ START_TEST(bootstrap_converges)
     boot_made = 0;
     fprintf(stderr,
             "bootstrap_converges: shipped configurations in effect %.2f s after their creation; "
-            "webhook down: both pods admitted (the gang pod failed open), the TrainJob refused; "
+            "webhook down: the plain and the marked gang pod admitted, the unmarked gang pod and "
+            "the TrainJob refused; "
             "webhook up: the TrainJob admitted %.2f s (%d tries) after the clientConfig change; "
             "%.2f s in all\n",
             t_effective - t0, t_conv - t_up, tries, e2e_now_s() - t0);

@@ -613,6 +613,7 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
     NUM(deadline, "deadline");
     NUM(backoff_until, "backoffUntil");
     NUM(failures, "failures");
+    NUM(podgroup_unblocks, "podgroupUnblocks");
     NUM(timeout_ms, "timeoutMs");
     BOOL(active, "active");
     BOOL(admitted, "admitted");
@@ -669,6 +670,42 @@ static void step_topology(struct run *r, const json_t *op, const json_t *exp)
     } else {
         ck_assert_msg(rc == COMMON_OK, "%s step %d: topology: %s", r->name, r->step, e.msg);
     }
+}
+
+/* gang_waiting_pods: the pods as a sorted list of "ns/name" */
+static void step_waiting(struct run *r, const json_t *op, const json_t *exp)
+{
+    const char *key = json_string_value(json_object_get(op, "gang")), *name;
+    char ns[300], **keys;
+    struct gang_pod_ref *refs;
+    size_t n, m;
+    json_t *got = json_array();
+
+    ns_of(key, ns, sizeof(ns), &name);
+    n = gang_waiting_pods(r->s, ns, name, NULL, 0);
+    refs = calloc(n ? n : 1, sizeof(*refs));
+    keys = calloc(n ? n : 1, sizeof(*keys));
+    ck_assert_ptr_nonnull(refs);
+    ck_assert_ptr_nonnull(keys);
+    m = gang_waiting_pods(r->s, ns, name, refs, n);
+    ck_assert_uint_eq(m, n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(refs[i].namespace) + strlen(refs[i].name) + 2;
+        keys[i] = malloc(len);
+        ck_assert_ptr_nonnull(keys[i]);
+        snprintf(keys[i], len, "%s/%s", refs[i].namespace, refs[i].name);
+        ck_assert_msg(refs[i].uid[0], "%s step %d: waiting pod %s without uid", r->name, r->step,
+                      keys[i]);
+    }
+    qsort(keys, n, sizeof(*keys), cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(got, json_string(keys[i]));
+        free(keys[i]);
+    }
+    check_list(r, "waiting pods", got, json_object_get(exp, "pods"));
+    json_decref(got);
+    free(keys);
+    free(refs);
 }
 
 /* set spec.nodeName and/or status.phase of a fixture pod and feed it */
@@ -867,6 +904,8 @@ static void run_step(struct run *r, const json_t *st)
         step_status(r, op, exp);
     } else if ((op = json_object_get(st, "info"))) {
         step_info(r, op, exp);
+    } else if ((op = json_object_get(st, "waiting"))) {
+        step_waiting(r, op, exp);
     } else if ((op = json_object_get(st, "addPod"))) {
         json_t *c = json_deep_copy(op);
         feed_pod(r, c);
