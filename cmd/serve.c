@@ -23,6 +23,7 @@
 
 #include "cmd/certmgr.h"
 #include "cmd/cli.h"
+#include "cmd/trainerdetect.h"
 #include "common/alloc.h"
 #include "common/events.h"
 #include "common/health.h"
@@ -64,7 +65,9 @@ struct serve_config {
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
     double tls_reload_s;
-    struct certmgr_settings certs; /* tls.managed and friends (cmd/certmgr.h) */
+    char trainer_lease_namespace[254]; /* where Kubeflow Trainer's Lease is looked for */
+    int allow_trainer;                 /* --allow-trainer-controller */
+    struct certmgr_settings certs;     /* tls.managed and friends (cmd/certmgr.h) */
 };
 
 static void config_defaults(struct serve_config *c)
@@ -89,6 +92,7 @@ static void config_defaults(struct serve_config *c)
     c->ext_schedule_timeout_s = 60;
     c->ext_backoff_initial_s = 10; /* gang/gang.h's defaults */
     c->ext_backoff_max_s = 300;
+    snprintf(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), "kubeflow-system");
     certmgr_settings_default(&c->certs);
 }
 
@@ -157,6 +161,11 @@ static void usage(FILE *f)
           "                                   scheduleTimeoutSeconds (default 60)\n"
           "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
           "                                   doubling per failure (default 10, 300)\n"
+          "  --allow-trainer-controller[=true|false]  start the reconciler even when Kubeflow\n"
+          "                                   Trainer's own controller holds its Lease (default\n"
+          "                                   false: refuse, exit 1; docs/install.md)\n"
+          "  --trainer-lease-namespace NS     where Trainer's Lease trainer.kubeflow.org is\n"
+          "                                   looked for (default kubeflow-system)\n"
           "  --log-level debug|info|warn|error (default info)\n"
           "  --check-config                   check the settings, that each address can be\n"
           "                                   bound (with its TLS files), and that the\n"
@@ -295,6 +304,8 @@ static const struct {
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
     {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
     {"extender.backoffMaxSeconds", "--extender-backoff-max"},
+    {"trainerCheck.allowRunning", "--allow-trainer-controller"},
+    {"trainerCheck.leaseNamespace", "--trainer-lease-namespace"},
 };
 
 static int load_object(struct serve_config *c, const char *file, const json_t *obj,
@@ -310,7 +321,8 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
         if (json_is_object(v) && !*prefix &&
             (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
-             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0)) {
+             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0 ||
+             strcmp(k, "trainerCheck") == 0)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -478,6 +490,11 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     }
     if (strcmp(flag, "--webhook-extender-wired") == 0)
         return parse_bool(v, &c->extender_wired);
+    if (strcmp(flag, "--allow-trainer-controller") == 0)
+        return parse_bool(v, &c->allow_trainer);
+    if (strcmp(flag, "--trainer-lease-namespace") == 0)
+        return set_str(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), v,
+                       "trainer lease namespace", err);
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -521,6 +538,8 @@ static void print_config(const struct serve_config *c, FILE *out)
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
             c->ext_bind_timeout_s, c->ext_schedule_timeout_s, c->ext_backoff_initial_s,
             c->ext_backoff_max_s);
+    fprintf(out, "trainerCheck:\n  allowRunning: %s\n  leaseNamespace: %s\n",
+            c->allow_trainer ? "true" : "false", c->trainer_lease_namespace);
 }
 
 /* ---- the daemon ---- */
@@ -933,6 +952,59 @@ static int connect_api(struct daemon *d, FILE *err)
     return 0;
 }
 
+/* 1 found, 0 not found, -1 could not be read (message into why) */
+static int probe(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
+                 const char *name, json_t **obj, char *why, size_t why_size)
+{
+    struct common_error e;
+    enum common_rc rc = common_kube_get(k, r, ns, name, obj, &e);
+    if (rc == COMMON_OK)
+        return 1;
+    if (rc == COMMON_ENOTFOUND)
+        return 0;
+    snprintf(why, why_size, "%s", e.msg);
+    return -1;
+}
+
+/* Kubeflow Trainer's controller beside ours (cmd/trainerdetect.h): looks once, logs the
+ * verdict; returns 1 when serve must not start */
+static int check_trainer(struct daemon *d, FILE *err)
+{
+    static const struct common_kube_resource mutating = {"admissionregistration.k8s.io", "v1",
+                                                         "mutatingwebhookconfigurations", 0};
+    static const struct common_kube_resource validating = {"admissionregistration.k8s.io", "v1",
+                                                           "validatingwebhookconfigurations", 0};
+    struct trainer_observed o = {0};
+    struct trainer_decision dec;
+    json_t *lease = NULL, *vw = NULL, *mw = NULL;
+    char lease_why[COMMON_ERROR_MSG_MAX] = "", hook_why[COMMON_ERROR_MSG_MAX] = "";
+    struct timespec ts;
+
+    o.lease_namespace = d->cfg.trainer_lease_namespace;
+    o.lease_found = probe(d->kube, &common_kube_leases, o.lease_namespace, TRAINER_LEASE_NAME,
+                          &lease, lease_why, sizeof(lease_why));
+    o.lease = lease;
+    o.validating_found = probe(d->kube, &validating, NULL, TRAINER_VALIDATING_WEBHOOK, &vw,
+                               hook_why, sizeof(hook_why));
+    o.mutating_found =
+        probe(d->kube, &mutating, NULL, TRAINER_MUTATING_WEBHOOK, &mw, hook_why, sizeof(hook_why));
+    o.lease_error = lease_why[0] ? lease_why : NULL;
+    o.webhook_error = hook_why[0] ? hook_why : NULL;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    o.now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    trainer_detect_decide(&o, d->cfg.comp_reconciler, d->cfg.allow_trainer, &dec);
+    json_decref(lease);
+    json_decref(vw);
+    json_decref(mw);
+    if (dec.refuse) {
+        fprintf(err, "trainsched serve: %s\n", dec.message);
+        return 1;
+    }
+    common_log(dec.warn ? COMMON_LOG_WARN : COMMON_LOG_INFO, "Kubeflow Trainer check", "verdict",
+               trainer_verdict_name(dec.verdict), "detail", dec.message, NULL);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 {
     static struct daemon d; /* one per process */
@@ -980,7 +1052,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         } else {
             snprintf(flag, sizeof(flag), "%s", argv[i]);
             if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0 ||
-                strcmp(flag, "--webhook-extender-wired") == 0) {
+                strcmp(flag, "--webhook-extender-wired") == 0 ||
+                strcmp(flag, "--allow-trainer-controller") == 0) {
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";
@@ -1094,6 +1167,9 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched serve: identity: %s\n", e.msg);
         goto out;
     }
+    /* after /healthz is up: an unreachable API server makes these GETs retry for seconds */
+    if (check_trainer(&d, err))
+        goto out;
     d.events = common_events_create(d.kube, d.cfg.identity, NULL, &e);
     if (!d.events) {
         fprintf(err, "trainsched serve: events: %s\n", e.msg);
