@@ -966,8 +966,9 @@ static int probe(struct common_kube *k, const struct common_kube_resource *r, co
     return -1;
 }
 
-/* Kubeflow Trainer's controller beside ours (cmd/trainerdetect.h): looks once, logs the
- * verdict; returns 1 when serve must not start */
+/* Kubeflow Trainer's controller beside ours (cmd/trainerdetect.h): looks once, with a client of
+ * its own whose calls give up after 3 s and one retry (an unreachable API server delays the
+ * start by seconds, not minutes), logs the verdict; returns 1 when serve must not start */
 static int check_trainer(struct daemon *d, FILE *err)
 {
     static const struct common_kube_resource mutating = {"admissionregistration.k8s.io", "v1",
@@ -979,15 +980,29 @@ static int check_trainer(struct daemon *d, FILE *err)
     json_t *lease = NULL, *vw = NULL, *mw = NULL;
     char lease_why[COMMON_ERROR_MSG_MAX] = "", hook_why[COMMON_ERROR_MSG_MAX] = "";
     struct timespec ts;
+    struct common_kubeconfig kc;
+    struct common_kube_opts ko = common_kube_opts_default();
+    struct common_kube *k = NULL;
+    struct common_error e;
 
+    ko.timeout_ms = 3000;
+    ko.max_retries = 1;
+    if (load_kubeconfig(&d->cfg, &kc, &e) == COMMON_OK) {
+        k = common_kube_client_create(&kc, &ko, &e);
+        common_kubeconfig_free(&kc);
+    }
+    if (!k) { /* connect_api read the same kubeconfig: out of memory at most */
+        common_log(COMMON_LOG_WARN, "Kubeflow Trainer check skipped", "error", e.msg, NULL);
+        return 0;
+    }
     o.lease_namespace = d->cfg.trainer_lease_namespace;
-    o.lease_found = probe(d->kube, &common_kube_leases, o.lease_namespace, TRAINER_LEASE_NAME,
-                          &lease, lease_why, sizeof(lease_why));
+    o.lease_found = probe(k, &common_kube_leases, o.lease_namespace, TRAINER_LEASE_NAME, &lease,
+                          lease_why, sizeof(lease_why));
     o.lease = lease;
-    o.validating_found = probe(d->kube, &validating, NULL, TRAINER_VALIDATING_WEBHOOK, &vw,
-                               hook_why, sizeof(hook_why));
+    o.validating_found =
+        probe(k, &validating, NULL, TRAINER_VALIDATING_WEBHOOK, &vw, hook_why, sizeof(hook_why));
     o.mutating_found =
-        probe(d->kube, &mutating, NULL, TRAINER_MUTATING_WEBHOOK, &mw, hook_why, sizeof(hook_why));
+        probe(k, &mutating, NULL, TRAINER_MUTATING_WEBHOOK, &mw, hook_why, sizeof(hook_why));
     o.lease_error = lease_why[0] ? lease_why : NULL;
     o.webhook_error = hook_why[0] ? hook_why : NULL;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -996,6 +1011,7 @@ static int check_trainer(struct daemon *d, FILE *err)
     json_decref(lease);
     json_decref(vw);
     json_decref(mw);
+    common_kube_client_destroy(k);
     if (dec.refuse) {
         fprintf(err, "trainsched serve: %s\n", dec.message);
         return 1;
@@ -1168,7 +1184,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         goto out;
     }
     /* after /healthz is up: an unreachable API server makes these GETs retry for seconds */
-    if (check_trainer(&d, err))
+    if ((d.cfg.comp_reconciler || d.cfg.comp_webhook) && check_trainer(&d, err))
         goto out;
     d.events = common_events_create(d.kube, d.cfg.identity, NULL, &e);
     if (!d.events) {
