@@ -23,6 +23,7 @@
 
 #include "cmd/certmgr.h"
 #include "cmd/cli.h"
+#include "cmd/trainerdetect.h"
 #include "common/alloc.h"
 #include "common/events.h"
 #include "common/health.h"
@@ -71,7 +72,9 @@ struct serve_config {
     char topo_specs[SERVE_MAX_TOPOLOGIES][512];
     int n_topo_specs;
     double tls_reload_s;
-    struct certmgr_settings certs; /* tls.managed and friends (cmd/certmgr.h) */
+    char trainer_lease_namespace[254]; /* where Kubeflow Trainer's Lease is looked for */
+    int allow_trainer;                 /* --allow-trainer-controller */
+    struct certmgr_settings certs;     /* tls.managed and friends (cmd/certmgr.h) */
 };
 
 static void config_defaults(struct serve_config *c)
@@ -96,6 +99,7 @@ static void config_defaults(struct serve_config *c)
     c->ext_schedule_timeout_s = 60;
     c->ext_backoff_initial_s = 10; /* gang/gang.h's defaults */
     c->ext_backoff_max_s = 300;
+    snprintf(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), "kubeflow-system");
     certmgr_settings_default(&c->certs);
 }
 
@@ -168,6 +172,11 @@ static void usage(FILE *f)
           "  --extender-topology NAME=L1,L2,...  a topology: node label keys, widest first\n"
           "                                   (repeatable, at most 8; the first is the default;\n"
           "                                   see docs/topology.md)\n"
+          "  --allow-trainer-controller[=true|false]  start the reconciler even when Kubeflow\n"
+          "                                   Trainer's own controller holds its Lease (default\n"
+          "                                   false: refuse, exit 1; docs/install.md)\n"
+          "  --trainer-lease-namespace NS     where Trainer's Lease trainer.kubeflow.org is\n"
+          "                                   looked for (default kubeflow-system)\n"
           "  --log-level debug|info|warn|error (default info)\n"
           "  --check-config                   check the settings, that each address can be\n"
           "                                   bound (with its TLS files), and that the\n"
@@ -307,6 +316,8 @@ static const struct {
     {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
     {"extender.backoffMaxSeconds", "--extender-backoff-max"},
     {"extender.topologies", "--extender-topology"},
+    {"trainerCheck.allowRunning", "--allow-trainer-controller"},
+    {"trainerCheck.leaseNamespace", "--trainer-lease-namespace"},
 };
 
 /* extender.topologies: [{name, levels: [..]}, ..] -> --extender-topology NAME=L1,L2,.. each */
@@ -367,7 +378,8 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
         if (json_is_object(v) && !*prefix &&
             (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
-             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0)) {
+             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0 ||
+             strcmp(k, "trainerCheck") == 0)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -561,6 +573,11 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     }
     if (strcmp(flag, "--webhook-extender-wired") == 0)
         return parse_bool(v, &c->extender_wired);
+    if (strcmp(flag, "--allow-trainer-controller") == 0)
+        return parse_bool(v, &c->allow_trainer);
+    if (strcmp(flag, "--trainer-lease-namespace") == 0)
+        return set_str(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), v,
+                       "trainer lease namespace", err);
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
@@ -615,6 +632,8 @@ static void print_config(const struct serve_config *c, FILE *out)
             fprintf(out, "%s\"%s\"", j ? ", " : "", ts.levels[j]);
         fputs("]\n", out);
     }
+    fprintf(out, "trainerCheck:\n  allowRunning: %s\n  leaseNamespace: %s\n",
+            c->allow_trainer ? "true" : "false", c->trainer_lease_namespace);
 }
 
 /* ---- the daemon ---- */
@@ -1041,6 +1060,75 @@ static int connect_api(struct daemon *d, FILE *err)
     return 0;
 }
 
+/* 1 found, 0 not found, -1 could not be read (message into why) */
+static int probe(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
+                 const char *name, json_t **obj, char *why, size_t why_size)
+{
+    struct common_error e;
+    enum common_rc rc = common_kube_get(k, r, ns, name, obj, &e);
+    if (rc == COMMON_OK)
+        return 1;
+    if (rc == COMMON_ENOTFOUND)
+        return 0;
+    snprintf(why, why_size, "%s", e.msg);
+    return -1;
+}
+
+/* Kubeflow Trainer's controller beside ours (cmd/trainerdetect.h): looks once, with a client of
+ * its own whose calls give up after 3 s and one retry (an unreachable API server delays the
+ * start by seconds, not minutes), logs the verdict; returns 1 when serve must not start */
+static int check_trainer(struct daemon *d, FILE *err)
+{
+    static const struct common_kube_resource mutating = {"admissionregistration.k8s.io", "v1",
+                                                         "mutatingwebhookconfigurations", 0};
+    static const struct common_kube_resource validating = {"admissionregistration.k8s.io", "v1",
+                                                           "validatingwebhookconfigurations", 0};
+    struct trainer_observed o = {0};
+    struct trainer_decision dec;
+    json_t *lease = NULL, *vw = NULL, *mw = NULL;
+    char lease_why[COMMON_ERROR_MSG_MAX] = "", hook_why[COMMON_ERROR_MSG_MAX] = "";
+    struct timespec ts;
+    struct common_kubeconfig kc;
+    struct common_kube_opts ko = common_kube_opts_default();
+    struct common_kube *k = NULL;
+    struct common_error e;
+
+    ko.timeout_ms = 3000;
+    ko.max_retries = 1;
+    if (load_kubeconfig(&d->cfg, &kc, &e) == COMMON_OK) {
+        k = common_kube_client_create(&kc, &ko, &e);
+        common_kubeconfig_free(&kc);
+    }
+    if (!k) { /* connect_api read the same kubeconfig: out of memory at most */
+        common_log(COMMON_LOG_WARN, "Kubeflow Trainer check skipped", "error", e.msg, NULL);
+        return 0;
+    }
+    o.lease_namespace = d->cfg.trainer_lease_namespace;
+    o.lease_found = probe(k, &common_kube_leases, o.lease_namespace, TRAINER_LEASE_NAME, &lease,
+                          lease_why, sizeof(lease_why));
+    o.lease = lease;
+    o.validating_found =
+        probe(k, &validating, NULL, TRAINER_VALIDATING_WEBHOOK, &vw, hook_why, sizeof(hook_why));
+    o.mutating_found =
+        probe(k, &mutating, NULL, TRAINER_MUTATING_WEBHOOK, &mw, hook_why, sizeof(hook_why));
+    o.lease_error = lease_why[0] ? lease_why : NULL;
+    o.webhook_error = hook_why[0] ? hook_why : NULL;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    o.now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    trainer_detect_decide(&o, d->cfg.comp_reconciler, d->cfg.allow_trainer, &dec);
+    json_decref(lease);
+    json_decref(vw);
+    json_decref(mw);
+    common_kube_client_destroy(k);
+    if (dec.refuse) {
+        fprintf(err, "trainsched serve: %s\n", dec.message);
+        return 1;
+    }
+    common_log(dec.warn ? COMMON_LOG_WARN : COMMON_LOG_INFO, "Kubeflow Trainer check", "verdict",
+               trainer_verdict_name(dec.verdict), "detail", dec.message, NULL);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 {
     static struct daemon d; /* one per process */
@@ -1088,7 +1176,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         } else {
             snprintf(flag, sizeof(flag), "%s", argv[i]);
             if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0 ||
-                strcmp(flag, "--webhook-extender-wired") == 0) {
+                strcmp(flag, "--webhook-extender-wired") == 0 ||
+                strcmp(flag, "--allow-trainer-controller") == 0) {
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";
@@ -1202,6 +1291,9 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched serve: identity: %s\n", e.msg);
         goto out;
     }
+    /* after /healthz is up: an unreachable API server makes these GETs retry for seconds */
+    if ((d.cfg.comp_reconciler || d.cfg.comp_webhook) && check_trainer(&d, err))
+        goto out;
     d.events = common_events_create(d.kube, d.cfg.identity, NULL, &e);
     if (!d.events) {
         fprintf(err, "trainsched serve: events: %s\n", e.msg);

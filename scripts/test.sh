@@ -20,7 +20,7 @@ if [ "${E2E:-1}" != 0 ]; then
   export TRAINSCHED_TESTBED_RUN=${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed-tests}
   tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
   # a short compaction interval, and no watch cache for Secrets, let the tests see 410 Gone
-  TESTBED_JOBSET=1 TESTBED_KWOK=1 \
+  TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_HELM=1 \
   APISERVER_EXTRA_ARGS="--etcd-compaction-interval=10s --watch-cache-sizes=secrets#0" \
     tests/e2e/testbed/up.sh >/dev/null
   trap 'tests/e2e/testbed/down.sh >/dev/null 2>&1 || true' EXIT

@@ -1069,6 +1069,99 @@ static void add(Suite *s, const char *name, const TTest *t, int timeout)
     suite_add_tcase(s, tc);
 }
 
+/* serve with the reconciler, Trainer's Lease looked for in ns; identity given: with
+ * --allow-trainer-controller */
+static pid_t spawn_beside_trainer(const char *addr, const char *log, const char *identity)
+{
+    char *argv[] = {"trainsched",
+                    "serve",
+                    "--kubeconfig",
+                    kubeconfig,
+                    "--http-address",
+                    (char *)addr,
+                    "--leader-elect-namespace",
+                    ns,
+                    "--namespace",
+                    ns,
+                    "--trainer-lease-namespace",
+                    ns,
+                    identity ? "--allow-trainer-controller" : NULL,
+                    "--identity",
+                    (char *)identity,
+                    NULL};
+    return spawn(argv, log);
+}
+
+/*
+ * Kubeflow Trainer's controller holds its Lease trainer.kubeflow.org (here in the test's
+ * namespace, given as --trainer-lease-namespace): serve with the reconciler refuses to start
+ * (exit 1, the message says what to do), and starts with --allow-trainer-controller. The
+ * daemon runs as trainsched's ServiceAccount, so this also proves rbac.yaml lets it look.
+ */
+START_TEST(refuses_beside_a_running_trainer_controller)
+{
+    char log[600], log2[600], addr[64], now[64];
+    struct timespec ts;
+    struct tm tm;
+    struct replica *r;
+    int st = 0;
+    pid_t pid;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
+    create(&common_kube_leases,
+           e2e_yamlf("apiVersion: coordination.k8s.io/v1\nkind: Lease\n"
+                     "metadata: {name: trainer.kubeflow.org}\n"
+                     "spec: {holderIdentity: kubeflow-trainer-controller-manager-0_e2e, "
+                     "leaseDurationSeconds: 600, renewTime: \"%s\", acquireTime: \"%s\"}\n",
+                     now, now));
+    snprintf(log, sizeof(log), "%s/trainer-refused.log", tmpdir);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", e2e_free_port());
+    pid = spawn_beside_trainer(addr, log, NULL);
+    for (double end = e2e_now_s() + 60;; e2e_nap(50)) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            break;
+        ck_assert_msg(e2e_now_s() < end, "serve still runs 60 s after start beside Trainer; see %s",
+                      log);
+    }
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "serve beside Trainer: %s, want exit 1",
+                  e2e_exit_text(st));
+    {
+        char *text = e2e_read_text(log);
+        ck_assert_msg(strstr(text, "Kubeflow Trainer's controller is running") &&
+                          strstr(text, "kubeflow-trainer-controller-manager-0_e2e") &&
+                          strstr(text, "--allow-trainer-controller"),
+                      "the refusal does not say why and how to override: %s", text);
+        free(text);
+    }
+
+    /* the override: it starts (leads) and warns */
+    ck_assert_int_lt(nreplicas, MAX_REPLICAS);
+    r = &replicas[nreplicas++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->identity, sizeof(r->identity), "beside-trainer");
+    snprintf(log2, sizeof(log2), "%s/beside-trainer.log", tmpdir);
+    snprintf(r->log, sizeof(r->log), "%s", log2);
+    r->port = e2e_free_port();
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", r->port);
+    r->pid = spawn_beside_trainer(addr, r->log, r->identity);
+    for (double end = e2e_now_s() + 60; leader_gauge(r) != 1; e2e_nap(100))
+        ck_assert_msg(e2e_now_s() < end && alive(r),
+                      "with --allow-trainer-controller serve does not lead (%s); see %s",
+                      alive(r) ? "running" : e2e_exit_text(r->status), r->log);
+    {
+        char *text = e2e_read_text(r->log);
+        ck_assert_msg(strstr(text, "going on because of --allow-trainer-controller") != NULL,
+                      "no warning about the running Trainer controller: %s", text);
+        free(text);
+    }
+    kill_replica(r, SIGTERM);
+    ck_assert_msg(reap(r, 20), "still runs 20 s after SIGTERM");
+    mark("passed");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("serve");
@@ -1076,6 +1169,8 @@ static Suite *suite(void)
     add(s, "apiserver_down_20s", apiserver_down_20s, 300);
     add(s, "config_file_and_flags", config_file_and_flags, 120);
     add(s, "readyz_while_starting_all_components", readyz_while_starting_all_components, 240);
+    add(s, "refuses_beside_a_running_trainer_controller",
+        refuses_beside_a_running_trainer_controller, 180);
     return s;
 }
 

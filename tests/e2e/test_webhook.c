@@ -41,6 +41,9 @@
  *                                  and a TrainJob on it: admitted with a warning (cap 628 s)
  *   gang_pods_mutated              gang pod gets trainsched.io/gang in requests and limits, a
  *                                  plain pod is untouched, the "sched" daemon sets schedulerName
+ *   gang_pods_unrouted_while_unwired  a daemon with webhook.extenderWired false and the shipped
+ *                                  pod webhook at it: a gang pod is admitted unchanged (no
+ *                                  trainsched.io/gang) and kubectl prints the webhook's warning
  *   dry_run_mutates_stores_nothing dryRun=All returns the mutated object, GET is 404; invalid
  *                                  dry-runs are denied; every webhook says sideEffects None
  *   bootstrap_converges            case C58: the shipped configurations registered as shipped
@@ -115,7 +118,7 @@ static char run_id[64];
 static char ns[128], ns2[128];
 static char kubeconfig[512];
 static char certdir[512], certdir2[512];
-static char cfg_name[128], cfg_sched[128];
+static char cfg_name[128], cfg_sched[128], cfg_unwired[128];
 static int cfg_made;       /* setup got as far as naming the configurations */
 static char ns3[128];      /* bootstrap_converges' namespace */
 static char boot_id[80];   /* its RUN_LABEL value: "<run id>-boot" */
@@ -129,7 +132,7 @@ struct daemon {
     char name[32];
     char log[600];
 };
-static struct daemon dmain, dsched;
+static struct daemon dmain, dsched, dunwired; /* dunwired: gang_pods_unrouted_while_unwired */
 
 /* ---- small helpers ---- */
 
@@ -219,8 +222,10 @@ static void make_certs(const char *dir, const char *ca_dir)
     free(out);
 }
 
-/* start a webhook-only daemon on two free ports; does not wait for it */
-static void start_daemon(struct daemon *d, const char *name, const char *dir, const char *sched)
+/* start a webhook-only daemon on two free ports (wired: --webhook-extender-wired); does not wait
+ * for it */
+static void start_daemon(struct daemon *d, const char *name, const char *dir, const char *sched,
+                         int wired)
 {
     char https[64], http[64], cert[600], key[600], reload[16];
     char *argv[] = {"trainsched",
@@ -239,9 +244,9 @@ static void start_daemon(struct daemon *d, const char *name, const char *dir, co
                     key,
                     "--tls-reload-seconds",
                     reload,
-                    "--webhook-extender-wired",
                     "--log-level",
                     "debug",
+                    wired ? "--webhook-extender-wired" : "--webhook-extender-wired=false",
                     sched ? "--gang-scheduler-name" : NULL,
                     (char *)sched,
                     NULL};
@@ -623,6 +628,33 @@ static char *ca_bundle(struct common_arena *a)
     return b64;
 }
 
+/* Create MutatingWebhookConfiguration `name`: the pod webhook of mutating (the shipped
+ * configuration, left as it is) alone, at the daemon on https_port, for namespaces labelled
+ * POD_LABEL=pod_label of this run */
+static void create_pod_config(const json_t *mutating, const char *name, int https_port,
+                              const char *ca_b64, const char *pod_label)
+{
+    struct common_error err;
+    json_t *cfg = json_deep_copy(mutating), *keep = json_array(), *wh, *out = NULL;
+    char path[256];
+    size_t j;
+
+    ck_assert_ptr_nonnull(cfg);
+    json_array_foreach(json_object_get(cfg, "webhooks"), j, wh)
+    {
+        if (strcmp(path_str(wh, "clientConfig.service.path"), "/mutate-pod") == 0)
+            json_array_append(keep, wh);
+    }
+    ck_assert_int_eq(json_array_size(keep), 1);
+    json_object_set_new(cfg, "webhooks", keep);
+    name_config(cfg, name);
+    localize(json_array_get(keep, 0), https_port, ca_b64, pod_label, path, sizeof(path));
+    ck_assert_msg(common_kube_create(admin, &mwcs, NULL, cfg, NULL, &out, &err) == COMMON_OK,
+                  "create MutatingWebhookConfiguration %s: %s", name, err.msg);
+    json_decref(out);
+    json_decref(cfg);
+}
+
 static void create_configs(void)
 {
     struct common_yaml_docs docs;
@@ -675,27 +707,9 @@ static void create_configs(void)
     ck_assert_msg(seen_paths == 0x1f, "%s: not every webhook path is configured (mask %#x)", file,
                   seen_paths);
 
-    {
-        json_t *whs = json_object_get(sched, "webhooks"), *keep = json_array(), *wh, *out = NULL;
-        size_t j;
-        json_array_foreach(whs, j, wh)
-        {
-            if (strcmp(path_str(wh, "clientConfig.service.path"), "/mutate-pod") == 0)
-                json_array_append(keep, wh);
-        }
-        ck_assert_int_eq(json_array_size(keep), 1);
-        json_object_set_new(sched, "webhooks", keep);
-        name_config(sched, cfg_sched);
-        {
-            char path[256];
-            localize(json_array_get(keep, 0), dsched.https_port, ca_b64, "sched", path,
-                     sizeof(path));
-        }
-        ck_assert_msg(common_kube_create(admin, &mwcs, NULL, sched, NULL, &out, &err) == COMMON_OK,
-                      "create MutatingWebhookConfiguration %s: %s", cfg_sched, err.msg);
-        json_decref(out);
-        json_decref(sched);
-    }
+    /* the "sched" configuration: the shipped pod webhook alone, at daemon "sched" */
+    create_pod_config(sched, cfg_sched, dsched.https_port, ca_b64, "sched");
+    json_decref(sched);
     common_yaml_docs_free(&docs);
     common_arena_destroy(a);
 }
@@ -720,9 +734,9 @@ static enum common_rc delete_config(struct common_kube *c, const struct common_k
  * deleting them) */
 static void delete_configs(struct common_kube *c)
 {
-    const struct common_kube_resource *rs[] = {&vwcs, &mwcs, &mwcs, &vwcs, &mwcs};
-    const char *names[] = {cfg_name, cfg_name, cfg_sched, cfg_boot, cfg_boot};
-    for (int i = 0; i < 5; i++) {
+    const struct common_kube_resource *rs[] = {&vwcs, &mwcs, &mwcs, &vwcs, &mwcs, &mwcs};
+    const char *names[] = {cfg_name, cfg_name, cfg_sched, cfg_boot, cfg_boot, cfg_unwired};
+    for (int i = 0; i < 6; i++) {
         struct common_error err;
         if (names[i][0])
             delete_config(c, rs[i], names[i], &err);
@@ -935,6 +949,7 @@ static void outer_setup(void)
     snprintf(cfg_name, sizeof(cfg_name), "trainsched-e2e-%s", run_id);
     snprintf(cfg_sched, sizeof(cfg_sched), "trainsched-e2e-%s-sched", run_id);
     snprintf(cfg_boot, sizeof(cfg_boot), "trainsched-e2e-%s-boot", run_id);
+    snprintf(cfg_unwired, sizeof(cfg_unwired), "trainsched-e2e-%s-unwired", run_id);
     snprintf(boot_id, sizeof(boot_id), "%s-boot", run_id);
     snprintf(certdir, sizeof(certdir), "%s/certs", tmpdir);
     snprintf(certdir2, sizeof(certdir2), "%s/certs2", tmpdir);
@@ -954,8 +969,8 @@ static void outer_setup(void)
 
     make_certs(certdir, NULL);
     make_certs(certdir2, certdir); /* same CA, so one caBundle serves both daemons */
-    start_daemon(&dmain, "main", certdir, NULL);
-    start_daemon(&dsched, "sched", certdir2, GANG_SCHEDULER);
+    start_daemon(&dmain, "main", certdir, NULL, 1);
+    start_daemon(&dsched, "sched", certdir2, GANG_SCHEDULER, 1);
     wait_ready(&dmain, 60);
     wait_ready(&dsched, 60);
     fprintf(stderr, "webhook: daemons ready %.2f s into the setup\n", e2e_now_s() - t0);
@@ -1017,6 +1032,7 @@ static void cleanup_all(void)
         delete_configs(c);
     stop_daemon(&dmain);
     stop_daemon(&dsched);
+    stop_daemon(&dunwired);
     if (!ok) {
         if (dmain.log[0])
             e2e_echo_tail(dmain.log, 40);
@@ -1341,6 +1357,91 @@ START_TEST(gang_pods_mutated)
     ck_assert_ptr_null(
         json_object_get(path_get(out, "spec.containers.0.resources.limits"), GANG_RESOURCE));
     json_decref(out);
+    mark_passed();
+}
+END_TEST
+
+/*
+ * The pod webhook of a daemon started with webhook.extenderWired false (the default, for a
+ * kube-scheduler that does not call trainsched's extender): a gang pod is admitted as sent, no
+ * trainsched.io/gang request, and the user creating it (kubectl) sees the webhook's warning.
+ * The daemon "unwired" and its configuration (the shipped pod webhook alone) are made here, for
+ * a namespace of this test only.
+ */
+START_TEST(gang_pods_unrouted_while_unwired)
+{
+    struct common_error err;
+    struct common_arena *a = common_arena_create(0);
+    struct common_yaml_docs docs;
+    char file[600], ns4[128], podfile[600], errfile[600], cmd[2400], *warn;
+    json_t *cfg = NULL, *out = NULL, *got, *sent;
+    const char *kubectl = getenv("KUBECTL");
+    double t0, before;
+    int rc;
+
+    ck_assert_msg(kubectl && *kubectl, "KUBECTL not set: source the test bed's env");
+    start_daemon(&dunwired, "unwired", certdir, NULL, 0);
+    wait_ready(&dunwired, 60);
+    e2e_make_ns(admin, "whunwired", ns4, sizeof(ns4));
+    label_ns(ns4, run_id, "unwired");
+
+    /* the shipped pod webhook alone, at daemon "unwired", for namespaces labelled =unwired */
+    snprintf(file, sizeof(file), "%s/manifests/webhook/webhooks.yaml", TS_SOURCE_DIR);
+    ck_assert_msg(common_yaml_load_file(file, NULL, &docs, &err) == COMMON_OK, "%s", err.msg);
+    for (size_t i = 0; i < docs.n; i++)
+        if (strcmp(path_str(docs.docs[i], "kind"), "MutatingWebhookConfiguration") == 0)
+            cfg = json_deep_copy(docs.docs[i]);
+    common_yaml_docs_free(&docs);
+    ck_assert_ptr_nonnull(cfg);
+    create_pod_config(cfg, cfg_unwired, dunwired.https_port, ca_bundle(a), "unwired");
+    json_decref(cfg);
+
+    /* in effect once a dry-run gang pod reaches the daemon */
+    t0 = e2e_now_s();
+    before = webhook_requests(&dunwired, "mutate-pod");
+    for (;; e2e_nap(200)) {
+        out = NULL;
+        try_create(admin, &common_kube_pods, ns4, pod("probe", ns4, 1), 1, &out, &err);
+        json_decref(out);
+        if (webhook_requests(&dunwired, "mutate-pod") > before)
+            break;
+        ck_assert_msg(e2e_now_s() - t0 < 30, "the unwired daemon's pod webhook is not called "
+                                             "after 30 s");
+    }
+
+    /* kubectl create: admitted, the warning on stderr */
+    snprintf(podfile, sizeof(podfile), "%s/unwired-pod.json", tmpdir);
+    snprintf(errfile, sizeof(errfile), "%s/unwired-kubectl.err", tmpdir);
+    sent = pod("gang", ns4, 1);
+    {
+        char *text = json_dumps(sent, JSON_COMPACT);
+        e2e_write_file(podfile, text);
+        free(text);
+    }
+    snprintf(cmd, sizeof(cmd), "'%s' create -f '%s' > /dev/null 2> '%s'", kubectl, podfile,
+             errfile);
+    rc = system(cmd);
+    warn = e2e_read_text(errfile);
+    ck_assert_msg(rc == 0, "kubectl create of the gang pod failed (%d): %s", rc, warn);
+    ck_assert_msg(strstr(warn, "Warning: trainsched: gang pod of PodGroup") &&
+                      strstr(warn, "webhook.extenderWired is false"),
+                  "kubectl shows no warning about the unwired extender: \"%s\"", warn);
+    free(warn);
+    got = get_obj(&common_kube_pods, ns4, "gang");
+    ck_assert_ptr_nonnull(got);
+    ck_assert_msg(json_equal(path_get(got, "spec.containers.0.resources"),
+                             path_get(sent, "spec.containers.0.resources")),
+                  "the gang pod's resources changed: %s",
+                  json_dumps(path_get(got, "spec.containers.0.resources"), JSON_COMPACT));
+    ck_assert_ptr_null(
+        json_object_get(path_get(got, "spec.containers.0.resources.limits"), GANG_RESOURCE));
+    json_decref(got);
+    json_decref(sent);
+
+    ck_assert_msg(delete_config(admin, &mwcs, cfg_unwired, &err) == COMMON_OK, "%s", err.msg);
+    e2e_drop_ns(admin, ns4);
+    stop_daemon(&dunwired);
+    common_arena_destroy(a);
     mark_passed();
 }
 END_TEST
@@ -1904,6 +2005,7 @@ static Suite *suite(void)
     tcase_add_test(tc, runtime_policy_denied);
     tcase_add_test(tc, runtime_update_union_and_timeout_cap);
     tcase_add_test(tc, gang_pods_mutated);
+    tcase_add_test(tc, gang_pods_unrouted_while_unwired);
     tcase_add_test(tc, dry_run_mutates_stores_nothing);
     tcase_add_test(tc, bootstrap_converges);
     tcase_add_test(tc, certificate_reload);

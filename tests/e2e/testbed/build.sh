@@ -3,7 +3,7 @@
 #   ${TRAINSCHED_TESTBED_CACHE:-$HOME/.cache/trainsched-testbed}/<k8s-version>/bin/
 # Binaries already present are skipped, so a second run is a no-op.
 #   required: etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
-#   optional: jobset-controller kwok (a failure is reported, not fatal; skip with TESTBED_OPTIONAL=0)
+#   optional: jobset-controller kwok helm (a failure is reported, not fatal; skip with TESTBED_OPTIONAL=0)
 # Prints the bin directory on stdout at the end; progress goes to stderr.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -74,7 +74,7 @@ if [ -n "${VOLCANO_APIS_VERSION:-}" ] && [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   fi
 fi
 
-# --- optional binaries, each from its own small module (jobset/, kwok/) whose build list is
+# --- optional binaries, each from its own small module (jobset/, kwok/, helm/) whose build list is
 # upstream's own go.mod (no replace directives). `go install pkg@version` is not used: for
 # sigs.k8s.io/jobset it fails, because the proxy refuses the module's version list.
 opt_build() { # name  module-dir  package  version
@@ -99,6 +99,7 @@ opt_build() { # name  module-dir  package  version
 if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   [ -z "${JOBSET_VERSION:-}" ] || opt_build jobset-controller jobset sigs.k8s.io/jobset "$JOBSET_VERSION"
   [ -z "${KWOK_VERSION:-}" ] || opt_build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
+  [ -z "${HELM_VERSION:-}" ] || opt_build helm helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 fi
 
 tb_log "done in $((SECONDS - t_all)) s; binaries in $TESTBED_BIN:"

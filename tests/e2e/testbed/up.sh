@@ -15,6 +15,7 @@
 #   TESTBED_KCM_CONTROLLERS=LIST      default '*,-node-lifecycle-controller' (fake nodes have no kubelet)
 #   TESTBED_KWOK=1      also start kwok (if built): it runs pods on nodes annotated kwok.x-k8s.io/node=fake
 #   TESTBED_JOBSET=1    also start the JobSet controller (if built) with its webhooks on 127.0.0.1
+#   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
 #   APISERVER_EXTRA_ARGS, SCHEDULER_EXTRA_ARGS, KCM_EXTRA_ARGS, ETCD_EXTRA_ARGS  (word-split)
 #   TESTBED_APISERVER_PORT  fixed secure port instead of a free one
 set -Eeuo pipefail
@@ -33,6 +34,13 @@ for b in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
     break
   fi
 done
+# helm (the chart's e2e test) is optional: built once when asked for (TESTBED_HELM=1) and
+# missing; a failed build leaves helm.failed beside the binaries and is not tried again
+if [ "${TESTBED_HELM:-0}" = 1 ] && [ -n "${HELM_VERSION:-}" ] && [ ! -x "$TESTBED_BIN/helm" ] \
+   && [ ! -e "$TESTBED_BIN/../helm.failed" ]; then
+  tb_log "helm missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
+  "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the helm tests will say SKIP"
+fi
 
 if [ -d "$RUN/pids" ]; then
   for f in "$RUN"/pids/*.pid; do
