@@ -10,7 +10,8 @@ if grep -nE "$banned" $files; then
   status=1
 fi
 if command -v clang-format >/dev/null; then
-  bad=$(for f in $files; do clang-format --dry-run "$f" 2>&1 | grep -q warning && echo "$f"; done || true)
+  # --Werror: the exit status says it (a `| grep -q` here lost files to SIGPIPE under pipefail)
+  bad=$(for f in $files; do clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
   if [ -n "$bad" ]; then
     echo "lint: not clang-formatted (run clang-format -i):" >&2
     echo "$bad" >&2
