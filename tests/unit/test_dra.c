@@ -10,8 +10,10 @@
  */
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/arena.h"
 #include "dra/cel.h"
 #include "dra/dra.h"
@@ -175,72 +177,92 @@ END_TEST
 static enum common_rc decode_list(struct common_arena *a, const json_t *list, size_t size,
                                   void **out, size_t *n, int kind, struct common_error *e)
 {
-    enum common_rc rc = COMMON_OK;
     *n = 0;
-    *out = common_arena_alloc(a, (json_array_size(list) + 1) * size);
-    ck_assert_ptr_nonnull(*out);
-    for (size_t i = 0; i < json_array_size(list) && rc == COMMON_OK; i++) {
+    if (!(*out = common_arena_alloc(a, (json_array_size(list) + 1) * size)))
+        return common_error_set(e, COMMON_ENOMEM, "out of memory");
+    for (size_t i = 0; i < json_array_size(list); i++) {
         char *p = (char *)*out + i * size;
         const json_t *o = json_array_get(list, i);
-        rc = kind == 0   ? dra_slice_decode(a, o, (struct dra_slice *)p, e)
-             : kind == 1 ? dra_class_decode(a, o, (struct dra_class *)p, e)
-                         : dra_claim_decode(a, o, (struct dra_claim *)p, e);
-        *n += rc == COMMON_OK;
+        enum common_rc rc = kind == 0   ? dra_slice_decode(a, o, (struct dra_slice *)p, e)
+                            : kind == 1 ? dra_class_decode(a, o, (struct dra_class *)p, e)
+                                        : dra_claim_decode(a, o, (struct dra_claim *)p, e);
+        if (rc != COMMON_OK)
+            return rc;
+        (*n)++;
     }
-    return rc;
+    return COMMON_OK;
 }
 
-static void run_case(const char *name)
+/* what one case produced: decoding failed (*decoded 0) or the allocator's answer */
+struct outcome {
+    int decoded;
+    struct dra_claim_alloc *out;
+    size_t n_claims;
+};
+
+/* decode the case's objects and allocate; no assertions, so an allocation failure walk can
+ * call it (everything lives in arena a) */
+static enum common_rc decode_and_allocate(struct common_arena *a, const json_t *root,
+                                          struct outcome *o, struct common_error *e)
 {
-    char rel[512];
-    char *text;
-    json_t *root, *expect;
-    json_error_t jerr;
-    struct common_arena *a = common_arena_create(0);
-    struct common_error e;
     struct dra_snapshot snap;
     struct dra_slice *slices;
     struct dra_class *classes;
     struct dra_claim *inuse, *claims;
-    struct dra_claim_alloc *out;
-    size_t n_claims;
     enum common_rc rc;
-    const char *want_msg;
 
+    memset(&snap, 0, sizeof(snap));
+    memset(o, 0, sizeof(*o));
+    if ((rc = decode_list(a, json_object_get(root, "slices"), sizeof(*slices), (void **)&slices,
+                          &snap.n_slices, 0, e)) ||
+        (rc = decode_list(a, json_object_get(root, "classes"), sizeof(*classes), (void **)&classes,
+                          &snap.n_classes, 1, e)) ||
+        (rc = decode_list(a, json_object_get(root, "inUse"), sizeof(*inuse), (void **)&inuse,
+                          &snap.n_allocated, 2, e)) ||
+        (rc = decode_list(a, json_object_get(root, "claims"), sizeof(*claims), (void **)&claims,
+                          &o->n_claims, 2, e)))
+        return rc;
+    o->decoded = 1;
+    snap.slices = slices;
+    snap.classes = classes;
+    snap.allocated = inuse;
+    if (!(o->out = common_arena_alloc(a, (o->n_claims + 1) * sizeof(*o->out))))
+        return common_error_set(e, COMMON_ENOMEM, "out of memory");
+    return dra_allocate(a, &snap, json_string_value(json_object_get(root, "node")), claims,
+                        o->n_claims, o->out, e);
+}
+
+static json_t *load_case(const char *name)
+{
+    char rel[512];
+    char *text;
+    json_t *root;
+    json_error_t jerr;
     snprintf(rel, sizeof(rel), "dra/%s/case.json", name);
     text = testutil_read(testutil_path(rel));
     root = json_loads(text, 0, &jerr);
     free(text);
     ck_assert_msg(root != NULL, "%s: %s", name, jerr.text);
-    expect = json_object_get(root, "expect");
-    want_msg = json_string_value(json_object_get(expect, "message"));
+    return root;
+}
 
-    memset(&snap, 0, sizeof(snap));
-    rc = decode_list(a, json_object_get(root, "slices"), sizeof(*slices), (void **)&slices,
-                     &snap.n_slices, 0, &e);
-    if (rc == COMMON_OK)
-        rc = decode_list(a, json_object_get(root, "classes"), sizeof(*classes), (void **)&classes,
-                         &snap.n_classes, 1, &e);
-    if (rc == COMMON_OK)
-        rc = decode_list(a, json_object_get(root, "inUse"), sizeof(*inuse), (void **)&inuse,
-                         &snap.n_allocated, 2, &e);
-    if (rc == COMMON_OK)
-        rc = decode_list(a, json_object_get(root, "claims"), sizeof(*claims), (void **)&claims,
-                         &n_claims, 2, &e);
+static void run_case(const char *name)
+{
+    json_t *root = load_case(name), *expect = json_object_get(root, "expect");
+    struct common_arena *a = common_arena_create(0);
+    struct common_error e;
+    struct outcome o;
+    const char *want_msg = json_string_value(json_object_get(expect, "message"));
+    enum common_rc rc = decode_and_allocate(a, root, &o, &e);
+
     if (json_object_get(expect, "decodeError")) {
-        ck_assert_msg(rc != COMMON_OK, "%s: decoding should fail", name);
+        ck_assert_msg(!o.decoded, "%s: decoding should fail", name);
         ck_assert_str_eq(common_rc_name(rc),
                          json_string_value(json_object_get(expect, "decodeError")));
         ck_assert_msg(strstr(e.msg, want_msg) != NULL, "%s: message %s", name, e.msg);
         goto out;
     }
-    ck_assert_msg(rc == COMMON_OK, "%s: decode: %s", name, e.msg);
-    snap.slices = slices;
-    snap.classes = classes;
-    snap.allocated = inuse;
-    out = common_arena_alloc(a, (n_claims + 1) * sizeof(*out));
-    rc = dra_allocate(a, &snap, json_string_value(json_object_get(root, "node")), claims, n_claims,
-                      out, &e);
+    ck_assert_msg(o.decoded, "%s: decode: %s", name, e.msg);
     if (json_object_get(expect, "error")) {
         ck_assert_msg(rc != COMMON_OK, "%s: allocation should fail", name);
         ck_assert_str_eq(common_rc_name(rc), json_string_value(json_object_get(expect, "error")));
@@ -250,14 +272,14 @@ static void run_case(const char *name)
     ck_assert_msg(rc == COMMON_OK, "%s: allocate: %s", name, e.msg);
     {
         const json_t *res = json_object_get(expect, "results");
-        ck_assert_uint_eq(json_array_size(res), n_claims);
-        for (size_t ci = 0; ci < n_claims; ci++) {
+        ck_assert_uint_eq(json_array_size(res), o.n_claims);
+        for (size_t ci = 0; ci < o.n_claims; ci++) {
             const json_t *want = json_array_get(res, ci);
-            ck_assert_msg(json_array_size(want) == out[ci].n_results, "%s: claim %zu: %zu results",
-                          name, ci, out[ci].n_results);
-            for (size_t k = 0; k < out[ci].n_results; k++) {
+            ck_assert_msg(json_array_size(want) == o.out[ci].n_results,
+                          "%s: claim %zu: %zu results", name, ci, o.out[ci].n_results);
+            for (size_t k = 0; k < o.out[ci].n_results; k++) {
                 const json_t *w = json_array_get(want, k);
-                const struct dra_result *r = &out[ci].results[k];
+                const struct dra_result *r = &o.out[ci].results[k];
                 ck_assert_msg(
                     strcmp(r->request, json_string_value(json_object_get(w, "request"))) == 0 &&
                         strcmp(r->pool, json_string_value(json_object_get(w, "pool"))) == 0 &&
@@ -272,6 +294,44 @@ out:
     json_decref(root);
     common_arena_destroy(a);
 }
+
+/* every allocation failing in turn gives COMMON_ENOMEM (or, once none fails, the answer), no
+ * crash and no leak (the sanitizer build checks leaks) */
+START_TEST(allocation_failures_are_clean)
+{
+    static const char *cases[] = {
+        "match-attribute-across-two-requests-backtracks-the-earlier-request",
+        "first-available-falls-back-to-the-next-subrequest-in-order",
+        "allocation-mode-all-takes-every-matching-device",
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        json_t *root = load_case(cases[c]);
+        int done = 0;
+        unsigned long n;
+        for (n = 1; !done && n < 100000; n++) {
+            struct common_arena *a;
+            struct common_error e;
+            struct outcome o;
+            enum common_rc rc;
+            common_alloc_fail_at(n);
+            a = common_arena_create(0);
+            rc = decode_and_allocate(a, root, &o, &e);
+            done = !common_alloc_failed();
+            common_alloc_fail_at(0);
+            if (done)
+                ck_assert_msg(rc == COMMON_OK, "%s: %s", cases[c], e.msg);
+            else
+                ck_assert_msg(rc == COMMON_ENOMEM, "%s: failing allocation %lu gave %s: %s",
+                              cases[c], n, common_rc_name(rc), e.msg);
+            common_arena_destroy(a);
+        }
+        ck_assert_msg(done, "%s: never completed", cases[c]);
+        /* at least one allocation was made to fail before the run that completed */
+        ck_assert_msg(n > 2, "%s: no allocation failed", cases[c]);
+        json_decref(root);
+    }
+}
+END_TEST
 
 START_TEST(allocator_fixtures)
 {
@@ -297,6 +357,7 @@ int main(void)
     tcase_add_test(tc, cel_subset_table);
     tcase_add_test(tc, semver_precedence);
     tcase_add_test(tc, allocator_fixtures);
+    tcase_add_test(tc, allocation_failures_are_clean);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
