@@ -472,6 +472,27 @@ static enum common_rc decode_results(struct dec *d, const json_t *res, struct dr
     return COMMON_OK;
 }
 
+/* every name in constraints[i].requests is a request ("gpu") or a subrequest ("gpu/h100") */
+static enum common_rc check_constraint_requests(struct dec *d, const struct dra_claim *c, size_t i)
+{
+    const struct dra_constraint *con = &c->constraints[i];
+    for (size_t k = 0; k < con->n_requests; k++) {
+        int found = 0;
+        for (size_t r = 0; r < c->n_requests && !found; r++)
+            for (size_t a = 0; a < c->requests[r].n_alts && !found; a++)
+                found = strcmp(con->requests[k], c->requests[r].name) == 0 ||
+                        strcmp(con->requests[k], c->requests[r].alts[a].name) == 0;
+        if (!found) {
+            char path[96], what[160];
+            snprintf(path, sizeof(path), "spec.devices.constraints[%zu].requests[%zu]", i, k);
+            snprintf(what, sizeof(what), "\"%.100s\" is not a request of this claim",
+                     con->requests[k]);
+            return bad(d, COMMON_EINVAL, path, what);
+        }
+    }
+    return COMMON_OK;
+}
+
 enum common_rc dra_claim_decode(struct common_arena *a, const json_t *obj, struct dra_claim *out,
                                 struct common_error *err)
 {
@@ -513,7 +534,8 @@ enum common_rc dra_claim_decode(struct common_arena *a, const json_t *obj, struc
         if (!(out->constraints = arr(&d, json_array_size(cons), sizeof(*out->constraints))))
             return nomem(&d);
         for (size_t i = 0; i < json_array_size(cons); i++) {
-            if ((rc = decode_constraint(&d, json_array_get(cons, i), i, &out->constraints[i])))
+            if ((rc = decode_constraint(&d, json_array_get(cons, i), i, &out->constraints[i])) ||
+                (rc = check_constraint_requests(&d, out, i)))
                 return rc;
             out->n_constraints++;
         }
