@@ -33,6 +33,7 @@ struct cstate {
 struct st {
     struct common_arena *a;
     const struct dra_snapshot *snap;
+    const struct dra_index *ix;
     const char *node;
     const struct dra_claim *claims;
     size_t n_claims;
@@ -66,9 +67,18 @@ static int slice_cmp(const void *x, const void *y)
     return c;
 }
 
-static int on_node(const struct dra_slice *s, const char *node)
+/* usable slices by node ("" for allNodes), then driver, pool, name */
+static const char *node_key(const struct dra_slice *s)
 {
-    return !s->node_selector && (s->all_nodes || (s->node_name && strcmp(s->node_name, node) == 0));
+    return s->all_nodes ? "" : s->node_name;
+}
+
+static int node_slice_cmp(const void *x, const void *y)
+{
+    const struct dra_slice *a = *(const struct dra_slice *const *)x;
+    const struct dra_slice *b = *(const struct dra_slice *const *)y;
+    int c = strcmp(node_key(a), node_key(b));
+    return c ? c : slice_cmp(x, y);
 }
 
 static int in_use_cmp(const void *x, const void *y)
@@ -83,18 +93,141 @@ static int in_use_cmp(const void *x, const void *y)
     return c;
 }
 
+struct pool_info {
+    const char *driver, *pool;
+    int64_t gen;
+    int incomplete, invalid;
+};
+
+struct dra_index {
+    const struct dra_snapshot *snap;
+    const struct dra_slice **slices; /* usable slices, node_slice_cmp order */
+    size_t n_slices;
+    struct pool_info *pools; /* driver, pool order */
+    size_t n_pools;
+    const struct dra_result **used; /* in_use_cmp order */
+    size_t n_used;
+};
+
+static int pool_cmp(const void *x, const void *y)
+{
+    const struct pool_info *a = x, *b = y;
+    int c = strcmp(a->driver, b->driver);
+    return c ? c : strcmp(a->pool, b->pool);
+}
+
+static int name_cmp(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* the pool's newest generation, completeness and duplicate device names, over all slices
+ * (all_sorted: every slice in slice_cmp order; [i, j) is one pool) */
+static enum common_rc pool_scan(struct common_arena *a, const struct dra_slice **all, size_t i,
+                                size_t j, struct pool_info *p)
+{
+    int64_t count = 0, want = 0;
+    size_t n_names = 0, k;
+    const char **names;
+    p->driver = all[i]->driver;
+    p->pool = all[i]->pool;
+    p->gen = INT64_MIN;
+    for (k = i; k < j; k++)
+        if (all[k]->generation > p->gen)
+            p->gen = all[k]->generation;
+    for (k = i; k < j; k++)
+        if (all[k]->generation == p->gen) {
+            count++;
+            want = all[k]->slice_count;
+            n_names += all[k]->n_devices;
+        }
+    p->incomplete = count < want;
+    if (!(names = common_arena_alloc(a, (n_names + 1) * sizeof(*names))))
+        return COMMON_ENOMEM;
+    n_names = 0;
+    for (k = i; k < j; k++)
+        if (all[k]->generation == p->gen)
+            for (size_t d = 0; d < all[k]->n_devices; d++)
+                names[n_names++] = all[k]->devices[d].name;
+    qsort(names, n_names, sizeof(*names), name_cmp);
+    for (k = 1; k < n_names && !p->invalid; k++)
+        p->invalid = strcmp(names[k - 1], names[k]) == 0;
+    return COMMON_OK;
+}
+
+enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot *sn,
+                               struct dra_index **out, struct common_error *err)
+{
+    struct dra_index *ix = common_arena_alloc(a, sizeof(*ix));
+    const struct dra_slice **all;
+    size_t total = 0;
+    *out = NULL;
+    if (!ix || !(all = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*all))) ||
+        !(ix->slices = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*ix->slices))) ||
+        !(ix->pools = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*ix->pools))))
+        goto nomem;
+    ix->snap = sn;
+    for (size_t i = 0; i < sn->n_slices; i++) {
+        all[i] = &sn->slices[i];
+        if (!sn->slices[i].node_selector)
+            ix->slices[ix->n_slices++] = &sn->slices[i];
+    }
+    qsort(all, sn->n_slices, sizeof(*all), slice_cmp);
+    qsort(ix->slices, ix->n_slices, sizeof(*ix->slices), node_slice_cmp);
+    for (size_t i = 0; i < sn->n_slices;) {
+        size_t j = i;
+        while (j < sn->n_slices && strcmp(all[j]->driver, all[i]->driver) == 0 &&
+               strcmp(all[j]->pool, all[i]->pool) == 0)
+            j++;
+        if (pool_scan(a, all, i, j, &ix->pools[ix->n_pools++]) != COMMON_OK)
+            goto nomem;
+        i = j;
+    }
+    for (size_t i = 0; i < sn->n_allocated; i++)
+        total += sn->allocated[i].n_allocated;
+    if (!(ix->used = common_arena_alloc(a, (total + 1) * sizeof(*ix->used))))
+        goto nomem;
+    for (size_t i = 0; i < sn->n_allocated; i++)
+        for (size_t k = 0; k < sn->allocated[i].n_allocated; k++)
+            if (!sn->allocated[i].allocated[k].admin_access)
+                ix->used[ix->n_used++] = &sn->allocated[i].allocated[k];
+    qsort(ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp);
+    *out = ix;
+    return COMMON_OK;
+nomem:
+    return common_error_set(err, COMMON_ENOMEM, "out of memory indexing DRA devices");
+}
+
+/* the range of ix->slices whose node key is key */
+static void node_range(const struct dra_index *ix, const char *key, size_t *lo, size_t *hi)
+{
+    size_t l = 0, h = ix->n_slices;
+    while (l < h) {
+        size_t m = l + (h - l) / 2;
+        if (strcmp(node_key(ix->slices[m]), key) < 0)
+            l = m + 1;
+        else
+            h = m;
+    }
+    *lo = l;
+    while (l < ix->n_slices && strcmp(node_key(ix->slices[l]), key) == 0)
+        l++;
+    *hi = l;
+}
+
 static enum common_rc gather(struct st *st)
 {
-    const struct dra_snapshot *sn = st->snap;
+    const struct dra_index *ix = st->ix;
     const struct dra_slice **rel;
-    const struct dra_result **used;
-    size_t n_rel = 0, n_used = 0, total = 0;
+    size_t n_rel = 0, total = 0, lo[2], hi[2];
 
-    if (!(rel = common_arena_alloc(st->a, (sn->n_slices + 1) * sizeof(*rel))))
+    node_range(ix, "", &lo[0], &hi[0]);
+    node_range(ix, st->node, &lo[1], &hi[1]);
+    if (!(rel = common_arena_alloc(st->a, (hi[0] - lo[0] + hi[1] - lo[1] + 1) * sizeof(*rel))))
         return common_error_set(st->err, COMMON_ENOMEM, "out of memory allocating devices");
-    for (size_t i = 0; i < sn->n_slices; i++)
-        if (on_node(&sn->slices[i], st->node))
-            rel[n_rel++] = &sn->slices[i];
+    for (int r = 0; r < (st->node[0] ? 2 : 1); r++)
+        for (size_t i = lo[r]; i < hi[r]; i++)
+            rel[n_rel++] = ix->slices[i];
     qsort(rel, n_rel, sizeof(*rel), slice_cmp);
     for (size_t i = 0; i < n_rel; i++)
         total += rel[i]->n_devices;
@@ -102,62 +235,32 @@ static enum common_rc gather(struct st *st)
         return common_error_set(st->err, COMMON_ENOMEM, "out of memory allocating devices");
 
     for (size_t i = 0; i < n_rel;) {
-        const char *drv = rel[i]->driver, *pool = rel[i]->pool;
-        int64_t gen = INT64_MIN, count = 0, want = 0;
-        size_t j = i, first = st->n_c;
-        int invalid = 0;
-        while (j < n_rel && strcmp(rel[j]->driver, drv) == 0 && strcmp(rel[j]->pool, pool) == 0)
+        struct pool_info key = {rel[i]->driver, rel[i]->pool, 0, 0, 0};
+        const struct pool_info *p =
+            bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+        size_t j = i;
+        while (j < n_rel && strcmp(rel[j]->driver, key.driver) == 0 &&
+               strcmp(rel[j]->pool, key.pool) == 0)
             j++;
-        /* the pool's newest generation and its slice count, over every node's slices */
-        for (size_t k = 0; k < sn->n_slices; k++) {
-            const struct dra_slice *s = &sn->slices[k];
-            if (strcmp(s->driver, drv) || strcmp(s->pool, pool))
-                continue;
-            if (s->generation > gen) {
-                gen = s->generation;
-                count = 0;
-            }
-            if (s->generation == gen) {
-                count++;
-                want = s->slice_count;
-            }
-        }
-        if (count < want) {
-            st->n_incomplete++;
+        if (!p || p->incomplete || p->invalid) {
+            st->n_incomplete += !p || p->incomplete;
+            st->n_invalid += p && !p->incomplete && p->invalid;
             i = j;
             continue;
         }
-        for (size_t k = i; k < j; k++) {
-            if (rel[k]->generation != gen)
-                continue;
-            for (size_t d = 0; d < rel[k]->n_devices; d++) {
-                for (size_t e = first; e < st->n_c && !invalid; e++)
-                    invalid = strcmp(st->c[e].dev->name, rel[k]->devices[d].name) == 0;
-                st->c[st->n_c].slice = rel[k];
-                st->c[st->n_c++].dev = &rel[k]->devices[d];
-            }
-        }
-        if (invalid) {
-            st->n_invalid++;
-            st->n_c = first;
-        }
+        for (size_t k = i; k < j; k++)
+            if (rel[k]->generation == p->gen)
+                for (size_t d = 0; d < rel[k]->n_devices; d++) {
+                    struct cand *c = &st->c[st->n_c++];
+                    struct dra_result rk = {NULL, rel[k]->driver, rel[k]->pool,
+                                            rel[k]->devices[d].name, 0};
+                    const struct dra_result *kp = &rk;
+                    c->slice = rel[k];
+                    c->dev = &rel[k]->devices[d];
+                    c->in_use =
+                        bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL;
+                }
         i = j;
-    }
-
-    for (size_t i = 0; i < sn->n_allocated; i++)
-        total += sn->allocated[i].n_allocated;
-    if (!(used = common_arena_alloc(st->a, (total + 1) * sizeof(*used))))
-        return common_error_set(st->err, COMMON_ENOMEM, "out of memory allocating devices");
-    for (size_t i = 0; i < sn->n_allocated; i++)
-        for (size_t k = 0; k < sn->allocated[i].n_allocated; k++)
-            if (!sn->allocated[i].allocated[k].admin_access)
-                used[n_used++] = &sn->allocated[i].allocated[k];
-    qsort(used, n_used, sizeof(*used), in_use_cmp);
-    for (size_t i = 0; i < st->n_c; i++) {
-        struct dra_result key = {NULL, st->c[i].slice->driver, st->c[i].slice->pool,
-                                 st->c[i].dev->name, 0};
-        const struct dra_result *kp = &key;
-        st->c[i].in_use = bsearch(&kp, used, n_used, sizeof(*used), in_use_cmp) != NULL;
     }
     return COMMON_OK;
 }
@@ -452,12 +555,13 @@ static enum common_rc no_fit(struct st *st)
                             n_match, n_busy, pools);
 }
 
-enum common_rc dra_allocate(struct common_arena *a, const struct dra_snapshot *snap,
-                            const char *node, const struct dra_claim *claims, size_t n,
-                            struct dra_claim_alloc *out, struct common_error *err)
+enum common_rc dra_allocate_indexed(struct common_arena *a, const struct dra_index *ix,
+                                    const char *node, const struct dra_claim *claims, size_t n,
+                                    struct dra_claim_alloc *out, struct common_error *err)
 {
+    const struct dra_snapshot *snap = ix->snap;
     struct st st = {
-        .a = a, .snap = snap, .node = node, .claims = claims, .n_claims = n, .err = err};
+        .a = a, .snap = snap, .ix = ix, .node = node, .claims = claims, .n_claims = n, .err = err};
     size_t n_alts = 0, max_picks = 0;
     enum common_rc rc;
     int found;
@@ -534,4 +638,15 @@ enum common_rc dra_allocate(struct common_arena *a, const struct dra_snapshot *s
     }
     common_error_clear(err);
     return COMMON_OK;
+}
+
+enum common_rc dra_allocate(struct common_arena *a, const struct dra_snapshot *snap,
+                            const char *node, const struct dra_claim *claims, size_t n,
+                            struct dra_claim_alloc *out, struct common_error *err)
+{
+    struct dra_index *ix;
+    enum common_rc rc = dra_index_build(a, snap, &ix, err);
+    if (rc != COMMON_OK)
+        return rc;
+    return dra_allocate_indexed(a, ix, node, claims, n, out, err);
 }

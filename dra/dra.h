@@ -175,4 +175,22 @@ enum common_rc dra_allocate(struct common_arena *a, const struct dra_snapshot *s
                             const char *node, const struct dra_claim *claims, size_t n,
                             struct dra_claim_alloc *out, struct common_error *err);
 
+/*
+ * dra_index_build - the per-snapshot part of allocation, done once for many nodes: usable
+ * slices by node, each pool's newest generation, completeness and duplicate device names,
+ * and the devices in use. *out lives in arena a and borrows snap (which must outlive it).
+ * COMMON_ENOMEM only.
+ */
+struct dra_index;
+enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot *snap,
+                               struct dra_index **out, struct common_error *err);
+
+/*
+ * dra_allocate_indexed - dra_allocate against an index from dra_index_build (same results and
+ * errors); the cost per call is that of the node's own slices, not of the whole cluster.
+ */
+enum common_rc dra_allocate_indexed(struct common_arena *a, const struct dra_index *ix,
+                                    const char *node, const struct dra_claim *claims, size_t n,
+                                    struct dra_claim_alloc *out, struct common_error *err);
+
 #endif

@@ -350,6 +350,53 @@ START_TEST(allocator_fixtures)
 }
 END_TEST
 
+/* one index serves many nodes: each node sees its own slices plus the allNodes ones */
+START_TEST(one_index_serves_every_node)
+{
+    json_t *root = load_case("only-the-newest-generation-of-a-pool-counts-and-pools-are-used-in-"
+                             "name-order");
+    struct common_arena *a = common_arena_create(0);
+    struct common_error e;
+    struct dra_snapshot snap;
+    struct dra_slice *slices;
+    struct dra_class *classes;
+    struct dra_claim *claims;
+    struct dra_index *ix;
+    struct dra_claim_alloc out;
+    size_t n_claims;
+    static const struct {
+        const char *node, *pool0, *dev0, *pool1, *dev1;
+    } want[] = {{"n1", "a", "new0", "b", "b0"}, {"n2", "b", "b0", "n2", "x0"}};
+
+    memset(&snap, 0, sizeof(snap));
+    ck_assert_int_eq(decode_list(a, json_object_get(root, "slices"), sizeof(*slices),
+                                 (void **)&slices, &snap.n_slices, 0, &e),
+                     COMMON_OK);
+    ck_assert_int_eq(decode_list(a, json_object_get(root, "classes"), sizeof(*classes),
+                                 (void **)&classes, &snap.n_classes, 1, &e),
+                     COMMON_OK);
+    ck_assert_int_eq(decode_list(a, json_object_get(root, "claims"), sizeof(*claims),
+                                 (void **)&claims, &n_claims, 2, &e),
+                     COMMON_OK);
+    snap.slices = slices;
+    snap.classes = classes;
+    ck_assert_int_eq(dra_index_build(a, &snap, &ix, &e), COMMON_OK);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(dra_allocate_indexed(a, ix, want[i].node, claims, 1, &out, &e), COMMON_OK);
+        ck_assert_uint_eq(out.n_results, 2);
+        ck_assert_str_eq(out.results[0].pool, want[i].pool0);
+        ck_assert_str_eq(out.results[0].device, want[i].dev0);
+        ck_assert_str_eq(out.results[1].pool, want[i].pool1);
+        ck_assert_str_eq(out.results[1].device, want[i].dev1);
+    }
+    /* a node with no slices of its own has only the allNodes pool: 1 device, 2 wanted */
+    ck_assert_int_eq(dra_allocate_indexed(a, ix, "n3", claims, 1, &out, &e), COMMON_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(e.msg, "node n3 has 1 matching"));
+    json_decref(root);
+    common_arena_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dra");
@@ -358,6 +405,7 @@ int main(void)
     tcase_add_test(tc, semver_precedence);
     tcase_add_test(tc, allocator_fixtures);
     tcase_add_test(tc, allocation_failures_are_clean);
+    tcase_add_test(tc, one_index_serves_every_node);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
