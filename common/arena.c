@@ -12,7 +12,9 @@
 struct arena_block {
     struct arena_block *next;
     size_t used, cap;
-    unsigned char data[];
+    /* the header is 24 bytes: without this, "aligned for any type" was only 8-byte aligned,
+     * and a struct holding an __int128 (common_quantity) was misaligned */
+    _Alignas(ARENA_ALIGN) unsigned char data[];
 };
 
 struct arena_cleanup {

@@ -1,0 +1,196 @@
+/*
+ * dra/dra.h - the pure Dynamic Resource Allocation core: the device model decoded from
+ * resource.k8s.io/v1 objects, and an allocator for the claims of one pod on one node.
+ *
+ * What it owns. ResourceSlices (a driver's devices, grouped into pools; a pool has a
+ * generation and a resourceSliceCount), DeviceClasses (CEL selectors), ResourceClaims
+ * (spec.devices.requests with `exactly` or `firstAvailable`, `constraints` with
+ * `matchAttribute`, and status.allocation.devices.results for devices already in use). The
+ * allocator follows the structured allocator of k8s.io/dynamic-resource-allocation: only the
+ * newest generation of a pool counts; a pool with fewer slices of that generation than
+ * resourceSliceCount is incomplete and never allocated from; a pool whose slices repeat a
+ * device name is invalid and skipped; depth-first search claim -> request -> device slot,
+ * devices in pool then slice then listed order, with backtracking when a matchAttribute
+ * constraint fails; `All` takes every matching device of the node or fails; firstAvailable
+ * tries its subrequests in order; adminAccess devices may already be in use and are not
+ * counted as in use; at most 32 devices per claim.
+ *
+ * Deterministic where upstream is not: pools are visited in (driver, pool name) order and the
+ * slices of a pool in metadata.name order (upstream iterates a Go map).
+ *
+ * Not handled yet (refused or skipped, never a wrong answer): slices with spec.nodeSelector or
+ * perDeviceNodeSelection are not used for any node; devices with consumesCounters (partitionable
+ * devices), taints, or capacity requests (consumable capacity) are refused at decode with
+ * COMMON_EUNSUPPORTED naming the field; distinctAttribute constraints likewise.
+ *
+ * Memory: everything decoded lives in the caller's arena; strings are copied out of the JSON,
+ * so the json_t may be dropped after decoding. Errors: enum common_rc plus struct common_error
+ * naming the object and the field ("ResourceSlice node-a-gpus: spec.devices[3].name ...").
+ */
+#ifndef DRA_DRA_H
+#define DRA_DRA_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "common/error.h"
+#include "dra/cel.h"
+
+/* resource.k8s.io/v1 AllocationResultsMaxSize: devices per claim. */
+#define DRA_MAX_RESULTS 32
+
+struct dra_device {
+    const char *name;
+    struct dra_cel_device cel; /* driver, attributes, capacity: what selectors see */
+};
+
+struct dra_slice {
+    const char *name; /* metadata.name */
+    const char *driver;
+    const char *pool;
+    int64_t generation;
+    int64_t slice_count;   /* pool.resourceSliceCount */
+    const char *node_name; /* spec.nodeName, NULL when not set */
+    int all_nodes;         /* spec.allNodes */
+    int node_selector;     /* spec.nodeSelector or perDeviceNodeSelection set: not used yet */
+    struct dra_device *devices;
+    size_t n_devices;
+};
+
+struct dra_class {
+    const char *name;
+    struct dra_cel_prog *selectors;
+    size_t n_selectors;
+};
+
+/* One way to satisfy a request: the `exactly` of a request or one of its firstAvailable. */
+struct dra_exact {
+    const char *name; /* result name: "gpu" or, for a subrequest, "gpu/h100" */
+    const char *class_name;
+    struct dra_cel_prog *selectors;
+    size_t n_selectors;
+    int all;          /* allocationMode All */
+    int64_t count;    /* ExactCount: count (default 1) */
+    int admin_access; /* adminAccess: true */
+};
+
+struct dra_request {
+    const char *name;
+    struct dra_exact *alts; /* one (`exactly`) or the firstAvailable list in order */
+    size_t n_alts;
+    int first_available;
+};
+
+struct dra_constraint {
+    const char **requests; /* empty: every request of the claim */
+    size_t n_requests;
+    const char *attr_domain; /* matchAttribute split at '/'; domain always set */
+    const char *attr_name;
+};
+
+/* One allocated device, as status.allocation.devices.results[] holds it. */
+struct dra_result {
+    const char *request; /* "gpu" or "gpu/h100" */
+    const char *driver;
+    const char *pool;
+    const char *device;
+    int admin_access;
+};
+
+struct dra_claim {
+    const char *ns;
+    const char *name;
+    struct dra_request *requests;
+    size_t n_requests;
+    struct dra_constraint *constraints;
+    size_t n_constraints;
+    struct dra_result *allocated; /* status.allocation.devices.results, when allocated */
+    size_t n_allocated;
+    int is_allocated;
+};
+
+/*
+ * The cluster as the allocator sees it: all slices and classes, and the claims whose
+ * status.allocation holds devices (in use unless adminAccess). Borrowed, never changed.
+ */
+struct dra_snapshot {
+    const struct dra_slice *slices;
+    size_t n_slices;
+    const struct dra_class *classes;
+    size_t n_classes;
+    const struct dra_claim *allocated;
+    size_t n_allocated;
+};
+
+/*
+ * dra_slice_decode - a resource.k8s.io/v1 ResourceSlice (JSON object) into *out. Reads
+ * metadata.name, spec.driver, spec.pool{name, generation, resourceSliceCount}, spec.nodeName,
+ * spec.allNodes, spec.nodeSelector / perDeviceNodeSelection (noted, not interpreted),
+ * spec.devices[]{name, attributes{<name>: {int|bool|string|version}}, capacity{<name>:
+ * {value}}}. An attribute or capacity name without a domain gets the driver's.
+ * COMMON_EINVAL for a missing/mistyped field, a duplicate device name, an attribute value with
+ * no or an unknown type, a version that is not semver; COMMON_EUNSUPPORTED for consumesCounters,
+ * sharedCounters, taints; the message names the slice and the field path.
+ */
+enum common_rc dra_slice_decode(struct common_arena *a, const json_t *obj, struct dra_slice *out,
+                                struct common_error *err);
+
+/*
+ * dra_class_decode - a DeviceClass: metadata.name and spec.selectors[].cel.expression (each
+ * parsed by dra_cel_parse; its error names spec.selectors[i]).
+ */
+enum common_rc dra_class_decode(struct common_arena *a, const json_t *obj, struct dra_class *out,
+                                struct common_error *err);
+
+/*
+ * dra_claim_decode - a ResourceClaim: metadata.{namespace,name}; spec.devices.requests[]
+ * {name, exactly{deviceClassName, selectors, allocationMode ExactCount|All, count,
+ * adminAccess} | firstAvailable[]{name, deviceClassName, selectors, allocationMode, count}};
+ * spec.devices.constraints[]{requests, matchAttribute}; status.allocation.devices.results[]
+ * {request, driver, pool, device, adminAccess}. Errors name the field.
+ */
+enum common_rc dra_claim_decode(struct common_arena *a, const json_t *obj, struct dra_claim *out,
+                                struct common_error *err);
+
+/* What dra_allocate chose for one claim: results in request order, then device order. */
+struct dra_claim_alloc {
+    struct dra_result *results;
+    size_t n_results;
+};
+
+/*
+ * dra_allocate - allocate claims[0..n) (the unallocated claims of one pod) on node `node` from
+ * the devices of snap not in use. Devices chosen for an earlier claim count as in use for the
+ * later ones. On COMMON_OK out[i] holds claim i's results (arena a). Otherwise:
+ * COMMON_ECONFLICT when the claims do not fit on this node, with a reason naming the claim and
+ * request and the device counts ("claim ns/c: request \"gpu\" needs 8 device(s) of class
+ * \"gpu.example.com\"; node n1 has 6 matching, 2 of them in use"); COMMON_ENOTFOUND when a
+ * request names a DeviceClass that does not exist; COMMON_EINVAL for a CEL runtime error (as
+ * upstream: the allocation fails, the device is not merely skipped), more than 32 devices in
+ * one claim, or All matching no device; COMMON_ENOMEM.
+ */
+enum common_rc dra_allocate(struct common_arena *a, const struct dra_snapshot *snap,
+                            const char *node, const struct dra_claim *claims, size_t n,
+                            struct dra_claim_alloc *out, struct common_error *err);
+
+/*
+ * dra_index_build - the per-snapshot part of allocation, done once for many nodes: usable
+ * slices by node, each pool's newest generation, completeness and duplicate device names,
+ * and the devices in use. *out lives in arena a and borrows snap (which must outlive it).
+ * COMMON_ENOMEM only.
+ */
+struct dra_index;
+enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot *snap,
+                               struct dra_index **out, struct common_error *err);
+
+/*
+ * dra_allocate_indexed - dra_allocate against an index from dra_index_build (same results and
+ * errors); the cost per call is that of the node's own slices, not of the whole cluster.
+ */
+enum common_rc dra_allocate_indexed(struct common_arena *a, const struct dra_index *ix,
+                                    const char *node, const struct dra_claim *claims, size_t n,
+                                    struct dra_claim_alloc *out, struct common_error *err);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * tests/unit/test_dra.c - the DRA core (dra/cel.h, dra/dra.h).
+ *
+ * The CEL subset is checked as a table (expression, the device below, expected outcome). The
+ * allocator rules are data: every tests/fixtures/dra/<case>/case.json holds the node, the
+ * ResourceSlices, DeviceClasses, claims already allocated ("inUse") and the claims of one pod
+ * ("claims"), and what must come out: "expect": {"results": [[{request, pool, device}...] per
+ * claim]} or {"error": "<common_rc_name>", "message": "<substring>"}. A case whose objects
+ * must be refused while decoding says {"decodeError": ..., "message": ...} instead.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "dra/cel.h"
+#include "dra/dra.h"
+#include "testutil.h"
+
+/* ---- CEL ---- */
+
+enum want { MATCH = 1, NOMATCH = 0, RUNTIME = -1, UNSUPPORTED = -2, INVALID = -3 };
+
+static const struct {
+    const char *expr;
+    enum want want;
+    const char *msg; /* substring of the error, for errors */
+} cel_cases[] = {
+    {"device.driver == 'gpu.example.com'", MATCH, NULL},
+    {"device.driver != \"gpu.example.com\"", NOMATCH, NULL},
+    {"device.attributes['gpu.example.com'].model == 'H100'", MATCH, NULL},
+    {"device.attributes[\"gpu.example.com\"].model == 'A100'", NOMATCH, NULL},
+    {"device.attributes['gpu.example.com'].index >= 3 && "
+     "device.attributes['gpu.example.com'].index < 4",
+     MATCH, NULL},
+    {"device.attributes['gpu.example.com'].index > 3", NOMATCH, NULL},
+    {"device.attributes['gpu.example.com'].index <= -1", NOMATCH, NULL},
+    {"!device.attributes['gpu.example.com'].mig", MATCH, NULL},
+    {"device.attributes['gpu.example.com'].mig || device.driver == 'x'", NOMATCH, NULL},
+    {"(device.attributes['gpu.example.com'].model in ['A100', 'H100'])", MATCH, NULL},
+    {"device.attributes['gpu.example.com'].model in ['A100']", NOMATCH, NULL},
+    {"'model' in device.attributes['gpu.example.com']", MATCH, NULL},
+    {"'clique' in device.attributes['gpu.example.com']", NOMATCH, NULL},
+    {"'resource.kubernetes.io' in device.attributes", MATCH, NULL},
+    {"has(device.attributes['gpu.example.com'].clique)", NOMATCH, NULL},
+    {"has(device.attributes['gpu.example.com'].model)", MATCH, NULL},
+    {"device.attributes['resource.kubernetes.io'].pcieRoot.startsWith('pci')", MATCH, NULL},
+    {"device.attributes['gpu.example.com'].model.endsWith('100')", MATCH, NULL},
+    {"device.attributes['gpu.example.com'].model.contains('X')", NOMATCH, NULL},
+    {"device.capacity['gpu.example.com'].memory.compareTo(quantity('80Gi')) >= 0", MATCH, NULL},
+    {"device.capacity['gpu.example.com'].memory.compareTo(quantity('81Gi')) >= 0", NOMATCH, NULL},
+    {"device.capacity['gpu.example.com'].memory.isGreaterThan(quantity('40Gi'))", MATCH, NULL},
+    {"device.capacity['gpu.example.com'].memory == quantity('81920Mi')", MATCH, NULL},
+    {"device.attributes['gpu.example.com'].driverVersion.isGreaterThan(semver('550.0.0'))", MATCH,
+     NULL},
+    {"device.attributes['gpu.example.com'].driverVersion.compareTo(semver('550.54.15')) == 0",
+     MATCH, NULL},
+    {"device.attributes['gpu.example.com'].driverVersion.isLessThan(semver('550.54.15-rc.1'))",
+     NOMATCH, NULL},
+    /* a missing key is a runtime error, unless && / || decide without it */
+    {"device.attributes['gpu.example.com'].clique == 'a'", RUNTIME, "no such key: clique"},
+    {"device.capacity['gpu.example.com'].cores.isGreaterThan(quantity('1'))", RUNTIME,
+     "no such key: cores"},
+    {"device.attributes['other.com'].x == 1", RUNTIME, "no such key: x"},
+    {"false && device.attributes['gpu.example.com'].clique == 'a'", NOMATCH, NULL},
+    {"device.attributes['gpu.example.com'].clique == 'a' || true", MATCH, NULL},
+    {"device.attributes['gpu.example.com'].model > 3", RUNTIME, "no such overload"},
+    /* heterogeneous equality is false, as in Kubernetes' CEL */
+    {"device.attributes['gpu.example.com'].model == 3", NOMATCH, NULL},
+    /* refused at parse time, naming the construct */
+    {"device.attributes['gpu.example.com'].model.matches('H.*')", UNSUPPORTED, "matches()"},
+    {"device.attributes['gpu.example.com'].index + 1 == 4", UNSUPPORTED, "arithmetic"},
+    {"device.driver == 'a' ? true : false", UNSUPPORTED, "conditional operator"},
+    {"size(device.driver) > 2", UNSUPPORTED, "size()"},
+    {"device.allowMultipleAllocations", UNSUPPORTED, "device field allowMultipleAllocations"},
+    {"['a'].all(x, x == 'a')", UNSUPPORTED, "all()"},
+    {"device.attributes['gpu.example.com'].index == 1.0", UNSUPPORTED, "double literal"},
+    {"request.name == 'x'", UNSUPPORTED, "identifier request"},
+    {"device.capacity['gpu.example.com'].memory >= quantity('80Gi')", INVALID, "compareTo"},
+    {"device.driver ==", INVALID, "unexpected end"},
+    {"device.driver", INVALID, "must evaluate to bool"},
+    {"quantity('80 Gi').isGreaterThan(quantity('1'))", INVALID, "80 Gi"},
+    {"'unterminated", INVALID, "unterminated"},
+};
+
+static void cel_device(struct dra_cel_device *d, struct dra_attr *at, struct dra_capacity *cap)
+{
+    memset(at, 0, 5 * sizeof(*at));
+    at[0] = (struct dra_attr){
+        .domain = "gpu.example.com", .name = "model", .type = DRA_ATTR_STRING, .s = "H100"};
+    at[1] = (struct dra_attr){
+        .domain = "gpu.example.com", .name = "index", .type = DRA_ATTR_INT, .i = 3};
+    at[2] = (struct dra_attr){
+        .domain = "gpu.example.com", .name = "mig", .type = DRA_ATTR_BOOL, .b = 0};
+    at[3] = (struct dra_attr){.domain = "gpu.example.com",
+                              .name = "driverVersion",
+                              .type = DRA_ATTR_VERSION,
+                              .s = "550.54.15"};
+    ck_assert_int_eq(dra_semver_parse(at[3].s, &at[3].v, NULL), COMMON_OK);
+    at[4] = (struct dra_attr){.domain = "resource.kubernetes.io",
+                              .name = "pcieRoot",
+                              .type = DRA_ATTR_STRING,
+                              .s = "pci0000:00"};
+    cap->domain = "gpu.example.com";
+    cap->name = "memory";
+    ck_assert_int_eq(common_quantity_parse("80Gi", &cap->value, NULL), COMMON_OK);
+    *d = (struct dra_cel_device){"gpu.example.com", at, 5, cap, 1};
+}
+
+START_TEST(cel_subset_table)
+{
+    struct dra_attr at[5];
+    struct dra_capacity cap;
+    struct dra_cel_device dev;
+    struct common_arena *a = common_arena_create(0);
+    cel_device(&dev, at, &cap);
+    for (size_t i = 0; i < sizeof(cel_cases) / sizeof(cel_cases[0]); i++) {
+        struct dra_cel_prog p;
+        struct common_error e;
+        int m = -1;
+        enum common_rc rc = dra_cel_parse(a, cel_cases[i].expr, &p, &e);
+        if (cel_cases[i].want == UNSUPPORTED || cel_cases[i].want == INVALID) {
+            ck_assert_msg(
+                rc == (cel_cases[i].want == UNSUPPORTED ? COMMON_EUNSUPPORTED : COMMON_EINVAL),
+                "%s: parse rc %d (%s)", cel_cases[i].expr, rc, e.msg);
+            ck_assert_msg(strstr(e.msg, cel_cases[i].msg) != NULL, "%s: message %s",
+                          cel_cases[i].expr, e.msg);
+            /* the message quotes the expression */
+            ck_assert_msg(strstr(e.msg, cel_cases[i].expr) != NULL, "%s", e.msg);
+            continue;
+        }
+        ck_assert_msg(rc == COMMON_OK, "%s: %s", cel_cases[i].expr, e.msg);
+        rc = dra_cel_eval(&p, &dev, &m, &e);
+        if (cel_cases[i].want == RUNTIME) {
+            ck_assert_msg(rc == COMMON_EINVAL, "%s: eval rc %d match %d", cel_cases[i].expr, rc, m);
+            ck_assert_msg(strstr(e.msg, cel_cases[i].msg) != NULL, "%s: %s", cel_cases[i].expr,
+                          e.msg);
+        } else {
+            ck_assert_msg(rc == COMMON_OK, "%s: %s", cel_cases[i].expr, e.msg);
+            ck_assert_msg(m == (int)cel_cases[i].want, "%s: got %d", cel_cases[i].expr, m);
+        }
+    }
+    common_arena_destroy(a);
+}
+END_TEST
+
+START_TEST(semver_precedence)
+{
+    const char *order[] = {"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta",
+                           "1.0.0-beta",  "1.0.0-beta.2",  "1.0.0-beta.11",
+                           "1.0.0-rc.1",  "1.0.0",         "1.0.1",
+                           "1.10.0",      "2.0.0"};
+    size_t n = sizeof(order) / sizeof(order[0]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            struct dra_semver a, b;
+            ck_assert_int_eq(dra_semver_parse(order[i], &a, NULL), COMMON_OK);
+            ck_assert_int_eq(dra_semver_parse(order[j], &b, NULL), COMMON_OK);
+            ck_assert_msg(dra_semver_cmp(&a, &b) == (i < j ? -1 : i > j), "%s vs %s", order[i],
+                          order[j]);
+        }
+    {
+        struct dra_semver v;
+        struct common_error e;
+        ck_assert_int_eq(dra_semver_parse("1.0.0+build.5", &v, NULL), COMMON_OK);
+        ck_assert_int_eq(dra_semver_parse("1.0", &v, &e), COMMON_EINVAL);
+        ck_assert_ptr_nonnull(strstr(e.msg, "\"1.0\""));
+        ck_assert_int_eq(dra_semver_parse("01.0.0", &v, NULL), COMMON_EINVAL);
+    }
+}
+END_TEST
+
+/* ---- fixtures ---- */
+
+static enum common_rc decode_list(struct common_arena *a, const json_t *list, size_t size,
+                                  void **out, size_t *n, int kind, struct common_error *e)
+{
+    *n = 0;
+    if (!(*out = common_arena_alloc(a, (json_array_size(list) + 1) * size)))
+        return common_error_set(e, COMMON_ENOMEM, "out of memory");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        char *p = (char *)*out + i * size;
+        const json_t *o = json_array_get(list, i);
+        enum common_rc rc = kind == 0   ? dra_slice_decode(a, o, (struct dra_slice *)p, e)
+                            : kind == 1 ? dra_class_decode(a, o, (struct dra_class *)p, e)
+                                        : dra_claim_decode(a, o, (struct dra_claim *)p, e);
+        if (rc != COMMON_OK)
+            return rc;
+        (*n)++;
+    }
+    return COMMON_OK;
+}
+
+/* what one case produced: decoding failed (*decoded 0) or the allocator's answer */
+struct outcome {
+    int decoded;
+    struct dra_claim_alloc *out;
+    size_t n_claims;
+};
+
+/* decode the case's objects and allocate; no assertions, so an allocation failure walk can
+ * call it (everything lives in arena a) */
+static enum common_rc decode_and_allocate(struct common_arena *a, const json_t *root,
+                                          struct outcome *o, struct common_error *e)
+{
+    struct dra_snapshot snap;
+    struct dra_slice *slices;
+    struct dra_class *classes;
+    struct dra_claim *inuse, *claims;
+    enum common_rc rc;
+
+    memset(&snap, 0, sizeof(snap));
+    memset(o, 0, sizeof(*o));
+    if ((rc = decode_list(a, json_object_get(root, "slices"), sizeof(*slices), (void **)&slices,
+                          &snap.n_slices, 0, e)) ||
+        (rc = decode_list(a, json_object_get(root, "classes"), sizeof(*classes), (void **)&classes,
+                          &snap.n_classes, 1, e)) ||
+        (rc = decode_list(a, json_object_get(root, "inUse"), sizeof(*inuse), (void **)&inuse,
+                          &snap.n_allocated, 2, e)) ||
+        (rc = decode_list(a, json_object_get(root, "claims"), sizeof(*claims), (void **)&claims,
+                          &o->n_claims, 2, e)))
+        return rc;
+    o->decoded = 1;
+    snap.slices = slices;
+    snap.classes = classes;
+    snap.allocated = inuse;
+    if (!(o->out = common_arena_alloc(a, (o->n_claims + 1) * sizeof(*o->out))))
+        return common_error_set(e, COMMON_ENOMEM, "out of memory");
+    return dra_allocate(a, &snap, json_string_value(json_object_get(root, "node")), claims,
+                        o->n_claims, o->out, e);
+}
+
+static json_t *load_case(const char *name)
+{
+    char rel[512];
+    char *text;
+    json_t *root;
+    json_error_t jerr;
+    snprintf(rel, sizeof(rel), "dra/%s/case.json", name);
+    text = testutil_read(testutil_path(rel));
+    root = json_loads(text, 0, &jerr);
+    free(text);
+    ck_assert_msg(root != NULL, "%s: %s", name, jerr.text);
+    return root;
+}
+
+static void run_case(const char *name)
+{
+    json_t *root = load_case(name), *expect = json_object_get(root, "expect");
+    struct common_arena *a = common_arena_create(0);
+    struct common_error e;
+    struct outcome o;
+    const char *want_msg = json_string_value(json_object_get(expect, "message"));
+    enum common_rc rc = decode_and_allocate(a, root, &o, &e);
+
+    if (json_object_get(expect, "decodeError")) {
+        ck_assert_msg(!o.decoded, "%s: decoding should fail", name);
+        ck_assert_str_eq(common_rc_name(rc),
+                         json_string_value(json_object_get(expect, "decodeError")));
+        ck_assert_msg(strstr(e.msg, want_msg) != NULL, "%s: message %s", name, e.msg);
+        goto out;
+    }
+    ck_assert_msg(o.decoded, "%s: decode: %s", name, e.msg);
+    if (json_object_get(expect, "error")) {
+        ck_assert_msg(rc != COMMON_OK, "%s: allocation should fail", name);
+        ck_assert_str_eq(common_rc_name(rc), json_string_value(json_object_get(expect, "error")));
+        ck_assert_msg(strstr(e.msg, want_msg) != NULL, "%s: message %s", name, e.msg);
+        goto out;
+    }
+    ck_assert_msg(rc == COMMON_OK, "%s: allocate: %s", name, e.msg);
+    {
+        const json_t *res = json_object_get(expect, "results");
+        ck_assert_uint_eq(json_array_size(res), o.n_claims);
+        for (size_t ci = 0; ci < o.n_claims; ci++) {
+            const json_t *want = json_array_get(res, ci);
+            ck_assert_msg(json_array_size(want) == o.out[ci].n_results,
+                          "%s: claim %zu: %zu results", name, ci, o.out[ci].n_results);
+            for (size_t k = 0; k < o.out[ci].n_results; k++) {
+                const json_t *w = json_array_get(want, k);
+                const struct dra_result *r = &o.out[ci].results[k];
+                ck_assert_msg(
+                    strcmp(r->request, json_string_value(json_object_get(w, "request"))) == 0 &&
+                        strcmp(r->pool, json_string_value(json_object_get(w, "pool"))) == 0 &&
+                        strcmp(r->device, json_string_value(json_object_get(w, "device"))) == 0 &&
+                        r->admin_access == json_is_true(json_object_get(w, "adminAccess")),
+                    "%s: claim %zu result %zu is %s %s/%s admin=%d", name, ci, k, r->request,
+                    r->pool, r->device, r->admin_access);
+            }
+        }
+    }
+out:
+    json_decref(root);
+    common_arena_destroy(a);
+}
+
+/* every allocation failing in turn gives COMMON_ENOMEM (or, once none fails, the answer), no
+ * crash and no leak (the sanitizer build checks leaks) */
+START_TEST(allocation_failures_are_clean)
+{
+    static const char *cases[] = {
+        "match-attribute-across-two-requests-backtracks-the-earlier-request",
+        "first-available-falls-back-to-the-next-subrequest-in-order",
+        "allocation-mode-all-takes-every-matching-device",
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        json_t *root = load_case(cases[c]);
+        int done = 0;
+        unsigned long n;
+        for (n = 1; !done && n < 100000; n++) {
+            struct common_arena *a;
+            struct common_error e;
+            struct outcome o;
+            enum common_rc rc;
+            common_alloc_fail_at(n);
+            a = common_arena_create(0);
+            rc = decode_and_allocate(a, root, &o, &e);
+            done = !common_alloc_failed();
+            common_alloc_fail_at(0);
+            if (done)
+                ck_assert_msg(rc == COMMON_OK, "%s: %s", cases[c], e.msg);
+            else
+                ck_assert_msg(rc == COMMON_ENOMEM, "%s: failing allocation %lu gave %s: %s",
+                              cases[c], n, common_rc_name(rc), e.msg);
+            common_arena_destroy(a);
+        }
+        ck_assert_msg(done, "%s: never completed", cases[c]);
+        /* at least one allocation was made to fail before the run that completed */
+        ck_assert_msg(n > 2, "%s: no allocation failed", cases[c]);
+        json_decref(root);
+    }
+}
+END_TEST
+
+START_TEST(allocator_fixtures)
+{
+    DIR *dir = opendir(testutil_path("dra"));
+    struct dirent *de;
+    int n = 0;
+    ck_assert_ptr_nonnull(dir);
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.')
+            continue;
+        run_case(de->d_name);
+        n++;
+    }
+    closedir(dir);
+    ck_assert_int_ge(n, 12);
+}
+END_TEST
+
+/* one index serves many nodes: each node sees its own slices plus the allNodes ones */
+START_TEST(one_index_serves_every_node)
+{
+    json_t *root = load_case("only-the-newest-generation-of-a-pool-counts-and-pools-are-used-in-"
+                             "name-order");
+    struct common_arena *a = common_arena_create(0);
+    struct common_error e;
+    struct dra_snapshot snap;
+    struct dra_slice *slices;
+    struct dra_class *classes;
+    struct dra_claim *claims;
+    struct dra_index *ix;
+    struct dra_claim_alloc out;
+    size_t n_claims;
+    static const struct {
+        const char *node, *pool0, *dev0, *pool1, *dev1;
+    } want[] = {{"n1", "a", "new0", "b", "b0"}, {"n2", "b", "b0", "n2", "x0"}};
+
+    memset(&snap, 0, sizeof(snap));
+    ck_assert_int_eq(decode_list(a, json_object_get(root, "slices"), sizeof(*slices),
+                                 (void **)&slices, &snap.n_slices, 0, &e),
+                     COMMON_OK);
+    ck_assert_int_eq(decode_list(a, json_object_get(root, "classes"), sizeof(*classes),
+                                 (void **)&classes, &snap.n_classes, 1, &e),
+                     COMMON_OK);
+    ck_assert_int_eq(decode_list(a, json_object_get(root, "claims"), sizeof(*claims),
+                                 (void **)&claims, &n_claims, 2, &e),
+                     COMMON_OK);
+    snap.slices = slices;
+    snap.classes = classes;
+    ck_assert_int_eq(dra_index_build(a, &snap, &ix, &e), COMMON_OK);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(dra_allocate_indexed(a, ix, want[i].node, claims, 1, &out, &e), COMMON_OK);
+        ck_assert_uint_eq(out.n_results, 2);
+        ck_assert_str_eq(out.results[0].pool, want[i].pool0);
+        ck_assert_str_eq(out.results[0].device, want[i].dev0);
+        ck_assert_str_eq(out.results[1].pool, want[i].pool1);
+        ck_assert_str_eq(out.results[1].device, want[i].dev1);
+    }
+    /* a node with no slices of its own has only the allNodes pool: 1 device, 2 wanted */
+    ck_assert_int_eq(dra_allocate_indexed(a, ix, "n3", claims, 1, &out, &e), COMMON_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(e.msg, "node n3 has 1 matching"));
+    json_decref(root);
+    common_arena_destroy(a);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dra");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, cel_subset_table);
+    tcase_add_test(tc, semver_precedence);
+    tcase_add_test(tc, allocator_fixtures);
+    tcase_add_test(tc, allocation_failures_are_clean);
+    tcase_add_test(tc, one_index_serves_every_node);
+    suite_add_tcase(s, tc);
+    return testutil_run_suite(s);
+}
