@@ -55,13 +55,17 @@ json_t *tj_any_container(json_t *podspec, const char *name); /* regular, then in
 /* Strategic merge patch of patch onto target (in place), with JobSetSpec's patch metadata:
  * lists merged by "name" (replicatedJobs, containers, initContainers, volumes, env,
  * imagePullSecrets, schedulingGates), "mountPath" (volumeMounts), "containerPort" (ports);
- * other lists (tolerations, args, command) replaced; maps merged key by key; null deletes. */
+ * other lists (tolerations, args, command) replaced; maps merged key by key; null deletes.
+ * Order as apimachinery's strategic merge leaves it: the patch's items in patch order, woven
+ * with the original-only items so that new items come before the original ones after them;
+ * replicatedJobs alone keep the runtime's order (Trainer sorts them back). */
 int tj_strategic_merge(json_t *target, const json_t *patch);
 
 /* A quantity from a JSON string, integer or real (YAML `cpu: 2.5`). */
 enum common_rc tj_quantity(const json_t *v, struct common_quantity *q, struct common_error *err);
 
-/* Numbers in limits/requests/overhead maps -> canonical quantity strings. -1: no memory. */
+/* Every quantity in limits/requests/overhead maps and sizeLimit -> its canonical string
+ * ("1000m" -> "1", "1024Mi" -> "1Gi", 2 -> "2"). -1: no memory. */
 int tj_normalize_quantities(json_t *v);
 
 /* Resource helpers. Effective pod requests (sum of containers and sidecars vs the largest init
@@ -167,9 +171,17 @@ const struct tj_gang_policy *tj_gang_policy_for(enum tj_gang kind);
 enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
                               struct common_error *err);
 
-/* ---- validation (validate.c) ---- */
+/* ---- defaults (defaults.c) ---- */
 json_t *tj_default_trainjob(const json_t *tj, const char *default_ns); /* new ref */
-json_t *tj_default_runtime(const json_t *rt);                          /* new ref */
+/* The runtime as Trainer reads it (new ref, NULL on no memory): a deep copy with the CRD's
+ * schema defaults written where absent (tj_crd_default_runtime) and the JobSet fields that Go
+ * omits when zero removed (tj_go_roundtrip_runtime). Both helpers edit rt in place, -1: no
+ * memory. */
+json_t *tj_default_runtime(const json_t *rt);
+int tj_crd_default_runtime(json_t *rt);
+int tj_go_roundtrip_runtime(json_t *rt);
+
+/* ---- validation (validate.c) ---- */
 void tj_object_meta(const json_t *obj, int namespaced, struct trainjob_errors *e);
 void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e);
 void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e);

@@ -92,68 +92,6 @@ const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
                                fe->detail);
 }
 
-/* ---- defaults (§5.0) ---- */
-
-static void set_default(json_t *obj, const char *key, json_t *value)
-{
-    if (!obj || json_object_get(obj, key)) {
-        json_decref(value);
-        return;
-    }
-    json_object_set_new(obj, key, value);
-}
-
-json_t *tj_default_trainjob(const json_t *tj, const char *default_ns)
-{
-    json_t *d = json_deep_copy(tj);
-    json_t *spec, *ref, *meta;
-
-    if (!d)
-        return NULL;
-    meta = json_object_get(d, "metadata");
-    if (json_is_object(meta))
-        set_default(meta, "namespace", json_string(default_ns ? default_ns : "default"));
-    spec = json_object_get(d, "spec");
-    if (!json_is_object(spec))
-        return d;
-    set_default(spec, "suspend", json_false());
-    set_default(spec, "managedBy", json_string(TJ_CONTROLLER));
-    ref = json_object_get(spec, "runtimeRef");
-    if (json_is_object(ref)) {
-        set_default(ref, "apiGroup", json_string(TJ_GROUP));
-        set_default(ref, "kind", json_string("ClusterTrainingRuntime"));
-    }
-    return d;
-}
-
-json_t *tj_default_runtime(const json_t *rt)
-{
-    json_t *d = json_deep_copy(rt);
-    json_t *mpi, *flux, *cos, *topo;
-
-    if (!d)
-        return NULL;
-    mpi = tj_get(d, "spec.mlPolicy.mpi");
-    if (json_is_object(mpi)) {
-        set_default(mpi, "numProcPerNode", json_integer(1));
-        set_default(mpi, "mpiImplementation", json_string("OpenMPI"));
-        set_default(mpi, "sshAuthMountPath", json_string("/root/.ssh"));
-        set_default(mpi, "runLauncherAsNode", json_false());
-    }
-    flux = tj_get(d, "spec.mlPolicy.flux");
-    if (json_is_object(flux))
-        set_default(flux, "numProcPerNode", json_integer(1));
-    cos = tj_get(d, "spec.podGroupPolicy.coscheduling");
-    if (json_is_object(cos))
-        set_default(cos, "scheduleTimeoutSeconds", json_integer(60));
-    topo = tj_get(d, "spec.podGroupPolicy.volcano.networkTopology");
-    if (json_is_object(topo)) {
-        set_default(topo, "mode", json_string("hard"));
-        set_default(topo, "highestTierAllowed", json_integer(1));
-    }
-    return d;
-}
-
 /* ---- ObjectMeta, as the API server validates it for every object ---- */
 
 #define ANNOTATIONS_MAX (256 * 1024) /* total bytes of keys and values */
