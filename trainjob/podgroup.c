@@ -204,7 +204,7 @@ static void volcano_validate(struct tj_ctx *c)
     json_t *q = json_object_get(c->annotations, VOLCANO_QUEUE);
 
     if (json_is_string(q) && json_string_length(q) == 0)
-        tj_err(c->errs, c->trainjob, NULL, "Invalid", "spec.annotations[" VOLCANO_QUEUE "]",
+        tj_err(c->errs, c->trainjob, q, "Invalid", "spec.annotations[" VOLCANO_QUEUE "]",
                "Volcano queue name must not be empty");
 }
 

@@ -49,7 +49,10 @@ struct trainjob_errors {
 void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a);
 
 /*
- * trainjob_errors_format - "path: Type: detail" for error i, in the arena. NULL on no memory.
+ * trainjob_errors_format - error i in apimachinery's field error form, in the arena:
+ * "path: Invalid value: <value as JSON>: detail" for the types that carry a value (Invalid,
+ * NotSupported, Duplicate, TooMany, NotFound; values over 4096 bytes are cut with "..."),
+ * "path: Required value: detail" (Forbidden, Too long) for the others. NULL on no memory.
  */
 const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i);
 

@@ -7,6 +7,7 @@
  */
 #include <regex.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/names.h"
@@ -82,14 +83,54 @@ void tj_warn(struct trainjob_errors *e, const char *fmt, ...)
         e->oom = 1;
 }
 
+/* apimachinery's field.ErrorType texts; value: the error prints the offending value */
+static const struct {
+    const char *type, *text;
+    int value;
+} error_types[] = {
+    {"Invalid", "Invalid value", 1},     {"NotSupported", "Unsupported value", 1},
+    {"Duplicate", "Duplicate value", 1}, {"TooMany", "Too many", 1},
+    {"NotFound", "Not found", 1},        {"Required", "Required value", 0},
+    {"Forbidden", "Forbidden", 0},       {"TooLong", "Too long", 0},
+};
+
+#define ERROR_VALUE_MAX 4096 /* longer values are cut, with "..." */
+
+/*
+ * apimachinery's field.Error.Error(): "<path>: <type text>: <value>: <detail>", the value as
+ * JSON (a string quoted, a number or boolean as is), only for the types that carry one; a
+ * detail that already starts with its type text (our schema messages) is printed as it is.
+ */
 const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
 {
     const struct trainjob_field_error *fe = &e->items[i];
+    const char *path = fe->path[0] ? fe->path : "<root>";
+    const char *text = fe->type;
+    int value = 0;
+    char *js;
+    const char *out;
 
     if (strcmp(fe->type, "Unknown") == 0)
         return common_arena_printf(e->arena, "%s", fe->detail);
-    return common_arena_printf(e->arena, "%s: %s: %s", fe->path[0] ? fe->path : "<root>", fe->type,
-                               fe->detail);
+    for (size_t k = 0; k < sizeof(error_types) / sizeof(error_types[0]); k++) {
+        if (strcmp(error_types[k].type, fe->type) == 0) {
+            text = error_types[k].text;
+            value = error_types[k].value;
+        }
+    }
+    if (strncmp(fe->detail, text, strlen(text)) == 0)
+        return common_arena_printf(e->arena, "%s: %s", path, fe->detail);
+    if (!value || !fe->node)
+        return common_arena_printf(e->arena, "%s: %s%s%s", path, text, fe->detail[0] ? ": " : "",
+                                   fe->detail);
+    js = json_dumps(fe->node, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!js)
+        return NULL;
+    out = common_arena_printf(e->arena, "%s: %s: %.*s%s%s%s", path, text, ERROR_VALUE_MAX, js,
+                              strlen(js) > ERROR_VALUE_MAX ? "..." : "", fe->detail[0] ? ": " : "",
+                              fe->detail);
+    free(js);
+    return out;
 }
 
 /* ---- ObjectMeta, as the API server validates it for every object ---- */
@@ -327,7 +368,7 @@ void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e)
                      "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec."
                      "containers",
                      i);
-            tj_err(e, rt, it, "Invalid", path,
+            tj_err(e, rt, tj_get(it, "template.spec.template.spec.containers"), "Invalid", path,
                    "must contain the required container for the ancestor: %s", anc);
         }
     }
@@ -364,6 +405,7 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
                               const char *what)
 {
     const json_t *tj = c->trainjob;
+    const json_t *ref = tj_get(tj, "spec.runtimeRef");
     char path[64];
     struct tj_podset *ps;
     json_t *ct;
@@ -376,13 +418,13 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
         return;
     ps = tj_podset(c, job);
     if (!ps) {
-        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
                "must have %s job when trainJob is configured with input %s", job, what);
         return;
     }
     ct = tj_any_container(ps->podspec, job);
     if (!ct) {
-        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
                "must have container with name - %s in the %s job", job, job);
         return;
     }
@@ -393,8 +435,9 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
             mounted = 1;
     }
     if (!mounted)
-        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
-               "must have volumeMount with name - initializer in the %s container", job);
+        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
+               "must have volumeMount with name - initializer in container %s of the %s job", job,
+               job);
 }
 
 static int has_name(const json_t *arr, const char *name)
@@ -455,8 +498,8 @@ void tj_webhook_trainjob(struct tj_ctx *c)
                 j);
             if (!orig) {
                 tj_err(c->errs, tj, rj, "Invalid", path,
-                       "replicated job doesn't exist in the runtime template: \"%s\"",
-                       jn ? jn : "");
+                       "must not have replicated job that doesn't exist in the runtime job "
+                       "template");
                 continue;
             }
             json_array_foreach(json_object_get(ps_spec, "initContainers"), k, ct)
@@ -465,27 +508,23 @@ void tj_webhook_trainjob(struct tj_ctx *c)
                 if (cn && !has_name(json_object_get(orig_spec, "initContainers"), cn) &&
                     !has_name(json_object_get(orig_spec, "containers"), cn))
                     tj_err(c->errs, tj, ct, "Invalid", path,
-                           "must not have initContainer that doesn't exist in the runtime job %s: "
-                           "\"%s\"",
-                           jn, cn);
+                           "must not have initContainer that doesn't exist in the runtime job %s",
+                           jn);
             }
             json_array_foreach(json_object_get(ps_spec, "containers"), k, ct)
             {
                 const char *cn = tj_str(ct, "name");
                 if (cn && !has_name(json_object_get(orig_spec, "containers"), cn)) {
                     tj_err(c->errs, tj, ct, "Invalid", path,
-                           "must not have container that doesn't exist in the runtime job %s: "
-                           "\"%s\"",
-                           jn, cn);
+                           "must not have container that doesn't exist in the runtime job %s", jn);
                     continue;
                 }
                 if (cn && json_object_get(ct, "env") &&
                     (strcmp(cn, "node") == 0 || strcmp(cn, "dataset-initializer") == 0 ||
                      strcmp(cn, "model-initializer") == 0))
-                    tj_err(c->errs, tj, json_object_get(ct, "env"), "Invalid", path,
+                    tj_err(c->errs, tj, ct, "Invalid", path,
                            "must not have envs for the dataset-initializer, model-initializer, "
-                           "node containers (container \"%s\")",
-                           cn);
+                           "node containers");
             }
         }
     }
