@@ -1057,7 +1057,9 @@ START_TEST(invalid_trainjob_denied)
     create_denied(&common_kube_trainjobs, ns, trainjob("bad-patch", ns, "rt", "no-such-job"), 0,
                   "validate-trainjob.trainsched.io",
                   "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]",
-                  "replicated job doesn't exist in the runtime template: \"no-such-job\"", NULL);
+                  "Invalid value: {\"name\":\"no-such-job\"",
+                  "must not have replicated job that doesn't exist in the runtime job template",
+                  NULL);
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns, "bad-patch"));
 
     /* case 71: the TrainingRuntime exists, but in another namespace */
