@@ -134,6 +134,8 @@ int main(void)
     TCase *tc = tcase_create("check-config");
     tcase_add_test(tc, shipped_configmap_is_valid);
     tcase_add_test(tc, bad_settings_name_the_key);
+    /* each case starts `trainsched serve --check-config` as a process */
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
