@@ -11,7 +11,8 @@
  * Trainer's module is read from the Go module cache at test time
  * ($TRAINSCHED_TRAINER_MODULE, else $GOMODCACHE or $HOME/go/pkg/mod
  * + /github.com/kubeflow/trainer/v2@v2.3.0); when it is absent those cases say so on standard
- * error and pass (the module proxy serves it: `go mod download github.com/kubeflow/trainer/v2@v2.3.0`).
+ * error and pass (the module proxy serves it: `go mod download
+ * github.com/kubeflow/trainer/v2@v2.3.0`).
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -129,8 +130,8 @@ static int check_defaults(const json_t *schema, char **segs, int n, const char *
                 snprintf(buf + l, sizeof(buf) - l, "%s%s", i ? "." : "", segs[i]);
             }
             ck_assert_msg(got && json_equal(got, json_object_get(prop, "default")),
-                          "%s: default of %s is %s, tj_default_runtime wrote %s", file, buf,
-                          want_s, got_s);
+                          "%s: default of %s is %s, tj_default_runtime wrote %s", file, buf, want_s,
+                          got_s);
             free(want_s);
             free(got_s);
             json_decref(rt);
@@ -153,12 +154,10 @@ static int check_defaults(const json_t *schema, char **segs, int n, const char *
 static void check_crd_file(const char *path)
 {
     json_t *crd = load_one(path);
-    json_t *schema =
-        json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(crd, "spec"),
-                                                                       "versions"),
-                                                       0),
-                                        "schema"),
-                        "openAPIV3Schema");
+    json_t *schema = json_object_get(
+        json_object_get(
+            json_array_get(json_object_get(json_object_get(crd, "spec"), "versions"), 0), "schema"),
+        "openAPIV3Schema");
     char *segs[32];
     int n;
 
@@ -173,8 +172,8 @@ START_TEST(every_default_of_our_runtime_crds_is_applied)
 {
     char path[4096];
 
-    snprintf(path, sizeof(path), "%s/manifests/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
-             TS_SOURCE_DIR);
+    snprintf(path, sizeof(path),
+             "%s/manifests/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml", TS_SOURCE_DIR);
     check_crd_file(path);
     snprintf(path, sizeof(path), "%s/manifests/crds/trainer.kubeflow.org_trainingruntimes.yaml",
              TS_SOURCE_DIR);
@@ -192,8 +191,8 @@ START_TEST(every_default_of_trainers_runtime_crds_is_applied)
     snprintf(path, sizeof(path),
              "%s/manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml", dir);
     check_crd_file(path);
-    snprintf(path, sizeof(path), "%s/manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
-             dir);
+    snprintf(path, sizeof(path),
+             "%s/manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml", dir);
     check_crd_file(path);
 }
 END_TEST
@@ -356,7 +355,8 @@ START_TEST(builtin_runtimes_are_what_a_trainer_install_creates)
                   json_array_size(up), nbuiltin);
     json_array_foreach(up, i, rt)
     {
-        const char *name = json_string_value(json_object_get(json_object_get(rt, "metadata"), "name"));
+        const char *name =
+            json_string_value(json_object_get(json_object_get(rt, "metadata"), "name"));
         const struct trainjob_builtin *b = trainjob_builtin_find(name);
         struct common_yaml_docs d;
         struct common_error e;
@@ -374,6 +374,54 @@ START_TEST(builtin_runtimes_are_what_a_trainer_install_creates)
 }
 END_TEST
 
+/* ---- what the Kubeflow SDK reads ---- */
+
+START_TEST(public_configmap_names_the_versions_and_is_listed)
+{
+    char path[4096];
+    struct common_yaml_docs d;
+    struct common_error e;
+    json_t *cm = NULL, *k;
+    int role = 0, binding = 0, listed = 0;
+    size_t i;
+    json_t *r;
+
+    snprintf(path, sizeof(path), "%s/manifests/public/kubeflow-trainer-public.yaml", TS_SOURCE_DIR);
+    memset(&d, 0, sizeof(d));
+    ck_assert_msg(common_yaml_load_file(path, NULL, &d, &e) == 0, "%s: %s", path, e.msg);
+    for (i = 0; i < d.n; i++) {
+        const char *kind = json_string_value(json_object_get(d.docs[i], "kind"));
+        const json_t *meta = json_object_get(d.docs[i], "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        if (!kind || !name || strcmp(name, "kubeflow-trainer-public") != 0)
+            continue;
+        ck_assert_str_eq(ns, "kubeflow-system");
+        if (strcmp(kind, "ConfigMap") == 0)
+            cm = d.docs[i];
+        role += strcmp(kind, "Role") == 0;
+        binding += strcmp(kind, "RoleBinding") == 0;
+    }
+    ck_assert_msg(cm && role == 1 && binding == 1,
+                  "%s: ConfigMap, Role and RoleBinding "
+                  "kubeflow-trainer-public in kubeflow-system expected",
+                  path);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(cm, "data"), "kubeflow_trainer_version")),
+        "v2.3.0");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(cm, "data"), "trainsched_version")),
+        TS_VERSION);
+    common_yaml_docs_free(&d);
+    snprintf(path, sizeof(path), "%s/manifests/kustomization.yaml", TS_SOURCE_DIR);
+    k = load_one(path);
+    json_array_foreach(json_object_get(k, "resources"), i, r) listed +=
+        strcmp(json_string_value(r), "public/kubeflow-trainer-public.yaml") == 0;
+    ck_assert_msg(listed == 1, "manifests/kustomization.yaml does not list the public ConfigMap");
+    json_decref(k);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer parity");
@@ -382,6 +430,7 @@ int main(void)
     tcase_add_test(tc, every_default_of_our_runtime_crds_is_applied);
     tcase_add_test(tc, every_default_of_trainers_runtime_crds_is_applied);
     tcase_add_test(tc, builtin_runtimes_are_what_a_trainer_install_creates);
+    tcase_add_test(tc, public_configmap_names_the_versions_and_is_listed);
     /* reads large CRD files from disk: generous, as for any test that does I/O */
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
