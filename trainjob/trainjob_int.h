@@ -24,7 +24,7 @@
 #define TJ_RANK_FIELD "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 #define TJ_PORT 29500
 
-/* ---- field errors (validate.c) ---- */
+/* ---- field errors (errors.c) ---- */
 void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
             const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 void tj_warn(struct trainjob_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -121,9 +121,11 @@ struct tj_ctx {
     struct trainjob_errors *errs;
 };
 
+/* ---- the context's helpers (context.c) ---- */
 /* keep a new JSON reference alive until the arena is destroyed; returns v, or NULL when out of
  * memory (v is released then) */
-json_t *own_json(struct tj_ctx *c, json_t *v);
+json_t *tj_own(struct common_arena *a, json_t *v);
+json_t *own_json(struct tj_ctx *c, json_t *v); /* tj_own in the context's arena */
 struct tj_podset *tj_podset(struct tj_ctx *c, const char *name);
 struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
 /* resources used for GPU detection: TrainJob resourcesPerNode wholesale, else the runtime's
@@ -131,7 +133,7 @@ struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
 const json_t *tj_gpu_resources(struct tj_ctx *c);
 json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, ownerRefs} */
 
-/* ---- ML policies (policies.c and policy_*.c): one const struct each ---- */
+/* ---- ML policies (table in policies.c, one const struct each in policy_*.c) ---- */
 struct tj_ml_policy {
     const char *name;
     enum tj_ml kind;
@@ -145,11 +147,15 @@ struct tj_ml_policy {
 extern const struct tj_ml_policy tj_policy_torch, tj_policy_mpi, tj_policy_jax, tj_policy_xgboost,
     tj_policy_plain;
 const struct tj_ml_policy *tj_ml_policy_for(enum tj_ml kind);
+/* steps several ML policies share (context.c): the trainer PodSet's count from
+ * spec.trainer.numNodes; the TrainJob's env upserted into the node container; one error listing
+ * the reserved env names found in spec.trainer.env */
 enum common_rc tj_trainer_count(struct tj_ctx *c, struct common_error *err);
 enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common_error *err);
 void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *gist);
 
-/* endpoint list "<name>-<rjob>-<replica>-<pod>.<subdomain>" for a podset (array, new ref) */
+/* (context.c) endpoint list "<name>-<rjob>-<replica>-<pod>.<subdomain>" for a podset (array,
+ * new ref) */
 json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps);
 /* replicas of the podset's replicated job in the JobSet written (§2.5): 1 for the initializer and
  * trainer jobs, else the template's own (JobSet default 1) */
