@@ -2,7 +2,8 @@
  * tests/unit/test_render_fixtures.c - one runner for every case under tests/fixtures/render/.
  *
  * A case is a folder whose name reads as a sentence. It holds input.yaml (TrainJobs and
- * runtimes; a TrainJob naming a built-in runtime needs no runtime document) and expect.yaml:
+ * runtimes; a TrainJob naming a built-in runtime needs no runtime document), optionally
+ * existing.yaml (objects already in the cluster, given with --existing) and expect.yaml:
  *
  *   exit: 0                  # expected exit status of `trainsched render` (default 0)
  *   stderr: [text, ...]      # each must appear in standard error
@@ -191,16 +192,21 @@ static void diff(const json_t *a, const json_t *b, char *path, size_t cap, char 
 
 static void run_render(const char *dir, json_t **list, int *status, char **errtext)
 {
-    char input[4200];
+    char input[4200], existing[4200];
     char *outbuf = NULL, *errbuf = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
     FILE *err = open_memstream(&errbuf, &errlen);
-    char *argv[] = {"render", "-f", input, "-o", "json", NULL};
+    char *argv[] = {"render", "-f", input, "-o", "json", "--existing", existing, NULL};
+    FILE *ex;
     json_error_t je;
 
     snprintf(input, sizeof(input), "%s/input.yaml", dir);
-    *status = cmd_render(5, argv, out, err);
+    snprintf(existing, sizeof(existing), "%s/existing.yaml", dir);
+    ex = fopen(existing, "r");
+    if (ex)
+        fclose(ex);
+    *status = cmd_render(ex ? 7 : 5, argv, out, err);
     fclose(out);
     fclose(err);
     *errtext = errbuf;
