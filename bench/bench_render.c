@@ -70,7 +70,7 @@ int main(int argc, char **argv)
     json_t **outputs;
     double t0, t_render, t_floor;
     size_t bytes = 0;
-    struct trainjob_options opts = {"bench", NULL, timed_keygen};
+    struct trainjob_options opts = {"bench", NULL, timed_keygen, NULL, NULL};
 
     common_alloc_init();
     if (n < 1 || n > 1000000) {

@@ -467,7 +467,7 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, json_t
     struct trainjob_ref ref;
     struct common_error e;
     struct common_arena *a = common_arena_create(0);
-    struct trainjob_options opts = {ns, NULL, common_sshkey_ecdsa_p521};
+    struct trainjob_options opts = {ns, NULL, common_sshkey_ecdsa_p521, NULL, NULL};
     struct trainjob_output out;
     const json_t *rt;
     const char *name = json_string_value(json_object_get(json_object_get(tj, "metadata"), "name"));

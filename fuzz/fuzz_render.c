@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             struct common_yaml_docs builtin;
             struct common_arena *a;
             struct trainjob_output out;
-            struct trainjob_options opts = {"default", NULL, fake_keygen};
+            struct trainjob_options opts = {"default", NULL, fake_keygen, NULL, NULL};
             const json_t *rt;
             const char *k = json_string_value(json_object_get(d.docs[i], "kind"));
             const char *rn = json_string_value(json_object_get(

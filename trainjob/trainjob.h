@@ -64,11 +64,23 @@ const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i);
 typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **private_pem,
                                              char **public_line, struct common_error *err);
 
+/*
+ * Whether a cluster-scoped object exists, for the checks that need the cluster (kind
+ * "PriorityClass": Trainer's Volcano rule). Returns COMMON_OK when it exists, COMMON_ENOTFOUND
+ * when it does not, anything else when the caller cannot tell (no cache of that kind, cache not
+ * synced: err says why); the check then becomes a warning.
+ */
+typedef enum common_rc (*trainjob_exists_fn)(void *ctx, const char *kind, const char *name,
+                                             struct common_error *err);
+
 struct trainjob_options {
     const char *default_namespace; /* for a TrainJob without metadata.namespace; "default" */
     const char *placeholder_uid;   /* used when metadata.uid is missing; NULL: derived from
                                       namespace/name so output is reproducible */
     trainjob_keygen_fn keygen;     /* MUST be set for MPI runtimes */
+    trainjob_exists_fn exists;     /* MAY: NULL (render) means "no cluster": a warning says
+                                      what could not be checked */
+    void *exists_ctx;              /* passed to exists */
 };
 
 struct trainjob_output {

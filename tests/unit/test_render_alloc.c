@@ -206,7 +206,7 @@ static const char *leak_probe_verdict(const struct leak_probe *p, const char *wh
 static enum common_rc render_at(const struct inputs *in, unsigned long n, json_t **objects,
                                 int *failed, struct common_error *err)
 {
-    struct trainjob_options opts = {"default", NULL, arena_keygen};
+    struct trainjob_options opts = {"default", NULL, arena_keygen, NULL, NULL};
     struct trainjob_output out;
     struct common_arena *a;
     enum common_rc rc;
