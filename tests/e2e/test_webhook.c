@@ -1262,7 +1262,8 @@ START_TEST(dry_run_mutates_stores_nothing)
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns, "dry"));
     /* the validating webhook is called on dry runs too */
     create_denied(&common_kube_trainjobs, ns, trainjob("dry-bad", ns, "rt", "no-such-job"), 1,
-                  "validate-trainjob.trainsched.io", "replicated job doesn't exist", NULL);
+                  "validate-trainjob.trainsched.io",
+                  "must not have replicated job that doesn't exist", NULL);
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns, "dry-bad"));
 
     /* what lets the API server call them on dry runs: sideEffects None, as shipped */
