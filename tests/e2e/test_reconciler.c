@@ -722,6 +722,18 @@ START_TEST(manifests_apply_dry_run)
     int n = 0, status;
 
     ck_assert_msg(kubectl != NULL, "KUBECTL is not set (source the test bed's env file)");
+    /* a dry run creates no Namespace, so the objects in kubeflow-system (the Kubeflow SDK's
+     * public ConfigMap, its Role and RoleBinding) need it to exist, as a real apply -k, which
+     * applies the Namespace first, has it */
+    {
+        struct common_error err;
+        json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                                "metadata", "name", "kubeflow-system");
+        enum common_rc rc =
+            common_kube_create(admin, &common_kube_namespaces, NULL, nso, NULL, NULL, &err);
+        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
+        json_decref(nso);
+    }
     snprintf(cmd, sizeof(cmd),
              "'%s' apply --server-side --force-conflicts --field-manager=e2e-dry-run "
              "--dry-run=server --validate=strict -k '%s/manifests' 2>&1",
@@ -738,8 +750,9 @@ START_TEST(manifests_apply_dry_run)
                   status);
     /* 3 CRDs, Namespace, ServiceAccount, 2 ClusterRoles, ClusterRoleBinding, RoleBinding,
      * ConfigMap, Deployment, PodDisruptionBudget, Service; the extender's ClusterRole and
-     * ClusterRoleBinding */
-    ck_assert_int_eq(n, 15);
+     * ClusterRoleBinding; Namespace kubeflow-system with ConfigMap, Role and RoleBinding
+     * kubeflow-trainer-public */
+    ck_assert_int_eq(n, 19);
 }
 END_TEST
 
