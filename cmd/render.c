@@ -18,6 +18,7 @@
 #include "common/names.h"
 #include "common/sshkey.h"
 #include "common/yaml.h"
+#include "reconciler/core.h"
 #include "trainjob/builtin.h"
 #include "trainjob/trainjob.h"
 
@@ -25,7 +26,7 @@
 
 static const char usage[] =
     "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
-    "                         [-n NAMESPACE]\n"
+    "                         [-n NAMESPACE] [--existing FILE]...\n"
     "\n"
     "Print every object the trainsched reconciler would create for the TrainJobs in FILE:\n"
     "the runtime snapshot ConfigMap, the MPI Secret and hostfile ConfigMap, the JobSet and the\n"
@@ -40,6 +41,11 @@ static const char usage[] =
     "                        order, as kubectl reads one (\"-\" reads standard input, once);\n"
     "                        repeatable, required\n"
     "      --runtime FILE    a file of TrainingRuntimes/ClusterTrainingRuntimes; repeatable\n"
+    "      --existing FILE   objects already in the cluster (e.g. `kubectl get -o yaml`):\n"
+    "                        what Trainer would leave alone is not printed (an existing\n"
+    "                        runtime snapshot, MPI Secret, running JobSet, or PodGroup of an\n"
+    "                        unsuspended TrainJob), and an existing snapshot's runtime is\n"
+    "                        used instead of the live one; repeatable\n"
     "  -o, --output FORMAT   yaml (default) or json\n"
     "  -n, --namespace NS    namespace for TrainJobs that name none (default \"default\")\n"
     "      --list-builtin    print the names of the built-in runtimes and exit\n"
@@ -58,6 +64,7 @@ struct loaded {
     size_t nfiles;
     json_t *runtimes; /* array of runtime objects (borrowed from files) */
     json_t *trainjobs;
+    json_t *existing; /* objects already in the cluster (--existing; borrowed from files) */
 };
 
 static void where(struct loaded *l, const json_t *node, const json_t *doc, char *buf, size_t n)
@@ -200,22 +207,31 @@ static int add_doc(struct loaded *l, const struct common_yaml_docs *f, size_t i,
     return add_object(l, f, i, f->docs[i], what, runtimes_only, 0, err);
 }
 
-static int load(struct loaded *l, const char *path, int runtimes_only, FILE *err)
+/* read path into the next slot of l->files (*f); returns an exit status */
+static int load_file(struct loaded *l, const char *path, struct common_yaml_docs **f, FILE *err)
 {
     struct common_error e;
-    struct common_yaml_docs *f;
-    int rc;
 
     if (l->nfiles >= MAX_FILES) {
         fprintf(err, "error: more than %d input files\n", MAX_FILES);
         return 2;
     }
-    f = &l->files[l->nfiles++];
-    memset(f, 0, sizeof(*f));
-    if (common_yaml_load_file(path, NULL, f, &e)) {
+    *f = &l->files[l->nfiles++];
+    memset(*f, 0, sizeof(**f));
+    if (common_yaml_load_file(path, NULL, *f, &e)) {
         fprintf(err, "error: %s\n", e.msg);
         return e.code == COMMON_ENOMEM ? 1 : 2;
     }
+    return 0;
+}
+
+static int load(struct loaded *l, const char *path, int runtimes_only, FILE *err)
+{
+    struct common_yaml_docs *f;
+    int rc;
+
+    if ((rc = load_file(l, path, &f, err)))
+        return rc;
     if (f->n == 0) {
         fprintf(err, "error: %s: no documents: the file is empty\n",
                 strcmp(path, "-") ? path : "<stdin>");
@@ -311,6 +327,166 @@ static int print_errors(struct loaded *l, const json_t *tj, const struct trainjo
     return 2;
 }
 
+/* ---- --existing: objects already in the cluster ---- */
+
+static int load_existing(struct loaded *l, const char *path, FILE *err)
+{
+    struct common_yaml_docs *f;
+    int rc;
+
+    if ((rc = load_file(l, path, &f, err)))
+        return rc;
+    for (size_t i = 0; i < f->n; i++) {
+        const json_t *d = f->docs[i];
+        const json_t *items = json_object_get(d, "items");
+        const char *kind = json_string_value(json_object_get(d, "kind"));
+        size_t j;
+        json_t *it;
+
+        if (!json_is_object(d) || !kind) {
+            char pos[600];
+            doc_where(f, i, d, pos, sizeof(pos));
+            fprintf(err, "error: %s--existing document %zu: an object with a kind is needed\n", pos,
+                    i + 1);
+            return 2;
+        }
+        if (strcmp(kind, "List") == 0 || (json_is_array(items) && strstr(kind, "List"))) {
+            json_array_foreach(items, j, it)
+            {
+                if (json_array_append(l->existing, it))
+                    return oom(err);
+            }
+        } else if (json_array_append(l->existing, (json_t *)d)) {
+            return oom(err);
+        }
+    }
+    return 0;
+}
+
+static void release_json(void *p)
+{
+    json_decref((json_t *)p);
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* the API group of an apiVersion ("" for the core group), into buf */
+static const char *api_group(const json_t *obj, char *buf, size_t n)
+{
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *slash = api ? strchr(api, '/') : NULL;
+
+    snprintf(buf, n, "%.*s", slash ? (int)(slash - api) : 0, api ? api : "");
+    return buf;
+}
+
+/* the existing object with obj's group, kind, namespace (ns when it names none) and name */
+static const json_t *find_existing(struct loaded *l, const json_t *obj, const char *ns)
+{
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *name = meta_str(obj, "name");
+    const char *ons = meta_str(obj, "namespace") ? meta_str(obj, "namespace") : ns;
+    char g1[256], g2[256];
+    size_t i;
+    json_t *e;
+
+    api_group(obj, g1, sizeof(g1));
+    json_array_foreach(l->existing, i, e)
+    {
+        const char *ek = json_string_value(json_object_get(e, "kind"));
+        const char *en = meta_str(e, "name");
+        const char *ens = meta_str(e, "namespace") ? meta_str(e, "namespace") : ns;
+        if (ek && en && kind && name && strcmp(ek, kind) == 0 && strcmp(en, name) == 0 &&
+            strcmp(ens, ons) == 0 && strcmp(api_group(e, g2, sizeof(g2)), g1) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/*
+ * An existing runtime snapshot <name>-runtime-snapshot: Trainer builds from the runtime stored
+ * in it, not from the live runtime. *rt is set to a new reference (kept alive by the arena) or
+ * left alone when there is no snapshot. Returns an exit status (2: the snapshot is unusable).
+ */
+static int snapshot_runtime(struct loaded *l, struct common_arena *a, const json_t *tj,
+                            const struct trainjob_ref *ref, const char *ns, const json_t **rt,
+                            FILE *err)
+{
+    const char *name = meta_str(tj, "name");
+    char *cmname = common_arena_printf(a, "%s-runtime-snapshot", name ? name : "");
+    json_t *probe, *copy, *spec, *r, *stored = NULL;
+    const json_t *cm;
+    const char *uid = NULL;
+    struct common_error e;
+    enum common_rc rc;
+
+    if (!cmname)
+        return oom(err);
+    probe = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                      "metadata", "name", cmname, "namespace", ns);
+    if (!probe)
+        return oom(err);
+    cm = find_existing(l, probe, ns);
+    json_decref(probe);
+    if (!cm)
+        return 0;
+    /* the TrainJob as the API server holds it: runtimeRef defaulted; render's own placeholder
+     * uid stands in for a missing metadata.uid, so take the snapshot owner's then */
+    copy = json_deep_copy(tj);
+    spec = json_object_get(copy, "spec");
+    r = json_object_get(spec, "runtimeRef");
+    if (!copy || !json_is_object(r) || json_object_set_new(r, "kind", json_string(ref->kind)) ||
+        json_object_set_new(r, "apiGroup", json_string(ref->api_group))) {
+        json_decref(copy);
+        return oom(err);
+    }
+    if (!meta_str(tj, "uid") && rc_controller_owner(cm, NULL, &uid) && uid)
+        json_object_set_new(json_object_get(copy, "metadata"), "uid", json_string(uid));
+    rc = rc_snapshot_runtime(copy, cm, &stored, &e);
+    json_decref(copy);
+    if (rc == COMMON_ENOMEM)
+        return oom(err);
+    if (rc) {
+        fprintf(err, "error: --existing: %s\n", e.msg);
+        return 2;
+    }
+    if (common_arena_on_destroy(a, release_json, stored)) {
+        json_decref(stored);
+        return oom(err);
+    }
+    fprintf(err,
+            "note: TrainJob %s/%s: built from the runtime in the existing snapshot %s/%s, "
+            "as Trainer does\n",
+            ns, name, ns, cmname);
+    *rt = stored;
+    return 0;
+}
+
+/* drop from objs what Trainer would leave as it is, with a note each (reconciler rules) */
+static int drop_existing(struct loaded *l, const json_t *tj, const char *ns, json_t *objs,
+                         FILE *err)
+{
+    for (size_t i = 0; i < json_array_size(objs);) {
+        json_t *o = json_array_get(objs, i);
+        const json_t *ex = find_existing(l, o, ns);
+        if (ex && rc_child_action(tj, rc_child_kind_of(o), ex) == RC_SKIP) {
+            fprintf(err,
+                    "note: TrainJob %s/%s: %s %s/%s exists and Trainer leaves it as it is: "
+                    "not printed\n",
+                    ns, meta_str(tj, "name"), json_string_value(json_object_get(o, "kind")), ns,
+                    meta_str(o, "name"));
+            if (json_array_remove(objs, i))
+                return oom(err);
+            continue;
+        }
+        i++;
+    }
+    return 0;
+}
+
 static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no_marks,
                       json_t *items, FILE *err)
 {
@@ -362,6 +538,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     where(l, json_object_get(json_object_get(json_object_get(tj, "spec"), "runtimeRef"), "name"),
           tj, pos, sizeof(pos));
     rt = find_runtime(l, &ref);
+    if ((status = snapshot_runtime(l, a, tj, &ref, tns ? tns : ns, &rt, err)))
+        goto out;
     if (!rt && strcmp(ref.kind, "ClusterTrainingRuntime") == 0 &&
         (status = builtin_runtime(l, ref.name, &rt, err)))
         goto out;
@@ -394,6 +572,10 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     }
     if (out.skipped) {
         fprintf(err, "note: %s\n", out.skipped);
+        goto out;
+    }
+    if ((status = drop_existing(l, tj, tns ? tns : ns, out.objects, err))) {
+        json_decref(out.objects);
         goto out;
     }
     if (json_array_extend(items, out.objects)) {
@@ -543,11 +725,12 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
                                              {"namespace", required_argument, NULL, 'n'},
                                              {"help", no_argument, NULL, 'h'},
                                              {"list-builtin", no_argument, NULL, 'l'},
+                                             {"existing", required_argument, NULL, 'x'},
                                              {"extender-wired", required_argument, NULL, 'w'},
                                              {NULL, 0, NULL, 0}};
-    const char *files[MAX_FILES], *rtfiles[MAX_FILES];
+    const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
-    size_t nf = 0, nr = 0, np = 0, nrp = 0;
+    size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
     const char *format = "yaml", *ns = "default";
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
@@ -571,6 +754,13 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
                 files[nf++] = optarg;
             else
                 rtfiles[nr++] = optarg;
+            break;
+        case 'x':
+            if (nx >= MAX_FILES) {
+                fprintf(err, "error: too many files (at most %d)\n", MAX_FILES);
+                return 2;
+            }
+            exfiles[nx++] = optarg;
             break;
         case 'o':
             format = optarg[0] == '=' ? optarg + 1 : optarg; /* -o=json, as kubectl accepts */
@@ -622,8 +812,9 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     }
     l->runtimes = json_array();
     l->trainjobs = json_array();
+    l->existing = json_array();
     items = json_array();
-    if (!l->runtimes || !l->trainjobs || !items) {
+    if (!l->runtimes || !l->trainjobs || !l->existing || !items) {
         fprintf(err, "error: out of memory\n");
         status = 1;
         goto out;
@@ -635,6 +826,8 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = load(l, rtpaths[i], 1, err);
     for (i = 0; i < np && !status; i++)
         status = load(l, paths[i], 0, err);
+    for (i = 0; i < nx && !status; i++)
+        status = load_existing(l, exfiles[i], err);
     if (status)
         goto out;
     if (json_array_size(l->trainjobs) == 0) {
@@ -690,6 +883,7 @@ out:
     if (l) {
         json_decref(l->runtimes);
         json_decref(l->trainjobs);
+        json_decref(l->existing);
         for (i = 0; i < l->nfiles; i++)
             common_yaml_docs_free(&l->files[i]);
         common_free(l);

@@ -650,8 +650,8 @@ struct daemon {
     atomic_int leading;
     atomic_int seen_leader; /* some replica (maybe us) was seen holding the Lease */
     /* webhook: runtime caches on every replica (the webhook serves on all of them) */
-    struct common_informer_ops tr_ops, ctr_ops, js_ops;
-    struct common_informer *tr_inf, *ctr_inf, *js_inf;
+    struct common_informer_ops tr_ops, ctr_ops, js_ops, pc_ops;
+    struct common_informer *tr_inf, *ctr_inf, *js_inf, *pc_inf;
     struct webhook_server *webhook;
     struct extender_server *ext;
     struct common_httpd *https;
@@ -717,6 +717,9 @@ static double leader_gauge(void *ctx)
     return atomic_load(&d->leading) ? 1 : 0;
 }
 
+static const struct common_kube_resource priorityclasses = {"scheduling.k8s.io", "v1",
+                                                            "priorityclasses", 0};
+
 /* webhook runtime lookup from the caches (webhook/handlers.h webhook_lookup_fn) */
 static enum common_rc webhook_lookup(void *ctx, const char *kind, const char *ns, const char *name,
                                      json_t **out, struct common_error *err)
@@ -737,6 +740,9 @@ static enum common_rc webhook_lookup(void *ctx, const char *kind, const char *ns
     } else if (strcmp(kind, "JobSet") == 0) {
         inf = d->js_inf;
         snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
+    } else if (strcmp(kind, "PriorityClass") == 0) {
+        inf = d->pc_inf;
+        snprintf(key, sizeof(key), "%s", name);
     } else {
         return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s", kind);
     }
@@ -798,12 +804,17 @@ static int start_webhook(struct daemon *d, FILE *err)
                              &common_kube_clustertrainingruntimes);
     /* JobSets: the rule that runtimePatches may not change while a JobSet job is active */
     common_informer_json_ops(&d->js_ops, "jobsets", &common_kube_jobsets);
+    /* PriorityClasses: Trainer's Volcano rule (priorityClassName must exist); until synced, the
+     * check is a warning */
+    common_informer_json_ops(&d->pc_ops, "priorityclasses", &priorityclasses);
     if (common_informer_create(d->kube, &d->tr_ops, NULL, &io, &d->tr_inf, &e) != COMMON_OK ||
         common_informer_create(d->kube, &d->ctr_ops, NULL, &io, &d->ctr_inf, &e) != COMMON_OK ||
         common_informer_create(d->kube, &d->js_ops, NULL, &io, &d->js_inf, &e) != COMMON_OK ||
+        common_informer_create(d->kube, &d->pc_ops, NULL, &io, &d->pc_inf, &e) != COMMON_OK ||
         common_informer_start(d->tr_inf, &e) != COMMON_OK ||
         common_informer_start(d->ctr_inf, &e) != COMMON_OK ||
-        common_informer_start(d->js_inf, &e) != COMMON_OK) {
+        common_informer_start(d->js_inf, &e) != COMMON_OK ||
+        common_informer_start(d->pc_inf, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: webhook caches: %s\n", e.msg);
         return 1;
     }
@@ -1422,9 +1433,11 @@ out:
     common_informer_request_stop(d.tr_inf);
     common_informer_request_stop(d.ctr_inf);
     common_informer_request_stop(d.js_inf);
+    common_informer_request_stop(d.pc_inf);
     common_informer_destroy(d.tr_inf);
     common_informer_destroy(d.ctr_inf);
     common_informer_destroy(d.js_inf);
+    common_informer_destroy(d.pc_inf);
     if (d.events) {
         common_events_flush(d.events, 2000);
         common_events_destroy(d.events);

@@ -10,96 +10,6 @@
 #include "common/yaml.h"
 #include "trainjob/trainjob_int.h"
 
-static void decref_cb(void *p)
-{
-    json_decref((json_t *)p);
-}
-
-/* keep a new reference alive until the arena dies; returns v (NULL stays NULL) */
-static json_t *own(struct common_arena *a, json_t *v)
-{
-    if (v && common_arena_on_destroy(a, decref_cb, v))
-        return NULL;
-    return v;
-}
-
-json_t *own_json(struct tj_ctx *c, json_t *v)
-{
-    return own(c->arena, v);
-}
-
-struct tj_podset *tj_podset(struct tj_ctx *c, const char *name)
-{
-    for (size_t i = 0; i < c->npodsets; i++)
-        if (strcmp(c->podsets[i].name, name) == 0)
-            return &c->podsets[i];
-    return NULL;
-}
-
-struct tj_podset *tj_trainer_podset(struct tj_ctx *c)
-{
-    for (size_t i = 0; i < c->npodsets; i++)
-        if (c->podsets[i].ancestor && strcmp(c->podsets[i].ancestor, "trainer") == 0)
-            return &c->podsets[i];
-    return NULL;
-}
-
-const json_t *tj_gpu_resources(struct tj_ctx *c)
-{
-    struct tj_podset *ps;
-
-    if (c->resources)
-        return c->resources;
-    ps = tj_trainer_podset(c);
-    if (!ps || !c->runtime_trainer_resources)
-        return NULL;
-    return c->runtime_trainer_resources;
-}
-
-json_t *tj_owner_meta(struct tj_ctx *c, const char *name)
-{
-    return json_pack("{s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "name", name, "namespace",
-                     c->ns, "ownerReferences", "apiVersion", TJ_API_VERSION, "kind", "TrainJob",
-                     "name", c->name, "uid", c->uid, "controller", 1, "blockOwnerDeletion", 1);
-}
-
-json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps)
-{
-    const char *sub = tj_str(c->spec, "network.subdomain");
-    json_int_t replicas = json_integer_value(json_object_get(ps->rjob, "replicas"));
-    json_t *list = json_array();
-
-    if (!list)
-        return NULL;
-    if (!sub || !*sub)
-        sub = c->name;
-    if (!json_is_integer(json_object_get(ps->rjob, "replicas")))
-        replicas = 1;
-    for (json_int_t r = 0; r < replicas; r++) {
-        for (int32_t p = 0; p < ps->count; p++) {
-            char buf[600];
-            snprintf(buf, sizeof(buf), "%s-%s-%lld-%d.%s", c->name, ps->name, (long long)r, p, sub);
-            if (json_array_append_new(list, json_string(buf))) {
-                json_decref(list);
-                return NULL;
-            }
-        }
-    }
-    return list;
-}
-
-int64_t tj_podset_replicas(const struct tj_podset *ps)
-{
-    const json_t *r = json_object_get(ps->rjob, "replicas");
-    const char *anc = ps->ancestor;
-
-    /* build_jobset forces these three to 1 */
-    if (anc && (strcmp(anc, "dataset-initializer") == 0 || strcmp(anc, "model-initializer") == 0 ||
-                strcmp(anc, "trainer") == 0))
-        return 1;
-    return json_is_integer(r) ? (int64_t)json_integer_value(r) : 1;
-}
-
 /* Deterministic placeholder uid for a TrainJob without metadata.uid: the SHA-256 of
  * "trainsched-render/<namespace>/<name>" shaped as a version-5-style UUID. */
 static const char *placeholder_uid(struct common_arena *a, const char *ns, const char *name)
@@ -209,16 +119,16 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
     json_t *rjobs, *it, *p;
     size_t i;
 
-    c->labels = own(c->arena, json_is_object(json_object_get(tmeta, "labels"))
-                                  ? json_deep_copy(json_object_get(tmeta, "labels"))
-                                  : json_object());
-    c->annotations = own(c->arena, json_is_object(json_object_get(tmeta, "annotations"))
-                                       ? json_deep_copy(json_object_get(tmeta, "annotations"))
-                                       : json_object());
-    c->spec = own(c->arena, json_is_object(tj_get(c->runtime, "spec.template.spec"))
-                                ? json_deep_copy(tj_get(c->runtime, "spec.template.spec"))
-                                : json_object());
-    c->extra = own(c->arena, json_array());
+    c->labels = tj_own(c->arena, json_is_object(json_object_get(tmeta, "labels"))
+                                     ? json_deep_copy(json_object_get(tmeta, "labels"))
+                                     : json_object());
+    c->annotations = tj_own(c->arena, json_is_object(json_object_get(tmeta, "annotations"))
+                                          ? json_deep_copy(json_object_get(tmeta, "annotations"))
+                                          : json_object());
+    c->spec = tj_own(c->arena, json_is_object(tj_get(c->runtime, "spec.template.spec"))
+                                   ? json_deep_copy(tj_get(c->runtime, "spec.template.spec"))
+                                   : json_object());
+    c->extra = tj_own(c->arena, json_array());
     if (!c->labels || !c->annotations || !c->spec || !c->extra)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
 
@@ -271,7 +181,7 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
         c->runtime_trainer_resources = node ? json_object_get(node, "resources") : NULL;
         if (c->runtime_trainer_resources)
             c->runtime_trainer_resources =
-                own(c->arena, json_deep_copy(c->runtime_trainer_resources));
+                tj_own(c->arena, json_deep_copy(c->runtime_trainer_resources));
     }
 
     /* merge TrainJob resourcesPerNode into container node */
@@ -527,7 +437,7 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (c->errs->n)
         return first_error(c->errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
     /* 2. runtime info, then the webhook checks that need it */
-    rt = own(a, tj_default_runtime(runtime));
+    rt = tj_own(a, tj_default_runtime(runtime));
     if (!rt)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     rc = load_ctx(c, trainjob, rt);

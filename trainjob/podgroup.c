@@ -302,13 +302,55 @@ static enum common_rc volcano_build(struct tj_ctx *c, json_t **obj, struct commo
     return *obj ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
 }
 
+/*
+ * Trainer's Volcano rule: a pod template's priorityClassName must name an existing
+ * PriorityClass. As Trainer's plugin does, the check stops at the first template naming one of
+ * the two built-in system classes (system-cluster-critical, system-node-critical). Without a
+ * way to look PriorityClasses up (render), or when the lookup cannot answer, a warning says
+ * so instead.
+ */
+static void volcano_priority_classes(struct tj_ctx *c)
+{
+    for (size_t i = 0; i < c->npodsets; i++) {
+        json_t *pcv = json_object_get(c->podsets[i].podspec, "priorityClassName");
+        const char *pc = json_string_value(pcv);
+        struct common_error e;
+        enum common_rc rc;
+
+        if (!pc)
+            continue;
+        if (strcmp(pc, "system-cluster-critical") == 0 || strcmp(pc, "system-node-critical") == 0)
+            return;
+        if (!c->opts || !c->opts->exists) {
+            tj_warn(c->errs,
+                    "PriorityClass \"%s\" (replicated job \"%s\") could not be checked: no "
+                    "cluster to look it up in; Trainer's webhook refuses the TrainJob when it "
+                    "does not exist",
+                    pc, c->podsets[i].name);
+            continue;
+        }
+        memset(&e, 0, sizeof(e));
+        rc = c->opts->exists(c->opts->exists_ctx, "PriorityClass", pc, &e);
+        if (rc == COMMON_ENOTFOUND)
+            tj_err(c->errs, c->trainjob, pcv, "Invalid", "spec.templateSpec.priorityClassName",
+                   "PriorityClass \"%s\" doesn't exist: priorityclasses.scheduling.k8s.io "
+                   "\"%s\" not found",
+                   pc, pc);
+        else if (rc != COMMON_OK)
+            tj_warn(c->errs,
+                    "PriorityClass \"%s\" (replicated job \"%s\") could not be checked: %s", pc,
+                    c->podsets[i].name, e.msg);
+    }
+}
+
 static void volcano_validate(struct tj_ctx *c)
 {
     json_t *q = json_object_get(c->annotations, VOLCANO_QUEUE);
 
     if (json_is_string(q) && json_string_length(q) == 0)
-        tj_err(c->errs, c->trainjob, NULL, "Invalid", "spec.annotations[" VOLCANO_QUEUE "]",
+        tj_err(c->errs, c->trainjob, q, "Invalid", "spec.annotations[" VOLCANO_QUEUE "]",
                "Volcano queue name must not be empty");
+    volcano_priority_classes(c);
 }
 
 static const struct tj_gang_policy coscheduling = {

@@ -205,35 +205,104 @@ static int merge_object(json_t *target, const json_t *patch)
     return 0;
 }
 
-static int merge_list(json_t *target, const json_t *patch, const char *mkey)
+/* index of the item of arr whose mkey equals key's, or -1 */
+static long key_index(const json_t *arr, const char *mkey, const json_t *key)
 {
     size_t i;
-    json_t *p;
+    json_t *it;
 
+    if (!key)
+        return -1;
+    json_array_foreach(arr, i, it)
+    {
+        if (same_key(json_object_get(it, mkey), key))
+            return (long)i;
+    }
+    return -1;
+}
+
+/*
+ * A list with a merge key, as apimachinery's strategic merge orders it (mergeSlice, then
+ * normalizeElementOrder): items the patch names are merged into the original ones, new items
+ * are added, then the list is the patch's items in patch order woven with the original-only
+ * items in their original order: an original-only item goes before a patch item only when
+ * both are in the original list and it came first there. So new items land before the
+ * original ones that follow them. keep_order leaves every item where the original had it and
+ * appends new ones (Trainer sorts replicatedJobs back into the runtime's order).
+ */
+static int merge_list(json_t *target, const json_t *patch, const char *mkey, int keep_order)
+{
+    json_t *orig = json_copy(target); /* the original items, in their order */
+    json_t *in_patch = json_array(), *only_orig = json_array();
+    size_t i, np, no;
+    json_t *p, *it;
+    int rc = -1;
+
+    if (!orig || !in_patch || !only_orig)
+        goto out;
     json_array_foreach(patch, i, p)
     {
-        json_t *t = NULL;
-        json_t *pk = json_object_get(p, mkey);
-        size_t j;
-        json_t *it;
+        long at = key_index(orig, mkey, json_object_get(p, mkey));
+        json_t *t = at >= 0 ? json_array_get(orig, (size_t)at) : NULL;
 
-        if (pk) {
-            json_array_foreach(target, j, it)
-            {
-                if (same_key(json_object_get(it, mkey), pk)) {
-                    t = it;
-                    break;
-                }
-            }
+        if (at >= 0 && key_index(in_patch, mkey, json_object_get(p, mkey)) >= 0 &&
+            json_is_object(t)) {
+            if (merge_object(t, p)) /* the patch names it twice: merge again */
+                goto out;
+            continue;
         }
         if (t && json_is_object(t)) {
-            if (merge_object(t, p))
-                return -1;
-        } else if (json_array_append_new(target, json_deep_copy(p))) {
-            return -1;
+            if (merge_object(t, p) || json_array_append(in_patch, t))
+                goto out;
+        } else if (json_array_append_new(in_patch, json_deep_copy(p))) {
+            goto out;
         }
     }
-    return 0;
+    json_array_foreach(orig, i, it)
+    {
+        if (key_index(in_patch, mkey, json_object_get(it, mkey)) < 0 &&
+            json_array_append(only_orig, it))
+            goto out;
+    }
+    if (json_array_clear(target))
+        goto out;
+    if (keep_order) {
+        json_array_foreach(orig, i, it)
+        {
+            if (json_array_append(target, it))
+                goto out;
+        }
+        json_array_foreach(in_patch, i, it)
+        {
+            if (key_index(orig, mkey, json_object_get(it, mkey)) < 0 &&
+                json_array_append(target, it))
+                goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    np = json_array_size(in_patch);
+    no = json_array_size(only_orig);
+    for (size_t a = 0, b = 0; a < no || b < np;) {
+        json_t *o = a < no ? json_array_get(only_orig, a) : NULL;
+        json_t *q = b < np ? json_array_get(in_patch, b) : NULL;
+        long oi = o ? key_index(orig, mkey, json_object_get(o, mkey)) : -1;
+        long qi = q ? key_index(orig, mkey, json_object_get(q, mkey)) : -1;
+        int take_orig = o && (!q || (oi >= 0 && qi >= 0 && oi < qi));
+
+        if (json_array_append(target, take_orig ? o : q))
+            goto out;
+        if (take_orig)
+            a++;
+        else
+            b++;
+    }
+    rc = 0;
+out:
+    json_decref(orig);
+    json_decref(in_patch);
+    json_decref(only_orig);
+    return rc;
 }
 
 static int merge_value(json_t *parent, const char *key, const json_t *patch)
@@ -245,7 +314,7 @@ static int merge_value(json_t *parent, const char *key, const json_t *patch)
     if (json_is_array(patch) && json_is_array(cur)) {
         const char *mkey = merge_key_for(key);
         if (mkey)
-            return merge_list(cur, patch, mkey);
+            return merge_list(cur, patch, mkey, strcmp(key, "replicatedJobs") == 0);
     }
     return tj_set(parent, key, json_deep_copy(patch));
 }
@@ -437,8 +506,26 @@ int64_t tj_gpu_count(const json_t *resources)
     return gpu_in(json_object_get(resources, "limits"));
 }
 
-/* Quantities written as YAML/JSON numbers become the strings Kubernetes prints, as a Go
- * resource.Quantity re-marshals them: in every "limits", "requests" and "overhead" map. */
+/* canonical text of a quantity value (number or string) in place; an unparsable value is left
+ * as it is (validation reports it). -1: no memory. */
+static int canonical_quantity(json_t *parent, const char *key, json_t *q)
+{
+    struct common_quantity qq;
+    char buf[80];
+
+    if (!(json_is_number(q) || json_is_string(q)) || tj_quantity(q, &qq, NULL))
+        return 0;
+    if (common_quantity_format(&qq, buf, sizeof(buf)) < 0)
+        return -1;
+    if (json_is_string(q) && strcmp(json_string_value(q), buf) == 0)
+        return 0;
+    return json_object_set_new(parent, key, json_string(buf));
+}
+
+/* Quantities are written in the canonical form Kubernetes prints (a Go resource.Quantity
+ * re-marshals "1000m" as "1", "1024Mi" as "1Gi", a YAML number 2 as "2"), as Trainer's objects
+ * carry them: every value of the "limits", "requests" and "overhead" maps and every
+ * "sizeLimit" (emptyDir volumes). */
 int tj_normalize_quantities(json_t *v)
 {
     const char *k;
@@ -463,14 +550,12 @@ int tj_normalize_quantities(json_t *v)
             json_t *q;
             json_object_foreach(child, rk, q)
             {
-                struct common_quantity qq;
-                char buf[80];
-                if (!json_is_number(q) || tj_quantity(q, &qq, NULL))
-                    continue;
-                if (common_quantity_format(&qq, buf, sizeof(buf)) < 0 ||
-                    json_object_set_new(child, rk, json_string(buf)))
+                if (canonical_quantity(child, rk, q))
                     return -1;
             }
+        } else if (strcmp(k, "sizeLimit") == 0) {
+            if (canonical_quantity(v, k, child))
+                return -1;
         } else if (tj_normalize_quantities(child)) {
             return -1;
         }

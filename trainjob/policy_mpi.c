@@ -189,6 +189,13 @@ static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
     rc = c->opts->keygen(c->arena, &priv, &pub, err);
     if (rc)
         return rc;
+    /* an authorized_keys line ends with a newline, as Go's ssh.MarshalAuthorizedKey (which
+     * Trainer writes) leaves it */
+    if (pub && (!*pub || pub[strlen(pub) - 1] != '\n')) {
+        pub = common_arena_printf(c->arena, "%s\n", pub);
+        if (!pub)
+            goto nomem;
+    }
     obj = json_pack("{s:s, s:s, s:o, s:s, s:b, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Secret",
                     "metadata", tj_owner_meta(c, secret), "type", "kubernetes.io/ssh-auth",
                     "immutable", 1, "data", "ssh-privatekey", b64(c->arena, priv), "ssh-publickey",

@@ -53,7 +53,10 @@ struct trainjob_errors {
 void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a);
 
 /*
- * trainjob_errors_format - "path: Type: detail" for error i, in the arena. NULL on no memory.
+ * trainjob_errors_format - error i in apimachinery's field error form, in the arena:
+ * "path: Invalid value: <value as JSON>: detail" for the types that carry a value (Invalid,
+ * NotSupported, Duplicate, TooMany, NotFound; values over 4096 bytes are cut with "..."),
+ * "path: Required value: detail" (Forbidden, Too long) for the others. NULL on no memory.
  */
 const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i);
 
@@ -65,11 +68,23 @@ const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i);
 typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **private_pem,
                                              char **public_line, struct common_error *err);
 
+/*
+ * Whether a cluster-scoped object exists, for the checks that need the cluster (kind
+ * "PriorityClass": Trainer's Volcano rule). Returns COMMON_OK when it exists, COMMON_ENOTFOUND
+ * when it does not, anything else when the caller cannot tell (no cache of that kind, cache not
+ * synced: err says why); the check then becomes a warning.
+ */
+typedef enum common_rc (*trainjob_exists_fn)(void *ctx, const char *kind, const char *name,
+                                             struct common_error *err);
+
 struct trainjob_options {
     const char *default_namespace;   /* for a TrainJob without metadata.namespace; "default" */
     const char *placeholder_uid;     /* used when metadata.uid is missing; NULL: derived from
                                         namespace/name so output is reproducible */
     trainjob_keygen_fn keygen;       /* MUST be set for MPI runtimes */
+    trainjob_exists_fn exists;       /* MAY: NULL (render) means "no cluster": a warning says
+                                        what could not be checked */
+    void *exists_ctx;                /* passed to exists */
     const char *gang_scheduler_name; /* coscheduling: spec.schedulerName of every pod template,
                                         as the pod webhook sets it; NULL or "": left as is */
     int no_gang_marks;               /* 1: leave the gang marks below out of the pod templates

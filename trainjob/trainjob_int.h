@@ -24,7 +24,7 @@
 #define TJ_RANK_FIELD "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 #define TJ_PORT 29500
 
-/* ---- field errors (validate.c) ---- */
+/* ---- field errors (errors.c) ---- */
 void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
             const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 void tj_warn(struct trainjob_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -68,13 +68,17 @@ json_t *tj_any_container(json_t *podspec, const char *name); /* regular, then in
 /* Strategic merge patch of patch onto target (in place), with JobSetSpec's patch metadata:
  * lists merged by "name" (replicatedJobs, containers, initContainers, volumes, env,
  * imagePullSecrets, schedulingGates), "mountPath" (volumeMounts), "containerPort" (ports);
- * other lists (tolerations, args, command) replaced; maps merged key by key; null deletes. */
+ * other lists (tolerations, args, command) replaced; maps merged key by key; null deletes.
+ * Order as apimachinery's strategic merge leaves it: the patch's items in patch order, woven
+ * with the original-only items so that new items come before the original ones after them;
+ * replicatedJobs alone keep the runtime's order (Trainer sorts them back). */
 int tj_strategic_merge(json_t *target, const json_t *patch);
 
 /* A quantity from a JSON string, integer or real (YAML `cpu: 2.5`). */
 enum common_rc tj_quantity(const json_t *v, struct common_quantity *q, struct common_error *err);
 
-/* Numbers in limits/requests/overhead maps -> canonical quantity strings. -1: no memory. */
+/* Every quantity in limits/requests/overhead maps and sizeLimit -> its canonical string
+ * ("1000m" -> "1", "1024Mi" -> "1Gi", 2 -> "2"). -1: no memory. */
 int tj_normalize_quantities(json_t *v);
 
 /* Resource helpers. Effective pod requests (sum of containers and sidecars vs the largest init
@@ -130,9 +134,11 @@ struct tj_ctx {
     struct trainjob_errors *errs;
 };
 
+/* ---- the context's helpers (context.c) ---- */
 /* keep a new JSON reference alive until the arena is destroyed; returns v, or NULL when out of
  * memory (v is released then) */
-json_t *own_json(struct tj_ctx *c, json_t *v);
+json_t *tj_own(struct common_arena *a, json_t *v);
+json_t *own_json(struct tj_ctx *c, json_t *v); /* tj_own in the context's arena */
 struct tj_podset *tj_podset(struct tj_ctx *c, const char *name);
 struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
 /* resources used for GPU detection: TrainJob resourcesPerNode wholesale, else the runtime's
@@ -140,7 +146,7 @@ struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
 const json_t *tj_gpu_resources(struct tj_ctx *c);
 json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, ownerRefs} */
 
-/* ---- ML policies (policies.c and policy_*.c): one const struct each ---- */
+/* ---- ML policies (table in policies.c, one const struct each in policy_*.c) ---- */
 struct tj_ml_policy {
     const char *name;
     enum tj_ml kind;
@@ -154,11 +160,15 @@ struct tj_ml_policy {
 extern const struct tj_ml_policy tj_policy_torch, tj_policy_mpi, tj_policy_jax, tj_policy_xgboost,
     tj_policy_plain;
 const struct tj_ml_policy *tj_ml_policy_for(enum tj_ml kind);
+/* steps several ML policies share (context.c): the trainer PodSet's count from
+ * spec.trainer.numNodes; the TrainJob's env upserted into the node container; one error listing
+ * the reserved env names found in spec.trainer.env */
 enum common_rc tj_trainer_count(struct tj_ctx *c, struct common_error *err);
 enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common_error *err);
 void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *gist);
 
-/* endpoint list "<name>-<rjob>-<replica>-<pod>.<subdomain>" for a podset (array, new ref) */
+/* (context.c) endpoint list "<name>-<rjob>-<replica>-<pod>.<subdomain>" for a podset (array,
+ * new ref) */
 json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps);
 /* replicas of the podset's replicated job in the JobSet written (§2.5): 1 for the initializer and
  * trainer jobs, else the template's own (JobSet default 1) */
@@ -183,9 +193,17 @@ const struct tj_gang_policy *tj_gang_policy_for(enum tj_gang kind);
 enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
                               struct common_error *err);
 
-/* ---- validation (validate.c) ---- */
+/* ---- defaults (defaults.c) ---- */
 json_t *tj_default_trainjob(const json_t *tj, const char *default_ns); /* new ref */
-json_t *tj_default_runtime(const json_t *rt);                          /* new ref */
+/* The runtime as Trainer reads it (new ref, NULL on no memory): a deep copy with the CRD's
+ * schema defaults written where absent (tj_crd_default_runtime) and the JobSet fields that Go
+ * omits when zero removed (tj_go_roundtrip_runtime). Both helpers edit rt in place, -1: no
+ * memory. */
+json_t *tj_default_runtime(const json_t *rt);
+int tj_crd_default_runtime(json_t *rt);
+int tj_go_roundtrip_runtime(json_t *rt);
+
+/* ---- validation (validate.c) ---- */
 void tj_object_meta(const json_t *obj, int namespaced, struct trainjob_errors *e);
 void tj_cel_trainjob(const json_t *tj, struct trainjob_errors *e);
 void tj_cel_runtime(const json_t *rt, struct trainjob_errors *e);

@@ -1,12 +1,12 @@
 /*
- * trainjob/validate.c - field errors, schema defaults, CEL rules and the general webhook checks.
+ * trainjob/validate.c - ObjectMeta, CEL rules and the general webhook checks (field errors are
+ * in errors.c, schema defaults in defaults.c).
  *
  * Source: ../shared/reference/trainer.md §1 (schema and CEL), §5.0 (defaults), §5.1 checks 3-14
  * (TrainJob), §5.2 (runtimes), and JobSet's generated-name length rule (cases.md C56).
  * Policy-specific checks (torch, torchtune, mpi, xgboost, volcano) live with their policy.
  */
 #include <regex.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "common/names.h"
@@ -15,146 +15,6 @@
 #define DEPRECATION_URL                                                                            \
     "https://trainer.kubeflow.org/en/latest/operator-guides/"                                      \
     "runtime.html#runtime-deprecation-policy"
-
-void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a)
-{
-    memset(e, 0, sizeof(*e));
-    e->arena = a;
-}
-
-static int grow(void **items, size_t *cap, size_t n, size_t size, struct common_arena *a)
-{
-    void *p;
-    size_t ncap;
-
-    if (n < *cap)
-        return 0;
-    ncap = *cap ? *cap * 2 : 8;
-    p = common_arena_alloc(a, ncap * size);
-    if (!p)
-        return -1;
-    if (*items)
-        memcpy(p, *items, n * size);
-    *items = p;
-    *cap = ncap;
-    return 0;
-}
-
-void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
-            const char *path, const char *fmt, ...)
-{
-    struct trainjob_field_error *fe;
-    va_list ap;
-
-    if (grow((void **)&e->items, &e->cap, e->n, sizeof(*e->items), e->arena)) {
-        e->oom = 1;
-        return;
-    }
-    fe = &e->items[e->n];
-    fe->path = common_arena_strdup(e->arena, path);
-    fe->type = type;
-    va_start(ap, fmt);
-    fe->detail = common_arena_vprintf(e->arena, fmt, ap);
-    va_end(ap);
-    fe->node = node;
-    fe->doc = doc;
-    fe->parent = NULL;
-    fe->key = NULL;
-    if (fe->path && fe->detail)
-        e->n++;
-    else
-        e->oom = 1;
-}
-
-void tj_warn(struct trainjob_errors *e, const char *fmt, ...)
-{
-    va_list ap;
-    const char *w;
-
-    if (grow((void **)&e->warnings, &e->capwarn, e->nwarn, sizeof(*e->warnings), e->arena)) {
-        e->oom = 1;
-        return;
-    }
-    va_start(ap, fmt);
-    w = common_arena_vprintf(e->arena, fmt, ap);
-    va_end(ap);
-    if (w)
-        e->warnings[e->nwarn++] = w;
-    else
-        e->oom = 1;
-}
-
-const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
-{
-    const struct trainjob_field_error *fe = &e->items[i];
-
-    if (strcmp(fe->type, "Unknown") == 0)
-        return common_arena_printf(e->arena, "%s", fe->detail);
-    return common_arena_printf(e->arena, "%s: %s: %s", fe->path[0] ? fe->path : "<root>", fe->type,
-                               fe->detail);
-}
-
-/* ---- defaults (§5.0) ---- */
-
-static void set_default(json_t *obj, const char *key, json_t *value)
-{
-    if (!obj || json_object_get(obj, key)) {
-        json_decref(value);
-        return;
-    }
-    json_object_set_new(obj, key, value);
-}
-
-json_t *tj_default_trainjob(const json_t *tj, const char *default_ns)
-{
-    json_t *d = json_deep_copy(tj);
-    json_t *spec, *ref, *meta;
-
-    if (!d)
-        return NULL;
-    meta = json_object_get(d, "metadata");
-    if (json_is_object(meta))
-        set_default(meta, "namespace", json_string(default_ns ? default_ns : "default"));
-    spec = json_object_get(d, "spec");
-    if (!json_is_object(spec))
-        return d;
-    set_default(spec, "suspend", json_false());
-    set_default(spec, "managedBy", json_string(TJ_CONTROLLER));
-    ref = json_object_get(spec, "runtimeRef");
-    if (json_is_object(ref)) {
-        set_default(ref, "apiGroup", json_string(TJ_GROUP));
-        set_default(ref, "kind", json_string("ClusterTrainingRuntime"));
-    }
-    return d;
-}
-
-json_t *tj_default_runtime(const json_t *rt)
-{
-    json_t *d = json_deep_copy(rt);
-    json_t *mpi, *flux, *cos, *topo;
-
-    if (!d)
-        return NULL;
-    mpi = tj_get(d, "spec.mlPolicy.mpi");
-    if (json_is_object(mpi)) {
-        set_default(mpi, "numProcPerNode", json_integer(1));
-        set_default(mpi, "mpiImplementation", json_string("OpenMPI"));
-        set_default(mpi, "sshAuthMountPath", json_string("/root/.ssh"));
-        set_default(mpi, "runLauncherAsNode", json_false());
-    }
-    flux = tj_get(d, "spec.mlPolicy.flux");
-    if (json_is_object(flux))
-        set_default(flux, "numProcPerNode", json_integer(1));
-    cos = tj_get(d, "spec.podGroupPolicy.coscheduling");
-    if (json_is_object(cos))
-        set_default(cos, "scheduleTimeoutSeconds", json_integer(60));
-    topo = tj_get(d, "spec.podGroupPolicy.volcano.networkTopology");
-    if (json_is_object(topo)) {
-        set_default(topo, "mode", json_string("hard"));
-        set_default(topo, "highestTierAllowed", json_integer(1));
-    }
-    return d;
-}
 
 /* ---- ObjectMeta, as the API server validates it for every object ---- */
 
@@ -404,7 +264,7 @@ void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e)
                      "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec."
                      "containers",
                      i);
-            tj_err(e, rt, it, "Invalid", path,
+            tj_err(e, rt, tj_get(it, "template.spec.template.spec.containers"), "Invalid", path,
                    "must contain the required container for the ancestor: %s", anc);
         }
     }
@@ -441,6 +301,7 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
                               const char *what)
 {
     const json_t *tj = c->trainjob;
+    const json_t *ref = tj_get(tj, "spec.runtimeRef");
     char path[64];
     struct tj_podset *ps;
     json_t *ct;
@@ -453,13 +314,13 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
         return;
     ps = tj_podset(c, job);
     if (!ps) {
-        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
                "must have %s job when trainJob is configured with input %s", job, what);
         return;
     }
     ct = tj_any_container(ps->podspec, job);
     if (!ct) {
-        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
+        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
                "must have container with name - %s in the %s job", job, job);
         return;
     }
@@ -470,8 +331,9 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
             mounted = 1;
     }
     if (!mounted)
-        tj_err(c->errs, tj, tj_get(tj, path), "Invalid", "spec.runtimeRef",
-               "must have volumeMount with name - initializer in the %s container", job);
+        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
+               "must have volumeMount with name - initializer in container %s of the %s job", job,
+               job);
 }
 
 static int has_name(const json_t *arr, const char *name)
@@ -532,8 +394,8 @@ void tj_webhook_trainjob(struct tj_ctx *c)
                 j);
             if (!orig) {
                 tj_err(c->errs, tj, rj, "Invalid", path,
-                       "replicated job doesn't exist in the runtime template: \"%s\"",
-                       jn ? jn : "");
+                       "must not have replicated job that doesn't exist in the runtime job "
+                       "template");
                 continue;
             }
             json_array_foreach(json_object_get(ps_spec, "initContainers"), k, ct)
@@ -542,27 +404,23 @@ void tj_webhook_trainjob(struct tj_ctx *c)
                 if (cn && !has_name(json_object_get(orig_spec, "initContainers"), cn) &&
                     !has_name(json_object_get(orig_spec, "containers"), cn))
                     tj_err(c->errs, tj, ct, "Invalid", path,
-                           "must not have initContainer that doesn't exist in the runtime job %s: "
-                           "\"%s\"",
-                           jn, cn);
+                           "must not have initContainer that doesn't exist in the runtime job %s",
+                           jn);
             }
             json_array_foreach(json_object_get(ps_spec, "containers"), k, ct)
             {
                 const char *cn = tj_str(ct, "name");
                 if (cn && !has_name(json_object_get(orig_spec, "containers"), cn)) {
                     tj_err(c->errs, tj, ct, "Invalid", path,
-                           "must not have container that doesn't exist in the runtime job %s: "
-                           "\"%s\"",
-                           jn, cn);
+                           "must not have container that doesn't exist in the runtime job %s", jn);
                     continue;
                 }
                 if (cn && json_object_get(ct, "env") &&
                     (strcmp(cn, "node") == 0 || strcmp(cn, "dataset-initializer") == 0 ||
                      strcmp(cn, "model-initializer") == 0))
-                    tj_err(c->errs, tj, json_object_get(ct, "env"), "Invalid", path,
+                    tj_err(c->errs, tj, ct, "Invalid", path,
                            "must not have envs for the dataset-initializer, model-initializer, "
-                           "node containers (container \"%s\")",
-                           cn);
+                           "node containers");
             }
         }
     }

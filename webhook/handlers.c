@@ -473,6 +473,21 @@ static enum common_rc placeholder_keygen(struct common_arena *a, char **private_
     return COMMON_OK;
 }
 
+/* trainjob_exists_fn over the caller's lookup (cluster-scoped kinds: PriorityClass) */
+static enum common_rc cluster_object_exists(void *ctx, const char *kind, const char *name,
+                                            struct common_error *err)
+{
+    const struct webhook_options *o = ctx;
+    json_t *obj = NULL;
+    enum common_rc rc;
+
+    if (!o || !o->lookup)
+        return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s", kind);
+    rc = o->lookup(o->lookup_ctx, kind, NULL, name, &obj, err);
+    json_decref(obj);
+    return rc;
+}
+
 static int has_string(const char *const *list, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
@@ -556,6 +571,8 @@ static enum common_rc validate_trainjob(struct call *c)
      * trainjob/ does not build (flux, COMMON_EUNSUPPORTED) has passed every check it runs */
     topts.default_namespace = ns;
     topts.keygen = placeholder_keygen;
+    topts.exists = cluster_object_exists;
+    topts.exists_ctx = (void *)c->o;
     rc = trainjob_render(c->a, tj, rt, &topts, &out, &e);
     {
         size_t i;

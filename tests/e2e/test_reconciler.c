@@ -809,6 +809,18 @@ START_TEST(manifests_apply_dry_run)
     static const char *const dirs[2] = {"manifests/crds", "manifests"};
 
     ck_assert_msg(kubectl != NULL, "KUBECTL is not set (source the test bed's env file)");
+    /* a dry run creates no Namespace, so the objects in kubeflow-system (the Kubeflow SDK's
+     * public ConfigMap, its Role and RoleBinding) need it to exist, as a real apply -k, which
+     * applies the Namespace first, has it */
+    {
+        struct common_error err;
+        json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                                "metadata", "name", "kubeflow-system");
+        enum common_rc rc =
+            common_kube_create(admin, &common_kube_namespaces, NULL, nso, NULL, NULL, &err);
+        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
+        json_decref(nso);
+    }
     for (int d = 0; d < 2; d++) {
         snprintf(cmd, sizeof(cmd),
                  "'%s' apply --server-side --force-conflicts --field-manager=e2e-dry-run "
@@ -827,9 +839,10 @@ START_TEST(manifests_apply_dry_run)
     }
     /* the 3 CRDs on their own (kept on uninstall); then Namespace, ServiceAccount, 2
      * ClusterRoles, ClusterRoleBinding, RoleBinding, ConfigMap, Deployment,
-     * PodDisruptionBudget, Service; the extender's ClusterRole and ClusterRoleBinding */
+     * PodDisruptionBudget, Service; the extender's ClusterRole and ClusterRoleBinding; Namespace
+     * kubeflow-system with ConfigMap, Role and RoleBinding kubeflow-trainer-public */
     ck_assert_int_eq(n[0], 3);
-    ck_assert_int_eq(n[1], 12);
+    ck_assert_int_eq(n[1], 16);
 }
 END_TEST
 

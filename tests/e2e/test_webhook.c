@@ -1091,7 +1091,9 @@ START_TEST(invalid_trainjob_denied)
     create_denied(&common_kube_trainjobs, ns, trainjob("bad-patch", ns, "rt", "no-such-job"), 0,
                   "validate-trainjob.trainsched.io",
                   "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]",
-                  "replicated job doesn't exist in the runtime template: \"no-such-job\"", NULL);
+                  "Invalid value: {\"name\":\"no-such-job\"",
+                  "must not have replicated job that doesn't exist in the runtime job template",
+                  NULL);
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns, "bad-patch"));
 
     /* case 71: the TrainingRuntime exists, but in another namespace */
@@ -1246,8 +1248,8 @@ START_TEST(runtime_update_union_and_timeout_cap)
         0, NULL, &err);
     ck_assert_msg(rc == COMMON_EINVAL && strstr(err.msg, "422") &&
                       strstr(err.msg, "validate-trainingruntime.trainsched.io") &&
-                      strstr(err.msg, "spec.podGroupPolicy: Invalid: Only one of the policy can be "
-                                      "configured"),
+                      strstr(err.msg, "spec.podGroupPolicy: Invalid value: ") &&
+                      strstr(err.msg, "Only one of the policy can be configured"),
                   "both policies: want 422 from validate-trainingruntime, got %s: %s",
                   common_rc_name(rc), rc ? err.msg : "(created)");
     ck_assert_ptr_null(get_obj(&common_kube_trainingruntimes, ns, "both"));
@@ -1467,7 +1469,8 @@ START_TEST(dry_run_mutates_stores_nothing)
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns, "dry"));
     /* the validating webhook is called on dry runs too */
     create_denied(&common_kube_trainjobs, ns, trainjob("dry-bad", ns, "rt", "no-such-job"), 1,
-                  "validate-trainjob.trainsched.io", "replicated job doesn't exist", NULL);
+                  "validate-trainjob.trainsched.io",
+                  "must not have replicated job that doesn't exist", NULL);
     ck_assert_ptr_null(get_obj(&common_kube_trainjobs, ns, "dry-bad"));
 
     /* what lets the API server call them on dry runs: sideEffects None, as shipped */

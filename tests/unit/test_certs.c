@@ -1789,10 +1789,13 @@ static Suite *certs_suite(void)
                         (int)(sizeof(duration_rows) / sizeof(duration_rows[0])));
     tcase_add_test(make, test_secret_json);
     tcase_add_test(make, test_secret_json_alloc_failures);
+    /* key generation is CPU work that a busy machine slows down */
+    tcase_set_timeout(make, 120);
     suite_add_tcase(s, make);
     tcase_add_test(verify, test_verify_every_san);
     tcase_add_loop_test(verify, test_verify_failures, 0,
                         (int)(sizeof(verify_rows) / sizeof(verify_rows[0])));
+    tcase_set_timeout(verify, 120);
     suite_add_tcase(s, verify);
     tcase_add_test(decide, test_renew_at);
     tcase_add_test(decide, test_policy_check);
@@ -1801,6 +1804,7 @@ static Suite *certs_suite(void)
     tcase_add_test(decide, test_action_names);
     tcase_add_test(decide, test_observe);
     tcase_add_test(decide, test_apply_each_action);
+    tcase_set_timeout(decide, 120);
     suite_add_tcase(s, decide);
     tcase_set_timeout(sim, 300);
     tcase_add_test(sim, test_simulate_default_lifetimes);

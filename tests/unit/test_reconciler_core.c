@@ -645,7 +645,7 @@ START_TEST(first_error_is_the_first_field_error_or_the_message)
     s = rc_first_error(&errs, &e);
     ck_assert_ptr_nonnull(s);
     ck_assert_str_eq(s, trainjob_errors_format(&errs, 0));
-    ck_assert_msg(starts_with(s, "spec.trainer.numNodes: Invalid: "), "%s", s);
+    ck_assert_msg(starts_with(s, "spec.trainer.numNodes: Invalid value: -1: "), "%s", s);
     /* the first error is in the TrainJob: not the runtime's */
     ck_assert_int_eq(rc_error_doc_is_runtime(&errs, rt), 0);
     ck_assert_int_eq(rc_error_doc_is_runtime(&errs, NULL), 0);

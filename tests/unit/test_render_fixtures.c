@@ -2,7 +2,8 @@
  * tests/unit/test_render_fixtures.c - one runner for every case under tests/fixtures/render/.
  *
  * A case is a folder whose name reads as a sentence. It holds input.yaml (TrainJobs and
- * runtimes; a TrainJob naming a built-in runtime needs no runtime document) and expect.yaml:
+ * runtimes; a TrainJob naming a built-in runtime needs no runtime document), optionally
+ * existing.yaml (objects already in the cluster, given with --existing) and expect.yaml:
  *
  *   exit: 0                  # expected exit status of `trainsched render` (default 0)
  *   stderr: [text, ...]      # each must appear in standard error
@@ -15,14 +16,18 @@
  *     - {object: ..., path: ...env, has: {name: X, value: "1"}}  # array holds this element
  *     - {object: ..., path: ...env, lacks-name: PET_MASTER_ADDR} # no element with that name
  *     - {object: ..., path: ...,   absent: true}
+ *     - {object: Secret/x, path: data.k, base64-matches: "^ecdsa [^\n]+\n$"}  # decoded value
+ *                            # matches this POSIX extended regular expression
  *   list: expected-list.yaml # optional: the whole List, compared field by field, except the
  *   ignore: [Secret/x data.ssh-privatekey, ...]  # values that differ per run (key material)
- *   yaml-strings: [ConfigMap/x-runtime-snapshot data.runtime]  # compared as parsed YAML
+ *   yaml-strings: [ConfigMap/x-runtime-snapshot data.runtime]  # parsed before checks and list
  *
  * Paths: dot-separated keys; [N] an index; [key=value] the array element whose key is value;
  * ["a.b/c"] a key with dots.
  */
 #include <dirent.h>
+#include <openssl/evp.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,16 +192,21 @@ static void diff(const json_t *a, const json_t *b, char *path, size_t cap, char 
 
 static void run_render(const char *dir, json_t **list, int *status, char **errtext)
 {
-    char input[4200];
+    char input[4200], existing[4200];
     char *outbuf = NULL, *errbuf = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
     FILE *err = open_memstream(&errbuf, &errlen);
-    char *argv[] = {"render", "-f", input, "-o", "json", NULL};
+    char *argv[] = {"render", "-f", input, "-o", "json", "--existing", existing, NULL};
+    FILE *ex;
     json_error_t je;
 
     snprintf(input, sizeof(input), "%s/input.yaml", dir);
-    *status = cmd_render(5, argv, out, err);
+    snprintf(existing, sizeof(existing), "%s/existing.yaml", dir);
+    ex = fopen(existing, "r");
+    if (ex)
+        fclose(ex);
+    *status = cmd_render(ex ? 7 : 5, argv, out, err);
     fclose(out);
     fclose(err);
     *errtext = errbuf;
@@ -260,8 +270,61 @@ static void check_one(const char *name, json_t *items, json_t *check)
                           "%s: %s %s: must not hold %s", name, oref, path, json_string_value(want));
         }
     }
+    if ((want = json_object_get(check, "base64-matches"))) {
+        const char *b64 = json_string_value(v);
+        size_t n = b64 ? strlen(b64) : 0;
+        unsigned char *raw = calloc(n / 4 * 3 + 4, 1);
+        int len;
+        regex_t re;
+        ck_assert_msg(b64 && raw, "%s: %s %s: no base64 string", name, oref, path);
+        len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
+        ck_assert_msg(len >= 0, "%s: %s %s: not base64", name, oref, path);
+        /* EVP_DecodeBlock counts the padding as zero bytes: drop them */
+        while (n > 0 && b64[n - 1] == '=' && len > 0) {
+            n--;
+            len--;
+        }
+        raw[len] = '\0';
+        ck_assert_int_eq(regcomp(&re, json_string_value(want), REG_EXTENDED | REG_NOSUB), 0);
+        ck_assert_msg(regexec(&re, (const char *)raw, 0, NULL, 0) == 0,
+                      "%s: %s %s: decoded \"%s\" does not match %s", name, oref, path, raw,
+                      json_string_value(want));
+        regfree(&re);
+        free(raw);
+    }
     if (json_is_true(json_object_get(check, "absent")))
         ck_assert_msg(v == NULL, "%s: %s %s: expected absent", name, oref, path);
+}
+
+/* "Kind/name field.path": replace that string field of the object in items by its parsed YAML
+ * (no-op when it is not a string any more) */
+static void parse_yaml_string(const char *name, json_t *items, const char *spec)
+{
+    char ref[512], field[256], *dot;
+    const char *sp;
+    json_t *parent, *str;
+    struct common_yaml_docs y;
+    struct common_error e;
+
+    snprintf(ref, sizeof(ref), "%s", spec);
+    sp = strchr(spec, ' ');
+    ck_assert_ptr_nonnull(sp);
+    ref[sp - spec] = '\0';
+    snprintf(field, sizeof(field), "%s", sp + 1);
+    dot = strrchr(field, '.');
+    ck_assert_ptr_nonnull(dot);
+    *dot = '\0';
+    parent = walk(find_object(items, ref), field);
+    str = json_object_get(parent, dot + 1);
+    if (!json_is_string(str))
+        return;
+    memset(&y, 0, sizeof(y));
+    ck_assert_msg(common_yaml_load(json_string_value(str), json_string_length(str), sp + 1, NULL,
+                                   &y, &e) == 0,
+                  "%s: %s", name, e.msg);
+    ck_assert_int_eq(y.n, 1);
+    json_object_set(parent, dot + 1, y.docs[0]);
+    common_yaml_docs_free(&y);
 }
 
 START_TEST(render_case)
@@ -307,6 +370,9 @@ START_TEST(render_case)
                           name, i, ref, json_string_value(it));
         }
     }
+    /* the strings that hold YAML are compared parsed, by checks and by the list */
+    json_array_foreach(json_object_get(spec, "yaml-strings"), i, it)
+        parse_yaml_string(name, items, json_string_value(it));
     json_array_foreach(json_object_get(spec, "checks"), i, it) check_one(name, items, it);
     if ((v = json_object_get(spec, "list"))) {
         struct common_yaml_docs full;
@@ -336,36 +402,7 @@ START_TEST(render_case)
             }
         }
         json_array_foreach(json_object_get(spec, "yaml-strings"), j, ig)
-        {
-            char ref[512];
-            const char *sp;
-            json_t *sides[2];
-            snprintf(ref, sizeof(ref), "%s", json_string_value(ig));
-            sp = strchr(ref, ' ');
-            ck_assert_ptr_nonnull(sp);
-            ref[sp - ref] = '\0';
-            sides[0] = find_object(items, ref);
-            sides[1] = find_object(json_object_get(want, "items"), ref);
-            for (int k = 0; k < 2; k++) {
-                char field[256], *dot;
-                json_t *parent, *str;
-                struct common_yaml_docs y;
-                snprintf(field, sizeof(field), "%s", sp + 1);
-                dot = strrchr(field, '.');
-                ck_assert_ptr_nonnull(dot);
-                *dot = '\0';
-                parent = walk(sides[k], field);
-                str = json_object_get(parent, dot + 1);
-                ck_assert_msg(json_is_string(str), "%s: %s is not a string", name, sp + 1);
-                memset(&y, 0, sizeof(y));
-                ck_assert_msg(common_yaml_load(json_string_value(str), json_string_length(str),
-                                               sp + 1, NULL, &y, &e) == 0,
-                              "%s: %s", name, e.msg);
-                ck_assert_int_eq(y.n, 1);
-                json_object_set(parent, dot + 1, y.docs[0]);
-                common_yaml_docs_free(&y);
-            }
-        }
+            parse_yaml_string(name, json_object_get(want, "items"), json_string_value(ig));
         diff(want, list, where, sizeof(where), out, sizeof(out));
         ck_assert_msg(out[0] == '\0', "%s: %s", name, out);
         common_yaml_docs_free(&full);

@@ -257,6 +257,8 @@ int main(void)
     tcase_add_test(tc, topologies_from_file_and_flags);
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
     tcase_add_test(tc, check_config_finds_a_port_in_use);
+    /* each case starts `trainsched serve --check-config` as a process */
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }

@@ -1210,6 +1210,8 @@ static Suite *suite(void)
 
     collect_cases();
     tcase_add_loop_test(tc, test_fixture, 0, ncases);
+    /* each fixture builds a TLS-free review through the whole handler: generous on a busy box */
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     tcase_add_test(unit, test_pointer_escaping);
     tcase_add_test(unit, test_encode_exact_bytes);
@@ -1220,6 +1222,8 @@ static Suite *suite(void)
     tcase_add_test(unit, test_content_type);
     tcase_add_test(unit, test_endpoint_table);
     tcase_add_test(unit, test_ten_megabyte_object_is_a_400);
+    /* the 10 MB object takes seconds under load: Check's default 4 s is not enough */
+    tcase_set_timeout(unit, 120);
     suite_add_tcase(s, unit);
     tcase_set_timeout(slow, 300);
     tcase_add_test(slow, test_allocation_failures);

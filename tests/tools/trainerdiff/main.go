@@ -1,0 +1,405 @@
+// Command trainerdiff compares `trainsched render` with Kubeflow Trainer v2.3.0's own runtime
+// framework (its NewObjects, with the fake client its unit tests use) for the same TrainJobs
+// and runtimes, after the API server's structural defaulting from the CRDs.
+//
+//	go run . -trainsched ../../../build/trainsched -repo ../../.. [case dirs or input files...]
+//
+// With no arguments it takes every tests/fixtures/render case that renders (exit 0, no
+// existing.yaml). For each TrainJob it prints "same" or the paths where the objects differ,
+// then a summary. Test tooling only: nothing here is built into trainsched.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/kubeflow/trainer/v2/pkg/runtime"
+	"github.com/kubeflow/trainer/v2/pkg/runtime/core"
+	testingutil "github.com/kubeflow/trainer/v2/pkg/util/testing"
+)
+
+var (
+	binary = flag.String("trainsched", "build/trainsched", "the trainsched binary")
+	repo   = flag.String("repo", ".", "the trainsched repository (CRDs, built-in runtimes, fixtures)")
+	show   = flag.Int("show", 8, "differences printed per TrainJob")
+	random = flag.Int("random", 0, "also compare this many generated TrainJobs (random.go)")
+	seed   = flag.Int64("seed", 1, "seed of the generated TrainJobs")
+)
+
+func structural(crdFile string) *structuralschema.Structural {
+	raw, err := os.ReadFile(crdFile)
+	must(err)
+	var crd apiextensionsv1.CustomResourceDefinition
+	must(yaml.Unmarshal(raw, &crd))
+	var internal apiextensionsinternal.JSONSchemaProps
+	must(apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema, &internal, nil))
+	s, err := structuralschema.NewStructural(&internal)
+	must(err)
+	return s
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trainerdiff:", err)
+		os.Exit(1)
+	}
+}
+
+func docs(file string) []map[string]any {
+	raw, err := os.ReadFile(file)
+	must(err)
+	var out []map[string]any
+	for _, d := range bytes.Split(raw, []byte("\n---")) {
+		var m map[string]any
+		if yaml.Unmarshal(d, &m) == nil && m != nil {
+			if m["kind"] == "List" {
+				for _, it := range m["items"].([]any) {
+					out = append(out, it.(map[string]any))
+				}
+				continue
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func convert(in map[string]any, out any) {
+	raw, err := json.Marshal(in)
+	must(err)
+	must(json.Unmarshal(raw, out))
+}
+
+// diff lists the paths where a and b differ.
+func diff(p string, a, b any, out *[]string) {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			*out = append(*out, fmt.Sprintf("%s: trainer %s, trainsched %s", p, js(a), js(b)))
+			return
+		}
+		keys := map[string]bool{}
+		for k := range av {
+			keys[k] = true
+		}
+		for k := range bv {
+			keys[k] = true
+		}
+		ks := make([]string, 0, len(keys))
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			diff(p+"."+k, av[k], bv[k], out)
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if ok && len(av) == len(bv) && strings.HasSuffix(p, ".env") && !reflect.DeepEqual(a, b) &&
+			sameItems(av, bv) {
+			*out = append(*out, p+": same items, another order")
+			return
+		}
+		if !ok || len(av) != len(bv) {
+			*out = append(*out, fmt.Sprintf("%s: trainer %s, trainsched %s", p, js(a), js(b)))
+			return
+		}
+		for i := range av {
+			diff(fmt.Sprintf("%s[%d]", p, i), av[i], bv[i], out)
+		}
+	default:
+		if !reflect.DeepEqual(a, b) {
+			*out = append(*out, fmt.Sprintf("%s: trainer %s, trainsched %s", p, js(a), js(b)))
+		}
+	}
+}
+
+func js(v any) string {
+	if v == nil {
+		return "(absent)"
+	}
+	raw, _ := json.Marshal(v)
+	s := string(raw)
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+func key(o map[string]any) string {
+	m, _ := o["metadata"].(map[string]any)
+	return fmt.Sprintf("%v/%v", o["kind"], m["name"])
+}
+
+func main() {
+	flag.Parse()
+	rtSchema := structural(filepath.Join(*repo, "manifests/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml"))
+	tjSchema := structural(filepath.Join(*repo, "manifests/crds/trainer.kubeflow.org_trainjobs.yaml"))
+	inputs := flag.Args()
+	if len(inputs) == 0 {
+		cases, _ := filepath.Glob(filepath.Join(*repo, "tests/fixtures/render/*"))
+		for _, c := range cases {
+			exp, _ := os.ReadFile(filepath.Join(c, "expect.yaml"))
+			if _, err := os.Stat(filepath.Join(c, "existing.yaml")); err == nil {
+				continue
+			}
+			if strings.Contains(string(exp), "exit: ") && !strings.Contains(string(exp), "exit: 0") {
+				continue
+			}
+			inputs = append(inputs, c)
+		}
+		ex, _ := filepath.Glob(filepath.Join(*repo, "examples/*.yaml"))
+		inputs = append(inputs, ex...)
+	}
+	if *random > 0 {
+		dir, err := os.MkdirTemp("", "trainerdiff")
+		must(err)
+		defer os.RemoveAll(dir)
+		inputs = append(inputs, randomInputs(*repo, dir, *random, *seed)...)
+	}
+	total, same, almost, skipped := 0, 0, 0, 0
+	classes := map[string]int{}
+	for _, in := range inputs {
+		file := in
+		if st, err := os.Stat(in); err == nil && st.IsDir() {
+			file = filepath.Join(in, "input.yaml")
+		}
+		all := docs(file)
+		var trainjobs, runtimes []map[string]any
+		for _, d := range all {
+			switch d["kind"] {
+			case "TrainJob":
+				trainjobs = append(trainjobs, d)
+			case "TrainingRuntime", "ClusterTrainingRuntime":
+				runtimes = append(runtimes, d)
+			}
+		}
+		outRaw, err := exec.Command(*binary, "render", "-f", file, "-o", "json").Output()
+		if err != nil {
+			fmt.Printf("%s: trainsched render failed: %v\n", file, err)
+			continue
+		}
+		var list struct{ Items []map[string]any }
+		must(json.Unmarshal(outRaw, &list))
+		ours := map[string]map[string]any{}
+		for _, o := range list.Items {
+			ours[key(o)] = o
+		}
+		for _, tjm := range trainjobs {
+			total++
+			structuraldefaulting.Default(tjm, tjSchema)
+			var tj trainer.TrainJob
+			convert(tjm, &tj)
+			if tj.Spec.ManagedBy != nil && *tj.Spec.ManagedBy != "trainer.kubeflow.org/trainjob-controller" {
+				// Trainer's reconciler builds nothing for a TrainJob another controller manages
+				total--
+				skipped++
+				continue
+			}
+			if tj.Namespace == "" {
+				tj.Namespace = "default"
+			}
+			if tj.UID == "" {
+				tj.UID = "uid"
+			}
+			ref := tj.Spec.RuntimeRef
+			kind := "ClusterTrainingRuntime"
+			if ref.Kind != nil {
+				kind = *ref.Kind
+			}
+			var rtm map[string]any
+			for _, r := range runtimes {
+				if m, _ := r["metadata"].(map[string]any); m["name"] == ref.Name && r["kind"] == kind {
+					rtm = r
+				}
+			}
+			if rtm == nil && kind == "ClusterTrainingRuntime" {
+				b := docs(filepath.Join(*repo, "manifests/runtimes", ref.Name+".yaml"))
+				if len(b) > 0 {
+					rtm = b[0]
+				}
+			}
+			if rtm == nil {
+				fmt.Printf("%s %s: runtime %s not found\n", file, tj.Name, ref.Name)
+				continue
+			}
+			rtm = deepCopy(rtm)
+			structuraldefaulting.Default(rtm, rtSchema)
+			cb := testingutil.NewClientBuilder()
+			var obj client.Object
+			var rt runtime.Runtime
+			ctx := context.Background()
+			if kind == "TrainingRuntime" {
+				var r trainer.TrainingRuntime
+				convert(rtm, &r)
+				if r.Namespace == "" {
+					r.Namespace = tj.Namespace
+				}
+				obj = &r
+			} else {
+				var r trainer.ClusterTrainingRuntime
+				convert(rtm, &r)
+				obj = &r
+			}
+			cb.WithObjects(obj)
+			c := cb.Build()
+			if kind == "TrainingRuntime" {
+				rt, err = core.NewTrainingRuntime(ctx, c, testingutil.AsIndex(cb), nil)
+			} else {
+				_, err = core.NewTrainingRuntime(ctx, c, testingutil.AsIndex(cb), nil)
+				if err == nil {
+					rt, err = core.NewClusterTrainingRuntime(ctx, c, testingutil.AsIndex(cb), nil)
+				}
+			}
+			must(err)
+			objs, err := rt.NewObjects(ctx, &tj)
+			if err != nil {
+				fmt.Printf("%s %s: Trainer: %v\n", file, tj.Name, err)
+				continue
+			}
+			var diffs []string
+			for _, o := range objs {
+				var m map[string]any
+				raw, _ := json.Marshal(o)
+				must(json.Unmarshal(raw, &m))
+				if m["kind"] == "Secret" {
+					delete(m, "data")
+				}
+				k := key(m)
+				ourObj := deepCopy(ours[k])
+				if ourObj == nil {
+					diffs = append(diffs, k+": only Trainer writes it")
+					continue
+				}
+				if ourObj["kind"] == "Secret" {
+					delete(ourObj, "data")
+				}
+				// the TrainJob's uid: ours is a placeholder when the input has none
+				fixOwner(ourObj, string(tj.UID))
+				diff(k, m, ourObj, &diffs)
+			}
+			if len(diffs) == 0 {
+				same++
+				fmt.Printf("same  %s %s\n", file, tj.Name)
+				continue
+			}
+			if allAccepted(diffs) {
+				almost++
+				fmt.Printf("same* %s %s (apart from %d Go empty objects or documented differences)\n",
+					file, tj.Name, len(diffs))
+				continue
+			}
+			fmt.Printf("DIFF  %s %s (%d)\n", file, tj.Name, len(diffs))
+			for i, d := range diffs {
+				cls := d
+				if j := strings.Index(d, ": trainer"); j > 0 {
+					cls = d[strings.Index(d, ":")+1:]
+				}
+				classes[strings.SplitN(cls, ",", 2)[0]]++
+				if i < *show {
+					fmt.Println("      ", d)
+				}
+			}
+		}
+	}
+	fmt.Printf("\n%d TrainJobs compared (%d skipped: managed by another controller): %d identical, "+
+		"%d identical apart from Go's empty {} objects and the differences docs/compatibility.md "+
+		"lists, %d differ\n", total, skipped, same, almost, total-same-almost)
+	type kv struct {
+		k string
+		n int
+	}
+	var cl []kv
+	for k, n := range classes {
+		cl = append(cl, kv{k, n})
+	}
+	sort.Slice(cl, func(i, j int) bool { return cl[i].n > cl[j].n })
+	for i, c := range cl {
+		if i >= 15 {
+			break
+		}
+		fmt.Printf("%5d %s\n", c.n, c.k)
+	}
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(m)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+func fixOwner(o map[string]any, uid string) {
+	m, _ := o["metadata"].(map[string]any)
+	refs, _ := m["ownerReferences"].([]any)
+	for _, r := range refs {
+		if rm, ok := r.(map[string]any); ok {
+			rm["uid"] = uid
+		}
+	}
+}
+
+// allAccepted: every difference is an empty object Go writes and we leave out ("{}" vs
+// absent, no meaning to the API server), or an intentional difference (docs/compatibility.md).
+func allAccepted(diffs []string) bool {
+	for _, d := range diffs {
+		if strings.HasSuffix(d, ": trainer {}, trainsched (absent)") ||
+			strings.Contains(d, `trainsched {"trainsched.io/phased-replicated-jobs"`) ||
+			// Trainer's plugin order (xgboost, PlainML) is Go map order: it varies per run
+			strings.HasSuffix(d, ".env: same items, another order") ||
+			// Trainer's port upsert takes two unnamed ports for the same one and drops the
+			// runtime's; trainsched keeps it
+			extraRuntimePorts(d) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func sameItems(a, b []any) bool {
+	key := func(l []any) []string {
+		out := make([]string, len(l))
+		for i, v := range l {
+			raw, _ := json.Marshal(v)
+			out[i] = string(raw)
+		}
+		sort.Strings(out)
+		return out
+	}
+	return reflect.DeepEqual(key(a), key(b))
+}
+
+// extraRuntimePorts: a ports difference where trainsched's list is Trainer's with the
+// runtime's own unnamed ports before it (Trainer's upsert replaced them)
+func extraRuntimePorts(d string) bool {
+	i := strings.Index(d, ".ports: trainer [")
+	j := strings.Index(d, "], trainsched [")
+	if i < 0 || j < i {
+		return false
+	}
+	t := d[i+len(".ports: trainer [") : j]
+	return strings.HasSuffix(d, ","+t+"]")
+}

@@ -1,0 +1,152 @@
+/*
+ * trainjob/context.c - the build context's helpers, shared by the pipeline (build.c), the
+ * policies (policy_*.c, podgroup.c) and the checks (validate.c): PodSet lookups, the owner
+ * metadata every object carries, endpoint lists, and the steps several ML policies share.
+ * Uses only podspec.c and errors.c below it, so the files of trainjob/ depend one way:
+ * podspec, errors -> context, defaults, schema -> validate, policy_*, podgroup -> policies ->
+ * build.
+ */
+#include <string.h>
+
+#include "trainjob/trainjob_int.h"
+
+static void decref_cb(void *p)
+{
+    json_decref((json_t *)p);
+}
+
+/* keep a new reference alive until the arena dies; returns v (NULL stays NULL) */
+json_t *tj_own(struct common_arena *a, json_t *v)
+{
+    if (v && common_arena_on_destroy(a, decref_cb, v))
+        return NULL;
+    return v;
+}
+
+json_t *own_json(struct tj_ctx *c, json_t *v)
+{
+    return tj_own(c->arena, v);
+}
+
+struct tj_podset *tj_podset(struct tj_ctx *c, const char *name)
+{
+    for (size_t i = 0; i < c->npodsets; i++)
+        if (strcmp(c->podsets[i].name, name) == 0)
+            return &c->podsets[i];
+    return NULL;
+}
+
+struct tj_podset *tj_trainer_podset(struct tj_ctx *c)
+{
+    for (size_t i = 0; i < c->npodsets; i++)
+        if (c->podsets[i].ancestor && strcmp(c->podsets[i].ancestor, "trainer") == 0)
+            return &c->podsets[i];
+    return NULL;
+}
+
+const json_t *tj_gpu_resources(struct tj_ctx *c)
+{
+    struct tj_podset *ps;
+
+    if (c->resources)
+        return c->resources;
+    ps = tj_trainer_podset(c);
+    if (!ps || !c->runtime_trainer_resources)
+        return NULL;
+    return c->runtime_trainer_resources;
+}
+
+json_t *tj_owner_meta(struct tj_ctx *c, const char *name)
+{
+    return json_pack("{s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "name", name, "namespace",
+                     c->ns, "ownerReferences", "apiVersion", TJ_API_VERSION, "kind", "TrainJob",
+                     "name", c->name, "uid", c->uid, "controller", 1, "blockOwnerDeletion", 1);
+}
+
+json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps)
+{
+    const char *sub = tj_str(c->spec, "network.subdomain");
+    json_int_t replicas = json_integer_value(json_object_get(ps->rjob, "replicas"));
+    json_t *list = json_array();
+
+    if (!list)
+        return NULL;
+    if (!sub || !*sub)
+        sub = c->name;
+    if (!json_is_integer(json_object_get(ps->rjob, "replicas")))
+        replicas = 1;
+    for (json_int_t r = 0; r < replicas; r++) {
+        for (int32_t p = 0; p < ps->count; p++) {
+            char buf[600];
+            snprintf(buf, sizeof(buf), "%s-%s-%lld-%d.%s", c->name, ps->name, (long long)r, p, sub);
+            if (json_array_append_new(list, json_string(buf))) {
+                json_decref(list);
+                return NULL;
+            }
+        }
+    }
+    return list;
+}
+
+int64_t tj_podset_replicas(const struct tj_podset *ps)
+{
+    const json_t *r = json_object_get(ps->rjob, "replicas");
+    const char *anc = ps->ancestor;
+
+    /* build_jobset forces these three to 1 */
+    if (anc && (strcmp(anc, "dataset-initializer") == 0 || strcmp(anc, "model-initializer") == 0 ||
+                strcmp(anc, "trainer") == 0))
+        return 1;
+    return json_is_integer(r) ? (int64_t)json_integer_value(r) : 1;
+}
+
+/* Shared by the policies whose count is spec.trainer.numNodes on the trainer PodSet (torch,
+ * jax, xgboost, plain). */
+enum common_rc tj_trainer_count(struct tj_ctx *c, struct common_error *err)
+{
+    struct tj_podset *ps = tj_trainer_podset(c);
+
+    (void)err;
+    if (ps && c->has_num_nodes)
+        ps->count = c->num_nodes;
+    return COMMON_OK;
+}
+
+/* Upsert the TrainJob's env into the trainer node container (PlainML and Torch do this). */
+enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common_error *err)
+{
+    if (tj_upsert_env(container, json_object_get(c->trainer, "env")))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return COMMON_OK;
+}
+
+/* Reserved env names in spec.trainer.env: one error listing the sorted offenders. */
+void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *gist)
+{
+    const json_t *env = tj_get(c->trainjob, "spec.trainer.env");
+    const char *found[16];
+    size_t n = 0, i;
+    json_t *e;
+    char list[512] = "";
+
+    json_array_foreach(env, i, e)
+    {
+        const char *name = tj_str(e, "name");
+        for (const char *const *r = reserved; name && *r && n < 16; r++)
+            if (strcmp(*r, name) == 0)
+                found[n++] = name;
+    }
+    if (!n)
+        return;
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && strcmp(found[b - 1], found[b]) > 0; b--) {
+            const char *t = found[b];
+            found[b] = found[b - 1];
+            found[b - 1] = t;
+        }
+    for (i = 0; i < n; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof(list) - l, "%s%s", i ? " " : "", found[i]);
+    }
+    tj_err(c->errs, c->trainjob, env, "Invalid", "spec.trainer.env", "%s: [%s]", gist, list);
+}
