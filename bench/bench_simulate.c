@@ -314,7 +314,12 @@ static int simulate(const struct common_buf *cluster, const struct common_buf *t
                (unsigned long long)r.binds, (unsigned long long)r.gang_failures);
         printf("  peak resident memory (VmHWM): %.0f MB\n",
                (double)bench_status_kb("VmHWM") / 1024);
-    }
+    } else
+        printf("  simulate with the topology request: %.2f s wall, %.2f s CPU; %llu events (%.0f "
+               "per CPU second), %llu filters (%llu more saved), %llu gang attempts failed\n",
+               t2 - t1, c2 - c1, (unsigned long long)r.events, (double)r.events / (c2 - c1),
+               (unsigned long long)r.filters, (unsigned long long)r.filters_saved,
+               (unsigned long long)r.gang_failures);
     for (size_t i = 0; i < in.n_jobs; i++) {
         if (r.jobs[i].start_ms < 0)
             continue;
