@@ -10,12 +10,15 @@
  * same loader and engine as the command (YAML in memory, sim_loader_*, sim_run).
  *
  * Printed: trace size, load time, simulation wall time, events and events per second, peak
- * resident memory (VmHWM), and for trainsched's gang core and for the baseline: GPU
- * utilisation, average and maximum wait, and the share of multi-pod gangs inside one rack and
- * one block. The baseline is the simplest all-or-nothing placer: at every arrival or
- * completion, waiting gangs in arrival order each try to place every pod on the first node (by
- * name) with room for its GPUs and CPUs; a gang that does not fit whole waits (later gangs may
- * pass it). It has no plan, no packing and no backoff.
+ * resident memory (VmHWM), and placement quality side by side for three placers on the same
+ * trace: trainsched's gang core with no topology request, the same with every multi-pod gang
+ * preferring one rack (trainsched.io/topology-preferred: the topology core picks the rack, else
+ * the narrowest wider level that holds the gang), and the baseline: GPU utilisation, average
+ * and maximum wait, the share of multi-pod gangs inside one rack and one block, and the
+ * distinct racks a multi-pod gang spans on average. The baseline is the simplest all-or-nothing
+ * placer: at every arrival or completion, waiting gangs in arrival order each try to place every
+ * pod on the first node (by name) with room for its GPUs and CPUs; a gang that does not fit whole
+ * waits (later gangs may pass it). It has no plan, no packing and no backoff.
  *
  * Usage: bench_simulate [--gangs N] [--nodes N] [--load PERCENT] [--seed N]
  */
@@ -78,7 +81,8 @@ static void make_trace(struct gang *g, long n, long nodes, long load)
     }
 }
 
-static void emit_trace(struct common_buf *b, const struct gang *g, long n)
+/* the trace as YAML; request: a topology annotation every multi-pod gang carries ("" none) */
+static void emit_trace(struct common_buf *b, const struct gang *g, long n, const char *request)
 {
     char line[512];
 
@@ -86,9 +90,10 @@ static void emit_trace(struct common_buf *b, const struct gang *g, long n)
         snprintf(line, sizeof(line),
                  "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
                  "metadata: {name: g%ld, namespace: ml, annotations: "
-                 "{trainsched.io/sim-arrival: %lldms, trainsched.io/sim-run-time: %lldms}}\n"
+                 "{trainsched.io/sim-arrival: %lldms, trainsched.io/sim-run-time: %lldms%s%s}}\n"
                  "spec: {minMember: %d}\n---\napiVersion: v1\nkind: List\nitems:\n",
-                 i, (long long)g[i].arrival, (long long)g[i].run, g[i].pods);
+                 i, (long long)g[i].arrival, (long long)g[i].run,
+                 *request && g[i].pods > 1 ? ", " : "", g[i].pods > 1 ? request : "", g[i].pods);
         common_buf_append(b, line, strlen(line), NULL);
         for (int k = 0; k < g[i].pods; k++) {
             snprintf(
@@ -117,6 +122,7 @@ static int ff_cmp(const void *a, const void *b)
 
 struct quality {
     double util, wait_avg, wait_max, one_rack, one_block;
+    double racks_per_gang; /* distinct racks a started multi-pod gang's nodes span, average */
     long placed;
 };
 
@@ -212,9 +218,14 @@ static void baseline(const struct gang *g, long n, long nodes, long per_rack, lo
             int rack = 1, block = 1;
             multi++;
             for (int p = 1; p < g[k].pods; p++) {
+                int seen = 0;
                 rack &= where[k][p] / per_rack == where[k][0] / per_rack;
                 block &= where[k][p] / per_block == where[k][0] / per_block;
+                for (int p2 = 0; p2 < p && !seen; p2++)
+                    seen = where[k][p2] / per_rack == where[k][p] / per_rack;
+                q->racks_per_gang += !seen;
             }
+            q->racks_per_gang += 1;
             q->one_rack += rack;
             q->one_block += block;
         }
@@ -224,6 +235,7 @@ static void baseline(const struct gang *g, long n, long nodes, long per_rack, lo
     q->wait_avg = q->placed ? waits / (double)q->placed : 0;
     q->one_rack = multi ? q->one_rack / (double)multi : 0;
     q->one_block = multi ? q->one_block / (double)multi : 0;
+    q->racks_per_gang = multi ? q->racks_per_gang / (double)multi : 0;
     free(free_gpu);
     free(free_cpu);
     free(where);
@@ -239,11 +251,14 @@ static void progress(void *ctx, int64_t now, size_t done, size_t total)
             sim_format_duration(now, d, sizeof(d)), done, total, now_s() - *t0);
 }
 
-int main(int argc, char **argv)
+/*
+ * simulate - load cluster and trace through the command's loader and run the engine; fill *q
+ * (placed, utilisation, waits, shares of multi-pod gangs in one rack and one block, racks per
+ * gang). verbose: print load and run figures (time, events, memory). 0, or 1 on an error.
+ */
+static int simulate(const struct common_buf *cluster, const struct common_buf *trace, int verbose,
+                    struct quality *q)
 {
-    long gangs = 10000, nodes = 5000, load = 90, seed = 1;
-    struct gang *g;
-    struct common_buf trace, cluster;
     struct common_yaml_docs cf, jf;
     struct common_arena *a;
     struct sim_loader *l;
@@ -251,11 +266,102 @@ int main(int argc, char **argv)
     struct sim_result r;
     struct sim_options opts;
     struct common_error e;
-    struct quality ff;
-    double t0, t1, t2, c0, c1, c2;
+    struct common_yaml_limits lim = common_yaml_limits_default();
+    double t0, t1, t2, c0, c1, c2, racks = 0, waits = 0;
+    char line[64];
+    int rc = 0;
+
+    memset(q, 0, sizeof(*q));
+    memset(&cf, 0, sizeof(cf));
+    memset(&jf, 0, sizeof(jf));
+    t0 = now_s();
+    c0 = bench_process_cpu();
+    a = common_arena_create(0);
+    l = sim_loader_create(a, NULL);
+    lim.max_doc_bytes = (size_t)1 << 30;
+    if (common_yaml_load(cluster->data, cluster->len, "cluster", NULL, &cf, &e) ||
+        common_yaml_load(trace->data, trace->len, "trace", &lim, &jf, &e) ||
+        sim_load_cluster(l, &cf, &e) || sim_load_jobs(l, &jf, &e) ||
+        sim_loader_finish(l, &in, &e)) {
+        fprintf(stderr, "bench_simulate: %s\n", e.msg);
+        rc = 1;
+        goto out;
+    }
+    t1 = now_s();
+    c1 = bench_process_cpu();
+    if (verbose)
+        printf("  trace: %zu jobs, %.1f MB of YAML, loaded in %.2f s wall, %.2f s CPU; resident "
+               "after loading (VmHWM) %.0f MB\n",
+               in.n_jobs, (double)trace->len / 1e6, t1 - t0, c1 - c0,
+               (double)bench_status_kb("VmHWM") / 1024);
+    memset(&opts, 0, sizeof(opts));
+    opts.progress = progress;
+    opts.progress_ctx = &t1;
+    if (sim_run(&in, &opts, a, &r, &e)) {
+        fprintf(stderr, "bench_simulate: %s\n", e.msg);
+        rc = 1;
+        goto out;
+    }
+    t2 = now_s();
+    c2 = bench_process_cpu();
+    if (verbose) {
+        printf("  simulate: %.2f s wall, %.2f s CPU for %s simulated; %llu events (%.0f events "
+               "per CPU second), %llu filters (%llu more saved), %llu binds, %llu gang attempts "
+               "failed\n",
+               t2 - t1, c2 - c1, sim_format_duration(r.end_ms, line, sizeof(line)),
+               (unsigned long long)r.events, (double)r.events / (c2 - c1),
+               (unsigned long long)r.filters, (unsigned long long)r.filters_saved,
+               (unsigned long long)r.binds, (unsigned long long)r.gang_failures);
+        printf("  peak resident memory (VmHWM): %.0f MB\n",
+               (double)bench_status_kb("VmHWM") / 1024);
+    } else
+        printf("  simulate with the topology request: %.2f s wall, %.2f s CPU; %llu events (%.0f "
+               "per CPU second), %llu filters (%llu more saved), %llu gang attempts failed\n",
+               t2 - t1, c2 - c1, (unsigned long long)r.events, (double)r.events / (c2 - c1),
+               (unsigned long long)r.filters, (unsigned long long)r.filters_saved,
+               (unsigned long long)r.gang_failures);
+    for (size_t i = 0; i < in.n_jobs; i++) {
+        if (r.jobs[i].start_ms < 0)
+            continue;
+        q->placed++;
+        waits += (double)r.jobs[i].wait_ms / 1000;
+        if (in.jobs[i].n_pods > 1 && in.n_levels > 1)
+            racks += r.jobs[i].domains[1];
+    }
+    q->util = r.util_avg;
+    q->wait_avg = q->placed ? waits / (double)q->placed : 0;
+    q->wait_max = (double)r.wait_max_ms / 1000;
+    if (r.multi_pod_jobs && in.n_levels > 1) {
+        q->one_block = (double)r.jobs_in_one_domain[0] / r.multi_pod_jobs;
+        q->one_rack = (double)r.jobs_in_one_domain[1] / r.multi_pod_jobs;
+        q->racks_per_gang = racks / r.multi_pod_jobs;
+    }
+out:
+    sim_loader_destroy(l);
+    common_yaml_docs_free(&cf);
+    common_yaml_docs_free(&jf);
+    common_arena_destroy(a);
+    return rc;
+}
+
+static void quality_row(const char *placer, const struct quality *q)
+{
+    printf("  %-34s %8.1f%% %9.0fs %9.0fs %9.1f%% %9.1f%% %8.2f %8ld\n", placer, q->util * 100,
+           q->wait_avg, q->wait_max, q->one_rack * 100, q->one_block * 100, q->racks_per_gang,
+           q->placed);
+}
+
+int main(int argc, char **argv)
+{
+    long gangs = 10000, nodes = 5000, load = 90, seed = 1;
+    struct gang *g;
+    struct common_buf trace, cluster;
+    struct quality plain, topo, ff;
     char line[256];
     const long per_rack = 20, blocks = 10;
     long rows_per_block;
+    static const char request[] =
+        "trainsched.io/topology-preferred: cloud.provider.com/topology-rack";
 
     common_alloc_init();
     for (int i = 1; i < argc; i++) {
@@ -280,7 +386,7 @@ int main(int argc, char **argv)
     make_trace(g, gangs, nodes, load);
     common_buf_init(&trace, (size_t)1 << 31);
     common_buf_init(&cluster, 4096);
-    emit_trace(&trace, g, gangs);
+    emit_trace(&trace, g, gangs, "");
     snprintf(line, sizeof(line),
              "apiVersion: trainsched.io/v1alpha1\nkind: SimCluster\nmetadata: {name: gpu}\n"
              "spec: {blocks: %ld, racksPerBlock: %ld, nodesPerRack: %ld, gpusPerNode: 8}\n",
@@ -290,70 +396,26 @@ int main(int argc, char **argv)
         "bench_simulate: %ld gangs on %ld nodes x 8 GPUs (%ld blocks x %ld racks x %ld), offered "
         "load %ld%%, seed %ld\n",
         gangs, nodes, blocks, rows_per_block, per_rack, load, seed);
-    t0 = now_s();
-    c0 = bench_process_cpu();
-    a = common_arena_create(0);
-    l = sim_loader_create(a, NULL);
-    struct common_yaml_limits lim = common_yaml_limits_default();
-    lim.max_doc_bytes = (size_t)1 << 30;
-    if (common_yaml_load(cluster.data, cluster.len, "cluster", NULL, &cf, &e) ||
-        common_yaml_load(trace.data, trace.len, "trace", &lim, &jf, &e) ||
-        sim_load_cluster(l, &cf, &e) || sim_load_jobs(l, &jf, &e) ||
-        sim_loader_finish(l, &in, &e)) {
-        fprintf(stderr, "bench_simulate: %s\n", e.msg);
+    if (simulate(&cluster, &trace, 1, &plain))
         return 1;
-    }
-    t1 = now_s();
-    c1 = bench_process_cpu();
-    printf("  trace: %zu jobs, %.1f MB of YAML, loaded in %.2f s wall, %.2f s CPU; resident "
-           "after loading (VmHWM) %.0f MB\n",
-           in.n_jobs, (double)trace.len / 1e6, t1 - t0, c1 - c0,
-           (double)bench_status_kb("VmHWM") / 1024);
-    memset(&opts, 0, sizeof(opts));
-    opts.progress = progress;
-    opts.progress_ctx = &t1;
-    if (sim_run(&in, &opts, a, &r, &e)) {
-        fprintf(stderr, "bench_simulate: %s\n", e.msg);
+    /* the same trace, every multi-pod gang preferring one rack (topology default: the
+     * SimCluster's block, rack, hostname) */
+    common_buf_free(&trace);
+    common_buf_init(&trace, (size_t)1 << 31);
+    emit_trace(&trace, g, gangs, request);
+    if (simulate(&cluster, &trace, 0, &topo))
         return 1;
-    }
-    t2 = now_s();
-    c2 = bench_process_cpu();
-    printf("  simulate: %.2f s wall, %.2f s CPU for %s simulated; %llu events (%.0f events per "
-           "CPU second), %llu filters "
-           "(%llu more saved), "
-           "%llu binds, %llu gang attempts failed\n",
-           t2 - t1, c2 - c1, sim_format_duration(r.end_ms, line, sizeof(line)),
-           (unsigned long long)r.events, (double)r.events / (c2 - c1),
-           (unsigned long long)r.filters, (unsigned long long)r.filters_saved,
-           (unsigned long long)r.binds, (unsigned long long)r.gang_failures);
-    printf("  peak resident memory (VmHWM): %.0f MB\n", (double)bench_status_kb("VmHWM") / 1024);
     baseline(g, gangs, nodes, per_rack, per_rack * rows_per_block, &ff);
-    {
-        long placed = 0;
-        double rack = in.n_levels > 1 && r.multi_pod_jobs
-                          ? (double)r.jobs_in_one_domain[1] / r.multi_pod_jobs
-                          : 0;
-        double block = in.n_levels > 0 && r.multi_pod_jobs
-                           ? (double)r.jobs_in_one_domain[0] / r.multi_pod_jobs
-                           : 0;
-        for (size_t i = 0; i < in.n_jobs; i++)
-            placed += r.jobs[i].start_ms >= 0;
-        printf("\n  %-22s %10s %12s %12s %10s %10s %8s\n", "placer", "GPU util", "wait avg",
-               "wait max", "one rack", "one block", "placed");
-        printf("  %-22s %9.1f%% %11.0fs %11.0fs %9.1f%% %9.1f%% %8ld\n", "trainsched gang core",
-               r.util_avg * 100, r.wait_avg_ms / 1000, (double)r.wait_max_ms / 1000, rack * 100,
-               block * 100, placed);
-        printf("  %-22s %9.1f%% %11.0fs %11.0fs %9.1f%% %9.1f%% %8ld\n", "first-fit baseline",
-               ff.util * 100, ff.wait_avg, ff.wait_max, ff.one_rack * 100, ff.one_block * 100,
-               ff.placed);
-    }
+    printf("\n  %-34s %9s %10s %10s %10s %10s %8s %8s\n", "placer", "GPU util", "wait avg",
+           "wait max", "one rack", "one block", "racks", "placed");
+    quality_row("trainsched, no topology request", &plain);
+    quality_row("trainsched, preferred rack", &topo);
+    quality_row("first-fit baseline", &ff);
+    printf("  (one rack / one block: multi-pod gangs whose nodes lie in one; racks: distinct racks "
+           "a multi-pod gang spans, average)\n");
     printf("\nreproduce: build-rel/bench/bench_simulate --gangs %ld --nodes %ld --load %ld --seed "
            "%ld\n",
            gangs, nodes, load, seed);
-    sim_loader_destroy(l);
-    common_yaml_docs_free(&cf);
-    common_yaml_docs_free(&jf);
-    common_arena_destroy(a);
     common_buf_free(&trace);
     common_buf_free(&cluster);
     free(g);

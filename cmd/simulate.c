@@ -20,7 +20,7 @@
 static const char usage[] =
     "Usage: trainsched simulate -f FILE [-f FILE]... [--cluster FILE]... [-o text|json|yaml]\n"
     "                           [--svg FILE] [--until DURATION] [--bind-timeout DURATION]\n"
-    "                           [--gpu-resource NAME]\n"
+    "                           [--gpu-resource NAME] [--topology NAME=LEVEL,...]...\n"
     "\n"
     "Place the jobs in FILE on a simulated cluster over simulated time, with the same gang\n"
     "core the scheduler extender runs (whole-gang planning, holds, timeouts, backoff), and\n"
@@ -32,7 +32,10 @@ static const char usage[] =
     "trainsched.io/sim-arrival and trainsched.io/sim-run-time (durations such as 90s or 2h;\n"
     "defaults 0s and 1h) set when a job arrives and how long its pods run.\n"
     "Cluster: Node objects, or a SimCluster (blocks x racks x nodes); without --cluster,\n"
-    "2 blocks x 4 racks x 4 nodes of 8 GPUs, 96 CPUs and 1 TiB memory.\n"
+    "2 blocks x 4 racks x 4 nodes of 8 GPUs, 96 CPUs and 1 TiB memory. Topology: a\n"
+    "SimCluster declares topology \"default\" (its block and rack labels, then\n"
+    "kubernetes.io/hostname); Kueue or KAI Topology objects in a cluster file and --topology\n"
+    "add named ones. Gangs asking a topology level are placed as the extender places them.\n"
     "\n"
     "Options:\n"
     "  -f, --filename FILE       jobs (\"-\" reads standard input); repeatable, required\n"
@@ -42,6 +45,8 @@ static const char usage[] =
     "      --until DURATION      stop at this simulated time (default: when nothing changes)\n"
     "      --bind-timeout DUR    the bind extender's httpTimeout (default 630s, as shipped)\n"
     "      --gpu-resource NAME   the GPU resource name (default nvidia.com/gpu)\n"
+    "      --topology SPEC       NAME=LEVEL,LEVEL,... node label keys widest first, as serve's\n"
+    "                            --extender-topology; repeatable; replaces a declared name\n"
     "  -h, --help                this help\n"
     "\n"
     "Exit status: 0 simulated; 2 bad usage or invalid input (the message names the file,\n"
@@ -130,10 +135,11 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                                              {"until", required_argument, NULL, 'u'},
                                              {"bind-timeout", required_argument, NULL, 'b'},
                                              {"gpu-resource", required_argument, NULL, 'g'},
+                                             {"topology", required_argument, NULL, 't'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    const char *files[MAX_FILES], *clusters[MAX_FILES];
-    size_t nf = 0, nc = 0, nloaded = 0;
+    const char *files[MAX_FILES], *clusters[MAX_FILES], *topos[MAX_FILES];
+    size_t nf = 0, nc = 0, nt = 0, nloaded = 0;
     const char *format = "text", *svg = NULL, *gpu = NULL;
     int64_t until = 0, bind_timeout = -1;
     struct common_yaml_docs *loaded = NULL;
@@ -175,6 +181,13 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
             break;
         case 'g':
             gpu = optarg;
+            break;
+        case 't':
+            if (nt >= MAX_FILES) {
+                fprintf(err, "error: more than %d --topology options\n", MAX_FILES);
+                return 2;
+            }
+            topos[nt++] = optarg;
             break;
         case 'u':
         case 'b':
@@ -231,6 +244,12 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
             goto out;
         }
     }
+    for (size_t i = 0; i < nt; i++)
+        if ((rc = sim_loader_add_topology(l, topos[i], &e))) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = status_of(rc);
+            goto out;
+        }
     for (size_t i = 0; i < nf; i++) {
         if ((status = load_file(&loaded[nloaded++], files[i], err)))
             goto out;

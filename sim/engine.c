@@ -48,6 +48,9 @@ struct sjob {
     int64_t start, end;
     int started, waiting, ended;
     char reason[GANG_REASON_MAX];
+    /* the gang core's topology domain and its level when the gang started (gang_info) */
+    char domain[GANG_REASON_MAX];
+    char domain_level[256];
     uint32_t failures;
     int64_t last_failure;
     uint32_t filters;
@@ -281,8 +284,15 @@ static enum common_rc pod_bound(struct engine *e, struct spod *p, const char *no
      * frees); a job without a gang once all its pods are */
     if (++sj->pods_bound ==
         (j->gang && (size_t)j->pg.min_member < j->n_pods ? (size_t)j->pg.min_member : j->n_pods)) {
+        struct gang_info gi;
         sj->started = 1;
         sj->start = now;
+        if (j->gang && gang_info(e->s, j->pg.namespace, j->pg.name, &gi, NULL) == COMMON_OK &&
+            gi.domain && gi.domain[0]) {
+            snprintf(sj->domain, sizeof(sj->domain), "%s", gi.domain);
+            snprintf(sj->domain_level, sizeof(sj->domain_level), "%s",
+                     gi.domain_level ? gi.domain_level : "");
+        }
         e->waiting--;
         e->running++;
     } else if (sj->ended) { /* a late member starts after the others ended */
@@ -716,14 +726,12 @@ static int fits_empty(struct engine *e, size_t j, char *why, size_t whylen,
                       struct common_error *err)
 {
     const struct sim_job *job = &e->in->jobs[j];
-    struct gang_config cfg;
     struct gang_state *s = NULL;
     struct gang_node_verdict *v = e->verdicts;
     struct gang_filter_result fr;
     int ok = 1;
 
-    sim_configure(e->in, &cfg);
-    if (gang_state_create(&cfg, &s, err) != COMMON_OK)
+    if (sim_state_create(e->in, &s, err) != COMMON_OK)
         return -1;
     for (size_t i = 0; i < e->in->n_nodes; i++)
         if (gang_node_upsert(s, e->in->nodes[i], err) != COMMON_OK) {
@@ -806,9 +814,11 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
         jr->gang_failures = sj->failures;
         jr->filters = sj->filters;
         jr->reason = common_arena_strdup(a, sj->reason);
+        jr->domain = common_arena_strdup(a, sj->domain);
+        jr->domain_level = common_arena_strdup(a, sj->domain_level);
         jr->domains = common_arena_alloc(a, (in->n_levels + 1) * sizeof(uint32_t));
         seen = common_malloc(in->n_nodes ? in->n_nodes : 1);
-        if (!jr->reason || !jr->domains || !seen) {
+        if (!jr->reason || !jr->domain || !jr->domain_level || !jr->domains || !seen) {
             common_free(seen);
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
         }
@@ -885,7 +895,6 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
 {
     static const struct sim_options no_opts;
     struct engine e;
-    struct gang_config cfg;
     enum common_rc rc = COMMON_OK;
     int64_t now = 0;
     uint32_t *tmp = NULL;
@@ -897,8 +906,7 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
     e.in = in;
     e.r = out;
     e.opts = opts ? opts : &no_opts;
-    sim_configure(in, &cfg);
-    if ((rc = gang_state_create(&cfg, &e.s, err)) != COMMON_OK)
+    if ((rc = sim_state_create(in, &e.s, err)) != COMMON_OK)
         return rc;
     for (size_t j = 0; j < in->n_jobs; j++)
         e.n_pods += in->jobs[j].n_pods;

@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "sim/sim_int.h"
+#include "topology/topology.h"
 #include "trainjob/builtin.h"
 #include "trainjob/trainjob.h"
 
@@ -55,6 +56,8 @@ struct sim_loader {
     size_t n_nodes, cap_nodes;
     const char **levels;
     size_t n_levels;
+    struct sim_topology *topos; /* in declaration order; the first is the default */
+    size_t n_topos, cap_topos;
     struct items trainjobs, runtimes, podgroups, pods;
     struct common_pod **all_pods; /* every decoded pod, freed at destroy */
     size_t n_all_pods, cap_all_pods;
@@ -110,6 +113,7 @@ void sim_loader_destroy(struct sim_loader *l)
     for (size_t i = 0; i < l->n_builtin; i++)
         common_yaml_docs_free(&l->builtin[i]);
     common_free(l->nodes);
+    common_free(l->topos);
     common_free(l->all_pods);
     common_free(l->jobs);
     common_free(l->trainjobs.v);
@@ -378,6 +382,23 @@ static enum common_rc node_add(struct sim_loader *l, struct common_node *n, cons
     return COMMON_OK;
 }
 
+/* the checks every named cluster object starts with: id ("Kind name") and pos (where doc
+ * starts) filled (id 400 bytes, pos 600), only the keys in top, a metadata.name */
+static enum common_rc object_head(const struct sim_loader *l, const struct item *it, json_t *doc,
+                                  const char *kind, const char *const *top, char *id, char *pos,
+                                  struct common_error *err)
+{
+    enum common_rc rc;
+
+    ident(doc, kind, id, 400);
+    where(l, it, doc, pos, 600);
+    if ((rc = known_keys(l, it, doc, "", id, top, err)) != COMMON_OK)
+        return rc;
+    if (!str_at(doc, "metadata", "name") || !*str_at(doc, "metadata", "name"))
+        return bad(err, pos, id, "metadata.name", "Required value");
+    return COMMON_OK;
+}
+
 static enum common_rc node_from_doc(struct sim_loader *l, const struct item *it, json_t *doc,
                                     struct common_error *err)
 {
@@ -388,12 +409,8 @@ static enum common_rc node_from_doc(struct sim_loader *l, const struct item *it,
     enum common_rc rc;
     struct common_error e;
 
-    ident(doc, "Node", id, sizeof(id));
-    where(l, it, doc, pos, sizeof(pos));
-    if ((rc = known_keys(l, it, doc, "", id, top, err)) != COMMON_OK)
+    if ((rc = object_head(l, it, doc, "Node", top, id, pos, err)) != COMMON_OK)
         return rc;
-    if (!str_at(doc, "metadata", "name") || !*str_at(doc, "metadata", "name"))
-        return bad(err, pos, id, "metadata.name", "Required value");
     status = json_object_get(doc, "status");
     if (!json_object_get(status, "allocatable") && !json_object_get(status, "capacity"))
         return bad(err, pos, id, "status.allocatable",
@@ -467,6 +484,97 @@ static enum common_rc gen_qty(const struct sim_loader *l, const struct item *it,
     if (json_string_value(v)[0] == '-')
         return bad(err, pos, id, field, "must not be negative");
     *out = json_string_value(v);
+    return COMMON_OK;
+}
+
+/* declare topology name (levels copied into the arena); replace: a declared name gets the new
+ * levels, else it keeps the old ones. 0, or -1 when out of memory. */
+static int topo_add(struct sim_loader *l, const char *name, const char *const *levels, size_t n,
+                    int replace)
+{
+    struct sim_topology *t = NULL;
+    const char **lv;
+
+    for (size_t i = 0; i < l->n_topos && !t; i++)
+        if (strcmp(l->topos[i].name, name) == 0)
+            t = &l->topos[i];
+    if (t && !replace)
+        return 0;
+    if (!t) {
+        if (grow((void **)&l->topos, &l->cap_topos, l->n_topos + 1, sizeof(*l->topos)))
+            return -1;
+        t = &l->topos[l->n_topos];
+        if (!(t->name = common_arena_strdup(l->a, name)))
+            return -1;
+        t->levels = NULL;
+        t->n_levels = 0;
+        l->n_topos++;
+    }
+    if (!(lv = common_arena_alloc(l->a, (n + 1) * sizeof(*lv))))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!(lv[i] = common_arena_strdup(l->a, levels[i] ? levels[i] : "")))
+            return -1;
+    t->levels = lv;
+    t->n_levels = n;
+    return 0;
+}
+
+enum common_rc sim_loader_add_topology(struct sim_loader *l, const char *spec,
+                                       struct common_error *err)
+{
+    struct topo_spec ts;
+    struct common_error e;
+
+    if (topo_spec_parse(spec, &ts, &e) != COMMON_OK)
+        return common_error_set(err, COMMON_EINVAL, "--topology %s: %s", spec, e.msg);
+    if (topo_add(l, ts.name, ts.levels, ts.n_levels, 1))
+        return oom(err);
+    return COMMON_OK;
+}
+
+/* a Kueue (kueue.x-k8s.io) or KAI (kai.scheduler) Topology object: metadata.name and
+ * spec.levels[].nodeLabel, checked as the CRDs check them */
+static enum common_rc topology_doc(struct sim_loader *l, const struct item *it, json_t *doc,
+                                   struct common_error *err)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    const char *name = str_at(doc, "metadata", "name");
+    json_t *spec = json_object_get(doc, "spec");
+    json_t *levels = json_object_get(spec, "levels"), *lv;
+    const char *keys[TOPO_MAX_LEVELS];
+    char pos[600], id[400], what[300];
+    size_t i, n = 0;
+    struct common_error e;
+    enum common_rc rc;
+
+    if ((rc = object_head(l, it, doc, "Topology", top, id, pos, err)) != COMMON_OK)
+        return rc;
+    if (!json_is_array(levels) || json_array_size(levels) == 0 ||
+        json_array_size(levels) > TOPO_MAX_LEVELS) {
+        if (spec)
+            where_key(l, it, spec, "levels", pos, sizeof(pos));
+        return bad(err, pos, id, "spec.levels",
+                   "must be a list of 1 to 16 levels, each {nodeLabel: <node label key>}");
+    }
+    json_array_foreach(levels, i, lv)
+    {
+        const char *k = json_string_value(json_object_get(lv, "nodeLabel"));
+        if (!k) {
+            char field[64];
+            where(l, it, json_is_object(lv) ? lv : levels, pos, sizeof(pos));
+            snprintf(field, sizeof(field), "spec.levels[%zu].nodeLabel", i);
+            return bad(err, pos, id, field, "Required value: a node label key");
+        }
+        keys[n++] = k;
+    }
+    snprintf(what, sizeof(what), "topology \"%s\"", name);
+    if (topo_levels_check(what, keys, n, &e) != COMMON_OK) {
+        where_key(l, it, spec, "levels", pos, sizeof(pos));
+        return bad(err, pos, id, "spec.levels", e.msg);
+    }
+    if (topo_add(l, name, keys, n, 1))
+        return oom(err);
     return COMMON_OK;
 }
 
@@ -549,6 +657,12 @@ static enum common_rc sim_cluster_doc(struct sim_loader *l, const struct item *i
         if (!l->levels[0] || !l->levels[1])
             return oom(err);
         l->n_levels = 2;
+        {
+            /* the generator's levels as the default topology, unless declared otherwise */
+            const char *const tl[] = {l->levels[0], l->levels[1], TOPO_HOSTNAME};
+            if (topo_add(l, "default", tl, 3, 0))
+                return oom(err);
+        }
     }
     if (!prefix || !*prefix)
         prefix = "node";
@@ -634,10 +748,23 @@ static enum common_rc cluster_object(struct sim_loader *l, const struct item *it
         }
         return sim_cluster_doc(l, it, doc, err);
     }
+    if (strcmp(kind, "Topology") == 0) {
+        const char *api = json_string_value(json_object_get(doc, "apiVersion"));
+        if (!api ||
+            (strncmp(api, "kueue.x-k8s.io/", 15) != 0 && strncmp(api, "kai.scheduler/", 14) != 0)) {
+            where_key(l, it, doc, "apiVersion", pos, sizeof(pos));
+            return common_error_set(
+                err, COMMON_EINVAL,
+                "%s%s: apiVersion: a Topology is Kueue's (kueue.x-k8s.io/v1beta2 "
+                "or v1beta1) or KAI's (kai.scheduler/v1alpha1)",
+                pos, what);
+        }
+        return topology_doc(l, it, doc, err);
+    }
     where_key(l, it, doc, "kind", pos, sizeof(pos));
     return common_error_set(err, COMMON_EINVAL,
                             "%s%s: kind: \"%s\" is not a cluster object: give Node objects (or a "
-                            "NodeList) or a SimCluster",
+                            "NodeList), a SimCluster, or Kueue or KAI Topology objects",
                             pos, what, kind);
 }
 
@@ -1363,6 +1490,13 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
         }
     }
     common_free(order);
+    if (!l->n_levels && l->n_topos) { /* Node objects and a Topology: its levels, no hostname */
+        const struct sim_topology *t = &l->topos[0];
+        l->levels = t->levels;
+        l->n_levels = t->n_levels;
+        if (l->n_levels && strcmp(t->levels[l->n_levels - 1], TOPO_HOSTNAME) == 0)
+            l->n_levels--;
+    }
     if (!l->n_levels) { /* Node objects: report the usual placeholder levels when present */
         static const char *const def[] = {LEVEL_BLOCK, LEVEL_RACK};
         size_t n = 0;
@@ -1387,6 +1521,12 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
     in->n_jobs = l->n_jobs;
     in->levels = l->levels;
     in->n_levels = l->n_levels;
+    in->topologies = common_arena_alloc(l->a, (l->n_topos + 1) * sizeof(*in->topologies));
+    if (!in->topologies)
+        return oom(err);
+    if (l->n_topos)
+        memcpy(in->topologies, l->topos, l->n_topos * sizeof(*in->topologies));
+    in->n_topologies = l->n_topos;
     in->gpu_resource = l->gpu;
     gang_config_default(&in->gang);
     /* the bind extender's httpTimeout of the shipped scheduler config (manifests/scheduler) */

@@ -96,6 +96,10 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
                       "state", state_names[jr->state], "nodes", nodes ? nodes : json_null(),
                       "domains", dom ? dom : json_null(), "reason", jr->reason, "gangFailures",
                       (json_int_t)jr->gang_failures);
+        if (o && jr->domain && jr->domain[0]) /* the gang core's topology domain */
+            bad |= json_object_set_new(o, "topologyDomain",
+                                       json_pack("{s:s, s:s}", "level", jr->domain_level, "domain",
+                                                 jr->domain)) != 0;
         if (o && j->note)
             bad |= json_object_set_new(o, "note", json_string(j->note));
         bad |= !o || !nodes || !dom || json_array_append_new(jobs, o);
@@ -123,6 +127,16 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
             (json_int_t)r->multi_pod_jobs, "events", (json_int_t)r->events, "filters",
             (json_int_t)r->filters, "filtersSaved", (json_int_t)r->filters_saved, "binds",
             (json_int_t)r->binds, "gangFailures", (json_int_t)r->gang_failures);
+        json_t *tps = json_array();
+        for (size_t t = 0; tps && t < in->n_topologies; t++) {
+            json_t *tl2 = json_array();
+            for (size_t l = 0; tl2 && l < in->topologies[t].n_levels; l++)
+                bad |= json_array_append_new(tl2, json_string(in->topologies[t].levels[l]));
+            bad |= !tl2 ||
+                   json_array_append_new(
+                       tps, json_pack("{s:s, s:o}", "name", in->topologies[t].name, "levels", tl2));
+        }
+        bad |= !tps || !cl || json_object_set_new(cl, "topologies", tps);
         bad |= !cl || !s2 || json_object_set_new(root, "cluster", cl) ||
                json_object_set_new(root, "summary", s2);
         bad |= json_object_set(root, "jobs", jobs) || json_object_set(root, "timeline", tl);
@@ -168,6 +182,12 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
             in->gpu_resource);
     for (size_t l = 0; l < in->n_levels; l++)
         fprintf(out, "%s%s", l ? ", " : "; levels ", in->levels[l]);
+    for (size_t t = 0; t < in->n_topologies; t++) {
+        fprintf(out, "%s%s=", t ? "; " : "\nTopologies (first is the default): ",
+                in->topologies[t].name);
+        for (size_t l = 0; l < in->topologies[t].n_levels; l++)
+            fprintf(out, "%s%s", l ? "," : "", in->topologies[t].levels[l]);
+    }
     fprintf(out, "\n\n%-*s %-8s %5s %5s %8s %8s %8s %8s  %-10s %s\n", (int)width, "JOB", "KIND",
             "PODS", "GPUS", "ARRIVAL", "START", "WAIT", "END", "STATE", "NODES");
     for (size_t i = 0; i < in->n_jobs; i++) {
@@ -181,6 +201,9 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
                 sim_format_duration(jr->start_ms, b, sizeof(b)),
                 sim_format_duration(jr->wait_ms, c, sizeof(c)),
                 sim_format_duration(jr->end_ms, d, sizeof(d)), state_names[jr->state], nodes);
+        if (jr->domain && jr->domain[0])
+            fprintf(out, "%*s placed in %s %s\n", (int)width, "",
+                    jr->domain_level[0] ? jr->domain_level : "the whole cluster", jr->domain);
         if (jr->n_nodes > 1 && in->n_levels) {
             fprintf(out, "%*s spans", (int)width, "");
             for (size_t l = 0; l < in->n_levels; l++)

@@ -57,6 +57,13 @@
  * racks x 4 nodes of 8 GPUs, 96 CPUs, 1 TiB memory, 110 pods. */
 extern const char sim_default_cluster_yaml[];
 
+/* A named topology: node label keys, widest first (kubernetes.io/hostname only last). */
+struct sim_topology {
+    const char *name;
+    const char **levels;
+    size_t n_levels;
+};
+
 /* One job: the pods that arrive together and one gang (or none). */
 struct sim_job {
     const char *name; /* "namespace/name" of the TrainJob, PodGroup or Pod */
@@ -84,11 +91,17 @@ struct sim_input {
     size_t n_nodes;
     struct sim_job *jobs; /* in arrival, then input order */
     size_t n_jobs;
-    /* Topology levels: node label keys, widest first, used to report the domains each job
-     * spans. Topology-aware placement arrives with the topology core, which takes the same
-     * levels (policies.c is where it plugs in). */
+    /* Levels reported: node label keys, widest first; the report counts the domains each job
+     * spans at each (the default topology's levels without kubernetes.io/hostname). */
     const char **levels;
     size_t n_levels;
+    /* The topologies handed to the gang core (gang_topology_set, in this order: the first is
+     * the default): a SimCluster declares "default" = its block and rack label keys and
+     * kubernetes.io/hostname; Kueue and KAI Topology objects in the cluster file
+     * (spec.levels[].nodeLabel) and sim_loader_add_topology add named ones. None: placement
+     * is not topology-aware and topology requests are refused by the core (unknown topology). */
+    struct sim_topology *topologies;
+    size_t n_topologies;
     const char *gpu_resource;
     struct gang_config gang; /* the extender's gang configuration */
 };
@@ -114,6 +127,16 @@ struct sim_loader *sim_loader_create(struct common_arena *a, const char *gpu_res
  */
 enum common_rc sim_load_cluster(struct sim_loader *l, const struct common_yaml_docs *f,
                                 struct common_error *err);
+
+/*
+ * sim_loader_add_topology - declare topology NAME=LEVEL,LEVEL,... (spec, the syntax of serve's
+ * --extender-topology: node label keys, widest first). A name declared again replaces the
+ * levels (the last declaration wins; its place in the order is the first one's). The levels
+ * are checked by the gang core when the simulation starts. Errors: COMMON_EINVAL "--topology
+ * SPEC: must be NAME=LEVEL[,LEVEL...]" (empty name or level), COMMON_ENOMEM.
+ */
+enum common_rc sim_loader_add_topology(struct sim_loader *l, const char *spec,
+                                       struct common_error *err);
 
 /*
  * sim_load_jobs - add the jobs of file f: TrainJob (trainer.kubeflow.org/v1alpha1, rendered
@@ -159,6 +182,11 @@ struct sim_job_result {
     size_t n_nodes;
     /* per topology level: how many distinct domains (label values) its nodes span */
     uint32_t *domains;
+    /* the topology domain the gang core placed the gang in (gang_info: a path of label values
+     * from the widest level, "b0/b0-r1") and the node label key of its level; "" when the job
+     * asked no topology, is not a gang, or never started */
+    const char *domain;
+    const char *domain_level;
     const char *reason;     /* the last reason the cores gave while it waited, "" if none */
     uint32_t gang_failures; /* attempts that held members and failed (timeout, lost node) */
     uint32_t filters;       /* filter calls for its pods */

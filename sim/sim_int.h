@@ -12,11 +12,16 @@
  * the placement pipeline runs behind them, so a policy that joins the pipeline (topology
  * domains, DRA devices) changes the simulator's decisions with no change to the engine. What a
  * policy needs from the simulator is its configuration, taken from the simulated cluster:
- * configure MUST fill its part of *cfg from in (levels, resource names), and MAY be NULL.
+ * configure fills its part of *cfg from in before the books are created, setup hands the
+ * created books what the extender hands them at start (as serve does with its settings);
+ * either MAY be NULL. setup returns COMMON_OK or the core's error (COMMON_EINVAL naming the
+ * object, COMMON_ENOMEM).
  */
 struct sim_policy {
     const char *name;
     void (*configure)(const struct sim_input *in, struct gang_config *cfg);
+    enum common_rc (*setup)(const struct sim_input *in, struct gang_state *s,
+                            struct common_error *err);
 };
 
 /* The policies in pipeline order, ended by a NULL name. */
@@ -24,5 +29,14 @@ extern const struct sim_policy sim_policies[];
 
 /* sim_configure - *cfg = in->gang with every policy's configure applied. */
 void sim_configure(const struct sim_input *in, struct gang_config *cfg);
+
+/*
+ * sim_state_create - the gang books the extender would have for in's cluster: created with
+ * sim_configure's configuration, then every policy's setup applied (topologies set). *out is
+ * the caller's (gang_state_destroy). Returns COMMON_OK, or the error of gang_state_create or of
+ * a setup (the topology's message names it and the level); nothing is left allocated then.
+ */
+enum common_rc sim_state_create(const struct sim_input *in, struct gang_state **out,
+                                struct common_error *err);
 
 #endif

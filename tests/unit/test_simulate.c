@@ -9,7 +9,8 @@
  *    the gang core decides when the same pods go through the extender's wire codec
  *    (ExtenderArgs decoded by extender_decode_args, gang_filter, extender_filter_answer,
  *    ExtenderBindingArgs decoded by extender_decode_bind_args, gang_bind), as the extender
- *    serves them;
+ *    serves them, on books configured as serve configures them (a trace without topology, and
+ *    one with topology requests and serve's --extender-topology);
  *  - bad input: every folder under tests/fixtures/simulate-bad/ runs `simulate` in-process and
  *    must exit 2 with one "error: " line naming what expect.yaml says, nothing on stdout;
  *  - the command line: the built-in cluster with an example, -o json/yaml/text, --svg, --help,
@@ -28,9 +29,11 @@
 #include "common/yaml.h"
 #include "extender/answer.h"
 #include "extender/codec.h"
+#include "extender/server.h"
 #include "sim/sim.h"
 #include "sim/sim_int.h"
 #include "testutil.h"
+#include "topology/topology.h"
 
 /* ---- helpers ---- */
 
@@ -339,7 +342,16 @@ static json_t *pod_json(struct loaded *x, const struct common_pod *cp)
     return NULL;
 }
 
-START_TEST(extender_verbs_decide_the_same_placements)
+/*
+ * Replay the pods of case dir at time 0 through the extender's wire codec and the gang core's
+ * verbs, on books built as `trainsched serve` builds them (its gang configuration, and
+ * topology, when given, as the flag --extender-topology spells it), and require the placements
+ * the simulator made at time 0.
+ */
+/* what serve leaves out of fit (extender/server.c): the pod webhook's virtual resource */
+static const char *const ignored_resources[] = {EXTENDER_GANG_RESOURCE};
+
+static void same_as_extender(const char *case_name, const char *serve_topology)
 {
     char dir[2048];
     struct loaded x;
@@ -347,14 +359,10 @@ START_TEST(extender_verbs_decide_the_same_placements)
     struct common_error e;
     struct gang_config cfg;
     struct gang_state *s = NULL;
-    const size_t nn = 0;
     size_t total_sim = 0, total_ext = 0, nnodes;
     uint32_t *sim_count, *ext_count;
 
-    (void)nn;
-    snprintf(dir, sizeof(dir), "%s",
-             testutil_path("simulate/gangs-arriving-together-are-placed-as-the-extender-places-"
-                           "them"));
+    snprintf(dir, sizeof(dir), "%s", testutil_path(case_name));
     load_case(dir, &x);
     ck_assert(sim_run(&x.in, NULL, x.a, &r, &e) == COMMON_OK);
     nnodes = x.in.n_nodes;
@@ -366,9 +374,19 @@ START_TEST(extender_verbs_decide_the_same_placements)
             total_sim++;
         }
 
-    /* the extender's books: nodes, PodGroups and pods as the watch caches feed them */
-    sim_configure(&x.in, &cfg);
+    /* the extender's books: serve's gang configuration (the webhook's virtual resource left
+     * out of fit, the shipped bind timeout) and topologies, then nodes, PodGroups and pods as
+     * the watch caches feed them */
+    gang_config_default(&cfg);
+    cfg.bind_http_timeout_ms = x.in.gang.bind_http_timeout_ms;
+    cfg.ignored_resources = ignored_resources;
+    cfg.n_ignored_resources = 1;
     ck_assert(gang_state_create(&cfg, &s, &e) == COMMON_OK);
+    if (serve_topology) {
+        struct topo_spec ts;
+        ck_assert(topo_spec_parse(serve_topology, &ts, &e) == COMMON_OK);
+        ck_assert(gang_topology_set(s, ts.name, ts.levels, ts.n_levels, &e) == COMMON_OK);
+    }
     for (size_t i = 0; i < nnodes; i++)
         ck_assert(gang_node_upsert(s, x.in.nodes[i], &e) == COMMON_OK);
     for (size_t j = 0; j < x.in.n_jobs; j++)
@@ -470,6 +488,23 @@ START_TEST(extender_verbs_decide_the_same_placements)
     free(ext_count);
     gang_state_destroy(s);
     loaded_free(&x);
+}
+
+START_TEST(extender_verbs_decide_the_same_placements)
+{
+    same_as_extender("simulate/gangs-arriving-together-are-placed-as-the-extender-places-them",
+                     NULL);
+}
+END_TEST
+
+/* the same with topology requests: the extender configured as serve
+ * --extender-topology default=<the SimCluster's block and rack labels>,kubernetes.io/hostname */
+START_TEST(extender_verbs_decide_the_same_topology_placements)
+{
+    same_as_extender("simulate/gangs-asking-for-racks-arriving-together-are-placed-as-the-"
+                     "extender-places-them",
+                     "default=cloud.provider.com/topology-block,cloud.provider.com/topology-rack,"
+                     "kubernetes.io/hostname");
 }
 END_TEST
 
@@ -617,6 +652,55 @@ START_TEST(command_line)
     run_cmd(&r, (const char *[]){"-f", ex, "--until", "30m", NULL});
     ck_assert_msg(r.status == 0 && strstr(r.out, "Running"), "%s", r.out);
     run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "--topology", "x=a,,b", NULL});
+    ck_assert_msg(r.status == 2 && strstr(r.err, "--topology x=a,,b") &&
+                      strstr(r.err, "level 1 is empty"),
+                  "%s", r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* the topology example on the built-in cluster: its topology "default" (block, rack, hostname)
+ * reaches the gang core, and the TrainJobs' requests place each gang in one domain; with the
+ * default topology's levels replaced by --topology, the same requests name an unknown level */
+START_TEST(command_line_topology_example)
+{
+    struct run r;
+    const char *ex = TS_SOURCE_DIR "/examples/simulate-topology.yaml";
+    json_error_t je;
+    json_t *j, *jobs, *job;
+    size_t i, placed = 0;
+
+    run_cmd(&r, (const char *[]){"-f", ex, "-o", "json", NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    j = json_loads(r.out, 0, &je);
+    ck_assert_ptr_nonnull(j);
+    jobs = json_object_get(j, "jobs");
+    ck_assert_uint_gt(json_array_size(jobs), 1);
+    json_array_foreach(jobs, i, job)
+    {
+        json_t *td = json_object_get(job, "topologyDomain");
+        const char *lvl = json_string_value(json_object_get(td, "level"));
+        ck_assert_str_eq(json_string_value(json_object_get(job, "state")), "Completed");
+        ck_assert_msg(lvl && strstr(lvl, "cloud.provider.com/topology-"), "%s: no domain",
+                      json_string_value(json_object_get(job, "name")));
+        /* every required level is met: one domain of it */
+        if (strstr(lvl, "-rack") &&
+            strstr(json_string_value(json_object_get(job, "name")), "finetune"))
+            ck_assert_int_eq(
+                json_integer_value(json_object_get(json_object_get(job, "domains"),
+                                                   "cloud.provider.com/topology-rack")),
+                1);
+        placed++;
+    }
+    ck_assert_uint_eq(placed, json_array_size(jobs));
+    json_decref(j);
+    run_free(&r);
+    run_cmd(&r, (const char *[]){"-f", ex, "--topology", "default=example.com/other", NULL});
+    ck_assert_msg(r.status == 0 && strstr(r.out, "NeverFits") &&
+                      strstr(r.out, "cloud.provider.com/topology-block"),
+                  "%s%s", r.out, r.err);
+    run_free(&r);
 }
 END_TEST
 
@@ -683,6 +767,8 @@ int main(void)
     tcase_add_test(tc, durations);
     tcase_add_test(tc, fixtures);
     tcase_add_test(tc, extender_verbs_decide_the_same_placements);
+    tcase_add_test(tc, extender_verbs_decide_the_same_topology_placements);
+    tcase_add_test(tc, command_line_topology_example);
     tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
