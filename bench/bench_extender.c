@@ -12,7 +12,7 @@
  * extender_server_create configures it: trainsched.io/gang ignored, default timeouts) under one
  * pthread mutex, and POST /scheduler/filter and /scheduler/prioritize routes on a
  * common_httpd (plain HTTP, 4 threads, as cmd/serve.c gives the extender) whose handlers are
- * h_filter / h_prioritize of extender/server.c line for line: a per-request arena capped as
+ * h_filter / h_prioritize of extender/routes.c line for line: a per-request arena capped as
  * there (4 x 64 MiB + 1 MiB), extender_decode_args, the gang core under the mutex only for
  * pods with the PodGroup label, extender_filter_answer (an Error for a waiting pod), the encoder
  * into a local buffer, then copied into the response. Left out: the metrics counter and histogram,
@@ -269,14 +269,14 @@ static void pod_json(struct common_buf *b, const char *name, const char *uid, co
         die("pod", err.msg);
 }
 
-/* ---- the handler stack: gang core under one mutex, handlers as in extender/server.c ---- */
+/* ---- the handler stack: gang core under one mutex, handlers as in extender/routes.c ---- */
 
 static struct gang_state *gs;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static const struct extender_limits lim = {MAX_BODY, 0, 0};
 
-/* h_filter of extender/server.c without metrics, stats and mark_dirty: the answer (or an Error
- * answer) into out. Returns 0, or -1 when it had to answer an error. */
+/* h_filter of extender/routes.c without metrics, stats and extender_mark_dirty: the answer (or an
+ * Error answer) into out. Returns 0, or -1 when it had to answer an error. */
 static int do_filter(const char *body, size_t len, struct common_buf *out)
 {
     struct common_arena *a = common_arena_create(ARENA_MAX);
@@ -336,7 +336,7 @@ done:
     return ret;
 }
 
-/* h_prioritize of extender/server.c without metrics and stats. */
+/* h_prioritize of extender/routes.c without metrics and stats. */
 static int do_prioritize(const char *body, size_t len, struct common_buf *out)
 {
     struct common_arena *a = common_arena_create(ARENA_MAX);

@@ -1,0 +1,373 @@
+/*
+ * extender/routes.c - the HTTP handlers of the four extender verbs (filter, prioritize, bind,
+ * preempt) under EXTENDER_URL_PREFIX: decode (codec.h), ask the gang core under x->mu, encode
+ * the answer; a bind the gang holds is suspended and answered later by a binder or the timer.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "extender/server_int.h"
+
+enum verb { V_FILTER, V_PRIORITIZE, V_BIND, V_PREEMPT, V_COUNT };
+static const char *const verb_names[V_COUNT] = {"filter", "prioritize", "bind", "preempt"};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void count(struct extender_server *x, enum verb v, const char *result, double t0)
+{
+    const char *lv[] = {verb_names[v], result};
+    const char *dv[] = {verb_names[v]};
+
+    common_metric_add(x->m_requests, lv, 1);
+    common_metric_observe(x->m_duration, dv, mono_s() - t0);
+}
+
+static struct common_arena *req_arena(struct extender_server *x)
+{
+    return common_arena_create(x->arena_max);
+}
+
+static void answer_json(struct common_httpd_response *resp, const struct common_buf *b)
+{
+    resp->status = 200;
+    resp->content_type = JSON_CT;
+    (void)common_buf_append(&resp->body, b->data ? b->data : "", b->len, NULL);
+}
+
+static void h_filter(void *ctx, const struct common_httpd_request *req,
+                     struct common_httpd_response *resp)
+{
+    struct extender_server *x = ctx;
+    double t0 = mono_s();
+    struct common_arena *a = req_arena(x);
+    struct common_error e = {0};
+    struct extender_args *args = NULL;
+    struct gang_node_verdict *gv;
+    uint8_t *verdict;
+    const char **reason;
+    struct gang_filter_result res = {0};
+    struct common_buf b;
+    const char *result = "ok";
+    const char *wait_msg = NULL;
+    enum common_rc rc;
+
+    __atomic_add_fetch(&x->st.filter, 1, __ATOMIC_RELAXED);
+    common_buf_init(&b, resp->body.max);
+    if (!a) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        goto fail;
+    }
+    rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    if (rc)
+        goto fail;
+    verdict = common_arena_alloc(a, args->n_nodes + 1);
+    reason = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*reason));
+    gv = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*gv));
+    if (!verdict || !reason || !gv) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        goto fail;
+    }
+    memset(verdict, EXTENDER_PASS, args->n_nodes + 1);
+    memset(reason, 0, (args->n_nodes + 1) * sizeof(*reason));
+    if (args->pod_group[0]) {
+        pthread_mutex_lock(&x->mu);
+        rc = gang_filter(x->gs, args->pod, args->node_names, args->n_nodes, extender_mono_ms(), gv,
+                         &res, &e);
+        if (rc == COMMON_OK) {
+            /* reasons live in the books: copy them before unlocking */
+            if (extender_filter_answer(a, gv, args->n_nodes, &res, verdict, reason, &wait_msg))
+                rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+            if (res.answers_pending)
+                x->tick_req = 1;
+            extender_mark_dirty(x, args->pod->namespace, args->pod_group);
+            pthread_cond_signal(&x->cv);
+        }
+        pthread_mutex_unlock(&x->mu);
+        if (rc)
+            goto fail;
+    }
+    if (wait_msg) {
+        /* an Error, not node lists: kube-scheduler retries it after its error backoff, where a
+         * rejected pod would sleep until a cluster event (extender/answer.h) */
+        result = "wait";
+        if (extender_encode_filter_error(&b, wait_msg, &e) == COMMON_OK) {
+            answer_json(resp, &b);
+            goto out;
+        }
+        rc = e.code ? e.code : COMMON_ENOMEM;
+        goto fail;
+    }
+    rc = extender_encode_filter_result(&b, args, verdict, reason, &e);
+    if (rc)
+        goto fail;
+    answer_json(resp, &b);
+    goto out;
+fail:
+    result = "error";
+    common_buf_reset(&b);
+    common_log(COMMON_LOG_WARN, "extender: filter failed", "error", e.msg, NULL);
+    if (extender_encode_filter_error(&b, e.msg, NULL) == COMMON_OK)
+        answer_json(resp, &b);
+    else
+        (void)common_httpd_respondf(resp, 500, "%s\n", e.msg);
+out:
+    common_buf_free(&b);
+    common_arena_destroy(a);
+    count(x, V_FILTER, result, t0);
+}
+
+static void h_prioritize(void *ctx, const struct common_httpd_request *req,
+                         struct common_httpd_response *resp)
+{
+    struct extender_server *x = ctx;
+    double t0 = mono_s();
+    struct common_arena *a = req_arena(x);
+    struct common_error e = {0};
+    struct extender_args *args = NULL;
+    int64_t *scores;
+    struct common_buf b;
+    enum common_rc rc;
+
+    __atomic_add_fetch(&x->st.prioritize, 1, __ATOMIC_RELAXED);
+    common_buf_init(&b, resp->body.max);
+    if (!a) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        goto fail;
+    }
+    rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    if (rc)
+        goto fail;
+    scores = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*scores));
+    if (!scores) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        goto fail;
+    }
+    memset(scores, 0, (args->n_nodes + 1) * sizeof(*scores));
+    if (args->pod_group[0]) {
+        pthread_mutex_lock(&x->mu);
+        rc = gang_prioritize(x->gs, args->pod, args->node_names, args->n_nodes, scores, &e);
+        pthread_mutex_unlock(&x->mu);
+        if (rc)
+            goto fail;
+    }
+    rc = extender_encode_priorities(&b, args, scores, &e);
+    if (rc)
+        goto fail;
+    answer_json(resp, &b);
+    common_buf_free(&b);
+    common_arena_destroy(a);
+    count(x, V_PRIORITIZE, "ok", t0);
+    return;
+fail:
+    /* no Error field: any non-200 makes the scheduler ignore this extender's scores */
+    common_log(COMMON_LOG_WARN, "extender: prioritize failed", "error", e.msg, NULL);
+    (void)common_httpd_respondf(resp, rc == COMMON_EINVAL || rc == COMMON_ETOOBIG ? 400 : 500,
+                                "%s\n", e.msg);
+    common_buf_free(&b);
+    common_arena_destroy(a);
+    count(x, V_PRIORITIZE, "error", t0);
+}
+
+static void bind_answer(struct common_httpd_response *resp, const char *msg)
+{
+    struct common_buf b;
+
+    common_buf_init(&b, 1 << 16);
+    if (extender_encode_bind_result(&b, msg, NULL) == COMMON_OK)
+        answer_json(resp, &b);
+    else
+        (void)common_httpd_respondf(resp, 500, "cannot encode the bind answer\n");
+    common_buf_free(&b);
+}
+
+static void h_bind(void *ctx, const struct common_httpd_request *req,
+                   struct common_httpd_response *resp)
+{
+    struct extender_server *x = ctx;
+    double t0 = mono_s();
+    struct common_arena *a = req_arena(x);
+    struct common_error e = {0};
+    struct extender_bind_args *args = NULL;
+    struct gang_bind_result res = {0};
+    struct job *head = NULL, *tail = NULL;
+    struct common_httpd_hold *h = NULL;
+    char reason[GANG_REASON_MAX + 64], pg_name[254];
+    const char *result;
+    enum common_rc rc;
+
+    __atomic_add_fetch(&x->st.bind, 1, __ATOMIC_RELAXED);
+    reason[0] = '\0';
+    if (!a) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+    } else {
+        rc = extender_decode_bind_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    }
+    if (rc) {
+        bind_answer(resp, e.msg);
+        common_arena_destroy(a);
+        count(x, V_BIND, "error", t0);
+        return;
+    }
+    {
+        /* the gang key for status and Events: the pod's label, from the pod cache */
+        struct common_pmap_snap *snap = common_informer_snapshot(x->pods_inf);
+        char key[KEY_MAX];
+        const struct common_pod *p;
+
+        snprintf(key, sizeof(key), "%s/%s", args->pod_namespace, args->pod_name);
+        p = common_pmap_snap_get(snap, key);
+        extender_copy_str(pg_name, sizeof(pg_name), p ? extender_pod_group_of(p) : NULL);
+        common_pmap_snap_release(snap);
+    }
+    pthread_mutex_lock(&x->mu);
+    if (x->stopping || !x->started) {
+        pthread_mutex_unlock(&x->mu);
+        bind_answer(resp, "trainsched extender is not running");
+        common_arena_destroy(a);
+        count(x, V_BIND, "error", t0);
+        return;
+    }
+    rc = gang_bind(x->gs, args->pod_namespace, args->pod_name, args->pod_uid, args->node,
+                   extender_mono_ms(), &res, &e);
+    if (rc) {
+        snprintf(reason, sizeof(reason), "extender: %s", e.msg);
+        result = "error";
+    } else if (res.action == GANG_BIND_REJECT) {
+        extender_copy_str(reason, sizeof(reason),
+                          res.reason && *res.reason ? res.reason : "rejected");
+        result = "rejected";
+        x->st.rejected++;
+    } else {
+        h = extender_hold_take(req, resp);
+        if (!h || extender_holds_add(x, args->pod_uid, h) != 0) {
+            /* the core holds the pod; its answer (release or deadline) finds no request */
+            extender_copy_str(reason, sizeof(reason), "extender: cannot hold the bind request");
+            result = "error";
+            if (h) {
+                extender_hold_release(h, 200, "{\"Error\":\"extender: no memory\"}", 31);
+                h = NULL;
+            }
+        } else if (res.action == GANG_BIND_RELEASE) {
+            result = "ok";
+            x->st.released++;
+            extender_jobs_from_answers(res.binds, res.n_binds, &head, &tail);
+        } else {
+            result = "held";
+            x->st.held++;
+        }
+        if (res.answers_pending)
+            x->tick_req = 1;
+    }
+    if (pg_name[0])
+        extender_mark_dirty(x, args->pod_namespace, pg_name);
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+
+    extender_queue_push(x, head, tail);
+    if (!h)
+        bind_answer(resp, reason);
+    common_arena_destroy(a);
+    count(x, V_BIND, result, t0);
+}
+
+static void h_preempt(void *ctx, const struct common_httpd_request *req,
+                      struct common_httpd_response *resp)
+{
+    struct extender_server *x = ctx;
+    double t0 = mono_s();
+    struct common_arena *a = req_arena(x);
+    struct common_error e = {0};
+    struct extender_preempt_args *args = NULL;
+    struct extender_preempt_choice choice = {0};
+    uint8_t *keep;
+    struct common_buf b;
+    enum common_rc rc;
+
+    __atomic_add_fetch(&x->st.preempt, 1, __ATOMIC_RELAXED);
+    common_buf_init(&b, resp->body.max);
+    if (!a) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        goto fail;
+    }
+    rc = extender_decode_preempt_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    if (rc)
+        goto fail;
+    keep = common_arena_alloc(a, args->n_nodes + 1);
+    if (!keep) {
+        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        goto fail;
+    }
+    memset(keep, 1, args->n_nodes + 1);
+    if (args->n_nodes) {
+        struct gang_preempt_node *pn = common_arena_alloc(a, args->n_nodes * sizeof(*pn));
+        struct gang_preempt_choice *pc = common_arena_alloc(a, args->n_nodes * sizeof(*pc));
+        struct gang_preempt_result pr = {0};
+        const char *why = NULL;
+
+        if (!pn || !pc) {
+            rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < args->n_nodes; i++) {
+            pn[i].node = args->nodes[i].node;
+            pn[i].n_victims = args->nodes[i].n_pods;
+            pn[i].uids = args->nodes[i].uids;
+        }
+        pthread_mutex_lock(&x->mu);
+        rc = gang_preempt(x->gs, args->pod, pn, args->n_nodes, extender_mono_ms(), pc, &pr, &e);
+        if (rc == COMMON_OK) {
+            for (uint32_t i = 0; i < args->n_nodes; i++)
+                keep[i] = (uint8_t)(pc[i].keep != 0);
+            if (!pr.n_kept && pr.reason && pr.reason[0])
+                why = common_arena_strdup(a, pr.reason);
+            extender_mark_dirty(x, args->pod->namespace, args->pod_group);
+        }
+        pthread_mutex_unlock(&x->mu);
+        if (rc)
+            goto fail;
+        if (why)
+            common_log(COMMON_LOG_INFO, "extender: preemption vetoed", "pod", args->pod->name,
+                       "namespace", args->pod->namespace, "reason", why, NULL);
+    }
+    choice.keep_node = keep;
+    rc = extender_encode_preempt_result(&b, args, &choice, &e);
+    if (rc)
+        goto fail;
+    answer_json(resp, &b);
+    common_buf_free(&b);
+    common_arena_destroy(a);
+    count(x, V_PREEMPT, "ok", t0);
+    return;
+fail:
+    common_log(COMMON_LOG_WARN, "extender: preempt failed", "error", e.msg, NULL);
+    (void)common_httpd_respondf(resp, rc == COMMON_EINVAL || rc == COMMON_ETOOBIG ? 400 : 500,
+                                "%s\n", e.msg);
+    common_buf_free(&b);
+    common_arena_destroy(a);
+    count(x, V_PREEMPT, "error", t0);
+}
+
+enum common_rc extender_server_install(struct extender_server *x, struct common_httpd *h,
+                                       struct common_error *err)
+{
+    if (common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/filter", h_filter, x) ||
+        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/prioritize", h_prioritize, x) ||
+        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/bind", h_bind, x) ||
+        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/preempt", h_preempt, x))
+        return common_error_set(err, COMMON_EINVAL,
+                                "extender server: cannot add the " EXTENDER_URL_PREFIX
+                                "/* routes (server started, or a path taken)");
+    return COMMON_OK;
+}

@@ -1,0 +1,158 @@
+/*
+ * extender/server_int.h - private to extender/: the server struct and the helpers its files
+ * share (server.c: lifecycle and helpers, informers.c, binder.c, timer.c, nodes.c, routes.c;
+ * see extender/README.md). Locks: x->mu guards the gang core, the held-request table, the dirty
+ * sets, the node queue and the timer's flags; x->qmu guards the binder queue; x->recs belongs to
+ * the timer thread alone.
+ */
+#ifndef EXTENDER_SERVER_INT_H
+#define EXTENDER_SERVER_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/informer.h"
+#include "common/log.h"
+#include "extender/answer.h"
+#include "extender/codec.h"
+#include "extender/server.h"
+#include "topology/topology.h"
+#include "gang/gang.h"
+
+#define JSON_CT "application/json"
+#define KEY_MAX 320
+
+struct held {
+    char uid[64];
+    struct common_httpd_hold *h;
+};
+
+struct job {
+    struct job *next;
+    struct gang_answer a;
+    /* a touch instead of an answer: annotate pod a.namespace/a.name (uid a.uid) with
+     * EXTENDER_PODGROUP_ANNOTATION = touch, so kube-scheduler requeues it */
+    char touch[64];
+};
+
+struct node_todo {
+    char name[254];
+    int64_t not_before;
+};
+
+/* what the timer last wrote for one PodGroup */
+struct pgrec {
+    char key[KEY_MAX];
+    int written;
+    char phase[16];
+    int32_t running, succeeded, failed;
+    char occupied_by[320];
+    int has_start;
+    int64_t start;
+    char reason[2 * GANG_REASON_MAX];
+    int gone;
+};
+
+struct extender_server {
+    struct extender_server_opts o;
+    struct common_kube *kube;
+    struct gang_state *gs;
+    struct extender_limits lim;
+    size_t arena_max;
+
+    struct common_informer *nodes_inf, *pods_inf, *pg_inf;
+    struct common_informer_ops pg_ops;
+    /* Kueue Topology objects as level sources (docs/topology.md), when the CRD is served */
+    struct common_informer *topo_inf[2]; /* per topo_sources entry, NULL when not served */
+    struct common_informer_ops topo_ops[2];
+    struct common_kube_resource topo_res[2];
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* timer wakeup (CLOCK_MONOTONIC) */
+    int tick_req, stopping, started, stopped;
+    struct held *holds;
+    size_t n_holds, cap_holds;
+    char **dirty; /* gang keys "ns/name" */
+    size_t n_dirty, cap_dirty;
+    struct node_todo *todo;
+    size_t n_todo, cap_todo;
+    struct extender_server_stats st;
+
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    struct job *qhead, *qtail;
+    int qstop;
+
+    pthread_t timer;
+    pthread_t *binders;
+    unsigned n_binders;
+
+    /* timer thread only */
+    struct pgrec *recs;
+    size_t n_recs, cap_recs;
+    int64_t last_metrics;
+
+    struct common_metric *m_requests, *m_duration, *m_bindings, *m_held, *m_gangs, *m_cache;
+    struct common_metric *m_topo_waiting, *m_topo_placed; /* topology (docs/topology.md) */
+};
+
+/* ---- server.c ---- */
+
+/* CLOCK_MONOTONIC in milliseconds */
+int64_t extender_mono_ms(void);
+/* copy src (NULL = "") into dst of size bytes, cut to fit, always terminated */
+void extender_copy_str(char *dst, size_t size, const char *src);
+/* mark gang ns/name for a status and Event pass of the timer (x->mu held) */
+void extender_mark_dirty(struct extender_server *x, const char *ns, const char *name);
+/* the pod's GANG_POD_GROUP_LABEL value, NULL when none */
+const char *extender_pod_group_of(const struct common_pod *p);
+
+/* ---- informers.c ---- */
+
+/* create the node, pod and PodGroup informers (x->nodes_inf, pods_inf, pg_inf), not started;
+ * COMMON_OK or the informer's error code */
+enum common_rc extender_informers_create(struct extender_server *x, struct common_error *err);
+/* create and start the Kueue and KAI Topology watches whose CRD is served (x->topo_inf);
+ * COMMON_OK (none served is fine) or the informer's error code */
+enum common_rc extender_topology_watch(struct extender_server *x, struct common_error *err);
+
+/* ---- binder.c ---- */
+
+/* suspend the request (common_httpd_hold); NULL when it cannot be held */
+struct common_httpd_hold *extender_hold_take(const struct common_httpd_request *req,
+                                             struct common_httpd_response *resp);
+/* answer a suspended request, exactly once */
+void extender_hold_release(struct common_httpd_hold *h, int status, const char *body, size_t len);
+/* remember a held bind request by pod uid (x->mu held); 0, -1 without memory */
+int extender_holds_add(struct extender_server *x, const char *uid, struct common_httpd_hold *h);
+/* take the held request of pod uid out of the table (x->mu held); NULL when none */
+struct common_httpd_hold *extender_holds_take(struct extender_server *x, const char *uid);
+/* answer a held request with {"Error": msg} ("" = bound) */
+void extender_answer_hold(struct common_httpd_hold *h, const char *msg);
+/* append a job list to the binder queue (x->qmu taken here; x->mu must not be held) */
+void extender_queue_push(struct extender_server *x, struct job *head, struct job *tail);
+/* copy n core answers into a job list (x->mu held: the answers die at the next core call) */
+void extender_jobs_from_answers(const struct gang_answer *a, size_t n, struct job **head,
+                                struct job **tail);
+/* binder thread body (arg: the server); returns when the queue stops */
+void *extender_binder_main(void *arg);
+
+/* ---- timer.c ---- */
+
+/* timer thread body (arg: the server); returns when x->stopping */
+void *extender_timer_main(void *arg);
+
+/* ---- nodes.c ---- */
+
+/* the gang resource count a node advertises: its pod capacity, 110 when unset */
+int64_t extender_node_gang_want(const struct common_node *n);
+/* queue node name for a patch not before not_before (ms, monotonic; x->mu held) */
+void extender_node_todo_add(struct extender_server *x, const char *name, int64_t not_before);
+/* patch the node's capacity and allocatable of the gang resource (x->mu not held) */
+void extender_patch_node(struct extender_server *x, const struct node_todo *t);
+
+#endif

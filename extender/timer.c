@@ -1,0 +1,343 @@
+/*
+ * extender/timer.c - the timer thread: gang_tick on deadlines and wakeups, PodGroup status
+ * patches and Events regarding the PodGroup and its TrainJob, node patches due, and the gang
+ * and cache gauges. Status and Event bookkeeping (x->recs) belongs to this thread alone.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "extender/server_int.h"
+
+#define STATUS_PERIOD_MS 2000
+
+struct pg_view {
+    char key[KEY_MAX];
+    int found;
+    struct gang_status s;
+    char phase[16];
+    char reason[2 * GANG_REASON_MAX]; /* the gang's reason, then its timeout note */
+    char level[GANG_REASON_MAX];      /* the topology level of the gang's domain, "" when none */
+};
+
+static struct pgrec *rec_get(struct extender_server *x, const char *key)
+{
+    for (size_t i = 0; i < x->n_recs; i++)
+        if (strcmp(x->recs[i].key, key) == 0)
+            return &x->recs[i];
+    if (x->n_recs == x->cap_recs) {
+        size_t nc = x->cap_recs ? x->cap_recs * 2 : 16;
+        struct pgrec *nr = common_realloc(x->recs, nc * sizeof(*nr));
+        if (!nr)
+            return NULL;
+        x->recs = nr;
+        x->cap_recs = nc;
+    }
+    memset(&x->recs[x->n_recs], 0, sizeof(x->recs[0]));
+    extender_copy_str(x->recs[x->n_recs].key, KEY_MAX, key);
+    return &x->recs[x->n_recs++];
+}
+
+static void split_key(const char *key, char *ns, size_t nsz, char *name, size_t namesz)
+{
+    const char *slash = strchr(key, '/');
+    size_t n = slash ? (size_t)(slash - key) : 0;
+
+    if (n >= nsz)
+        n = nsz - 1;
+    memcpy(ns, key, n);
+    ns[n] = '\0';
+    extender_copy_str(name, namesz, slash ? slash + 1 : key);
+}
+
+static void format_time(int64_t mono_start, char *out, size_t size)
+{
+    struct timespec rt;
+    struct tm tm;
+    time_t t;
+
+    clock_gettime(CLOCK_REALTIME, &rt);
+    t = rt.tv_sec - (time_t)((extender_mono_ms() - mono_start) / 1000);
+    gmtime_r(&t, &tm);
+    strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The PodGroup's uid and its controlling TrainJob (name, uid; "" when none) from the watch
+ * cache, so that its Events name it fully (kubectl describe finds Events by uid). */
+static void podgroup_refs(struct extender_server *x, const char *key, char *uid, size_t uidsz,
+                          char *tj, size_t tjsz, char *tjuid, size_t tjuidsz)
+{
+    struct common_pmap_snap *snap = x->pg_inf ? common_informer_snapshot(x->pg_inf) : NULL;
+    const json_t *pg = snap ? common_pmap_snap_get(snap, key) : NULL;
+    const json_t *meta = json_object_get(pg, "metadata");
+    size_t i;
+    json_t *o;
+
+    uid[0] = tj[0] = tjuid[0] = '\0';
+    if (json_is_string(json_object_get(meta, "uid")))
+        extender_copy_str(uid, uidsz, json_string_value(json_object_get(meta, "uid")));
+    json_array_foreach(json_object_get(meta, "ownerReferences"), i, o)
+    {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *api = json_string_value(json_object_get(o, "apiVersion"));
+        if (json_is_true(json_object_get(o, "controller")) && kind && api &&
+            strcmp(kind, "TrainJob") == 0 && strncmp(api, "trainer.kubeflow.org/", 21) == 0 &&
+            json_is_string(json_object_get(o, "name"))) {
+            extender_copy_str(tj, tjsz, json_string_value(json_object_get(o, "name")));
+            if (json_is_string(json_object_get(o, "uid")))
+                extender_copy_str(tjuid, tjuidsz, json_string_value(json_object_get(o, "uid")));
+            break;
+        }
+    }
+    if (snap)
+        common_pmap_snap_release(snap);
+}
+
+/* A gang's new waiting or released reason as an Event regarding its PodGroup (uid included),
+ * and the same regarding the TrainJob that controls it, so `kubectl describe podgroup` and
+ * `kubectl describe trainjob` both show why the gang waits. */
+static void gang_event(struct extender_server *x, const struct pg_view *v, const char *ns,
+                       const char *name)
+{
+    char uid[128], tj[254], tjuid[128], note[COMMON_EVENTS_NOTE_MAX];
+    struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, uid};
+    struct common_event_ref tref = {"trainer.kubeflow.org/v1alpha1", "TrainJob", ns, tj, tjuid};
+    int released = strncmp(v->reason, "released", 8) == 0;
+    enum common_event_type type = released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING;
+    const char *reason = released ? "GangReleased" : "GangWaiting";
+    struct common_error e = {0};
+
+    podgroup_refs(x, v->key, uid, sizeof(uid), tj, sizeof(tj), tjuid, sizeof(tjuid));
+    if (common_events_record(x->o.events, &ref, type, reason, "Scheduling", v->reason, &e) !=
+        COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Event not recorded", "podgroup", v->key, "error",
+                   e.msg, NULL);
+    if (!tj[0])
+        return;
+    snprintf(note, sizeof(note), "PodGroup %s: %s", name, v->reason);
+    if (common_events_record(x->o.events, &tref, type, reason, "Scheduling", note, &e) != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Event not recorded", "trainjob", tj, "error", e.msg,
+                   NULL);
+}
+
+static void write_status(struct extender_server *x, const struct pg_view *v)
+{
+    struct pgrec *r = rec_get(x, v->key);
+    char ns[64], name[254], start[40];
+    struct common_error e = {0};
+    struct common_kube_write_opts wo = {0};
+    json_t *patch, *status;
+    char *body;
+
+    if (!r)
+        return;
+    if (!v->found) {
+        r->gone = 1;
+        r->written = 0;
+        r->reason[0] = '\0';
+        return;
+    }
+    r->gone = 0;
+    split_key(v->key, ns, sizeof(ns), name, sizeof(name));
+    if (x->o.write_podgroup_status > 0 &&
+        (!r->written || strcmp(r->phase, v->phase) != 0 || r->running != v->s.running ||
+         r->succeeded != v->s.succeeded || r->failed != v->s.failed ||
+         strcmp(r->occupied_by, v->s.occupied_by) != 0 || r->has_start != v->s.has_schedule_start ||
+         (v->s.has_schedule_start && r->start != v->s.schedule_start))) {
+        status = json_pack("{s:s, s:i, s:i, s:i}", "phase", v->phase, "running", (int)v->s.running,
+                           "succeeded", (int)v->s.succeeded, "failed", (int)v->s.failed);
+        if (status && v->s.occupied_by[0])
+            json_object_set_new(status, "occupiedBy", json_string(v->s.occupied_by));
+        if (status && v->s.has_schedule_start) {
+            format_time(v->s.schedule_start, start, sizeof(start));
+            json_object_set_new(status, "scheduleStartTime", json_string(start));
+        }
+        patch = status ? json_pack("{s:o}", "status", status) : NULL;
+        body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+        json_decref(patch);
+        wo.subresource = "status";
+        if (body && common_kube_patch(x->kube, &common_kube_podgroups, ns, name,
+                                      COMMON_KUBE_MERGE_PATCH, body, &wo, NULL, &e) == COMMON_OK) {
+            r->written = 1;
+            extender_copy_str(r->phase, sizeof(r->phase), v->phase);
+            r->running = v->s.running;
+            r->succeeded = v->s.succeeded;
+            r->failed = v->s.failed;
+            extender_copy_str(r->occupied_by, sizeof(r->occupied_by), v->s.occupied_by);
+            r->has_start = v->s.has_schedule_start;
+            r->start = v->s.schedule_start;
+            pthread_mutex_lock(&x->mu);
+            x->st.status_patches++;
+            pthread_mutex_unlock(&x->mu);
+        } else if (body) {
+            common_log(COMMON_LOG_WARN, "extender: PodGroup status not written", "podgroup", v->key,
+                       "error", e.msg, NULL);
+        }
+        free(body);
+    }
+    if (x->o.events && v->reason[0] && strcmp(r->reason, v->reason) != 0) {
+        if (strncmp(v->reason, "released", 8) == 0 && v->level[0]) {
+            const char *lv[] = {v->level};
+            common_metric_add(x->m_topo_placed, lv, 1);
+        }
+        gang_event(x, v, ns, name);
+    }
+    extender_copy_str(r->reason, sizeof(r->reason), v->reason);
+}
+
+static void gang_metrics(struct extender_server *x, int64_t now)
+{
+    double waiting = 0, holding = 0, admitted = 0, backoff = 0, topo_waiting = 0;
+    struct common_informer_stats is;
+    static const char *const kinds[] = {"nodes", "pods", "podgroups"};
+    struct common_informer *infs[3];
+
+    pthread_mutex_lock(&x->mu);
+    for (size_t i = 0; i < x->n_recs; i++) {
+        struct gang_info gi;
+        char ns[64], name[254];
+
+        if (x->recs[i].gone)
+            continue;
+        split_key(x->recs[i].key, ns, sizeof(ns), name, sizeof(name));
+        if (gang_info(x->gs, ns, name, &gi, NULL) != COMMON_OK)
+            continue;
+        if (!gi.active && !gi.admitted &&
+            (gi.topology_error[0] || strstr(gi.reason, "topology") != NULL))
+            topo_waiting++;
+        if (gi.active)
+            holding++;
+        else if (gi.backoff_until > now)
+            backoff++;
+        else if (gi.admitted)
+            admitted++;
+        else
+            waiting++;
+    }
+    pthread_mutex_unlock(&x->mu);
+    {
+        const char *lv[1];
+        lv[0] = "waiting";
+        common_metric_set(x->m_gangs, lv, waiting);
+        lv[0] = "holding";
+        common_metric_set(x->m_gangs, lv, holding);
+        lv[0] = "admitted";
+        common_metric_set(x->m_gangs, lv, admitted);
+        lv[0] = "backoff";
+        common_metric_set(x->m_gangs, lv, backoff);
+        common_metric_set(x->m_topo_waiting, NULL, topo_waiting);
+    }
+    infs[0] = x->nodes_inf;
+    infs[1] = x->pods_inf;
+    infs[2] = x->pg_inf;
+    for (int i = 0; i < 3; i++) {
+        const char *lv[] = {kinds[i]};
+        common_informer_stats(infs[i], &is);
+        common_metric_set(x->m_cache, lv, (double)is.size);
+    }
+}
+
+void *extender_timer_main(void *arg)
+{
+    struct extender_server *x = arg;
+
+    pthread_mutex_lock(&x->mu);
+    while (!x->stopping) {
+        int64_t now = extender_mono_ms(), next;
+        struct job *head = NULL, *tail = NULL;
+        struct pg_view *views = NULL;
+        size_t n_views = 0;
+        struct node_todo *todo = NULL;
+        size_t n_todo = 0;
+
+        if (x->tick_req || now >= gang_next_deadline(x->gs)) {
+            const struct gang_answer *ans = NULL;
+            size_t n = 0;
+            struct common_error e = {0};
+
+            x->tick_req = 0;
+            if (gang_tick(x->gs, now, &ans, &n, &e) == COMMON_OK && n) {
+                extender_jobs_from_answers(ans, n, &head, &tail);
+                /* a gang that failed or released here: its status and Event follow now */
+                for (size_t i = 0; i < n; i++) {
+                    const char *slash = strchr(ans[i].gang, '/');
+                    if (slash)
+                        extender_mark_dirty(x, ans[i].namespace, slash + 1);
+                }
+            }
+        }
+        if (x->n_dirty) {
+            views = common_calloc(x->n_dirty, sizeof(*views));
+            for (size_t i = 0; i < x->n_dirty; i++) {
+                if (views) {
+                    struct pg_view *v = &views[n_views++];
+                    struct gang_info gi;
+                    char ns[64], name[254];
+
+                    extender_copy_str(v->key, sizeof(v->key), x->dirty[i]);
+                    split_key(v->key, ns, sizeof(ns), name, sizeof(name));
+                    v->found = gang_podgroup_status(x->gs, ns, name, &v->s, NULL) == COMMON_OK &&
+                               gang_info(x->gs, ns, name, &gi, NULL) == COMMON_OK &&
+                               gi.has_podgroup;
+                    if (v->found) {
+                        extender_copy_str(v->phase, sizeof(v->phase), v->s.phase);
+                        snprintf(v->reason, sizeof(v->reason), "%s%s%s", gi.reason,
+                                 gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note);
+                        extender_copy_str(v->level, sizeof(v->level), gi.domain_level);
+                    }
+                }
+                common_free(x->dirty[i]);
+            }
+            x->n_dirty = 0;
+        }
+        if (x->n_todo) {
+            size_t keep = 0;
+            todo = common_calloc(x->n_todo, sizeof(*todo));
+            for (size_t i = 0; i < x->n_todo; i++) {
+                if (todo && x->todo[i].not_before <= now)
+                    todo[n_todo++] = x->todo[i];
+                else
+                    x->todo[keep++] = x->todo[i];
+            }
+            x->n_todo = keep;
+        }
+        pthread_mutex_unlock(&x->mu);
+
+        extender_queue_push(x, head, tail);
+        for (size_t i = 0; i < n_todo; i++)
+            extender_patch_node(x, &todo[i]);
+        for (size_t i = 0; i < n_views; i++)
+            write_status(x, &views[i]);
+        common_free(todo);
+        common_free(views);
+        if (now - x->last_metrics >= STATUS_PERIOD_MS) {
+            x->last_metrics = now;
+            gang_metrics(x, now);
+        }
+
+        pthread_mutex_lock(&x->mu);
+        if (x->stopping)
+            break;
+        if (x->tick_req || x->n_dirty)
+            continue;
+        next = gang_next_deadline(x->gs);
+        if (next > now + STATUS_PERIOD_MS)
+            next = now + STATUS_PERIOD_MS;
+        for (size_t i = 0; i < x->n_todo; i++)
+            if (x->todo[i].not_before < next)
+                next = x->todo[i].not_before;
+        if (next > extender_mono_ms()) {
+            struct timespec ts;
+            ts.tv_sec = (time_t)(next / 1000);
+            ts.tv_nsec = (long)(next % 1000) * 1000000L;
+            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
