@@ -103,6 +103,7 @@ static enum common_rc load_ctx(struct tj_ctx *c, const json_t *tj, const json_t 
     c->mpi_ssh_path =
         tj_str(mpi, "sshAuthMountPath") ? tj_str(mpi, "sshAuthMountPath") : "/root/.ssh";
     c->mpi_launcher_as_node = json_is_true(json_object_get(mpi, "runLauncherAsNode"));
+    c->flux_nppn = int_or(tj_get(ml, "flux.numProcPerNode"), 1);
     c->gangs = 0;
     if (json_is_object(tj_get(rt, "spec.podGroupPolicy.coscheduling")))
         c->gangs |= 1u << TJ_GANG_COSCHEDULING;
@@ -471,10 +472,6 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
             managed, TJ_CONTROLLER);
         return out->skipped ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
-    if (c->ml == TJ_ML_FLUX)
-        return common_error_set(err, COMMON_EUNSUPPORTED,
-                                "runtime \"%s\": spec.mlPolicy.flux is not supported yet",
-                                tj_str(rt, "metadata.name") ? tj_str(rt, "metadata.name") : "");
     if (!ml)
         return common_error_set(err, COMMON_EUNSUPPORTED, "unknown ML policy");
 

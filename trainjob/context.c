@@ -6,6 +6,7 @@
  * podspec, errors -> context, defaults, schema -> validate, policy_*, podgroup -> policies ->
  * build.
  */
+#include <openssl/evp.h>
 #include <string.h>
 
 #include "trainjob/trainjob_int.h"
@@ -149,4 +150,14 @@ void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *
         snprintf(list + l, sizeof(list) - l, "%s%s", i ? " " : "", found[i]);
     }
     tj_err(c->errs, c->trainjob, env, "Invalid", "spec.trainer.env", "%s: [%s]", gist, list);
+}
+
+char *tj_b64(struct common_arena *a, const char *s)
+{
+    size_t n = strlen(s);
+    char *out = common_arena_alloc(a, 4 * ((n + 2) / 3) + 1);
+
+    if (out)
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    return out;
 }

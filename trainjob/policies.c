@@ -7,7 +7,8 @@
 #include "trainjob/trainjob_int.h"
 
 static const struct tj_ml_policy *const ml_policies[] = {
-    &tj_policy_plain, &tj_policy_torch, &tj_policy_mpi, &tj_policy_jax, &tj_policy_xgboost,
+    &tj_policy_plain, &tj_policy_torch,   &tj_policy_mpi,
+    &tj_policy_jax,   &tj_policy_xgboost, &tj_policy_flux,
 };
 
 const struct tj_ml_policy *tj_ml_policy_for(enum tj_ml kind)

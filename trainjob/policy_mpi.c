@@ -6,7 +6,6 @@
  * mounts, and the OpenMPI env on the launcher. Source: trainer.md §2.7 "MPI", §5.1 checks 26-27,
  * §6 cases 41-47.
  */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,16 +40,6 @@ static int32_t slots(struct tj_ctx *c)
     if (c->mpi_nppn == 1 && gpus > 1)
         return (int32_t)gpus;
     return c->mpi_nppn;
-}
-
-static char *b64(struct common_arena *a, const char *s)
-{
-    size_t n = strlen(s);
-    char *out = common_arena_alloc(a, 4 * ((n + 2) / 3) + 1);
-
-    if (out)
-        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-    return out;
 }
 
 /* both take ownership of the new value, also on failure */
@@ -198,8 +187,8 @@ static enum common_rc mpi_enforce(struct tj_ctx *c, struct common_error *err)
     }
     obj = json_pack("{s:s, s:s, s:o, s:s, s:b, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Secret",
                     "metadata", tj_owner_meta(c, secret), "type", "kubernetes.io/ssh-auth",
-                    "immutable", 1, "data", "ssh-privatekey", b64(c->arena, priv), "ssh-publickey",
-                    b64(c->arena, pub));
+                    "immutable", 1, "data", "ssh-privatekey", tj_b64(c->arena, priv),
+                    "ssh-publickey", tj_b64(c->arena, pub));
     if (!obj || json_array_append_new(c->extra, obj))
         goto nomem;
 

@@ -120,7 +120,7 @@ struct trainjob_output {
  * Returns COMMON_OK with out->objects set, or with out->skipped set (managedBy names another
  * controller: nothing is rendered); COMMON_EINVAL when validation failed (out->errors lists
  * every field error; err has the first); COMMON_EUNSUPPORTED for a runtime policy this version
- * does not build (flux), err names it; COMMON_ENOMEM.
+ * does not build, err names it; COMMON_ENOMEM.
  */
 enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
                                const json_t *runtime, const struct trainjob_options *opts,

@@ -122,6 +122,8 @@ struct tj_ctx {
     int32_t mpi_nppn;
     const char *mpi_impl, *mpi_ssh_path;
     int mpi_launcher_as_node;
+    /* Flux */
+    int32_t flux_nppn; /* mlPolicy.flux.numProcPerNode (CRD default 1) */
     /* the JobSet being built */
     json_t *labels, *annotations; /* JobSet metadata (owned) */
     json_t *spec;                 /* JobSetSpec (owned) */
@@ -145,6 +147,8 @@ struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
  * trainer node container resources */
 const json_t *tj_gpu_resources(struct tj_ctx *c);
 json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, ownerRefs} */
+/* standard base64 of the string s (Secret data) in the arena; NULL when out of memory */
+char *tj_b64(struct common_arena *a, const char *s);
 
 /* ---- ML policies (table in policies.c, one const struct each in policy_*.c) ---- */
 struct tj_ml_policy {
@@ -158,7 +162,7 @@ struct tj_ml_policy {
     void (*validate)(struct tj_ctx *c);
 };
 extern const struct tj_ml_policy tj_policy_torch, tj_policy_mpi, tj_policy_jax, tj_policy_xgboost,
-    tj_policy_plain;
+    tj_policy_plain, tj_policy_flux;
 const struct tj_ml_policy *tj_ml_policy_for(enum tj_ml kind);
 /* steps several ML policies share (context.c): the trainer PodSet's count from
  * spec.trainer.numNodes; the TrainJob's env upserted into the node container; one error listing

@@ -567,8 +567,8 @@ static enum common_rc validate_trainjob(struct call *c)
         return deny_forbidden(c);
     }
 
-    /* 4. Trainer's webhook checks (§5.1 3-14, 18-29) through the render pipeline; a policy
-     * trainjob/ does not build (flux, COMMON_EUNSUPPORTED) has passed every check it runs */
+    /* 4. Trainer's webhook checks (§5.1 3-14, 18-31) through the render pipeline; a policy
+     * trainjob/ does not build (COMMON_EUNSUPPORTED) has passed every check it runs */
     topts.default_namespace = ns;
     topts.keygen = placeholder_keygen;
     topts.exists = cluster_object_exists;

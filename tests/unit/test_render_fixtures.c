@@ -17,6 +17,7 @@
  *     - {object: ..., path: ...env, lacks-name: PET_MASTER_ADDR} # no element with that name
  *     - {object: ..., path: ...,   absent: true}
  *     - {object: Secret/x, path: data.k, base64-matches: "^ecdsa [^\n]+\n$"}  # decoded value
+ *     - {object: ConfigMap/x, path: data.k, matches: "^echo [a-z]+$"}  # string, ^/$ per line
  *                            # matches this POSIX extended regular expression
  *   list: expected-list.yaml # optional: the whole List, compared field by field, except the
  *   ignore: [Secret/x data.ssh-privatekey, ...]  # values that differ per run (key material)
@@ -291,6 +292,17 @@ static void check_one(const char *name, json_t *items, json_t *check)
                       json_string_value(want));
         regfree(&re);
         free(raw);
+    }
+    if ((want = json_object_get(check, "matches"))) {
+        /* a string field against an extended regex; ^ and $ match at line ends */
+        regex_t re;
+        ck_assert_msg(json_is_string(v), "%s: %s %s: no string", name, oref, path);
+        ck_assert_int_eq(
+            regcomp(&re, json_string_value(want), REG_EXTENDED | REG_NOSUB | REG_NEWLINE), 0);
+        ck_assert_msg(regexec(&re, json_string_value(v), 0, NULL, 0) == 0,
+                      "%s: %s %s: \"%s\" does not match %s", name, oref, path, json_string_value(v),
+                      json_string_value(want));
+        regfree(&re);
     }
     if (json_is_true(json_object_get(check, "absent")))
         ck_assert_msg(v == NULL, "%s: %s %s: expected absent", name, oref, path);

@@ -36,11 +36,12 @@ import (
 )
 
 var (
-	binary = flag.String("trainsched", "build/trainsched", "the trainsched binary")
-	repo   = flag.String("repo", ".", "the trainsched repository (CRDs, built-in runtimes, fixtures)")
-	show   = flag.Int("show", 8, "differences printed per TrainJob")
-	random = flag.Int("random", 0, "also compare this many generated TrainJobs (random.go)")
-	seed   = flag.Int64("seed", 1, "seed of the generated TrainJobs")
+	binary   = flag.String("trainsched", "build/trainsched", "the trainsched binary")
+	repo     = flag.String("repo", ".", "the trainsched repository (CRDs, built-in runtimes, fixtures)")
+	show     = flag.Int("show", 8, "differences printed per TrainJob")
+	random   = flag.Int("random", 0, "also compare this many generated TrainJobs (random.go)")
+	fluxOnly = flag.Bool("flux", false, "make every generated TrainJob a Flux one (flux.go)")
+	seed     = flag.Int64("seed", 1, "seed of the generated TrainJobs")
 )
 
 func structural(crdFile string) *structuralschema.Structural {
@@ -173,7 +174,11 @@ func main() {
 	if *random > 0 {
 		dir, err := os.MkdirTemp("", "trainerdiff")
 		must(err)
-		defer os.RemoveAll(dir)
+		if os.Getenv("TRAINERDIFF_KEEP") == "" {
+			defer os.RemoveAll(dir)
+		} else {
+			fmt.Println("generated cases kept in", dir)
+		}
 		inputs = append(inputs, randomInputs(*repo, dir, *random, *seed)...)
 	}
 	total, same, almost, skipped := 0, 0, 0, 0
@@ -281,7 +286,8 @@ func main() {
 				var m map[string]any
 				raw, _ := json.Marshal(o)
 				must(json.Unmarshal(raw, &m))
-				if m["kind"] == "Secret" {
+				fluxNormalize(m)
+				if m["kind"] == "Secret" && !strings.HasSuffix(key(m), "-flux-curve") {
 					delete(m, "data")
 				}
 				k := key(m)
@@ -290,7 +296,8 @@ func main() {
 					diffs = append(diffs, k+": only Trainer writes it")
 					continue
 				}
-				if ourObj["kind"] == "Secret" {
+				fluxNormalize(ourObj)
+				if ourObj["kind"] == "Secret" && !strings.HasSuffix(k, "-flux-curve") {
 					delete(ourObj, "data")
 				}
 				// the TrainJob's uid: ours is a placeholder when the input has none

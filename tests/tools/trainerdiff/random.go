@@ -22,6 +22,9 @@ func randomInputs(repo, dir string, n int, seed int64) []string {
 	var files []string
 	for i := 0; i < n; i++ {
 		base := bases[r.Intn(len(bases))]
+		if *fluxOnly {
+			base = "torch-distributed"
+		}
 		rt := docs(filepath.Join(repo, "manifests/runtimes", base+".yaml"))[0]
 		name := fmt.Sprintf("rt-%d", i)
 		rt["kind"] = "TrainingRuntime"
@@ -61,6 +64,9 @@ func randomInputs(repo, dir string, n int, seed int64) []string {
 		}
 		if r.Intn(2) == 0 {
 			trainer["env"] = []any{map[string]any{"name": "MY_ENV", "value": "x"}}
+		}
+		if *fluxOnly {
+			fluxCase(r, spec, js, trainer)
 		}
 		tjspec := map[string]any{
 			"runtimeRef": map[string]any{"name": name, "kind": "TrainingRuntime"},
