@@ -330,6 +330,18 @@ START_TEST(api_server_accepts_them)
         return;
     ck_assert_msg(kubectl && *kubectl, "KUBECTL not set: source the test bed's env");
     k = e2e_client(20000, 1); /* applies manifests/rbac/rbac.yaml: the namespace exists */
+    {
+        /* the chart's kubeflow-trainer-public objects go to kubeflow-system, which it does not
+         * create (values sdkPublic) */
+        struct common_error kerr;
+        json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                                "metadata", "name", "kubeflow-system");
+        enum common_rc rc =
+            common_kube_create(k, &common_kube_namespaces, NULL, nso, NULL, NULL, &kerr);
+        json_decref(nso);
+        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "namespace kubeflow-system: %s",
+                      kerr.msg);
+    }
     common_kube_client_destroy(k);
     for (size_t i = 0; i < sizeof(renders) / sizeof(renders[0]); i++) {
         render(renders[i][0], renders[i][1], file, sizeof(file));
