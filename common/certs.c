@@ -1317,8 +1317,11 @@ enum common_rc common_certs_secret_from_json(struct common_arena *a, const json_
             return common_error_set(err, COMMON_EINVAL,
                                     "metadata.annotations[%s]: \"%s\" is not an RFC 3339 time",
                                     COMMON_CERTS_ANN_PUBLISHED_AT, at);
-        common_certs_bundle_sha256(out->ca_bundle, hex);
-        if (out->ca_bundle && sha && strcmp(sha, hex) == 0)
+        /* the bundle the webhook configurations were given: ca-bundle.crt, or ca.crt alone when
+         * the Secret has no ca-bundle.crt (as common_certs_observe reads it) */
+        const char *bundle = out->ca_bundle ? out->ca_bundle : out->ca_crt;
+        common_certs_bundle_sha256(bundle, hex);
+        if (bundle && sha && strcmp(sha, hex) == 0)
             out->bundle_published_at = us / 1000000;
     }
     return COMMON_OK;
@@ -1348,12 +1351,12 @@ json_t *common_certs_secret_new_json(const struct common_certs_secret *s, const 
         if (!b || json_object_set_new(data, keys[i], json_string(b)))
             goto fail;
     }
-    if (s->bundle_published_at != 0 && s->ca_bundle) {
+    if (s->bundle_published_at != 0 && (s->ca_bundle || s->ca_crt)) {
         char t[32], hex[65];
         json_t *ann;
         if (common_certs_format_time(s->bundle_published_at, t, sizeof(t)))
             goto fail;
-        common_certs_bundle_sha256(s->ca_bundle, hex);
+        common_certs_bundle_sha256(s->ca_bundle ? s->ca_bundle : s->ca_crt, hex);
         ann = json_pack("{s:s, s:s}", COMMON_CERTS_ANN_PUBLISHED_AT, t,
                         COMMON_CERTS_ANN_PUBLISHED_SHA256, hex);
         if (!ann || json_object_set_new(meta, "annotations", ann))

@@ -365,7 +365,8 @@ void common_certs_bundle_sha256(const char *bundle, char hex[65]);
  * common_certs_secret_from_json - decode a v1 Secret (JSON as the API server returns it):
  * data["ca.crt"], ["ca.key"], ["tls.crt"], ["tls.key"], ["ca-bundle.crt"] (base64; absent keys
  * give NULL), and bundle_published_at from the two annotations, counted only when the recorded
- * SHA-256 is that of the current ca-bundle.crt (else 0). Strings are copied into arena a.
+ * SHA-256 is that of the current bundle: ca-bundle.crt, or ca.crt when the Secret has no
+ * ca-bundle.crt (else 0). Strings are copied into arena a.
  * Returns COMMON_OK; COMMON_EINVAL when secret is not an object, data is not an object, a
  * value is not a base64 string or a PEM text (message names "data.<key>"), or the time
  * annotation is not RFC 3339; COMMON_ETOOBIG when a value's base64 is over 2 MiB (a Secret
@@ -378,8 +379,9 @@ enum common_rc common_certs_secret_from_json(struct common_arena *a, const json_
 /*
  * common_certs_secret_new_json - a new reference to a v1 Secret object: apiVersion v1, kind
  * Secret, metadata {name, namespace, annotations (the two published annotations when
- * s->bundle_published_at != 0)}, type kubernetes.io/tls, data (base64 of every non-NULL PEM
- * of s). The glue adds resourceVersion / labels as it needs. NULL when out of memory.
+ * s->bundle_published_at != 0; the SHA-256 is of ca_bundle, or of ca_crt when ca_bundle is NULL)},
+ * type kubernetes.io/tls, data (base64 of every non-NULL PEM of s). The glue adds resourceVersion /
+ * labels as it needs. NULL when out of memory.
  */
 json_t *common_certs_secret_new_json(const struct common_certs_secret *s, const char *name,
                                      const char *namespace);

@@ -100,7 +100,9 @@ static void record_pid(pid_t pid);
 /* fork/exec TS_BINARY with argv (argv[0] is ignored); output to log. Returns the pid. */
 static pid_t spawn(char *const argv[], const char *log)
 {
-    pid_t pid = e2e_spawn(argv, log);
+    pid_t pid;
+    e2e_write_file(log, ""); /* there to count lines in from the start */
+    pid = e2e_spawn(argv, log);
     record_pid(pid);
     return pid;
 }
@@ -937,6 +939,78 @@ START_TEST(rotation_under_load)
 }
 END_TEST
 
+/*
+ * A Secret without ca-bundle.crt (made by hand, or by a version before the key existed: its
+ * bundle is ca.crt alone) is steady: the leader publishes it, records the publication once and
+ * then leaves the Secret and its log alone. Before, the record never stuck to such a Secret, so
+ * every check (one a second after a publication) rewrote the Secret and logged "CA bundle
+ * published" at info again.
+ */
+START_TEST(steady_secret_without_bundle_key_logs_publication_once)
+{
+    struct replica *a, *b;
+    struct common_error err;
+    const char *published = "certificates: CA bundle published";
+    json_t *s, *data, *meta;
+    char *rv;
+    int n;
+
+    t_start = e2e_now_s();
+    create_configs(e2e_free_port());
+    a = start_replica("replica-a", e2e_free_port(), e2e_free_port());
+    for (double end = e2e_now_s() + 60; count_in_file(a->log, published) < 1; e2e_nap(200)) {
+        ck_assert_msg(alive(a), "replica A exited: %s", e2e_exit_text(a->status));
+        ck_assert_msg(e2e_now_s() < end, "A did not publish a bundle in 60 s");
+    }
+    kill(a->pid, SIGKILL);
+    ck_assert(reap(a, 20));
+    /* the same certificates with no ca-bundle.crt and no record of a publication */
+    s = get_secret();
+    ck_assert_ptr_nonnull(s);
+    data = json_object_get(s, "data");
+    meta = json_object_get(s, "metadata");
+    ck_assert_int_eq(json_object_del(data, COMMON_CERTS_KEY_BUNDLE), 0);
+    json_object_del(json_object_get(meta, "annotations"), COMMON_CERTS_ANN_PUBLISHED_AT);
+    json_object_del(json_object_get(meta, "annotations"), COMMON_CERTS_ANN_PUBLISHED_SHA256);
+    json_object_del(meta, "managedFields");
+    ck_assert_msg(common_kube_update(admin, &common_kube_secrets, ns, s, NULL, NULL, &err) ==
+                      COMMON_OK,
+                  "update Secret: %s", err.msg);
+    json_decref(s);
+    tl("Secret rewritten without %s", COMMON_CERTS_KEY_BUNDLE);
+
+    b = start_replica("replica-b", e2e_free_port(), e2e_free_port());
+    for (double end = e2e_now_s() + 60; count_in_file(b->log, published) < 1; e2e_nap(200)) {
+        ck_assert_msg(alive(b), "replica B exited: %s", e2e_exit_text(b->status));
+        ck_assert_msg(e2e_now_s() < end, "B did not publish the bundle in 60 s");
+    }
+    e2e_nap(1000); /* the write that goes with the line */
+    s = get_secret();
+    rv = strdup(
+        json_string_value(json_object_get(json_object_get(s, "metadata"), "resourceVersion")));
+    ck_assert_ptr_null(json_object_get(json_object_get(s, "data"), COMMON_CERTS_KEY_BUNDLE));
+    json_decref(s);
+    tl("B published the bundle; watching for 10 s");
+    /* the leader checks again a second after a publication (and every second while it does
+     * not stick): ten seconds span several checks */
+    e2e_nap(10000);
+    ck_assert_msg(alive(b), "replica B exited: %s", e2e_exit_text(b->status));
+    n = count_in_file(b->log, published);
+    s = get_secret();
+    meta = json_object_get(s, "metadata");
+    tl("%d \"%s\" line(s); Secret resourceVersion %s -> %s", n, published, rv,
+       json_string_value(json_object_get(meta, "resourceVersion")));
+    ck_assert_int_eq(n, 1);
+    ck_assert_msg(json_object_get(json_object_get(meta, "annotations"),
+                                  COMMON_CERTS_ANN_PUBLISHED_AT) != NULL,
+                  "the publication is not recorded in the Secret");
+    ck_assert_str_eq(json_string_value(json_object_get(meta, "resourceVersion")), rv);
+    json_decref(s);
+    free(rv);
+    mark("passed");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("certrotation");
@@ -945,6 +1019,12 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 420);
     tcase_add_test(tc, rotation_under_load);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("steady_state");
+    tcase_add_unchecked_fixture(tc, outer_setup, outer_teardown);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, steady_secret_without_bundle_key_logs_publication_once);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -220,8 +220,11 @@ static void setup(void)
     start_reconciler();
 }
 
+static void drop_status_policy(void);
+
 static void teardown(void)
 {
+    drop_status_policy();
     rc_destroy(rec);
     rec = NULL;
     common_events_destroy(events);
@@ -739,7 +742,13 @@ static long count_events(const json_t *obj, const char *reason)
                   "%s", err.msg);
     json_array_foreach(items, i, it)
     {
+        /* repeats of an events.k8s.io Event are a series: the core view keeps the count in
+         * series.count ("count" is the old API's deprecatedCount) */
         json_int_t cnt = json_integer_value(json_object_get(it, "count"));
+        json_int_t ser =
+            json_integer_value(json_object_get(json_object_get(it, "series"), "count"));
+        if (ser > cnt)
+            cnt = ser;
         n += cnt > 1 ? (long)cnt : 1;
     }
     json_decref(items);
@@ -774,6 +783,124 @@ START_TEST(active_deadline)
     ck_assert_int_eq(count_events(tj, "Failed"), 1);
     json_decref(tj);
     ck_assert_msg(jobset_gone("dl", NULL) != NULL, "the JobSet came back after the deadline");
+}
+END_TEST
+
+/*
+ * Many TrainJobs past activeDeadlineSeconds at once, each announced Failed exactly once. The
+ * reconcile that fails a TrainJob deletes its JobSet, records the Event and then writes the
+ * status; the JobSet's deletion queues the TrainJob again at once, and that reconcile may read a
+ * cached TrainJob that does not show the Failed condition yet. Without the reconciler's record of
+ * what it announced, that second reconcile announced Failed again (the duplicate Event a user
+ * saw). Several TrainJobs and two workers give the race its chances.
+ */
+#define DEADLINE_JOBS 12
+START_TEST(active_deadline_announces_failed_once_per_trainjob)
+{
+    char name[32];
+    long total = 0;
+    create(&common_kube_trainingruntimes, stuck_runtime("rt"));
+    for (int i = 0; i < DEADLINE_JOBS; i++) {
+        snprintf(name, sizeof(name), "dl-%02d", i);
+        create(&common_kube_trainjobs,
+               trainjob(name, "TrainingRuntime", "rt", "  activeDeadlineSeconds: 2\n"));
+    }
+    for (int i = 0; i < DEADLINE_JOBS; i++) {
+        snprintf(name, sizeof(name), "dl-%02d", i);
+        json_decref(wait_cond(name, "Failed", "True", TRAINJOB_DEADLINE_REASON, 60));
+        json_decref(wait_for(60, jobset_gone, name, NULL, "the JobSet to be deleted"));
+    }
+    e2e_nap(5000); /* settled: every requeue has run */
+    for (int i = 0; i < DEADLINE_JOBS; i++) {
+        json_t *tj;
+        long n;
+        snprintf(name, sizeof(name), "dl-%02d", i);
+        tj = get(&common_kube_trainjobs, name);
+        n = count_events(tj, "Failed");
+        json_decref(tj);
+        if (n != 1)
+            fprintf(stderr, "%s: %ld Failed Events\n", name, n);
+        total += n;
+    }
+    ck_assert_int_eq(total, DEADLINE_JOBS);
+}
+END_TEST
+
+static const struct common_kube_resource vaps = {"admissionregistration.k8s.io", "v1",
+                                                 "validatingadmissionpolicies", 0};
+static const struct common_kube_resource vap_bindings = {"admissionregistration.k8s.io", "v1",
+                                                         "validatingadmissionpolicybindings", 0};
+
+/* delete the policy and binding of the test below (cluster-scoped: teardown calls it too) */
+static void drop_status_policy(void)
+{
+    char pname[200];
+    struct common_error err;
+    snprintf(pname, sizeof(pname), "hold-failed-%s", ns);
+    common_kube_delete(admin, &vap_bindings, NULL, pname, NULL, NULL, NULL, &err);
+    common_kube_delete(admin, &vaps, NULL, pname, NULL, NULL, NULL, &err);
+}
+
+/*
+ * The reconcile that fails a TrainJob past its deadline records the Failed Event before it
+ * writes the status; when that write is refused (here by a ValidatingAdmissionPolicy on
+ * trainjobs/status, as an API server error or timeout would), the TrainJob is retried with the
+ * cached TrainJob still not Failed. Each retry must not announce Failed again: exactly one Event
+ * once the write goes through.
+ */
+START_TEST(active_deadline_failed_event_once_when_the_status_write_is_retried)
+{
+    char pname[200];
+    json_t *tj;
+    long n;
+
+    snprintf(pname, sizeof(pname), "hold-failed-%s", ns);
+    create(&vaps,
+           e2e_yamlf("apiVersion: admissionregistration.k8s.io/v1\n"
+                     "kind: ValidatingAdmissionPolicy\n"
+                     "metadata: {name: %s}\n"
+                     "spec:\n"
+                     "  failurePolicy: Fail\n"
+                     "  matchConstraints:\n"
+                     "    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}\n"
+                     "    resourceRules:\n"
+                     "    - apiGroups: [trainer.kubeflow.org]\n"
+                     "      apiVersions: ['*']\n"
+                     "      operations: [UPDATE]\n"
+                     "      resources: [trainjobs/status]\n"
+                     "  validations:\n"
+                     "  - expression: \"!has(object.status) || !has(object.status.conditions) "
+                     "|| !object.status.conditions.exists(c, c.type == 'Failed')\"\n"
+                     "    message: the test holds the Failed status back\n",
+                     pname, ns));
+    create(&vap_bindings, e2e_yamlf("apiVersion: admissionregistration.k8s.io/v1\n"
+                                    "kind: ValidatingAdmissionPolicyBinding\n"
+                                    "metadata: {name: %s}\n"
+                                    "spec: {policyName: %s, validationActions: [Deny]}\n",
+                                    pname, pname));
+    e2e_nap(3000); /* the API server loads the policy */
+    create(&common_kube_trainingruntimes, stuck_runtime("rt"));
+    create(&common_kube_trainjobs,
+           trainjob("dlr", "TrainingRuntime", "rt", "  activeDeadlineSeconds: 3\n"));
+    /* the Event comes first; the status write is refused and retried (backoff at most 2 s) */
+    for (double end = e2e_now_s() + 60;; e2e_nap(500)) {
+        tj = get(&common_kube_trainjobs, "dlr");
+        if (count_events(tj, "Failed") >= 1)
+            break;
+        json_decref(tj);
+        ck_assert_msg(e2e_now_s() < end, "no Failed Event in 60 s");
+    }
+    json_decref(tj);
+    e2e_nap(6000);
+    tj = get(&common_kube_trainjobs, "dlr");
+    ck_assert_msg(cond(tj, "Failed") == NULL, "the policy did not hold the status back");
+    json_decref(tj);
+    drop_status_policy();
+    tj = wait_cond("dlr", "Failed", "True", TRAINJOB_DEADLINE_REASON, 60);
+    e2e_nap(3000); /* settled */
+    n = count_events(tj, "Failed");
+    json_decref(tj);
+    ck_assert_int_eq(n, 1);
 }
 END_TEST
 
@@ -879,6 +1006,10 @@ static Suite *suite(void)
     add(s, "managed_by_other", managed_by_other);
     add(s, "handmade_snapshot_blocks_until_deleted", handmade_snapshot_blocks_until_deleted);
     add(s, "active_deadline", active_deadline);
+    add(s, "active_deadline_announces_failed_once_per_trainjob",
+        active_deadline_announces_failed_once_per_trainjob);
+    add(s, "active_deadline_failed_event_once_when_the_status_write_is_retried",
+        active_deadline_failed_event_once_when_the_status_write_is_retried);
     add(s, "jobset_job_creation_failure_reaches_the_trainjob",
         jobset_job_creation_failure_reaches_the_trainjob);
     add(s, "manifests_apply_dry_run", manifests_apply_dry_run);

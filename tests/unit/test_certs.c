@@ -1324,6 +1324,27 @@ START_TEST(test_secret_json)
     j = common_certs_secret_new_json(&s, "n", "ns");
     ck_assert_ptr_null(json_object_get(json_object_get(j, "metadata"), "annotations"));
     json_decref(j);
+    /* A Secret without ca-bundle.crt (made by hand or by a version before the key: its bundle
+     * is ca.crt alone, as common_certs_observe reads it) keeps its recorded publication, so the
+     * leader records it once and does not rewrite the Secret and log it on every check. */
+    s.ca_bundle = NULL;
+    s.bundle_published_at = NOW + 60;
+    j = common_certs_secret_new_json(&s, "n", "ns");
+    ck_assert_ptr_nonnull(j);
+    ck_assert_ptr_null(json_object_get(json_object_get(j, "data"), COMMON_CERTS_KEY_BUNDLE));
+    ann = json_object_get(json_object_get(j, "metadata"), "annotations");
+    common_certs_bundle_sha256(s.ca_crt, hex);
+    ck_assert_str_eq(json_string_value(json_object_get(ann, COMMON_CERTS_ANN_PUBLISHED_SHA256)),
+                     hex);
+    ck_assert_int_eq(common_certs_secret_from_json(a, j, &back, &e), COMMON_OK);
+    ck_assert_ptr_null(back.ca_bundle);
+    ck_assert_int_eq(back.bundle_published_at, NOW + 60);
+    /* once a ca-bundle.crt other than ca.crt appears, that record no longer counts */
+    json_object_set_new(json_object_get(j, "data"), COMMON_CERTS_KEY_BUNDLE,
+                        json_string(common_certs_base64(a, s.tls_crt, strlen(s.tls_crt))));
+    ck_assert_int_eq(common_certs_secret_from_json(a, j, &back, &e), COMMON_OK);
+    ck_assert_int_eq(back.bundle_published_at, 0);
+    json_decref(j);
     common_arena_destroy(a);
 }
 END_TEST
