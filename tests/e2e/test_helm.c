@@ -336,9 +336,11 @@ START_TEST(api_server_accepts_them)
         struct common_error kerr;
         json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
                                 "metadata", "name", "kubeflow-system");
+        struct common_kube *admin = e2e_client(20000, 0);
         enum common_rc rc =
-            common_kube_create(k, &common_kube_namespaces, NULL, nso, NULL, NULL, &kerr);
+            common_kube_create(admin, &common_kube_namespaces, NULL, nso, NULL, NULL, &kerr);
         json_decref(nso);
+        common_kube_client_destroy(admin);
         ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "namespace kubeflow-system: %s",
                       kerr.msg);
     }
