@@ -46,6 +46,30 @@ static void answer_json(struct common_httpd_response *resp, const struct common_
     (void)common_buf_append(&resp->body, b->data ? b->data : "", b->len, NULL);
 }
 
+/*
+ * verb_finish - the end of the prioritize and preempt handlers: rc 0 answers the JSON in b (200);
+ * otherwise 400 for bad input (COMMON_EINVAL, COMMON_ETOOBIG) or 500, with e's message as plain
+ * text and a warning in the log (no Error field: any non-200 makes kube-scheduler ignore this
+ * extender's answer for the verb). Frees b and a; counts the request as "ok" or "error".
+ */
+static void verb_finish(struct extender_server *x, struct common_httpd_response *resp,
+                        struct common_buf *b, struct common_arena *a, enum verb v,
+                        enum common_rc rc, const struct common_error *e, double t0)
+{
+    if (!rc) {
+        answer_json(resp, b);
+    } else {
+        char what[64];
+        snprintf(what, sizeof(what), "extender: %s failed", verb_names[v]);
+        common_log(COMMON_LOG_WARN, what, "error", e->msg, NULL);
+        (void)common_httpd_respondf(resp, rc == COMMON_EINVAL || rc == COMMON_ETOOBIG ? 400 : 500,
+                                    "%s\n", e->msg);
+    }
+    common_buf_free(b);
+    common_arena_destroy(a);
+    count(x, v, rc ? "error" : "ok", t0);
+}
+
 static void h_filter(void *ctx, const struct common_httpd_request *req,
                      struct common_httpd_response *resp)
 {
@@ -144,15 +168,15 @@ static void h_prioritize(void *ctx, const struct common_httpd_request *req,
     common_buf_init(&b, resp->body.max);
     if (!a) {
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
+        goto out;
     }
     rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
     if (rc)
-        goto fail;
+        goto out;
     scores = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*scores));
     if (!scores) {
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
+        goto out;
     }
     memset(scores, 0, (args->n_nodes + 1) * sizeof(*scores));
     if (args->pod_group[0]) {
@@ -160,24 +184,11 @@ static void h_prioritize(void *ctx, const struct common_httpd_request *req,
         rc = gang_prioritize(x->gs, args->pod, args->node_names, args->n_nodes, scores, &e);
         pthread_mutex_unlock(&x->mu);
         if (rc)
-            goto fail;
+            goto out;
     }
     rc = extender_encode_priorities(&b, args, scores, &e);
-    if (rc)
-        goto fail;
-    answer_json(resp, &b);
-    common_buf_free(&b);
-    common_arena_destroy(a);
-    count(x, V_PRIORITIZE, "ok", t0);
-    return;
-fail:
-    /* no Error field: any non-200 makes the scheduler ignore this extender's scores */
-    common_log(COMMON_LOG_WARN, "extender: prioritize failed", "error", e.msg, NULL);
-    (void)common_httpd_respondf(resp, rc == COMMON_EINVAL || rc == COMMON_ETOOBIG ? 400 : 500,
-                                "%s\n", e.msg);
-    common_buf_free(&b);
-    common_arena_destroy(a);
-    count(x, V_PRIORITIZE, "error", t0);
+out:
+    verb_finish(x, resp, &b, a, V_PRIORITIZE, rc, &e, t0);
 }
 
 static void bind_answer(struct common_httpd_response *resp, const char *msg)
@@ -299,15 +310,15 @@ static void h_preempt(void *ctx, const struct common_httpd_request *req,
     common_buf_init(&b, resp->body.max);
     if (!a) {
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
+        goto out;
     }
     rc = extender_decode_preempt_args(a, req->body, req->body_len, &x->lim, &args, &e);
     if (rc)
-        goto fail;
+        goto out;
     keep = common_arena_alloc(a, args->n_nodes + 1);
     if (!keep) {
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
+        goto out;
     }
     memset(keep, 1, args->n_nodes + 1);
     if (args->n_nodes) {
@@ -318,7 +329,7 @@ static void h_preempt(void *ctx, const struct common_httpd_request *req,
 
         if (!pn || !pc) {
             rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-            goto fail;
+            goto out;
         }
         for (uint32_t i = 0; i < args->n_nodes; i++) {
             pn[i].node = args->nodes[i].node;
@@ -336,27 +347,15 @@ static void h_preempt(void *ctx, const struct common_httpd_request *req,
         }
         pthread_mutex_unlock(&x->mu);
         if (rc)
-            goto fail;
+            goto out;
         if (why)
             common_log(COMMON_LOG_INFO, "extender: preemption vetoed", "pod", args->pod->name,
                        "namespace", args->pod->namespace, "reason", why, NULL);
     }
     choice.keep_node = keep;
     rc = extender_encode_preempt_result(&b, args, &choice, &e);
-    if (rc)
-        goto fail;
-    answer_json(resp, &b);
-    common_buf_free(&b);
-    common_arena_destroy(a);
-    count(x, V_PREEMPT, "ok", t0);
-    return;
-fail:
-    common_log(COMMON_LOG_WARN, "extender: preempt failed", "error", e.msg, NULL);
-    (void)common_httpd_respondf(resp, rc == COMMON_EINVAL || rc == COMMON_ETOOBIG ? 400 : 500,
-                                "%s\n", e.msg);
-    common_buf_free(&b);
-    common_arena_destroy(a);
-    count(x, V_PREEMPT, "error", t0);
+out:
+    verb_finish(x, resp, &b, a, V_PREEMPT, rc, &e, t0);
 }
 
 enum common_rc extender_server_install(struct extender_server *x, struct common_httpd *h,

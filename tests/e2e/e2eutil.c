@@ -480,28 +480,37 @@ int e2e_sched_ctl(const char *args)
 char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
                      const char *want)
 {
+    /* Events as `kubectl describe` reads them: core v1, by field selector on the object's uid */
+    static const struct common_kube_resource core_events = {"", "v1", "events", 1};
     struct common_error err;
-    json_t *items = NULL, *it;
+    struct common_kube_list_opts lo = {0};
+    json_t *items = NULL, *it, *pg = NULL;
+    const char *uid;
+    char sel[256];
     size_t i;
     char *note = NULL;
 
-    ck_assert_msg(common_kube_list(k, &common_kube_events, ns, NULL, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "%s", err.msg);
+    ck_assert_msg(common_kube_get(k, &common_kube_podgroups, ns, name, &pg, &err) == COMMON_OK,
+                  "PodGroup %s/%s: %s", ns, name, err.msg);
+    uid = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
+    ck_assert_ptr_nonnull(uid);
+    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,involvedObject.kind=PodGroup", uid);
+    lo.field_selector = sel;
+    ck_assert_msg(common_kube_list(k, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK, "%s",
+                  err.msg);
     json_array_foreach(items, i, it)
     {
-        const json_t *reg = json_object_get(it, "regarding");
         const char *r = json_string_value(json_object_get(it, "reason"));
-        const char *kd = json_string_value(json_object_get(reg, "kind"));
-        const char *n = json_string_value(json_object_get(reg, "name"));
-        const char *nt = json_string_value(json_object_get(it, "note"));
-        if (r && kd && n && nt && strcmp(r, reason) == 0 && strcmp(kd, "PodGroup") == 0 &&
-            strcmp(n, name) == 0 && strstr(nt, want)) {
+        const char *n =
+            json_string_value(json_object_get(json_object_get(it, "involvedObject"), "name"));
+        const char *nt = json_string_value(json_object_get(it, "message"));
+        if (r && n && nt && strcmp(r, reason) == 0 && strcmp(n, name) == 0 && strstr(nt, want)) {
             free(note);
             note = strdup(nt);
         }
     }
     json_decref(items);
+    json_decref(pg);
     return note;
 }
 

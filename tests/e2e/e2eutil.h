@@ -29,9 +29,11 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns);
 
 /* ---- generic helpers (shared by the e2e test files) ---- */
 
-/* e2e_event_note - the note of the latest events.k8s.io Event in namespace ns with reason
- * `reason` regarding PodGroup `name` whose note contains want (a new string, free it), or NULL
- * when there is none yet. Listing fails the running test. */
+/* e2e_event_note - the note of the latest Event in namespace ns with reason `reason` on
+ * PodGroup `name` whose note contains want (a new string, free it), or NULL when there is none
+ * yet. Found as `kubectl describe podgroup` finds Events: core v1 Events whose
+ * involvedObject.uid is the PodGroup's uid, so an Event written without regarding.uid is missed.
+ * A missing PodGroup or a failed list fails the running test. */
 char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
                      const char *want);
 /* e2e_delete_pods_now - DELETE pod name of namespace ns (name NULL: every pod of ns) with

@@ -338,41 +338,10 @@ static json_t *get_podgroup(const char *name)
     return pg;
 }
 
-/* Events as `kubectl describe` reads them: the core v1 API, by field selector on the object */
-static const struct common_kube_resource core_events = {"", "v1", "events", 1};
-
-/* the note of an Event on PodGroup name with reason and a note containing want, or NULL (a
- * new string). Found as `kubectl describe podgroup` finds Events: core v1 Events whose
- * involvedObject.uid is the PodGroup's uid (an Event written without regarding.uid is missed). */
+/* the note of an Event on PodGroup name (e2e_event_note: found by the PodGroup's uid) */
 static char *event_note(const char *name, const char *reason, const char *want)
 {
-    struct common_error err;
-    json_t *items = NULL, *it, *pg = get_podgroup(name);
-    const char *uid = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
-    char sel[256];
-    struct common_kube_list_opts lo = {0};
-    size_t i;
-    char *note = NULL;
-
-    ck_assert_ptr_nonnull(uid);
-    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,involvedObject.kind=PodGroup", uid);
-    lo.field_selector = sel;
-    ck_assert_msg(common_kube_list(kube, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK,
-                  "%s", err.msg);
-    json_array_foreach(items, i, it)
-    {
-        const json_t *inv = json_object_get(it, "involvedObject");
-        const char *r = json_string_value(json_object_get(it, "reason"));
-        const char *n = json_string_value(json_object_get(inv, "name"));
-        const char *nt = json_string_value(json_object_get(it, "message"));
-        if (r && n && nt && strcmp(r, reason) == 0 && strcmp(n, name) == 0 && strstr(nt, want)) {
-            free(note);
-            note = strdup(nt);
-        }
-    }
-    json_decref(items);
-    json_decref(pg);
-    return note;
+    return e2e_event_note(kube, ns, name, reason, want);
 }
 
 static uint64_t extender_requests(void)
