@@ -58,6 +58,8 @@ struct rc_queue {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     long base_ms, max_ms;
+    int64_t (*clock_ms)(void *ctx);
+    void *clock_ctx;
 
     struct qent **slots; /* hash table; cap is a power of two */
     size_t cap, used;
@@ -82,6 +84,11 @@ static int64_t now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t q_now(const struct rc_queue *q)
+{
+    return q->clock_ms ? q->clock_ms(q->clock_ctx) : now_ms();
 }
 
 static int64_t add_sat(int64_t a, long b)
@@ -350,6 +357,8 @@ struct rc_queue *rc_queue_create(const struct rc_queue_opts *opts, struct common
     }
     q->base_ms = opts && opts->base_delay_ms > 0 ? opts->base_delay_ms : DEFAULT_BASE_MS;
     q->max_ms = opts && opts->max_delay_ms > 0 ? opts->max_delay_ms : DEFAULT_MAX_MS;
+    q->clock_ms = opts ? opts->clock_ms : NULL;
+    q->clock_ctx = opts ? opts->clock_ctx : NULL;
     pthread_mutex_init(&q->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -411,7 +420,7 @@ static int add_key(struct rc_queue *q, const char *key, long delay_ms, int rate_
         q->used++;
     }
     if (delay_ms > 0)
-        changed = delay_ent(q, e, add_sat(now_ms(), delay_ms));
+        changed = delay_ent(q, e, add_sat(q_now(q), delay_ms));
     else
         changed = ready_ent(q, e);
     if (changed)
@@ -492,7 +501,7 @@ int rc_queue_get(struct rc_queue *q, long timeout_ms, char **key)
     *key = NULL;
     if (!q)
         return -1;
-    deadline = timeout_ms < 0 ? INT64_MAX : add_sat(now_ms(), timeout_ms);
+    deadline = timeout_ms < 0 ? INT64_MAX : add_sat(q_now(q), timeout_ms);
     pthread_mutex_lock(&q->lock);
     for (;;) {
         int64_t now, wake;
@@ -502,7 +511,7 @@ int rc_queue_get(struct rc_queue *q, long timeout_ms, char **key)
             rc = -1;
             break;
         }
-        now = now_ms();
+        now = q_now(q);
         promote(q, now);
         if (q->head) {
             struct qent *e = q->head;
@@ -570,12 +579,13 @@ void rc_queue_stats(struct rc_queue *q, struct rc_queue_stats *out)
 {
     pthread_mutex_lock(&q->lock);
     if (!q->shutdown)
-        promote(q, now_ms());
+        promote(q, q_now(q));
     out->depth = q->depth;
     out->delayed = q->heap_len;
     out->processing = q->processing;
     out->adds = q->adds;
     out->retries = q->retries;
+    out->waiters = q->waiters;
     pthread_mutex_unlock(&q->lock);
 }
 

@@ -26,6 +26,11 @@ struct rc_queue;
 struct rc_queue_opts {
     long base_delay_ms; /* first backoff; default 5 */
     long max_delay_ms;  /* backoff cap; default 300000 (5 min) */
+    /* The queue's clock in milliseconds (monotonic); NULL: CLOCK_MONOTONIC. A test clock makes
+     * due times and backoff exact to the millisecond, whatever the machine's speed; rc_queue_get
+     * still sleeps on CLOCK_MONOTONIC, so with a test clock call it with timeout 0 only. */
+    int64_t (*clock_ms)(void *ctx);
+    void *clock_ctx;
 };
 
 /*
@@ -73,6 +78,7 @@ struct rc_queue_stats {
     size_t processing; /* keys handed out and not yet done */
     uint64_t adds;     /* rc_queue_add* calls that queued or delayed something */
     uint64_t retries;  /* rc_queue_add_rate_limited calls */
+    size_t waiters;    /* getters asleep in rc_queue_get */
 };
 
 /* rc_queue_stats - a consistent copy of the counters. */
