@@ -104,6 +104,9 @@ struct backend {
     enum common_rc (*cancel)(void *state, const struct backend_job *job, struct common_error *err);
 };
 
+/* scheduling.k8s.io/v1alpha2 podgroups (the native backend's PodGroups, Kubernetes 1.36) */
+extern const struct common_kube_resource backend_native_podgroups;
+
 extern const struct backend backend_coscheduling, backend_volcano, backend_kai, backend_kueue,
     backend_native, backend_slurm, backend_none;
 
