@@ -7,8 +7,10 @@
  *   1. ConfigMap <name>-runtime-snapshot (data.runtime = the runtime as YAML),
  *   2. Secrets and ConfigMaps of the ML policy (MPI: <name>-mpi-ssh-auth, <name>-mpi-hostfile),
  *   3. the JobSet (jobset.x-k8s.io/v1alpha2) <name>,
- *   4. the gang object per podGroupPolicy: a coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)
- *      or a Volcano PodGroup (scheduling.volcano.sh/v1beta1).
+ *   4. the gang object per podGroupPolicy (or per options.gang, which integrations/backend.h
+ *      sets from the runtime's backend): a coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)
+ *      or a Volcano PodGroup (scheduling.volcano.sh/v1beta1). Other backends' objects (the
+ *      native PodGroup) are added by integrations/ after this core.
  * Before building it applies what the API server and Trainer's admission webhook would: the
  * CRD schema (types, unknown fields, bounds, CEL rules; ../shared/reference/trainer.md §1),
  * schema defaults (§5.0) and the webhook checks (§5.1, §5.2). Every rule and number comes from
