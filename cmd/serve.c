@@ -840,6 +840,7 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.lookup_ctx = d;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
     wo.extender_wired = d->cfg.extender_wired;
+    wo.default_backend = d->cfg.default_backend[0] ? d->cfg.default_backend : NULL;
     wo.metrics = d->metrics;
     {
         /* the extender's cap on gang timeouts, from the same setting it uses */

@@ -576,7 +576,7 @@ static enum common_rc validate_trainjob(struct call *c)
     topts.exists = cluster_object_exists;
     topts.exists_ctx = (void *)c->o;
     memset(&out, 0, sizeof(out));
-    rc = backend_select(rt, NULL, NULL, &backend, NULL, &e);
+    rc = backend_select(rt, NULL, c->o ? c->o->default_backend : NULL, &backend, NULL, &e);
     if (rc == COMMON_EINVAL) {
         add_msg(c, "%s %s: %s", json_string_value(json_object_get(rt, "kind")),
                 json_string_value(get(rt, "metadata", "name")), e.msg);
