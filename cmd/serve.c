@@ -38,6 +38,7 @@
 #include "webhook/server.h"
 #include "extender/server.h"
 #include "gang/gang.h"
+#include "integrations/backend.h"
 #include "reconciler/reconciler.h"
 #include "topology/topology.h"
 
@@ -65,6 +66,7 @@ struct serve_config {
     char field_manager[128];
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
+    char default_backend[64]; /* backends.default (integrations/backend.h) */
     int extender_wired;
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
@@ -158,6 +160,9 @@ static void usage(FILE *f)
           "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
           "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
           "                                   leave it)\n"
+          "  --default-backend NAME           backend of runtimes with neither the annotation\n"
+          "                                   trainsched.io/backend nor a podGroupPolicy\n"
+          "                                   (docs/backends.md; default none)\n"
           "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
           "                                   extender, so route gang pods to it (the\n"
           "                                   trainsched.io/gang request); default false: gang\n"
@@ -310,6 +315,7 @@ static const struct {
     {"tls.publishGrace", "--tls-publish-grace"},
     {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
+    {"backends.default", "--default-backend"},
     {"webhook.extenderWired", "--webhook-extender-wired"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
@@ -581,6 +587,15 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
+    if (strcmp(flag, "--default-backend") == 0) {
+        const struct backend *b;
+        struct common_error be;
+        if (backend_select(NULL, NULL, v, &b, NULL, &be) != COMMON_OK) {
+            fprintf(err, "trainsched serve: %s\n", be.msg);
+            return -1;
+        }
+        return set_str(c->default_backend, sizeof(c->default_backend), v, "default backend", err);
+    }
     {
         int crc = certmgr_apply_setting(&c->certs, flag, v, err);
         if (crc != -2)
@@ -616,6 +631,8 @@ static void print_config(const struct serve_config *c, FILE *out)
     certmgr_print_settings(&c->certs, out);
     fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n  extenderWired: %s\n",
             c->gang_scheduler_name, c->extender_wired ? "true" : "false");
+    fprintf(out, "backends:\n  default: \"%s\"\n",
+            c->default_backend[0] ? c->default_backend : "none");
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -823,6 +840,7 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.lookup_ctx = d;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
     wo.extender_wired = d->cfg.extender_wired;
+    wo.default_backend = d->cfg.default_backend[0] ? d->cfg.default_backend : NULL;
     wo.metrics = d->metrics;
     {
         /* the extender's cap on gang timeouts, from the same setting it uses */
@@ -958,6 +976,7 @@ static int start_reconciler(struct daemon *d)
     o.namespace = d->cfg.namespace[0] ? d->cfg.namespace : NULL;
     o.gang_scheduler_name = d->cfg.gang_scheduler_name; /* the webhook's, for the same pods */
     o.gang_marks = d->cfg.extender_wired; /* the same setting decides for the pod webhook */
+    o.default_backend = d->cfg.default_backend;
     rc = rc_create(&o, &err);
     if (!rc || rc_start(rc, &err) != COMMON_OK) {
         common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);

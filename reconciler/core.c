@@ -159,7 +159,8 @@ enum rc_child_kind rc_child_kind_of(const json_t *obj)
     if (strcmp(kind, "JobSet") == 0 && strncmp(api, "jobset.x-k8s.io/", 16) == 0)
         return RC_CHILD_JOBSET;
     if (strcmp(kind, "PodGroup") == 0 && (strncmp(api, "scheduling.x-k8s.io/", 20) == 0 ||
-                                          strncmp(api, "scheduling.volcano.sh/", 22) == 0))
+                                          strncmp(api, "scheduling.volcano.sh/", 22) == 0 ||
+                                          strcmp(api, "scheduling.k8s.io/v1alpha2") == 0))
         return RC_CHILD_PODGROUP;
     return RC_CHILD_OTHER;
 }
@@ -187,6 +188,19 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
         break;
     }
     return RC_APPLY;
+}
+
+int rc_child_replace(const json_t *rendered, const json_t *existing)
+{
+    const char *api = json_string_value(json_object_get(rendered, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(rendered, "kind"));
+
+    if (!existing || !api || !kind || strcmp(api, "scheduling.k8s.io/v1alpha2") != 0 ||
+        strcmp(kind, "PodGroup") != 0)
+        return 0;
+    /* the server adds no defaults inside schedulingPolicy; disruptionMode defaults to "Pod" */
+    return !json_equal(json_object_get(json_object_get(rendered, "spec"), "schedulingPolicy"),
+                       json_object_get(json_object_get(existing, "spec"), "schedulingPolicy"));
 }
 
 /*

@@ -32,6 +32,9 @@
 #define RC_REASON_INVALID_SNAPSHOT "InvalidRuntimeSnapshot" /* §2.2 rejection of the ConfigMap */
 #define RC_REASON_UNSUPPORTED "UnsupportedRuntime"          /* a policy this version cannot build */
 #define RC_REASON_CREATION_FAILED "TrainJobResourcesCreationFailed" /* the API refused a child */
+/* the runtime's backend needs an API the cluster does not serve (native: scheduling.k8s.io/
+ * v1alpha2); nothing is written */
+#define RC_REASON_BACKEND_UNAVAILABLE "BackendUnavailable"
 /* the JobSet exists but cannot create its Jobs (the JobSet controller's Event reason) */
 #define RC_REASON_JOB_CREATION_FAILED "JobCreationFailed"
 
@@ -71,7 +74,8 @@ enum rc_child_kind {
     RC_CHILD_CONFIGMAP, /* other ConfigMaps (MPI hostfile): applied every reconcile */
     RC_CHILD_SECRET,    /* Secrets (MPI SSH keys): created once, immutable */
     RC_CHILD_JOBSET,    /* jobset.x-k8s.io JobSet */
-    RC_CHILD_PODGROUP,  /* scheduling.x-k8s.io or scheduling.volcano.sh PodGroup */
+    RC_CHILD_PODGROUP,  /* scheduling.x-k8s.io, scheduling.volcano.sh or scheduling.k8s.io
+                           (native, v1alpha2) PodGroup */
     RC_CHILD_OTHER      /* anything else the renderer returned: applied */
 };
 
@@ -91,6 +95,17 @@ enum rc_child_kind rc_child_kind_of(const json_t *obj);
  */
 enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
                                const json_t *existing);
+
+/*
+ * rc_child_replace - 1 when the rendered child cannot be applied over existing because a field
+ * the API server keeps immutable differs, so it is deleted and created again (only reached
+ * while rc_child_action says RC_APPLY, i.e. the TrainJob is suspended): a native PodGroup
+ * (scheduling.k8s.io/v1alpha2), whose whole spec is immutable in Kubernetes 1.36
+ * (schedulingPolicy.gang.minCount among it), when its spec.schedulingPolicy differs. 0
+ * otherwise, and when
+ * either is NULL.
+ */
+int rc_child_replace(const json_t *rendered, const json_t *existing);
 
 /*
  * rc_status_patch - the JSON merge patch (RFC 7386) of the status subresource that turns

@@ -14,6 +14,7 @@
 #include "common/informer.h"
 #include "common/log.h"
 #include "common/sshkey.h"
+#include "integrations/backend.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
 #include "trainjob/status.h"
@@ -24,7 +25,7 @@
 static const struct common_kube_resource volcano_podgroups = {"scheduling.volcano.sh", "v1beta1",
                                                               "podgroups", 1};
 
-enum inf_kind { INF_TJ, INF_TR, INF_CTR, INF_JS, INF_CM, INF_PG, INF_VPG, INF_N };
+enum inf_kind { INF_TJ, INF_TR, INF_CTR, INF_JS, INF_CM, INF_PG, INF_VPG, INF_NPG, INF_N };
 
 /*
  * The memo of applies: per child ("kind/namespace/name"), a hash of the body last applied and
@@ -181,6 +182,7 @@ struct rc_reconciler {
     char field_manager[128];
     char namespace[254];
     char gang_scheduler_name[254];
+    char default_backend[64];
     struct rc_queue *q;
     struct inf_slot inf[INF_N];
     pthread_t *threads;
@@ -316,7 +318,7 @@ static void on_delete(void *ctx, const void *old_item)
      * child must come back; a deleted runtime changes nothing (snapshots) */
     if (s->kind == INF_CM)
         enqueue_snapshot_name(s->r, old_item);
-    if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG) {
+    if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG || s->kind == INF_NPG) {
         char mkey[KEY_MAX];
         memo_key(old_item, mkey, sizeof(mkey));
         memo_del(&s->r->memo, mkey);
@@ -528,6 +530,8 @@ static const struct common_kube_resource *resource_of(const json_t *obj)
     case RC_CHILD_JOBSET:
         return &common_kube_jobsets;
     case RC_CHILD_PODGROUP:
+        if (strncmp(api, "scheduling.k8s.io/", 18) == 0)
+            return &backend_native_podgroups;
         return strncmp(api, "scheduling.volcano.sh/", 22) == 0 ? &volcano_podgroups
                                                                : &common_kube_podgroups;
     case RC_CHILD_OTHER:
@@ -548,6 +552,8 @@ static const json_t *existing_of(struct rctx *c, const json_t *obj)
     case RC_CHILD_JOBSET:
         return cache_get(c, INF_JS, c->ns, name);
     case RC_CHILD_PODGROUP:
+        if (strncmp(api, "scheduling.k8s.io/", 18) == 0)
+            return cache_get(c, INF_NPG, c->ns, name);
         return cache_get(c, strncmp(api, "scheduling.volcano.sh/", 22) == 0 ? INF_VPG : INF_PG,
                          c->ns, name);
     default:
@@ -562,6 +568,46 @@ static int foreign(struct rctx *c, const json_t *existing)
     if (!existing || !json_object_get(existing, "spec"))
         return 0;
     return !rc_controller_owner(existing, NULL, &uid) || !uid || strcmp(uid, c->uid) != 0;
+}
+
+/*
+ * Delete existing and create obj in its place: a child whose immutable fields changed
+ * (rc_child_replace: a native PodGroup resized while its TrainJob is suspended). The delete is
+ * conditioned on the existing uid; when the old object is still there (a finalizer such as
+ * scheduling.k8s.io/podgroup-protection holds it), the create answers AlreadyExists and the
+ * reconcile is retried (ECONFLICT, transient).
+ */
+static enum common_rc replace_child(struct rctx *c, const struct common_kube_resource *res,
+                                    const json_t *obj, const json_t *existing,
+                                    const struct common_kube_write_opts *wo,
+                                    struct common_error *err)
+{
+    const json_t *meta = json_object_get(existing, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    enum common_rc rc;
+    char note[700];
+
+    rc = common_kube_delete(c->r->o.kube, res, c->ns, name, uid, NULL, "Background", err);
+    if (rc != COMMON_OK && rc != COMMON_ENOTFOUND && rc != COMMON_ECONFLICT)
+        return rc;
+    atomic_fetch_add(&c->r->deletes, 1);
+    count_write(c, "delete");
+    rc = common_kube_create(c->r->o.kube, res, c->ns, obj, wo, NULL, err);
+    if (rc == COMMON_EEXISTS)
+        return common_error_set(err, COMMON_ECONFLICT,
+                                "the old object is still being deleted; it is created again "
+                                "once it is gone");
+    if (rc != COMMON_OK)
+        return rc;
+    c->res->created++;
+    atomic_fetch_add(&c->r->creates, 1);
+    count_write(c, "create");
+    snprintf(note, sizeof(note),
+             "Replaced %s %s/%s: its spec is immutable and the gang changed while suspended",
+             json_string_value(json_object_get(obj, "kind")), c->ns, name ? name : "");
+    event(c, COMMON_EVENT_NORMAL, "GangReplaced", "Replace", note);
+    return COMMON_OK;
 }
 
 /*
@@ -628,6 +674,15 @@ static enum common_rc write_children(struct rctx *c, const json_t *objects, json
             int hashed = body != NULL;
             free(body);
             memo_key(obj, mkey, sizeof(mkey));
+            if (rc_child_replace(obj, existing)) {
+                rc = replace_child(c, res, obj, existing, &wo, err);
+                if (rc != COMMON_OK) {
+                    snprintf(msg, sizeof(msg), "%s %s/%s: %s", kname, c->ns, oname, err->msg);
+                    return fail(c, RC_REASON_CREATION_FAILED, msg, rc, err);
+                }
+                memo_del(&c->r->memo, mkey);
+                continue;
+            }
             if (existing && hashed &&
                 memo_same(&c->r->memo, mkey, hash,
                           json_string_value(json_object_get(json_object_get(existing, "metadata"),
@@ -766,6 +821,22 @@ out:
     return rc;
 }
 
+/*
+ * 1 when the cluster served, at start, every API resource backend b requires; else 0 with the
+ * first missing one ("group/version resource") in what.
+ */
+static int backend_served(struct rc_reconciler *r, const struct backend *b, char *what, size_t n)
+{
+    for (size_t i = 0; b->requires && b->requires[i]; i++) {
+        const struct common_kube_resource *res = b->requires[i];
+        if (res == &backend_native_podgroups && r->inf[INF_NPG].inf)
+            continue;
+        snprintf(what, n, "%s/%s %s", res->group, res->version, res->resource);
+        return 0;
+    }
+    return 1;
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -779,6 +850,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     struct trainjob_deadline_result dl;
     const json_t *runtime_live = NULL, *cm;
     json_t *runtime = NULL, *jobset = NULL;
+    const struct backend *backend = NULL;
+    char unserved[300];
     enum common_rc rc;
     int snapshot_cached = 0, past_deadline;
 
@@ -836,7 +909,25 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         }
 
         trainjob_errors_init(&out.errors, c->a);
-        rc = trainjob_render(c->a, c->tj, runtime, &topts, &out, err);
+        /* the runtime's backend (integrations/backend.h); nothing is written unless the
+         * cluster serves what it needs */
+        rc = backend_select(runtime, NULL, r->o.default_backend, &backend, NULL, err);
+        if (rc == COMMON_OK && !backend_served(r, backend, unserved, sizeof(unserved))) {
+            char msg[900];
+            snprintf(msg, sizeof(msg),
+                     "backend \"%s\" needs the API %s, which this cluster does not serve (for "
+                     "native: kube-apiserver --runtime-config=scheduling.k8s.io/v1alpha2=true "
+                     "and the GenericWorkload feature gate; trainsched looks at start)",
+                     backend->name, unserved);
+            json_decref(runtime);
+            return fail(c, RC_REASON_BACKEND_UNAVAILABLE, msg, COMMON_EUNSUPPORTED, err);
+        }
+        if (rc) {
+            rc = fail(c, RC_REASON_INVALID_RUNTIME, err->msg, rc, err);
+            json_decref(runtime);
+            return rc;
+        }
+        rc = backend_render(backend, c->a, c->tj, runtime, &topts, NULL, &out, NULL, err);
         if (rc == COMMON_EINVAL) {
             const char *reason = rc_error_doc_is_runtime(&out.errors, runtime)
                                      ? RC_REASON_INVALID_RUNTIME
@@ -1078,6 +1169,9 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
     snprintf(r->gang_scheduler_name, sizeof(r->gang_scheduler_name), "%s",
              opts->gang_scheduler_name ? opts->gang_scheduler_name : "");
     r->o.gang_scheduler_name = r->gang_scheduler_name;
+    snprintf(r->default_backend, sizeof(r->default_backend), "%s",
+             opts->default_backend ? opts->default_backend : "");
+    r->o.default_backend = r->default_backend;
     if (r->o.workers <= 0)
         r->o.workers = 4;
     if (!r->o.keygen)
@@ -1149,6 +1243,10 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
         goto fail;
     if (resource_served(r->o.kube, &volcano_podgroups) &&
         (rc = start_informer(r, INF_VPG, "volcano-podgroups", &volcano_podgroups, err)))
+        goto fail;
+    /* the native backend's PodGroups: only where the alpha API is switched on */
+    if (resource_served(r->o.kube, &backend_native_podgroups) &&
+        (rc = start_informer(r, INF_NPG, "native-podgroups", &backend_native_podgroups, err)))
         goto fail;
     for (int i = 0; i < INF_N; i++) {
         long left = r->o.sync_timeout_ms - (long)((mono_s() - t0) * 1000);

@@ -55,6 +55,9 @@ struct rc_opts {
     const char *gang_scheduler_name; /* spec.schedulerName written into the pod templates of
                                         coscheduling JobSets, as the pod webhook sets it on gang
                                         pods (copied); NULL or "": left as the runtime has it */
+    const char *default_backend;     /* the backend of runtimes with neither the annotation
+                                        trainsched.io/backend nor a podGroupPolicy
+                                        (integrations/backend.h; copied); NULL or "": none */
 };
 
 /* What one reconcile did (for tests, the bench and logs). */

@@ -4,7 +4,9 @@
 #   2. a build with AddressSanitizer + UBSan and every unit test through ctest;
 #   3. the end-to-end tests against a real control plane (etcd, kube-apiserver, kube-scheduler,
 #      kube-controller-manager built from Go modules by tests/e2e/testbed/build.sh on first use
-#      and cached in ~/.cache/trainsched-testbed; a cold build takes 10-20 minutes);
+#      and cached in ~/.cache/trainsched-testbed; a cold build takes 10-20 minutes), then the
+#      backend suite again on a bed with Kubernetes' native gang scheduling switched on
+#      (TESTBED_NATIVE_GANG=1, about two more minutes);
 #   4. each fuzz target for FUZZ_SECONDS (default 20).
 # E2E=0 skips step 3.
 set -euo pipefail
@@ -27,6 +29,15 @@ if [ "${E2E:-1}" != 0 ]; then
   # shellcheck disable=SC1091
   . "$TRAINSCHED_TESTBED_RUN/env"
   (cd "$BUILD" && ctest --output-on-failure -L e2e)
+  # Kubernetes 1.36's own gang scheduling is alpha (its API group and feature gates are off by
+  # default): a second bed with them on, for the backend suite alone (the first run above
+  # checked the same suite on a cluster without the API)
+  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
+  TESTBED_NATIVE_GANG=1 TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_CRDS="jobset trainer volcano coscheduling" \
+    tests/e2e/testbed/up.sh >/dev/null
+  # shellcheck disable=SC1091
+  . "$TRAINSCHED_TESTBED_RUN/env"
+  (cd "$BUILD" && ctest --output-on-failure -R '^e2e_test_backends$')
 fi
 
 scripts/fuzz.sh

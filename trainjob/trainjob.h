@@ -7,8 +7,10 @@
  *   1. ConfigMap <name>-runtime-snapshot (data.runtime = the runtime as YAML),
  *   2. Secrets and ConfigMaps of the ML policy (MPI: <name>-mpi-ssh-auth, <name>-mpi-hostfile),
  *   3. the JobSet (jobset.x-k8s.io/v1alpha2) <name>,
- *   4. the gang object per podGroupPolicy: a coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)
- *      or a Volcano PodGroup (scheduling.volcano.sh/v1beta1).
+ *   4. the gang object per podGroupPolicy (or per options.gang, which integrations/backend.h
+ *      sets from the runtime's backend): a coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)
+ *      or a Volcano PodGroup (scheduling.volcano.sh/v1beta1). Other backends' objects (the
+ *      native PodGroup) are added by integrations/ after this core.
  * Before building it applies what the API server and Trainer's admission webhook would: the
  * CRD schema (types, unknown fields, bounds, CEL rules; ../shared/reference/trainer.md §1),
  * schema defaults (§5.0) and the webhook checks (§5.1, §5.2). Every rule and number comes from
@@ -77,6 +79,21 @@ typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **priv
 typedef enum common_rc (*trainjob_exists_fn)(void *ctx, const char *kind, const char *name,
                                              struct common_error *err);
 
+/*
+ * The gang object trainjob_render writes. TRAINJOB_GANG_FROM_RUNTIME follows the runtime's
+ * spec.podGroupPolicy as Trainer does (coscheduling, volcano, or none when unset). The others
+ * override it for a backend chosen elsewhere (integrations/backend.h): NONE writes no gang
+ * object and no gang label (the backend, e.g. native or kueue, does its own); COSCHEDULING and
+ * VOLCANO write that PodGroup even when podGroupPolicy is unset (with its defaults:
+ * scheduleTimeoutSeconds 60; no networkTopology).
+ */
+enum trainjob_gang {
+    TRAINJOB_GANG_FROM_RUNTIME = 0,
+    TRAINJOB_GANG_NONE,
+    TRAINJOB_GANG_COSCHEDULING,
+    TRAINJOB_GANG_VOLCANO,
+};
+
 struct trainjob_options {
     const char *default_namespace;   /* for a TrainJob without metadata.namespace; "default" */
     const char *placeholder_uid;     /* used when metadata.uid is missing; NULL: derived from
@@ -90,6 +107,9 @@ struct trainjob_options {
     int no_gang_marks;               /* 1: leave the gang marks below out of the pod templates
                                         (no extender is wired: the virtual resource would be on
                                         no node, and the pods would stay Pending) */
+    enum trainjob_gang gang;         /* which gang object this build writes: integrations/
+                                        backend.h sets it from the chosen backend; 0 = the
+                                        runtime's podGroupPolicy, as Trainer does */
 };
 
 /*

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "integrations/backend.h"
 #include "trainjob/trainjob.h"
 #include "webhook/handlers.h"
 
@@ -502,6 +503,7 @@ static enum common_rc validate_trainjob(struct call *c)
     struct trainjob_errors errs, rterrs;
     struct trainjob_output out;
     struct trainjob_options topts = {0};
+    const struct backend *backend = NULL;
     struct trainjob_ref ref;
     struct common_error e = {0};
     const char *ns, *name = object_name(c);
@@ -573,7 +575,15 @@ static enum common_rc validate_trainjob(struct call *c)
     topts.keygen = placeholder_keygen;
     topts.exists = cluster_object_exists;
     topts.exists_ctx = (void *)c->o;
-    rc = trainjob_render(c->a, tj, rt, &topts, &out, &e);
+    memset(&out, 0, sizeof(out));
+    rc = backend_select(rt, NULL, c->o ? c->o->default_backend : NULL, &backend, NULL, &e);
+    if (rc == COMMON_EINVAL) {
+        add_msg(c, "%s %s: %s", json_string_value(json_object_get(rt, "kind")),
+                json_string_value(get(rt, "metadata", "name")), e.msg);
+        return deny_forbidden(c);
+    }
+    if (rc == COMMON_OK)
+        rc = backend_render(backend, c->a, tj, rt, &topts, NULL, &out, NULL, &e);
     {
         size_t i;
         const json_t *o;
@@ -595,6 +605,8 @@ static enum common_rc validate_trainjob(struct call *c)
             add_warn(c, out.errors.warnings[i]);
     if (rc == COMMON_EINVAL && out.errors.n)
         add_field_errors(c, &out.errors, rt);
+    else if (rc == COMMON_EINVAL) /* the backend's translate: its message names the field */
+        add_msg(c, "%s", e.msg);
     else if (rc && rc != COMMON_EUNSUPPORTED)
         return deny(c, 500, "InternalError", common_arena_printf(c->a, "%s", e.msg));
 
@@ -657,6 +669,15 @@ static enum common_rc validate_runtime(struct call *c)
     if (errs.n) {
         add_field_errors(c, &errs, NULL);
         return deny_forbidden(c);
+    }
+    /* the backend it names (integrations/backend.h): known, built, and not contradicted by
+     * spec.podGroupPolicy */
+    {
+        const struct backend *b;
+        if (backend_select(rt, NULL, NULL, &b, NULL, &e) != COMMON_OK) {
+            add_msg(c, "%s", e.msg);
+            return deny_forbidden(c);
+        }
     }
     warn_timeout_cap(
         c,
@@ -872,6 +893,9 @@ static enum common_rc mutate_pod(struct call *c)
     struct webhook_patch p;
 
     if (c->req->operation != WEBHOOK_OP_CREATE || !gang || !*gang || !json_is_object(ct))
+        return allow(c);
+    /* a pod of a native PodGroup is ganged by kube-scheduler itself: never by two mechanisms */
+    if (get(pod, "spec", "schedulingGroup"))
         return allow(c);
     if (!c->o || !c->o->extender_wired)
         return not_routed(c, gang, res);

@@ -90,6 +90,9 @@ struct webhook_options {
      * every gang pod would stay Pending ("Insufficient trainsched.io/gang"). 0: gang pods are
      * allowed unchanged, with an admission warning saying why. */
     int extender_wired;
+    /* validate-trainjob renders through the runtime's backend (integrations/backend.h); this
+     * is serve's backends.default for runtimes that name none. NULL: "none" */
+    const char *default_backend;
 };
 
 enum webhook_id {

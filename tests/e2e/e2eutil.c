@@ -21,6 +21,7 @@
 
 #include "common/buf.h"
 #include "common/kubeconfig.h"
+#include "common/log.h"
 #include "common/yaml.h"
 
 static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
@@ -167,6 +168,46 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns)
 }
 
 /* ---- generic helpers ---- */
+
+void e2e_create(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
+                json_t *obj)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    enum common_rc rc = common_kube_create(k, r, r->namespaced ? ns : NULL, obj, &wo, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
+    json_decref(obj);
+}
+
+json_t *e2e_get(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
+                const char *name)
+{
+    json_t *o = NULL;
+    struct common_error err;
+    enum common_rc rc = common_kube_get(k, r, ns, name, &o, &err);
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
+    return o;
+}
+
+void e2e_kwok_node(struct common_kube *k, const char *name, const char *label, const char *cpu)
+{
+    e2e_create(k, &common_kube_nodes, NULL,
+               e2e_yamlf("apiVersion: v1\nkind: Node\n"
+                         "metadata:\n  name: %s\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                         "  labels: {type: kwok%s%s}\n"
+                         "status:\n  allocatable: {cpu: '%s', memory: 64Gi, pods: '110'}\n"
+                         "  capacity: {cpu: '%s', memory: 64Gi, pods: '110'}\n",
+                         name, label ? ", " : "", label ? label : "", cpu, cpu));
+}
+
+void e2e_log_level_from_env(void)
+{
+    enum common_log_level level;
+    if (getenv("E2E_LOG_LEVEL") && common_log_parse_level(getenv("E2E_LOG_LEVEL"), &level) == 0)
+        common_log_set_level(level);
+}
 
 double e2e_now_s(void)
 {

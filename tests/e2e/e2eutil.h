@@ -29,6 +29,20 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns);
 
 /* ---- generic helpers (shared by the e2e test files) ---- */
 
+/* e2e_create - create obj (stolen) in ns (ignored for cluster-scoped r) with
+ * fieldValidation=Strict through k; a failure fails the running test. */
+void e2e_create(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
+                json_t *obj);
+/* e2e_get - GET name (a new reference), or NULL when it does not exist; any other failure
+ * fails the running test. */
+json_t *e2e_get(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
+                const char *name);
+/* e2e_kwok_node - a Node that kwok runs (annotation kwok.x-k8s.io/node: fake) with cpu CPUs,
+ * 64Gi and 110 pods, labels type: kwok plus label (a YAML flow pair "key: value", or NULL). */
+void e2e_kwok_node(struct common_kube *k, const char *name, const char *label, const char *cpu);
+/* e2e_log_level_from_env - the log level E2E_LOG_LEVEL names, when set. */
+void e2e_log_level_from_env(void);
+
 /* e2e_event_note - the note of the latest Event in namespace ns with reason `reason` on
  * PodGroup `name` whose note contains want (a new string, free it), or NULL when there is none
  * yet. Found as `kubectl describe podgroup` finds Events: core v1 Events whose

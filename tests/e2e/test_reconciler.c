@@ -944,8 +944,16 @@ START_TEST(manifests_apply_dry_run)
     char cmd[2048], line[1024];
     const char *kubectl = getenv("KUBECTL");
     FILE *p;
-    int n[2] = {0, 0}, status;
-    static const char *const dirs[2] = {"manifests/crds", "manifests"};
+    enum { NDIRS = 7 };
+    int n[NDIRS] = {0}, status;
+    /* the CRDs, the base, and the overlay per backend (docs/backends.md) */
+    static const char *const dirs[NDIRS] = {"manifests/crds",
+                                            "manifests",
+                                            "manifests/overlays/coscheduling",
+                                            "manifests/overlays/volcano",
+                                            "manifests/overlays/native",
+                                            "manifests/overlays/kueue",
+                                            "manifests/overlays/none"};
 
     ck_assert_msg(kubectl != NULL, "KUBECTL is not set (source the test bed's env file)");
     /* a dry run creates no Namespace, so the objects in kubeflow-system (the Kubeflow SDK's
@@ -960,7 +968,7 @@ START_TEST(manifests_apply_dry_run)
         ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "%s", err.msg);
         json_decref(nso);
     }
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < NDIRS; d++) {
         snprintf(cmd, sizeof(cmd),
                  "'%s' apply --server-side --force-conflicts --field-manager=e2e-dry-run "
                  "--dry-run=server --validate=strict -k '%s/%s' 2>&1",
@@ -982,6 +990,8 @@ START_TEST(manifests_apply_dry_run)
      * kubeflow-system with ConfigMap, Role and RoleBinding kubeflow-trainer-public */
     ck_assert_int_eq(n[0], 3);
     ck_assert_int_eq(n[1], 16);
+    for (int d = 2; d < NDIRS; d++)
+        ck_assert_msg(n[d] == 16, "%s: %d objects, want the base's 16", dirs[d], n[d]);
 }
 END_TEST
 

@@ -33,8 +33,9 @@
  *   valid_trainjob_defaulted       runtimePatches[0].time stamped, suspend/managedBy/apiGroup/kind
  *                                  set; an UPDATE keeps the time
  *   runtime_policy_denied          TrainingRuntime / ClusterTrainingRuntime with an ancestor job of
- *                                  2 replicas (case 86) denied; webhook-validation=disabled is
- *                                  not sent (the daemon's counter does not move)
+ *                                  2 replicas (case 86) denied; an unknown backend annotation and
+ *                                  one contradicting podGroupPolicy denied naming the fields;
+ * webhook-validation=disabled is not sent (the daemon's counter does not move)
  *   runtime_update_union_and_timeout_cap  a TrainingRuntime UPDATE to replicas 2 is denied like
  *                                  its CREATE; coscheduling with volcano is 422 at
  *                                  spec.podGroupPolicy; scheduleTimeoutSeconds 3000 on a runtime
@@ -1172,6 +1173,25 @@ START_TEST(runtime_policy_denied)
                   "spec.template.spec.replicatedJobs[0].replicas", "Invalid value: 2",
                   "always must be 1", NULL);
     ck_assert_ptr_null(get_obj(&common_kube_trainingruntimes, ns, "two-replicas"));
+    /* the backend annotation (docs/backends.md): an unknown value, and one that contradicts
+     * spec.podGroupPolicy, are denied naming the fields */
+    rt = runtime("unknown-backend", ns, 1, "");
+    json_object_set_new(json_object_get(rt, "metadata"), "annotations",
+                        json_pack("{s:s}", "trainsched.io/backend", "yunikorn"));
+    create_denied(&common_kube_trainingruntimes, ns, rt, 0,
+                  "validate-trainingruntime.trainsched.io",
+                  "metadata.annotations[\"trainsched.io/backend\"]: Unsupported value: "
+                  "\"yunikorn\"",
+                  NULL);
+    rt = runtime_pgp("two-backends", ns, 1, "", "{coscheduling: {}}");
+    json_object_set_new(json_object_get(rt, "metadata"), "annotations",
+                        json_pack("{s:s}", "trainsched.io/backend", "native"));
+    create_denied(&common_kube_trainingruntimes, ns, rt, 0,
+                  "validate-trainingruntime.trainsched.io",
+                  "metadata.annotations[\"trainsched.io/backend\"]: Invalid value: \"native\"",
+                  "spec.podGroupPolicy.coscheduling", NULL);
+    ck_assert_ptr_null(get_obj(&common_kube_trainingruntimes, ns, "unknown-backend"));
+    ck_assert_ptr_null(get_obj(&common_kube_trainingruntimes, ns, "two-backends"));
     /* the same as a ClusterTrainingRuntime (cluster-scoped: selected by this run's label) */
     snprintf(labels, sizeof(labels), "%s: %s", RUN_LABEL, run_id);
     create_denied(&common_kube_clustertrainingruntimes, NULL, runtime(cfg_name, NULL, 2, labels), 1,

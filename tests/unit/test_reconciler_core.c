@@ -596,6 +596,27 @@ START_TEST(child_actions)
 }
 END_TEST
 
+START_TEST(child_replacements)
+{
+    json_t *rows = load_table("replace.yaml"), *row;
+    size_t i;
+
+    json_array_foreach(rows, i, row)
+    {
+        const char *rule = json_string_value(json_object_get(row, "rule"));
+        json_t *exref = json_object_get(row, "existing");
+        int want = json_is_true(json_object_get(row, "replace"));
+        int got =
+            rc_child_replace(json_object_get(row, "rendered"), json_is_null(exref) ? NULL : exref);
+        ck_assert_msg(json_is_boolean(json_object_get(row, "replace")),
+                      "replace.yaml row %zu: replace must be true or false", i);
+        ck_assert_msg(got == want, "replace.yaml row %zu (%s): %d, want %d", i, rule, got, want);
+    }
+    ck_assert_int_eq(rc_child_replace(NULL, NULL), 0);
+    json_decref(rows);
+}
+END_TEST
+
 /* ---- rc_first_error, rc_error_doc_is_runtime ---- */
 
 static json_t *parse(const char *yaml)
@@ -887,6 +908,7 @@ int main(void)
     tcase_add_loop_test(fx, jobset_failure_case, 0, jsfail_area.n);
     tcase_add_test(fx, child_kinds);
     tcase_add_test(fx, child_actions);
+    tcase_add_test(fx, child_replacements);
     tcase_add_test(unit, status_patch_of_nothing);
     tcase_add_test(unit, set_condition_rejects_bad_arguments);
     tcase_add_test(unit, first_error_is_the_first_field_error_or_the_message);

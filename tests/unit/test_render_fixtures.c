@@ -5,6 +5,7 @@
  * runtimes; a TrainJob naming a built-in runtime needs no runtime document), optionally
  * existing.yaml (objects already in the cluster, given with --existing) and expect.yaml:
  *
+ *   args: [--backend, native] # optional: more arguments for `trainsched render`
  *   exit: 0                  # expected exit status of `trainsched render` (default 0)
  *   stderr: [text, ...]      # each must appear in standard error
  *   objects: [kind/name...]  # exactly these objects, in this order
@@ -191,23 +192,37 @@ static void diff(const json_t *a, const json_t *b, char *path, size_t cap, char 
     }
 }
 
-static void run_render(const char *dir, json_t **list, int *status, char **errtext)
+static void run_render(const char *dir, const json_t *args, json_t **list, int *status,
+                       char **errtext)
 {
     char input[4200], existing[4200];
     char *outbuf = NULL, *errbuf = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
     FILE *err = open_memstream(&errbuf, &errlen);
-    char *argv[] = {"render", "-f", input, "-o", "json", "--existing", existing, NULL};
+    char *argv[24] = {"render", "-f", input, "-o", "json"};
+    int argc = 5;
+    size_t i;
+    const json_t *a;
     FILE *ex;
     json_error_t je;
 
     snprintf(input, sizeof(input), "%s/input.yaml", dir);
     snprintf(existing, sizeof(existing), "%s/existing.yaml", dir);
     ex = fopen(existing, "r");
-    if (ex)
+    if (ex) {
         fclose(ex);
-    *status = cmd_render(ex ? 7 : 5, argv, out, err);
+        argv[argc++] = "--existing";
+        argv[argc++] = existing;
+    }
+    ck_assert_msg(json_array_size(args) < 16, "%s: too many args", dir);
+    json_array_foreach(args, i, a)
+    {
+        ck_assert_msg(json_is_string(a), "%s: args must be strings", dir);
+        argv[argc++] = (char *)json_string_value(a);
+    }
+    argv[argc] = NULL;
+    *status = cmd_render(argc, argv, out, err);
     fclose(out);
     fclose(err);
     *errtext = errbuf;
@@ -358,7 +373,7 @@ START_TEST(render_case)
     ck_assert_msg(exp.n == 1, "%s: expect.yaml must hold one document", name);
     spec = exp.docs[0];
 
-    run_render(dir, &list, &status, &errtext);
+    run_render(dir, json_object_get(spec, "args"), &list, &status, &errtext);
     v = json_object_get(spec, "exit");
     ck_assert_msg(status == (v ? (int)json_integer_value(v) : 0), "%s: exit %d, stderr:\n%s", name,
                   status, errtext);

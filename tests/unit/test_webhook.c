@@ -10,6 +10,7 @@
  *                      schedulerName / gangResource  (mutate-pod options)
  *                      maxScheduleTimeoutMs: 628000  (the extender's gang timeout cap: warnings)
  *                      extenderWired: false          (mutate-pod option; default true here)
+ *                      defaultBackend: native        (serve's backends.default)
  *                      lookupErrors: [{kind: JobSet, code: unsupported|timeout|api, message}]
  *   request.json       the body as the API server sends it (an AdmissionReview, or bad bytes)
  *   cluster.yaml       objects the runtime lookup finds (runtimes, JobSets), several documents
@@ -264,6 +265,7 @@ START_TEST(test_fixture)
     o.gang_resource = json_string_value(json_object_get(spec, "gangResource"));
     o.max_schedule_timeout_ms = json_integer_value(json_object_get(spec, "maxScheduleTimeoutMs"));
     o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
+    o.default_backend = json_string_value(json_object_get(spec, "defaultBackend"));
     {
         size_t i;
         json_t *le;

@@ -16,6 +16,11 @@
 #   TESTBED_KWOK=1      also start kwok (if built): it runs pods on nodes annotated kwok.x-k8s.io/node=fake
 #   TESTBED_JOBSET=1    also start the JobSet controller (if built) with its webhooks on 127.0.0.1
 #   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
+#   TESTBED_NATIVE_GANG=1  Kubernetes 1.36's own gang scheduling (alpha, off by default): the
+#                       scheduling.k8s.io/v1alpha2 API on kube-apiserver and the feature gates
+#                       GenericWorkload and GangScheduling on kube-apiserver, kube-scheduler and
+#                       kube-controller-manager (its PodGroup protection controller removes the
+#                       finalizer the apiserver's PodGroupProtection admission adds); nothing else
 #   APISERVER_EXTRA_ARGS, SCHEDULER_EXTRA_ARGS, KCM_EXTRA_ARGS, ETCD_EXTRA_ARGS  (word-split)
 #   TESTBED_APISERVER_PORT  fixed secure port instead of a free one
 set -Eeuo pipefail
@@ -23,6 +28,14 @@ set -Eeuo pipefail
 
 RUN="$TESTBED_RUN"
 PKI="$RUN/pki"
+
+# Kubernetes' native gang scheduling (pkg/features/kube_features.go of v1.36: GangScheduling
+# depends on GenericWorkload; both alpha, default false)
+NATIVE_APISERVER_ARGS="" NATIVE_GATES_ARGS=""
+if [ "${TESTBED_NATIVE_GANG:-0}" = 1 ]; then
+  NATIVE_GATES_ARGS="--feature-gates=GenericWorkload=true,GangScheduling=true"
+  NATIVE_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1alpha2=true $NATIVE_GATES_ARGS"
+fi
 
 # ---------------------------------------------------------------- preconditions
 command -v openssl >/dev/null || tb_die "openssl not found"
@@ -217,7 +230,7 @@ start kube-apiserver "$TESTBED_BIN/kube-apiserver" \
   --authorization-mode Node,RBAC \
   --enable-admission-plugins NodeRestriction --disable-admission-plugins TaintNodesByCondition \
   --allow-privileged=true --profiling=false \
-  ${APISERVER_EXTRA_ARGS:-}
+  $NATIVE_APISERVER_ARGS ${APISERVER_EXTRA_ARGS:-}
 wait_for kube-apiserver 120 curl_ok "$SERVER/readyz" ok "${ADMIN_CURL[@]}"
 
 # ---------------------------------------------------------------- kube-scheduler
@@ -236,7 +249,7 @@ start kube-scheduler "$TESTBED_BIN/kube-scheduler" --config "$SCHED_CFG" \
   --authentication-kubeconfig "$RUN/scheduler.kubeconfig" --authorization-kubeconfig "$RUN/scheduler.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port "$SCHED_PORT" \
   --tls-cert-file "$PKI/scheduler-serving.crt" --tls-private-key-file "$PKI/scheduler-serving.key" \
-  ${SCHEDULER_EXTRA_ARGS:-}
+  $NATIVE_GATES_ARGS ${SCHEDULER_EXTRA_ARGS:-}
 
 # ---------------------------------------------------------------- kube-controller-manager
 if [ "${TESTBED_KCM:-1}" != 0 ]; then
@@ -252,7 +265,7 @@ if [ "${TESTBED_KCM:-1}" != 0 ]; then
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
     --service-cluster-ip-range "$SERVICE_CIDR" \
     --controllers "${TESTBED_KCM_CONTROLLERS:-*,-node-lifecycle-controller}" \
-    ${KCM_EXTRA_ARGS:-}
+    $NATIVE_GATES_ARGS ${KCM_EXTRA_ARGS:-}
 fi
 
 wait_for kube-scheduler 60 curl_ok "https://127.0.0.1:$SCHED_PORT/healthz" ok --cacert "$PKI/ca.crt"
@@ -405,6 +418,7 @@ export TESTBED_ETCD=http://127.0.0.1:$ETCD_PORT
 export KUBECTL=$TESTBED_BIN/kubectl
 export TESTBED_JOBSET_RUNNING=${JOBSET_RUNNING:-0}
 export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
+export TESTBED_NATIVE_GANG=${TESTBED_NATIVE_GANG:-0}
 EOF
 
 trap - ERR

@@ -1,0 +1,160 @@
+/*
+ * integrations/native.c - kube-scheduler's own gang scheduling (Kubernetes 1.36, alpha; the
+ * API group scheduling.k8s.io/v1alpha2 and the gates GenericWorkload and GangScheduling are
+ * off by default): one PodGroup per gang with spec.schedulingPolicy.gang.minCount, and every
+ * pod of the gang tied to it by spec.schedulingGroup.podGroupName in its JobSet pod template.
+ * No Workload object: a PodGroup without podGroupTemplateRef is valid and the scheduler needs
+ * nothing more. Shapes: k8s.io/api v0.36 scheduling/v1alpha2 types.go (PodGroupSpec,
+ * PodGroupSchedulingPolicy, GangSchedulingPolicy) and core/v1 PodSpec.SchedulingGroup.
+ *
+ * The gang is every replicated job that no other one dependsOn (the phased jobs, such as
+ * initializers, run first and alone: were they members, kube-scheduler's PreEnqueue would
+ * hold them until minCount pods exist, and the trainer pods are only created after them).
+ */
+#include <string.h>
+
+#include "integrations/backend.h"
+
+const struct common_kube_resource backend_native_podgroups = {"scheduling.k8s.io", "v1alpha2",
+                                                              "podgroups", 1};
+
+#define NATIVE_API "scheduling.k8s.io/v1alpha2"
+#define DEFAULT_SCHEDULER "default-scheduler"
+
+static json_t *find_jobset(json_t *objects)
+{
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(objects, i, o)
+    {
+        const char *api = json_string_value(json_object_get(o, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        if (api && kind && strcmp(kind, "JobSet") == 0 && strncmp(api, "jobset.x-k8s.io/", 16) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+/* 1 when some replicated job of rjobs dependsOn the one called name */
+static int depended_on(const json_t *rjobs, const char *name)
+{
+    size_t i, k;
+    const json_t *rj, *dep;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
+        {
+            const char *dn = json_string_value(json_object_get(dep, "name"));
+            if (dn && strcmp(dn, name) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static json_int_t int_or(const json_t *v, json_int_t dflt)
+{
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static enum common_rc native_translate(const struct backend_in *in, json_t *objects,
+                                       json_t *preview, struct common_error *err)
+{
+    json_t *js = find_jobset(objects), *meta, *rjobs, *rj, *pg, *owners;
+    const char *name,
+        *sched = in->scheduler_name && *in->scheduler_name ? in->scheduler_name : NULL;
+    const char *first_job = NULL, *first_sched = NULL;
+    json_int_t min_count = 0;
+    size_t i;
+
+    (void)preview;
+    if (!js)
+        return COMMON_OK; /* nothing rendered to gang */
+    meta = json_object_get(js, "metadata");
+    name = json_string_value(json_object_get(meta, "name"));
+    rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs");
+    if (!name)
+        return common_error_set(err, COMMON_EINVAL, "JobSet without metadata.name");
+    /* one schedulerName for the whole gang: the configured one, else the templates' own,
+     * which must agree */
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *rname = json_string_value(json_object_get(rj, "name"));
+        json_t *tmpl =
+            json_object_get(json_object_get(json_object_get(rj, "template"), "spec"), "template");
+        json_t *ps = json_object_get(tmpl, "spec");
+        const char *s = json_string_value(json_object_get(ps, "schedulerName"));
+
+        if (!rname || !json_is_object(ps) || depended_on(rjobs, rname))
+            continue;
+        if (!s || !*s)
+            s = DEFAULT_SCHEDULER;
+        if (!sched && first_sched && strcmp(first_sched, s) != 0)
+            return common_error_set(
+                err, COMMON_EINVAL,
+                "spec.template.spec.replicatedJobs[%s].template.spec.template.spec.schedulerName: "
+                "Invalid value: \"%s\": the native backend needs one schedulerName for every pod "
+                "of a PodGroup, and replicated job %s uses \"%s\"",
+                rname, s, first_job, first_sched);
+        if (!first_sched) {
+            first_sched = s;
+            first_job = rname;
+        }
+    }
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *rname = json_string_value(json_object_get(rj, "name"));
+        json_t *jspec = json_object_get(json_object_get(rj, "template"), "spec");
+        json_t *ps = json_object_get(json_object_get(jspec, "template"), "spec");
+        json_int_t pods;
+
+        if (!rname || !json_is_object(ps) || depended_on(rjobs, rname))
+            continue;
+        pods = int_or(json_object_get(rj, "replicas"), 1) *
+               int_or(json_object_get(jspec, "parallelism"), 1);
+        if (pods <= 0)
+            continue;
+        min_count += pods;
+        if (json_object_set_new(ps, "schedulingGroup", json_pack("{s:s}", "podGroupName", name)) ||
+            (sched && json_object_set_new(ps, "schedulerName", json_string(sched))))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    if (min_count == 0)
+        return COMMON_OK;
+    if (min_count > INT32_MAX)
+        return common_error_set(err, COMMON_EINVAL,
+                                "PodGroup %s: spec.schedulingPolicy.gang.minCount: %lld pods is "
+                                "more than an int32",
+                                name, (long long)min_count);
+    owners = json_object_get(meta, "ownerReferences");
+    pg = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:{s:I}}}}", "apiVersion", NATIVE_API, "kind",
+                   "PodGroup", "metadata", "name", name, "spec", "schedulingPolicy", "gang",
+                   "minCount", min_count);
+    if (!pg)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if ((json_object_get(meta, "namespace") &&
+         json_object_set(json_object_get(pg, "metadata"), "namespace",
+                         json_object_get(meta, "namespace"))) ||
+        (owners && json_object_set_new(json_object_get(pg, "metadata"), "ownerReferences",
+                                       json_deep_copy(owners)))) {
+        json_decref(pg);
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    if (json_array_append_new(objects, pg))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return COMMON_OK;
+}
+
+static const struct common_kube_resource *const native_requires[] = {&backend_native_podgroups,
+                                                                     NULL};
+
+const struct backend backend_native = {
+    .name = "native",
+    .built = 1,
+    .what = "kube-scheduler's GangScheduling (scheduling.k8s.io/v1alpha2 PodGroup)",
+    .core_gang = TRAINJOB_GANG_NONE,
+    .requires = native_requires,
+    .translate = native_translate,
+};

@@ -1,0 +1,540 @@
+/*
+ * tests/e2e/test_backends.c - backends chosen per runtime (integrations/backend.h) against the
+ * real test bed: the reconciler runs in this process as trainsched's ServiceAccount (the shipped
+ * RBAC), one fresh namespace per test, every child written with fieldValidation=Strict.
+ *
+ * native (Kubernetes 1.36's own gang scheduling): needs a bed started with
+ * TESTBED_NATIVE_GANG=1 (scheduling.k8s.io/v1alpha2 served, gates GenericWorkload and
+ * GangScheduling on kube-apiserver, kube-scheduler and kube-controller-manager) and the real
+ * JobSet controller and kwok. Then kube-scheduler itself binds all pods of the gang or none:
+ * with capacity for two of three pods none is bound; a second node and all three are. On a bed
+ * without the API, the native TrainJob gets ResourcesCreated=False BackendUnavailable and
+ * nothing is written. Which of the two a run checks follows the bed's TESTBED_NATIVE_GANG (its
+ * env file exports it), and the API must match it; scripts/test.sh runs this suite on both.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kube.h"
+#include "common/log.h"
+#include "e2eutil.h"
+#include "integrations/backend.h"
+#include "reconciler/core.h"
+#include "reconciler/reconciler.h"
+#include "trainjob/status.h"
+
+static struct common_kube *admin, *tsk;
+static struct rc_reconciler *rec;
+static char ns[128];
+static const struct common_kube_resource volcano_pgs = {"scheduling.volcano.sh", "v1beta1",
+                                                        "podgroups", 1};
+
+static int env_is(const char *name)
+{
+    return getenv(name) && strcmp(getenv(name), "1") == 0;
+}
+
+static int native_served(void);
+
+/* the bed says whether it was started with TESTBED_NATIVE_GANG=1 (its env file exports it);
+ * the API must then be served, and must not be otherwise */
+static int native_bed(void)
+{
+    int want = env_is("TESTBED_NATIVE_GANG"), served = native_served();
+    ck_assert_msg(want == served,
+                  "TESTBED_NATIVE_GANG=%d but scheduling.k8s.io/v1alpha2 podgroups are %sserved",
+                  want, served ? "" : "not ");
+    return served;
+}
+
+static int native_served(void)
+{
+    json_t *items = NULL;
+    struct common_error err;
+    struct common_kube_list_opts lo = {.limit = 1};
+    enum common_rc rc =
+        common_kube_list(admin, &backend_native_podgroups, NULL, &lo, &items, NULL, &err);
+    json_decref(items);
+    return rc == COMMON_OK;
+}
+
+static void create(const struct common_kube_resource *r, json_t *obj)
+{
+    e2e_create(admin, r, ns, obj);
+}
+
+static json_t *get(const struct common_kube_resource *r, const char *name)
+{
+    return e2e_get(admin, r, ns, name);
+}
+
+static const char *str_at(const json_t *o, const char *a, const char *b, const char *c)
+{
+    const json_t *v = json_object_get(o, a);
+    if (b)
+        v = json_object_get(v, b);
+    if (c)
+        v = json_object_get(v, c);
+    return json_string_value(v);
+}
+
+/* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
+typedef json_t *(*poll_fn)(const void *arg);
+static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+{
+    double end = e2e_now_s() + secs;
+    for (;;) {
+        json_t *o = fn(arg);
+        if (o)
+            return o;
+        if (e2e_now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
+        e2e_nap(200);
+    }
+}
+
+struct obj_ref {
+    const struct common_kube_resource *res;
+    const char *name;
+};
+
+static json_t *exists(const void *arg)
+{
+    const struct obj_ref *r = arg;
+    return get(r->res, r->name);
+}
+
+struct want_cond {
+    const char *tj, *type, *status, *reason;
+};
+
+static json_t *has_cond(const void *arg)
+{
+    const struct want_cond *w = arg;
+    json_t *tj = get(&common_kube_trainjobs, w->tj);
+    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), w->type);
+    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
+        strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0)
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+/* the pods of the JobSet name (label jobset.sigs.k8s.io/jobset-name); a new list's items */
+static json_t *pods_of(const char *name)
+{
+    json_t *items = NULL;
+    struct common_error err;
+    char sel[300];
+    struct common_kube_list_opts lo = {0};
+
+    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", name);
+    lo.label_selector = sel;
+    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "list pods: %s", err.msg);
+    return items;
+}
+
+static int bound(const json_t *pods)
+{
+    size_t i;
+    const json_t *p;
+    int n = 0;
+    json_array_foreach(pods, i, p)
+    {
+        const char *node = str_at(p, "spec", "nodeName", NULL);
+        n += node && *node;
+    }
+    return n;
+}
+
+struct pods_want {
+    const char *jobset;
+    size_t count;
+    int bound; /* -1: any */
+};
+
+static json_t *pods_are(const void *arg)
+{
+    const struct pods_want *w = arg;
+    json_t *pods = pods_of(w->jobset);
+    if (json_array_size(pods) == w->count && (w->bound < 0 || bound(pods) == w->bound))
+        return pods;
+    json_decref(pods);
+    return NULL;
+}
+
+/* the native PodGroup's PodGroupScheduled condition has status (kube-scheduler writes it) */
+struct pg_want {
+    const char *name, *status;
+};
+
+static json_t *pg_scheduled_is(const void *arg)
+{
+    const struct pg_want *w = arg;
+    json_t *pg = get(&backend_native_podgroups, w->name);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pg, "status"), "conditions"), i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")), "PodGroupScheduled") == 0 &&
+            strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0)
+            return pg;
+    }
+    json_decref(pg);
+    return NULL;
+}
+
+static void start_reconciler(void)
+{
+    struct rc_opts o = {0};
+    struct common_error err;
+    o.kube = tsk;
+    o.namespace = ns;
+    o.workers = 2;
+    o.queue.max_delay_ms = 2000;
+    rec = rc_create(&o, &err);
+    ck_assert_msg(rec != NULL, "%s", err.msg);
+    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+}
+
+static void setup(void)
+{
+    e2e_log_level_from_env();
+    admin = e2e_client(20000, 0);
+    tsk = e2e_client(20000, 1);
+    e2e_make_ns(admin, "backend", ns, sizeof(ns));
+    start_reconciler();
+}
+
+static void teardown(void)
+{
+    rc_destroy(rec);
+    rec = NULL;
+    e2e_drop_ns(admin, ns);
+    common_kube_client_destroy(tsk);
+    common_kube_client_destroy(admin);
+}
+
+/* A runtime `name` on backend (annotation; NULL: none) with podGroupPolicy policy (YAML or
+ * ""), numNodes pods of `cpu` CPUs that only fit nodes labelled trainsched.io/e2e-ns=<ns>. */
+static json_t *runtime(const char *name, const char *backend, const char *policy, int nodes,
+                       const char *cpu)
+{
+    char ann[200] = "";
+    if (backend)
+        snprintf(ann, sizeof(ann), ", annotations: {trainsched.io/backend: %s}", backend);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s%s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: %d}\n"
+                     "%s"
+                     "  template:\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "      - name: node\n"
+                     "        template:\n"
+                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                     "trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                nodeSelector: {trainsched.io/e2e-ns: %s}\n"
+                     "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 3600']\n"
+                     "                  resources: {requests: {cpu: '%s'}}\n",
+                     name, ns, ann, nodes, policy, ns, cpu);
+}
+
+static json_t *trainjob(const char *name, const char *rt, int suspend)
+{
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  runtimeRef: {name: %s, kind: TrainingRuntime}\n"
+                     "  suspend: %s\n",
+                     name, ns, rt, suspend ? "true" : "false");
+}
+
+/* a kwok node with cpu CPUs that only this test's pods select */
+static void kwok_node(const char *suffix, const char *cpu)
+{
+    char name[200], label[200];
+    snprintf(name, sizeof(name), "kwok-%s-%s", ns, suffix);
+    snprintf(label, sizeof(label), "trainsched.io/e2e-ns: %s", ns);
+    e2e_kwok_node(admin, name, label, cpu);
+}
+
+static void drop_nodes(void)
+{
+    const char *suffixes[] = {"a", "b"};
+    for (int i = 0; i < 2; i++) {
+        char name[200];
+        struct common_error err;
+        snprintf(name, sizeof(name), "kwok-%s-%s", ns, suffixes[i]);
+        common_kube_delete(admin, &common_kube_nodes, NULL, name, NULL, NULL, NULL, &err);
+    }
+}
+
+START_TEST(native_gang_binds_all_pods_or_none)
+{
+    struct obj_ref pgref = {&backend_native_podgroups, "gang"};
+    struct pg_want unsched = {"gang", "False"};
+    struct pods_want none_bound = {"gang", 3, 0}, all_bound = {"gang", 3, 3};
+    json_t *pg, *pods, *js;
+    const json_t *p;
+    size_t i;
+
+    if (!native_bed()) {
+        fprintf(stderr, "native_gang_binds_all_pods_or_none: scheduling.k8s.io/v1alpha2 is not "
+                        "served (bed without TESTBED_NATIVE_GANG=1): see "
+                        "native_without_the_api_writes_nothing\n");
+        return;
+    }
+    ck_assert_msg(env_is("TESTBED_JOBSET_RUNNING") && env_is("TESTBED_KWOK_RUNNING"),
+                  "the native gang test needs the JobSet controller and kwok "
+                  "(TESTBED_JOBSET=1 TESTBED_KWOK=1)");
+    /* capacity for two of the three 2-CPU pods */
+    kwok_node("a", "4");
+    create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 3, "2"));
+    create(&common_kube_trainjobs, trainjob("gang", "native-rt", 0));
+
+    pg = wait_for(60, exists, &pgref, "the native PodGroup");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"),
+                            "gang"),
+            "minCount")),
+        3);
+    ck_assert_str_eq(
+        str_at(
+            json_array_get(json_object_get(json_object_get(pg, "metadata"), "ownerReferences"), 0),
+            "kind", NULL, NULL),
+        "TrainJob");
+    json_decref(pg);
+    /* kube-scheduler tries the whole group, finds it does not fit, binds none */
+    pg = wait_for(120, pg_scheduled_is, &unsched, "PodGroupScheduled=False on the PodGroup");
+    json_decref(pg);
+    pods = wait_for(60, pods_are, &none_bound, "3 pods, none bound");
+    json_array_foreach(pods, i, p)
+    {
+        ck_assert_str_eq(str_at(p, "spec", "schedulingGroup", "podGroupName"), "gang");
+        ck_assert_str_eq(str_at(p, "spec", "schedulerName", NULL), "default-scheduler");
+        ck_assert_ptr_null(
+            json_object_get(json_object_get(json_object_get(p, "metadata"), "labels"),
+                            "scheduling.x-k8s.io/pod-group"));
+    }
+    json_decref(pods);
+    /* the JobSet's template as the reconciler wrote it (strict) */
+    js = get(&common_kube_jobsets, "gang");
+    ck_assert_ptr_nonnull(js);
+    ck_assert_str_eq(
+        str_at(json_object_get(
+                   json_object_get(
+                       json_object_get(
+                           json_array_get(
+                               json_object_get(json_object_get(js, "spec"), "replicatedJobs"), 0),
+                           "template"),
+                       "spec"),
+                   "template"),
+               "spec", "schedulingGroup", "podGroupName"),
+        "gang");
+    json_decref(js);
+
+    /* room for the third pod: all three are bound together */
+    kwok_node("b", "4");
+    pods = wait_for(180, pods_are, &all_bound, "all 3 pods bound");
+    json_decref(pods);
+    drop_nodes();
+}
+END_TEST
+
+START_TEST(native_resize_while_suspended_replaces_the_podgroup)
+{
+    struct obj_ref pgref = {&backend_native_podgroups, "resize"};
+    struct obj_ref jsref = {&common_kube_jobsets, "resize"};
+    json_t *pg;
+    char *uid;
+    double end;
+    struct common_error err;
+
+    if (!native_bed()) {
+        fprintf(stderr, "native_resize_while_suspended_replaces_the_podgroup: API not served; "
+                        "skipped\n");
+        return;
+    }
+    create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 2, "1"));
+    create(&common_kube_trainjobs, trainjob("resize", "native-rt", 1));
+    pg = wait_for(60, exists, &pgref, "the native PodGroup");
+    uid = strdup(str_at(pg, "metadata", "uid", NULL));
+    json_decref(pg);
+    /* numNodes 2 -> 4 while suspended. JobSet's webhook keeps a JobSet's parallelism
+     * immutable, so the reconciler's JobSet write is refused until the JobSet is gone; once it
+     * is deleted, the JobSet comes back with 4 pods, and the PodGroup (minCount immutable in
+     * 1.36) is deleted and created again with minCount 4 */
+    ck_assert_int_eq(
+        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
+                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
+        COMMON_OK);
+    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
+                                        "Background", &err),
+                     COMMON_OK);
+    end = e2e_now_s() + 90;
+    for (;;) {
+        pg = get(&backend_native_podgroups, "resize");
+        if (pg && strcmp(str_at(pg, "metadata", "uid", NULL), uid) != 0)
+            break;
+        json_decref(pg);
+        ck_assert_msg(e2e_now_s() < end, "the PodGroup was not replaced within 90 s");
+        e2e_nap(200);
+    }
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"),
+                            "gang"),
+            "minCount")),
+        4);
+    json_decref(pg);
+    free(uid);
+    pg = wait_for(60, exists, &jsref, "the JobSet again");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(
+                json_object_get(
+                    json_array_get(json_object_get(json_object_get(pg, "spec"), "replicatedJobs"),
+                                   0),
+                    "template"),
+                "spec"),
+            "parallelism")),
+        4);
+    json_decref(pg);
+}
+END_TEST
+
+START_TEST(native_without_the_api_writes_nothing)
+{
+    struct want_cond w = {"noapi", RC_COND_CREATED, "False", RC_REASON_BACKEND_UNAVAILABLE};
+    json_t *tj, *o;
+    const json_t *c;
+
+    if (native_bed()) {
+        fprintf(stderr, "native_without_the_api_writes_nothing: the bed serves "
+                        "scheduling.k8s.io/v1alpha2; skipped (run on a bed without "
+                        "TESTBED_NATIVE_GANG=1)\n");
+        return;
+    }
+    create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 2, "1"));
+    create(&common_kube_trainjobs, trainjob("noapi", "native-rt", 0));
+    tj = wait_for(60, has_cond, &w, "ResourcesCreated=False BackendUnavailable");
+    c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "message")),
+                                 "scheduling.k8s.io/v1alpha2 podgroups"));
+    json_decref(tj);
+    /* nothing half-created */
+    ck_assert_ptr_null(o = get(&common_kube_jobsets, "noapi"));
+    ck_assert_ptr_null(o = get(&common_kube_configmaps, "noapi-runtime-snapshot"));
+}
+END_TEST
+
+/* one TrainJob per backend value; each gets exactly its gang object (suspended, so nothing
+ * schedules), and an unknown value is refused naming the annotation */
+START_TEST(one_trainjob_per_backend_value)
+{
+    static const char cosched[] =
+        "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n";
+    struct obj_ref js = {&common_kube_jobsets, NULL};
+    struct want_cond bad = {"tj-unknown", RC_COND_CREATED, "False", RC_REASON_INVALID_RUNTIME};
+    const char *values[] = {"coscheduling", "volcano", "kueue", "none", "native", "policy"};
+    int native = native_bed();
+    json_t *o, *tj;
+    const json_t *c;
+
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char rt[64], name[64];
+        int is_policy = strcmp(values[i], "policy") == 0;
+        if (strcmp(values[i], "native") == 0 && !native)
+            continue;
+        snprintf(rt, sizeof(rt), "rt-%s", values[i]);
+        snprintf(name, sizeof(name), "tj-%s", values[i]);
+        create(&common_kube_trainingruntimes,
+               runtime(rt, is_policy ? NULL : values[i], is_policy ? cosched : "", 2, "1"));
+        create(&common_kube_trainjobs, trainjob(name, rt, 1));
+    }
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char name[64];
+        const char *v = values[i];
+        int want_cosched = strcmp(v, "coscheduling") == 0 || strcmp(v, "policy") == 0;
+        if (strcmp(v, "native") == 0 && !native)
+            continue;
+        snprintf(name, sizeof(name), "tj-%s", v);
+        js.name = name;
+        o = wait_for(60, exists, &js, name);
+        json_decref(o);
+        /* the gang object is written after the JobSet: give the reconciler its pass */
+        if (want_cosched || strcmp(v, "volcano") == 0 || strcmp(v, "native") == 0) {
+            struct obj_ref pg = {want_cosched                ? &common_kube_podgroups
+                                 : strcmp(v, "volcano") == 0 ? &volcano_pgs
+                                                             : &backend_native_podgroups,
+                                 name};
+            o = wait_for(30, exists, &pg, "the gang object");
+            json_decref(o);
+        }
+        o = get(&common_kube_podgroups, name);
+        ck_assert_msg((o != NULL) == want_cosched, "%s: coscheduling PodGroup %s", v,
+                      o ? "present" : "absent");
+        json_decref(o);
+        o = get(&volcano_pgs, name);
+        ck_assert_msg((o != NULL) == (strcmp(v, "volcano") == 0), "%s: Volcano PodGroup", v);
+        json_decref(o);
+        if (native) {
+            o = get(&backend_native_podgroups, name);
+            ck_assert_msg((o != NULL) == (strcmp(v, "native") == 0), "%s: native PodGroup", v);
+            json_decref(o);
+        }
+    }
+    create(&common_kube_trainingruntimes, runtime("rt-unknown", "yunikorn", "", 2, "1"));
+    create(&common_kube_trainjobs, trainjob("tj-unknown", "rt-unknown", 1));
+    tj = wait_for(60, has_cond, &bad, "ResourcesCreated=False InvalidRuntime");
+    c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "message")),
+                                 "metadata.annotations[\"trainsched.io/backend\"]: Unsupported "
+                                 "value: \"yunikorn\""));
+    json_decref(tj);
+    ck_assert_ptr_null(o = get(&common_kube_jobsets, "tj-unknown"));
+}
+END_TEST
+
+static void add(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 400);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+int main(void)
+{
+    Suite *s = suite_create("backends");
+    SRunner *sr;
+    int failed;
+
+    add(s, "native_gang_binds_all_pods_or_none", native_gang_binds_all_pods_or_none);
+    add(s, "native_resize_while_suspended_replaces_the_podgroup",
+        native_resize_while_suspended_replaces_the_podgroup);
+    add(s, "native_without_the_api_writes_nothing", native_without_the_api_writes_nothing);
+    add(s, "one_trainjob_per_backend_value", one_trainjob_per_backend_value);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
