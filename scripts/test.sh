@@ -4,7 +4,8 @@
 #   2. a build with AddressSanitizer + UBSan and every unit test through ctest;
 #   3. the end-to-end tests against a real control plane (etcd, kube-apiserver, kube-scheduler,
 #      kube-controller-manager built from Go modules by tests/e2e/testbed/build.sh on first use
-#      and cached in ~/.cache/trainsched-testbed; a cold build takes 10-20 minutes);
+#      and cached in ~/.cache/trainsched-testbed; a cold build takes 10-20 minutes), then the
+#      Kueue suite (label kueue) on a bed restarted with Kueue's controller manager;
 #   4. each fuzz target for FUZZ_SECONDS (default 20).
 # E2E=0 skips step 3.
 set -euo pipefail
@@ -26,7 +27,14 @@ if [ "${E2E:-1}" != 0 ]; then
   trap 'tests/e2e/testbed/down.sh >/dev/null 2>&1 || true' EXIT
   # shellcheck disable=SC1091
   . "$TRAINSCHED_TESTBED_RUN/env"
-  (cd "$BUILD" && ctest --output-on-failure -L e2e)
+  (cd "$BUILD" && ctest --output-on-failure -L e2e -LE kueue)
+  # the Kueue suite on a bed that also runs Kueue's controller manager (built from its Go module
+  # on first use, cached with the other bed binaries)
+  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
+  TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_KUEUE=1 tests/e2e/testbed/up.sh >/dev/null
+  # shellcheck disable=SC1091
+  . "$TRAINSCHED_TESTBED_RUN/env"
+  (cd "$BUILD" && TS_REQUIRE_KUEUE=1 ctest --output-on-failure -L kueue)
 fi
 
 scripts/fuzz.sh
