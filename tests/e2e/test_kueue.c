@@ -402,6 +402,41 @@ static void teardown(void)
     common_kube_client_destroy(admin);
 }
 
+/* the Workload integrations/kueue.c previews for TrainJob tj (from the JobSet trainsched made)
+ * asks what Kueue's own Workload asks: name, queue, priority, the job-uid label, the owner, and
+ * per podSet its name, count and topology request */
+static void assert_preview_matches(const json_t *tj, const json_t *wl)
+{
+    json_t *js = get(&common_kube_jobsets, json_string_value(at(tj, "metadata.name"))), *pv = NULL;
+    const char *note = NULL, *keys[] = {"metadata.name",
+                                        "metadata.namespace",
+                                        "metadata.labels",
+                                        "metadata.ownerReferences.0.uid",
+                                        "metadata.ownerReferences.0.kind",
+                                        "spec.queueName",
+                                        "spec.priority",
+                                        "spec.podSets.0.name",
+                                        "spec.podSets.0.count",
+                                        "spec.podSets.0.topologyRequest",
+                                        "spec.podSets.1"};
+    struct common_error err;
+
+    ck_assert_msg(js != NULL, "no JobSet for the preview");
+    ck_assert_msg(kueue_workload_preview(tj, js, NULL, &pv, &note, &err) == COMMON_OK, "%s",
+                  err.msg);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char *want = json_dumps(at(wl, keys[i]), JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+        char *have = json_dumps(at(pv, keys[i]), JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_msg((!want && !have) || (want && have && strcmp(want, have) == 0),
+                      "%s: Kueue's Workload has %s, the preview %s", keys[i],
+                      want ? want : "(nothing)", have ? have : "(nothing)");
+        free(want);
+        free(have);
+    }
+    json_decref(pv);
+    json_decref(js);
+}
+
 /* ---- tests ---- */
 
 /* Two TrainJobs of 8 GPUs on a ClusterQueue of 8: the first is admitted (Kueue's node selector
@@ -436,6 +471,7 @@ START_TEST(second_trainjob_waits_for_the_quota_of_the_first)
                                       sizeof(want_name), &err) == COMMON_OK,
                   "%s", err.msg);
     ck_assert_str_eq(json_string_value(at(wl, "metadata.name")), want_name);
+    assert_preview_matches(a, wl);
     json_decref(wl);
     json_decref(a);
 
