@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "integrations/backend.h"
 #include "integrations/kueue.h"
 
 #define HASH_LEN 5
@@ -439,3 +440,67 @@ fail:
     json_decref(wl);
     return rc;
 }
+
+/* ---- the backend: Kueue queues the TrainJob; render previews the Workload ---- */
+
+/*
+ * translate: no gang object (Kueue admits the whole TrainJob, then pods schedule one by one);
+ * the Workload Kueue will create goes to preview. A TrainJob given without metadata.uid (render
+ * of a file) is previewed with the uid its rendered JobSet's owner reference carries, the
+ * placeholder trainjob_render used. Priority classes are read from the cluster by Kueue: here a
+ * named class is shown by reference only (kueue_workload_preview's note).
+ */
+static enum common_rc kueue_translate(const struct backend_in *in, json_t *objects, json_t *preview,
+                                      struct common_error *err)
+{
+    const json_t *js = NULL, *o;
+    json_t *tj = NULL, *wl = NULL;
+    const char *note = NULL, *uid;
+    enum common_rc rc;
+    size_t i;
+
+    json_array_foreach(objects, i, o)
+    {
+        const char *k = json_string_value(json_object_get(o, "kind"));
+        if (k && strcmp(k, "JobSet") == 0)
+            js = o;
+    }
+    if (!js)
+        return common_error_set(err, COMMON_EINVAL, "kueue: the TrainJob rendered no JobSet");
+    uid = str2(in->trainjob, "metadata", "uid");
+    if (!uid || !*uid) {
+        uid = str2(json_array_get(get2(js, "metadata", "ownerReferences"), 0), "uid", NULL);
+        tj = json_deep_copy(in->trainjob);
+        if (!tj || !json_is_object(json_object_get(tj, "metadata")) ||
+            json_object_set_new(json_object_get(tj, "metadata"), "uid",
+                                json_string(uid ? uid : "")))
+            goto oom;
+    }
+    if (!str2(tj ? tj : in->trainjob, "metadata", "namespace")) {
+        const char *ns = str2(js, "metadata", "namespace");
+        if (!tj && !(tj = json_deep_copy(in->trainjob)))
+            goto oom;
+        if (ns &&
+            json_object_set_new(json_object_get(tj, "metadata"), "namespace", json_string(ns)))
+            goto oom;
+    }
+    rc = kueue_workload_preview(tj ? tj : in->trainjob, js, NULL, &wl, &note, err);
+    json_decref(tj);
+    if (rc)
+        return rc;
+    (void)note; /* the reference without a priority says it: Kueue reads the value */
+    return json_array_append_new(preview, wl)
+               ? common_error_set(err, COMMON_ENOMEM, "kueue: out of memory")
+               : COMMON_OK;
+oom:
+    json_decref(tj);
+    return common_error_set(err, COMMON_ENOMEM, "kueue: out of memory");
+}
+
+const struct backend backend_kueue = {
+    .name = "kueue",
+    .built = 1,
+    .what = "Kueue queues the TrainJob (label kueue.x-k8s.io/queue-name); no gang object",
+    .core_gang = TRAINJOB_GANG_NONE,
+    .translate = kueue_translate,
+};
