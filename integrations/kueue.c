@@ -353,7 +353,7 @@ enum common_rc kueue_workload_preview(const json_t *trainjob, const json_t *jobs
     const json_t *rjs = get2(jobset, "spec", "replicatedJobs"), *rj, *v;
     const json_t *labels = get2(trainjob, "metadata", "labels");
     char wlname[KUEUE_WORKLOAD_NAME_MAX + 1];
-    json_t *wl = NULL, *podsets = NULL, *ann = NULL, *spec, *ps;
+    json_t *wl = NULL, *podsets = NULL, *ann = NULL, *spec, *ps = NULL;
     const char *k, *q;
     enum common_rc rc;
     size_t i;
