@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "integrations/backend.h"
 #include "integrations/kueue.h"
 
@@ -403,6 +404,9 @@ enum common_rc kueue_workload_preview(const json_t *trainjob, const json_t *jobs
     spec = json_object();
     if (!wl || !spec || json_object_set_new(wl, "spec", spec))
         goto oom;
+    /* Kueue leaves the job-uid label out when the uid is no valid label value */
+    if (common_names_label_value(uid))
+        json_object_del(json_object_get(wl, "metadata"), "labels");
     if (json_object_size(ann) &&
         json_object_set(json_object_get(wl, "metadata"), "annotations", ann))
         goto oom;

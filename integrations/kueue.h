@@ -21,7 +21,6 @@
 #define KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
 #define KUEUE_PRIORITY_LABEL "kueue.x-k8s.io/priority-class"
 #define KUEUE_RUNTIME_PATCH_MANAGER "kueue.x-k8s.io/manager"
-#define KUEUE_MULTIKUEUE "kueue.x-k8s.io/multikueue"
 #define KUEUE_WORKLOAD_NAME_MAX 253      /* object names */
 #define KUEUE_WORKLOAD_NAME_SHORT_MAX 63 /* Kueue's ShortWorkloadNames gate (alpha in v0.17) */
 
@@ -56,7 +55,8 @@ struct kueue_preview_opts {
  * spec.replicatedJobs[].{name, replicas, template.spec.{parallelism, completions, template}}.
  * Both borrowed. o may be NULL (defaults).
  * Out: *workload, a new reference:
- *   metadata: name (kueue_workload_name), namespace, labels {kueue.x-k8s.io/job-uid: uid},
+ *   metadata: name (kueue_workload_name), namespace, labels {kueue.x-k8s.io/job-uid: uid}
+ *     (left out, as Kueue does, when the uid is not a valid label value),
  *     annotations (the TrainJob's provreq.kueue.x-k8s.io/ ones), finalizers
  *     [kueue.x-k8s.io/resource-in-use], the TrainJob as controller ownerReference;
  *   spec: queueName (the queue label), podSets[] {name (lower-cased replicated job name),
