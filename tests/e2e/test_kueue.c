@@ -573,6 +573,36 @@ START_TEST(runtime_edited_after_admission_keeps_the_snapshot)
 }
 END_TEST
 
+/* A queued TrainJob with spec.managedBy kueue.x-k8s.io/multikueue belongs to MultiKueue (its
+ * JobSet is made in a worker cluster): trainsched makes nothing for it here, while a queued
+ * TrainJob beside it is built and admitted as usual. */
+START_TEST(multikueue_trainjob_is_left_to_multikueue)
+{
+    json_t *tj, *js;
+
+    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "v1"));
+    /* the local one first: the MultiKueue one's Workload would take the quota of 8 GPUs */
+    create(&common_kube_trainjobs, queued_trainjob("local", "gpu8", NULL));
+    js = wait_for(60, js_admitted, "local", NULL, "JobSet local admitted");
+    json_decref(js);
+    tj = queued_trainjob("remote", "gpu8", NULL);
+    json_object_set_new(json_object_get(tj, "spec"), "managedBy",
+                        json_string("kueue.x-k8s.io/multikueue"));
+    create(&common_kube_trainjobs, tj);
+    /* the reconciler sees the TrainJob within a second */
+    e2e_nap(3000);
+    ck_assert_msg(get(&common_kube_jobsets, "remote") == NULL, "a JobSet for the MultiKueue one");
+    ck_assert_msg(get(&common_kube_configmaps, "remote-runtime-snapshot") == NULL,
+                  "a runtime snapshot for the MultiKueue one");
+    tj = get(&common_kube_trainjobs, "remote");
+    ck_assert_str_eq(json_string_value(at(tj, "spec.managedBy")), "kueue.x-k8s.io/multikueue");
+    ck_assert_msg(trainjob_status_condition(json_object_get(tj, "status"), "ResourcesCreated") ==
+                      NULL,
+                  "trainsched wrote a condition on the MultiKueue TrainJob");
+    json_decref(tj);
+}
+END_TEST
+
 /* a TrainingRuntime with a coscheduling PodGroup: num_nodes pods of gpus GPUs each */
 static json_t *gang_runtime(const char *name, int num_nodes, int gpus)
 {
@@ -732,6 +762,7 @@ int main(void)
         higher_priority_evicts_and_the_injected_fields_go);
     add(s, "runtime_edited_after_admission_keeps_the_snapshot",
         runtime_edited_after_admission_keeps_the_snapshot);
+    add(s, "multikueue_trainjob_is_left_to_multikueue", multikueue_trainjob_is_left_to_multikueue);
     add(s, "queued_coscheduling_trainjob_is_admitted_then_gang_scheduled",
         queued_coscheduling_trainjob_is_admitted_then_gang_scheduled);
     sr = srunner_create(s);
