@@ -16,6 +16,14 @@
  * ClusterQueue (8 nvidia.com/gpu, namespaceSelector on that namespace) and LocalQueue; kwok
  * nodes with 8 GPUs and that label are created when a test wants its pods to run.
  *
+ * Scenarios: second_trainjob_waits_for_the_quota_of_the_first (admission, pending Workload, the
+ * next one admitted after completion; the Workload preview of integrations/kueue.c matches
+ * Kueue's), higher_priority_evicts_and_the_injected_fields_go (WorkloadPriorityClass
+ * preemption), runtime_edited_after_admission_keeps_the_snapshot,
+ * multikueue_trainjob_is_left_to_multikueue, and
+ * queued_coscheduling_trainjob_is_admitted_then_gang_scheduled (Kueue admits, then trainsched's
+ * extender, which main() wires into the bed's kube-scheduler, binds the gang).
+ *
  * The suite is labelled "kueue" and runs on a bed started with TESTBED_KUEUE=1 (scripts/test.sh
  * starts one after the other e2e suites). On a bed without Kueue it prints SKIP and passes,
  * unless TS_REQUIRE_KUEUE=1, then it fails.
