@@ -31,14 +31,6 @@ const struct backend backend_none = {
     .core_gang = TRAINJOB_GANG_NONE,
 };
 
-/* Kueue alone: the real Kueue queues the TrainJob (queue label), no gang object is written */
-static const struct backend kueue_plain = {
-    .name = "kueue",
-    .built = 1,
-    .what = "Kueue queues the TrainJob; no gang object",
-    .core_gang = TRAINJOB_GANG_NONE,
-};
-
 /* placeholders until their files land */
 static const struct backend kai_unbuilt = {
     .name = "kai", .built = 0, .what = "KAI Scheduler", .core_gang = TRAINJOB_GANG_NONE};
@@ -47,7 +39,7 @@ static const struct backend slurm_unbuilt = {
 
 /* one line per backend; a backend's own file replaces its placeholder here */
 static const struct backend *const table[] = {
-    &backend_coscheduling, &backend_volcano, &kai_unbuilt,  &kueue_plain,
+    &backend_coscheduling, &backend_volcano, &kai_unbuilt,  &backend_kueue,
     &backend_native,       &slurm_unbuilt,   &backend_none,
 };
 

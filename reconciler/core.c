@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/yaml.h"
+#include "integrations/kueue.h"
 #include "reconciler/core.h"
 #include "trainjob/status.h"
 
@@ -14,6 +15,22 @@ static const char *str_at(const json_t *obj, const char *k1, const char *k2)
     if (k2)
         v = json_object_get(v, k2);
     return json_string_value(v);
+}
+
+int rc_queue_without_kueue(const json_t *trainjob, char *msg, size_t size)
+{
+    const char *q = kueue_queue_name(trainjob);
+    if (!q || kueue_has_runtime_patch(trainjob))
+        return 0;
+    snprintf(msg, size,
+             "metadata.labels[" KUEUE_QUEUE_LABEL "]: \"%s\" names a Kueue LocalQueue, but Kueue "
+             "did not take this TrainJob (spec.runtimePatches has no entry of "
+             "manager " KUEUE_RUNTIME_PATCH_MANAGER ", which Kueue's webhook adds when it queues a "
+             "TrainJob): Kueue is not installed, or runs without the trainer.kubeflow.org/trainjob "
+             "framework. Nothing is created; install Kueue and recreate the TrainJob, or remove "
+             "the label",
+             q);
+    return 1;
 }
 
 int rc_managed(const json_t *trainjob)

@@ -35,8 +35,20 @@
 /* the runtime's backend needs an API the cluster does not serve (native: scheduling.k8s.io/
  * v1alpha2); nothing is written */
 #define RC_REASON_BACKEND_UNAVAILABLE "BackendUnavailable"
+/* the TrainJob names a Kueue LocalQueue (label kueue.x-k8s.io/queue-name) but Kueue did not
+ * take it: no runtimePatches entry of manager kueue.x-k8s.io/manager, which Kueue's webhook adds
+ * to every TrainJob it queues (Kueue not installed, or without the trainjob framework). Nothing
+ * is built: the TrainJob would otherwise run outside its queue's quota. */
+#define RC_REASON_QUEUE_WITHOUT_KUEUE "QueueLabelWithoutKueue"
 /* the JobSet exists but cannot create its Jobs (the JobSet controller's Event reason) */
 #define RC_REASON_JOB_CREATION_FAILED "JobCreationFailed"
+
+/*
+ * rc_queue_without_kueue - when trainjob carries the label kueue.x-k8s.io/queue-name but no
+ * spec.runtimePatches entry of manager kueue.x-k8s.io/manager (so Kueue's webhook never saw it),
+ * writes the condition message (naming the label and the queue) into msg and returns 1; else 0.
+ */
+int rc_queue_without_kueue(const json_t *trainjob, char *msg, size_t size);
 
 /* rc_managed - 1 when spec.managedBy is unset or RC_MANAGED_BY (ours to reconcile), else 0. */
 int rc_managed(const json_t *trainjob);

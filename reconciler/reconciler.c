@@ -868,6 +868,11 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     rc = trainjob_runtime_ref(c->tj, c->ns, &ref, err);
     if (rc)
         return fail(c, RC_REASON_INVALID_TRAINJOB, err->msg, rc, err);
+    {
+        char qmsg[700];
+        if (rc_queue_without_kueue(c->tj, qmsg, sizeof(qmsg)))
+            return fail(c, RC_REASON_QUEUE_WITHOUT_KUEUE, qmsg, COMMON_EINVAL, err);
+    }
 
     /* A TrainJob past its deadline gets nothing built: when the cache has not yet seen the
      * Failed status written with the JobSet's deletion, building would bring the JobSet back. */

@@ -6,7 +6,8 @@
 #      kube-controller-manager built from Go modules by tests/e2e/testbed/build.sh on first use
 #      and cached in ~/.cache/trainsched-testbed; a cold build takes 10-20 minutes), then the
 #      backend suite again on a bed with Kubernetes' native gang scheduling switched on
-#      (TESTBED_NATIVE_GANG=1, about two more minutes);
+#      (TESTBED_NATIVE_GANG=1, about two more minutes), then the Kueue suite (label kueue) on a
+#      bed restarted with Kueue's controller manager (built from its Go module on first use);
 #   4. each fuzz target for FUZZ_SECONDS (default 20).
 # E2E=0 skips step 3.
 set -euo pipefail
@@ -28,7 +29,7 @@ if [ "${E2E:-1}" != 0 ]; then
   trap 'tests/e2e/testbed/down.sh >/dev/null 2>&1 || true' EXIT
   # shellcheck disable=SC1091
   . "$TRAINSCHED_TESTBED_RUN/env"
-  (cd "$BUILD" && ctest --output-on-failure -L e2e)
+  (cd "$BUILD" && ctest --output-on-failure -L e2e -LE kueue)
   # Kubernetes 1.36's own gang scheduling is alpha (its API group and feature gates are off by
   # default): a second bed with them on, for the backend suite alone (the first run above
   # checked the same suite on a cluster without the API)
@@ -38,6 +39,13 @@ if [ "${E2E:-1}" != 0 ]; then
   # shellcheck disable=SC1091
   . "$TRAINSCHED_TESTBED_RUN/env"
   (cd "$BUILD" && ctest --output-on-failure -R '^e2e_test_backends$')
+  # the Kueue suite on a bed that also runs Kueue's controller manager (built from its Go module
+  # on first use, cached with the other bed binaries)
+  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
+  TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_KUEUE=1 tests/e2e/testbed/up.sh >/dev/null
+  # shellcheck disable=SC1091
+  . "$TRAINSCHED_TESTBED_RUN/env"
+  (cd "$BUILD" && TS_REQUIRE_KUEUE=1 ctest --output-on-failure -L kueue)
 fi
 
 scripts/fuzz.sh

@@ -660,6 +660,41 @@ START_TEST(bad_input_conditions)
 }
 END_TEST
 
+/* A TrainJob labelled kueue.x-k8s.io/queue-name on a cluster whose Kueue did not take it (this
+ * bed runs no Kueue: no runtimePatches entry of kueue.x-k8s.io/manager) gets a condition naming
+ * the label and nothing built, so it does not run outside its queue's quota; without the label
+ * it is built as usual. */
+START_TEST(queue_label_without_kueue)
+{
+    json_t *tj;
+    const char *msg;
+
+    if (getenv("TESTBED_KUEUE_RUNNING") && strcmp(getenv("TESTBED_KUEUE_RUNNING"), "1") == 0) {
+        fprintf(stderr, "queue_label_without_kueue: SKIP (this bed runs Kueue, whose webhook "
+                        "takes the TrainJob; tests/e2e/test_kueue.c covers that)\n");
+        return;
+    }
+    create(&common_kube_trainingruntimes, plain_runtime("rt", "m"));
+    create(&common_kube_trainjobs,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                     "metadata: {name: queued, namespace: %s, labels: "
+                     "{kueue.x-k8s.io/queue-name: team-queue}}\n"
+                     "spec:\n  runtimeRef: {name: rt, kind: TrainingRuntime}\n",
+                     ns));
+    tj = wait_cond("queued", RC_COND_CREATED, "False", RC_REASON_QUEUE_WITHOUT_KUEUE, 30);
+    msg = json_string_value(json_object_get(cond(tj, RC_COND_CREATED), "message"));
+    ck_assert_msg(strstr(msg, "metadata.labels[kueue.x-k8s.io/queue-name]") &&
+                      strstr(msg, "team-queue") && strstr(msg, "kueue.x-k8s.io/manager"),
+                  "message: %s", msg);
+    json_decref(tj);
+    ck_assert(get(&common_kube_jobsets, "queued") == NULL);
+    ck_assert(get(&common_kube_configmaps, "queued-runtime-snapshot") == NULL);
+    merge_patch(&common_kube_trainjobs, "queued",
+                "{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":null}}}");
+    json_decref(wait_for(30, jobset_exists, "queued", NULL, "the JobSet once the label is gone"));
+}
+END_TEST
+
 /* A ConfigMap <name>-runtime-snapshot made by hand before the TrainJob blocks it
  * (InvalidRuntimeSnapshot); deleting that ConfigMap lets the TrainJob go on. */
 START_TEST(handmade_snapshot_blocks_until_deleted)
@@ -1014,6 +1049,7 @@ static Suite *suite(void)
     add(s, "deleted_children_come_back", deleted_children_come_back);
     add(s, "bad_input_conditions", bad_input_conditions);
     add(s, "managed_by_other", managed_by_other);
+    add(s, "queue_label_without_kueue", queue_label_without_kueue);
     add(s, "handmade_snapshot_blocks_until_deleted", handmade_snapshot_blocks_until_deleted);
     add(s, "active_deadline", active_deadline);
     add(s, "active_deadline_announces_failed_once_per_trainjob",

@@ -753,6 +753,44 @@ START_TEST(transient_codes)
 }
 END_TEST
 
+/* ---- rc_queue_without_kueue (core.h) ---- */
+
+START_TEST(queue_label_needs_kueues_runtime_patch)
+{
+    static const struct {
+        const char *tj;
+        int want;
+    } table[] = {
+        /* labelled, Kueue's webhook never saw it: the condition */
+        {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}}}", 1},
+        /* labelled, with another manager's patch only: still the condition */
+        {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},"
+         "\"spec\":{\"runtimePatches\":[{\"manager\":\"example.com/tool\"}]}}",
+         1},
+        /* labelled and taken by Kueue (its entry, empty until admission) */
+        {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},"
+         "\"spec\":{\"runtimePatches\":[{\"manager\":\"kueue.x-k8s.io/manager\"}]}}",
+         0},
+        /* no label, or an empty one: not queued */
+        {"{\"metadata\":{\"labels\":{\"a\":\"b\"}}}", 0},
+        {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"\"}}}", 0},
+        {"{}", 0},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        char msg[700] = "";
+        json_t *tj = json_loads(table[i].tj, 0, NULL);
+        ck_assert_ptr_nonnull(tj);
+        ck_assert_msg(rc_queue_without_kueue(tj, msg, sizeof(msg)) == table[i].want, "case %zu: %s",
+                      i, table[i].tj);
+        if (table[i].want)
+            ck_assert_msg(strstr(msg, "metadata.labels[kueue.x-k8s.io/queue-name]") &&
+                              strstr(msg, "\"team-q\""),
+                          "case %zu: message %s", i, msg);
+        json_decref(tj);
+    }
+}
+END_TEST
+
 /* ---- allocation failure ---- */
 
 START_TEST(snapshot_allocation_failure_is_a_clean_error)
@@ -914,6 +952,7 @@ int main(void)
     tcase_add_test(unit, first_error_is_the_first_field_error_or_the_message);
     tcase_add_test(unit, render_errors_are_attributed_to_their_document);
     tcase_add_test(unit, transient_codes);
+    tcase_add_test(unit, queue_label_needs_kueues_runtime_patch);
     tcase_add_test(unit, snapshot_allocation_failure_is_a_clean_error);
     tcase_add_test(unit, status_patch_allocation_failure_is_clean_and_leaks_nothing);
     tcase_add_test(unit, set_condition_allocation_failure_is_clean);

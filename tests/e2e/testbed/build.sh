@@ -4,6 +4,8 @@
 # Binaries already present are skipped, so a second run is a no-op.
 #   required: etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
 #   optional: jobset-controller kwok helm (a failure is reported, not fatal; skip with TESTBED_OPTIONAL=0)
+#   optional, asked for: kueue-controller (Kueue's manager, only with TESTBED_KUEUE=1: a cold build
+#   takes long, and only the Kueue e2e suite needs it)
 # Prints the bin directory on stdout at the end; progress goes to stderr.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -100,6 +102,9 @@ if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   [ -z "${JOBSET_VERSION:-}" ] || opt_build jobset-controller jobset sigs.k8s.io/jobset "$JOBSET_VERSION"
   [ -z "${KWOK_VERSION:-}" ] || opt_build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
   [ -z "${HELM_VERSION:-}" ] || opt_build helm helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+  if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ]; then
+    opt_build kueue-controller kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION"
+  fi
 fi
 
 tb_log "done in $((SECONDS - t_all)) s; binaries in $TESTBED_BIN:"

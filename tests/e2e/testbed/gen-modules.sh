@@ -6,7 +6,8 @@
 #   kwok/         sigs.k8s.io/kwok/cmd/kwok
 #   volcano-crd/  controller-gen + volcano.sh/apis (build.sh generates the Volcano CRDs)
 #   helm/         helm.sh/helm/v3/cmd/helm (the e2e test of the Helm chart)
-# Usage: gen-modules.sh [k8s] [etcd] [jobset] [kwok] [volcano-crd] [helm]   (default: all)
+#   kueue/        sigs.k8s.io/kueue/cmd/kueue (Kueue's controller manager, at KUEUE_VERSION)
+# Usage: gen-modules.sh [k8s] [etcd] [jobset] [kwok] [volcano-crd] [helm] [kueue]   (default: all)
 # Run it after changing a pinned version; the generated files are committed so that build.sh
 # (go build -mod=mod) reproduces the same build.
 #
@@ -20,7 +21,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
 NICE=(nice -n 10)
 
-which=("$@"); [ "${#which[@]}" -gt 0 ] || which=(k8s etcd jobset kwok volcano-crd helm)
+which=("$@"); [ "${#which[@]}" -gt 0 ] || which=(k8s etcd jobset kwok volcano-crd helm kueue)
 want() { local w; for w in "${which[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 gomod_of() { # prints the path of the downloaded go.mod of MODULE@VERSION
   (cd / && go mod download -json "$1") | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p'
@@ -104,6 +105,9 @@ if want kwok && [ -n "${KWOK_VERSION:-}" ]; then
 fi
 if want helm && [ -n "${HELM_VERSION:-}" ]; then
   tool_module helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm || echo "[gen] helm/ skipped" >&2
+fi
+if want kueue && [ -n "${KUEUE_VERSION:-}" ]; then
+  tool_module kueue sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue || echo "[gen] kueue/ skipped" >&2
 fi
 
 if want volcano-crd && [ -n "${VOLCANO_APIS_VERSION:-}" ]; then

@@ -15,6 +15,9 @@
 #   TESTBED_KCM_CONTROLLERS=LIST      default '*,-node-lifecycle-controller' (fake nodes have no kubelet)
 #   TESTBED_KWOK=1      also start kwok (if built): it runs pods on nodes annotated kwok.x-k8s.io/node=fake
 #   TESTBED_JOBSET=1    also start the JobSet controller (if built) with its webhooks on 127.0.0.1
+#   TESTBED_KUEUE=1     also start Kueue's controller manager (built when missing) with its webhooks
+#                       on 127.0.0.1 and the frameworks trainer.kubeflow.org/trainjob and
+#                       jobset.x-k8s.io/jobset (needs TESTBED_JOBSET=1 for JobSets to run)
 #   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
 #   TESTBED_NATIVE_GANG=1  Kubernetes 1.36's own gang scheduling (alpha, off by default): the
 #                       scheduling.k8s.io/v1alpha2 API on kube-apiserver and the feature gates
@@ -47,6 +50,12 @@ for b in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
     break
   fi
 done
+# Kueue's controller manager is optional too, built when asked for (a cold build takes long)
+if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ] && [ ! -x "$TESTBED_BIN/kueue-controller" ] \
+   && [ ! -e "$TESTBED_BIN/../kueue-controller.failed" ]; then
+  tb_log "kueue-controller missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
+  TESTBED_KUEUE=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the Kueue tests will say SKIP"
+fi
 # helm (the chart's e2e test) is optional: built once when asked for (TESTBED_HELM=1) and
 # missing; a failed build leaves helm.failed beside the binaries and is not tried again
 if [ "${TESTBED_HELM:-0}" = 1 ] && [ -n "${HELM_VERSION:-}" ] && [ ! -x "$TESTBED_BIN/helm" ] \
@@ -98,7 +107,8 @@ free_port() { # free_port VAR...: sets each VAR to a TCP port free on 127.0.0.1,
     printf -v "$v" '%s' "$p"
   done
 }
-free_port ETCD_PORT ETCD_PEER_PORT SCHED_PORT KCM_PORT KWOK_PORT JOBSET_WEBHOOK_PORT JOBSET_HEALTH_PORT
+free_port ETCD_PORT ETCD_PEER_PORT SCHED_PORT KCM_PORT KWOK_PORT JOBSET_WEBHOOK_PORT JOBSET_HEALTH_PORT \
+  KUEUE_WEBHOOK_PORT KUEUE_HEALTH_PORT
 if [ -n "${TESTBED_APISERVER_PORT:-}" ]; then APISERVER_PORT=$TESTBED_APISERVER_PORT; else free_port APISERVER_PORT; fi
 SERVER="https://127.0.0.1:$APISERVER_PORT"
 
@@ -401,6 +411,80 @@ EOF
   fi
 fi
 
+# ---------------------------------------------------------------- Kueue (optional)
+if [ "${TESTBED_KUEUE:-0}" = 1 ]; then
+  KUEUE_DIR=$(tb_moddir "sigs.k8s.io/kueue@${KUEUE_VERSION:-}")
+  if [ -x "$TESTBED_BIN/kueue-controller" ] && [ -f "$KUEUE_DIR/config/components/webhook/manifests.yaml" ]; then
+    # Kueue's manager runs out of cluster as the admin, without leader election, with its
+    # webhooks served on 127.0.0.1 from a certificate made here (internalCertManagement off).
+    # With that off, Kueue v0.17 also reads a metrics certificate from the fixed path
+    # /etc/kueue/metrics/certs: the manager runs in a private mount namespace whose /etc is a
+    # tmpfs copy of the real one plus that directory, so nothing outside the run dir changes
+    # (metrics are not served: bindAddress "0"). VisibilityOnDemand is off: its API server would
+    # listen on every interface. Upstream's webhook configurations are kept for the kinds the bed
+    # uses (TrainJob, JobSet and Kueue's own), with `url:` clientConfigs.
+    "${KUBECTL[@]}" create namespace kueue-system >>"$RUN/logs/crds.log" 2>&1 || true
+    mkdir -p -m 700 "$PKI/kueue-webhook" "$RUN/kueue-etc"
+    cert kueue-webhook "/CN=kueue-webhook" serverAuth "IP:127.0.0.1,DNS:localhost"
+    mv "$PKI/kueue-webhook.crt" "$PKI/kueue-webhook/tls.crt"; mv "$PKI/kueue-webhook.key" "$PKI/kueue-webhook/tls.key"
+    cat > "$RUN/kueue-config.yaml" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: $KUEUE_WEBHOOK_PORT
+  certDir: $PKI/kueue-webhook
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:$KUEUE_HEALTH_PORT
+clientConnection:
+  qps: 50
+  burst: 100
+integrations:
+  frameworks:
+  - trainer.kubeflow.org/trainjob
+  - jobset.x-k8s.io/jobset
+EOF
+    # shellcheck disable=SC2016
+    KUBECONFIG="$RUN/admin.kubeconfig" start kueue-controller unshare -m --propagation private sh -c '
+      set -e; etc=$1; certs=$2; shift 2
+      mount -t tmpfs -o mode=755 kueue-etc "$etc"
+      cp -a /etc/. "$etc/"
+      mkdir -p "$etc/kueue/metrics/certs"
+      cp "$certs/tls.crt" "$certs/tls.key" "$etc/kueue/metrics/certs/"
+      mount --bind "$etc" /etc
+      exec "$@"' kueue-etc "$RUN/kueue-etc" "$PKI/kueue-webhook" "$TESTBED_BIN/kueue-controller" \
+      --config "$RUN/kueue-config.yaml" --feature-gates=VisibilityOnDemand=false
+    wait_for kueue-controller 120 curl_ok "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz" ok
+    KUEUE_RUNNING=1
+    awk -v url="https://127.0.0.1:$KUEUE_WEBHOOK_PORT" -v ca="$(base64 -w0 < "$PKI/ca.crt")" '
+      function flush() { if (buf != "" && keep) printf "%s", buf; buf = ""; keep = 0 }
+      /^---$/ || /^apiVersion:/ { flush(); inhook = 0 }
+      /^- admissionReviewVersions:$/ { flush(); inhook = 1 }
+      !inhook { print; next }
+      /^    service:$/ { svc = 1; next }
+      svc && /^      (name|namespace):/ { next }
+      svc && /^      path:/ { buf = buf "    url: " url $2 "\n    caBundle: " ca "\n"; svc = 0; next }
+      /^  name: [mv](trainjob|jobset|workload|clusterqueue|resourceflavor|cohort)\.kb\.io$/ { keep = 1 }
+      { buf = buf $0 "\n" }
+      END { flush() }
+    ' "$KUEUE_DIR/config/components/webhook/manifests.yaml" \
+    | sed 's/^  name: \(mutating\|validating\)-webhook-configuration$/  name: kueue-\1-webhook-configuration/' \
+      > "$RUN/kueue-webhooks.yaml"
+    "${KUBECTL[@]}" apply --server-side --field-manager=trainsched-testbed -f "$RUN/kueue-webhooks.yaml" \
+      >>"$RUN/logs/crds.log" 2>&1
+    tb_log "Kueue webhooks registered at https://127.0.0.1:$KUEUE_WEBHOOK_PORT"
+  else
+    tb_log "TESTBED_KUEUE=1 but kueue-controller was not built (or its module is not in the cache); skipped"
+  fi
+fi
+
 # ---------------------------------------------------------------- env file
 cat > "$RUN/env" <<EOF
 export TESTBED_RUN=$RUN
@@ -419,6 +503,7 @@ export KUBECTL=$TESTBED_BIN/kubectl
 export TESTBED_JOBSET_RUNNING=${JOBSET_RUNNING:-0}
 export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
 export TESTBED_NATIVE_GANG=${TESTBED_NATIVE_GANG:-0}
+export TESTBED_KUEUE_RUNNING=${KUEUE_RUNNING:-0}
 EOF
 
 trap - ERR

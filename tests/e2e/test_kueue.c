@@ -1,0 +1,785 @@
+/*
+ * tests/e2e/test_kueue.c - TrainJobs queued by the real Kueue (sigs.k8s.io/kueue's controller
+ * manager at the test bed's KUEUE_VERSION, started by tests/e2e/testbed/up.sh with
+ * TESTBED_KUEUE=1, its webhooks on 127.0.0.1, frameworks trainer.kubeflow.org/trainjob and
+ * jobset.x-k8s.io/jobset), with trainsched's reconciler in this process as the TrainJob
+ * controller, the real JobSet controller, kube-scheduler and kwok nodes.
+ *
+ * What Kubeflow Trainer does under Kueue, and so what trainsched must do: Kueue's webhook
+ * suspends a TrainJob labelled kueue.x-k8s.io/queue-name and adds a runtimePatches entry of
+ * manager kueue.x-k8s.io/manager; Kueue makes a Workload; on admission it writes the flavor's
+ * node selector into that entry and unsuspends the TrainJob; the JobSet the reconciler makes
+ * then carries it. Eviction suspends the TrainJob again and empties the entry, and the JobSet
+ * loses the injected fields.
+ *
+ * Each test has its own namespace, ResourceFlavor (node label trainsched.io/kueue-pool=<ns>),
+ * ClusterQueue (8 nvidia.com/gpu, namespaceSelector on that namespace) and LocalQueue; kwok
+ * nodes with 8 GPUs and that label are created when a test wants its pods to run.
+ *
+ * Scenarios: second_trainjob_waits_for_the_quota_of_the_first (admission, pending Workload, the
+ * next one admitted after completion; the Workload preview of integrations/kueue.c matches
+ * Kueue's), higher_priority_evicts_and_the_injected_fields_go (WorkloadPriorityClass
+ * preemption), runtime_edited_after_admission_keeps_the_snapshot,
+ * multikueue_trainjob_is_left_to_multikueue, and
+ * queued_coscheduling_trainjob_is_admitted_then_gang_scheduled (Kueue admits, then trainsched's
+ * extender, which main() wires into the bed's kube-scheduler, binds the gang).
+ *
+ * The suite is labelled "kueue" and runs on a bed started with TESTBED_KUEUE=1 (scripts/test.sh
+ * starts one after the other e2e suites). On a bed without Kueue it prints SKIP and passes,
+ * unless TS_REQUIRE_KUEUE=1, then it fails.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/events.h"
+#include "common/httpd.h"
+#include "common/kube.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "e2eutil.h"
+#include "extender/server.h"
+#include "integrations/kueue.h"
+#include "reconciler/reconciler.h"
+#include "trainjob/status.h"
+
+#define KQ_GROUP "kueue.x-k8s.io"
+#define POOL_LABEL "trainsched.io/kueue-pool"
+#define QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+#define KUEUE_MANAGER "kueue.x-k8s.io/manager"
+#define BIND_TIMEOUT_S 30
+
+static const struct common_kube_resource rflavors = {KQ_GROUP, "v1beta2", "resourceflavors", 0},
+                                         cqueues = {KQ_GROUP, "v1beta2", "clusterqueues", 0},
+                                         lqueues = {KQ_GROUP, "v1beta2", "localqueues", 1},
+                                         workloads = {KQ_GROUP, "v1beta2", "workloads", 1},
+                                         wpcs = {KQ_GROUP, "v1beta2", "workloadpriorityclasses", 0};
+
+static struct common_kube *admin, *tsk;
+static struct rc_reconciler *rec;
+static struct common_events *events;
+static char ns[128];
+static int nodes_made;
+static int ext_port; /* the extender the bed's kube-scheduler calls (main sets it up) */
+
+/* ---- helpers ---- */
+
+static void create(const struct common_kube_resource *r, json_t *obj)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    enum common_rc rc =
+        common_kube_create(admin, r, r->namespaced ? ns : NULL, obj, &wo, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
+    json_decref(obj);
+}
+
+static json_t *get(const struct common_kube_resource *r, const char *name)
+{
+    json_t *o = NULL;
+    struct common_error err;
+    enum common_rc rc = common_kube_get(admin, r, r->namespaced ? ns : NULL, name, &o, &err);
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
+    return o;
+}
+
+static void merge_patch(const struct common_kube_resource *r, const char *name, const char *body)
+{
+    struct common_error err;
+    enum common_rc rc = common_kube_patch(admin, r, r->namespaced ? ns : NULL, name,
+                                          COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "patch %s %s: %s", r->resource, name, err.msg);
+}
+
+static void del(const struct common_kube_resource *r, const char *name)
+{
+    struct common_error err;
+    common_kube_delete(admin, r, r->namespaced ? ns : NULL, name, NULL, NULL, NULL, &err);
+}
+
+typedef json_t *(*pred_fn)(const char *name, const void *arg);
+static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
+                        const char *what)
+{
+    double end = e2e_now_s() + secs;
+    for (;;) {
+        json_t *o = pred(name, arg);
+        if (o)
+            return o;
+        if (e2e_now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
+        e2e_nap(200);
+    }
+}
+
+static const json_t *at(const json_t *o, const char *path)
+{
+    char key[128];
+    const char *p = path;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        if (key[0] >= '0' && key[0] <= '9')
+            o = json_array_get(o, (size_t)strtoul(key, NULL, 10));
+        else
+            o = json_object_get(o, key);
+        p = dot ? dot + 1 : p + n;
+    }
+    return o;
+}
+
+static int suspended(const json_t *o)
+{
+    return json_is_true(at(o, "spec.suspend"));
+}
+
+/* the Kueue-owned runtimePatches entry of TrainJob tj, or NULL */
+static const json_t *kueue_patch(const json_t *tj)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(at(tj, "spec.runtimePatches"), i, p)
+    {
+        const char *m = json_string_value(json_object_get(p, "manager"));
+        if (m && strcmp(m, KUEUE_MANAGER) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* the nodeSelector value of POOL_LABEL in the JobSet's first replicated job (NULL: none) */
+static const char *jobset_pool(const json_t *js)
+{
+    return json_string_value(json_object_get(
+        at(js, "spec.replicatedJobs.0.template.spec.template.spec.nodeSelector"), POOL_LABEL));
+}
+
+static json_t *tj_suspend_is(const char *name, const void *arg)
+{
+    json_t *tj = get(&common_kube_trainjobs, name);
+    if (tj && suspended(tj) == *(const int *)arg)
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+/* the TrainJob `name` once it is suspended with Kueue's runtimePatches entry emptied */
+static json_t *tj_evicted(const char *name, const void *arg)
+{
+    json_t *tj = get(&common_kube_trainjobs, name);
+    (void)arg;
+    if (tj && suspended(tj) && kueue_patch(tj) &&
+        !at(kueue_patch(tj), "trainingRuntimeSpec.template.spec.replicatedJobs.0"))
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+/* the JobSet `name` once it is unsuspended and carries the flavor's node selector */
+static json_t *js_admitted(const char *name, const void *arg)
+{
+    json_t *js = get(&common_kube_jobsets, name);
+    (void)arg;
+    if (js && !suspended(js) && jobset_pool(js) && strcmp(jobset_pool(js), ns) == 0)
+        return js;
+    json_decref(js);
+    return NULL;
+}
+
+/* the JobSet `name` once it is suspended and carries no node selector of Kueue's */
+static json_t *js_evicted(const char *name, const void *arg)
+{
+    json_t *js = get(&common_kube_jobsets, name);
+    (void)arg;
+    if (js && suspended(js) && !jobset_pool(js))
+        return js;
+    json_decref(js);
+    return NULL;
+}
+
+/* the Workload Kueue made for TrainJob `name` (found by its job-uid label) */
+static json_t *workload_of(const char *name, const void *arg)
+{
+    json_t *tj = get(&common_kube_trainjobs, name), *items = NULL, *wl = NULL;
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    char sel[256];
+    (void)arg;
+    if (!tj)
+        return NULL;
+    snprintf(sel, sizeof(sel), "kueue.x-k8s.io/job-uid=%s",
+             json_string_value(at(tj, "metadata.uid")));
+    lo.label_selector = sel;
+    ck_assert_msg(common_kube_list(admin, &workloads, ns, &lo, &items, NULL, &err) == COMMON_OK,
+                  "list workloads: %s", err.msg);
+    if (json_array_size(items) == 1)
+        wl = json_incref(json_array_get(items, 0));
+    json_decref(items);
+    json_decref(tj);
+    return wl;
+}
+
+static const json_t *wl_cond(const json_t *wl, const char *type)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(at(wl, "status.conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+struct want_wl {
+    const char *type, *status;
+};
+
+static json_t *workload_cond_is(const char *name, const void *arg)
+{
+    const struct want_wl *w = arg;
+    json_t *wl = workload_of(name, NULL);
+    const json_t *c = wl_cond(wl, w->type);
+    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0)
+        return wl;
+    json_decref(wl);
+    return NULL;
+}
+
+static json_t *tj_complete(const char *name, const void *arg)
+{
+    json_t *tj = get(&common_kube_trainjobs, name);
+    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), "Complete");
+    (void)arg;
+    if (c && strcmp(json_string_value(json_object_get(c, "status")), "True") == 0)
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+/* ResourceFlavor, ClusterQueue (8 GPUs; preemption of lower priorities) and LocalQueue `lq` */
+static void make_queues(void)
+{
+    create(&rflavors, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                                "metadata: {name: %s}\n"
+                                "spec: {nodeLabels: {%s: %s}}\n",
+                                ns, POOL_LABEL, ns));
+    create(&cqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                               "metadata: {name: %s}\n"
+                               "spec:\n"
+                               "  namespaceSelector:\n"
+                               "    matchLabels: {kubernetes.io/metadata.name: %s}\n"
+                               "  preemption: {withinClusterQueue: LowerPriority}\n"
+                               "  resourceGroups:\n"
+                               "  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
+                               "    flavors:\n"
+                               "    - name: %s\n"
+                               "      resources:\n"
+                               "      - {name: cpu, nominalQuota: '64'}\n"
+                               "      - {name: memory, nominalQuota: 256Gi}\n"
+                               "      - {name: nvidia.com/gpu, nominalQuota: '8'}\n",
+                               ns, ns, ns));
+    create(&lqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                               "metadata: {name: lq, namespace: %s}\n"
+                               "spec: {clusterQueue: %s}\n",
+                               ns, ns));
+}
+
+/* a kwok node with 8 GPUs in this test's flavor */
+static void make_node(void)
+{
+    char name[160];
+    struct common_error err;
+    json_t *n;
+    enum common_rc rc;
+    snprintf(name, sizeof(name), "kq-%s-%d", ns, nodes_made++);
+    n = e2e_yamlf("apiVersion: v1\nkind: Node\n"
+                  "metadata:\n  name: %s\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {type: kwok, %s: %s}\n"
+                  "status:\n"
+                  "  allocatable: {cpu: '32', memory: 256Gi, pods: '110', nvidia.com/gpu: '8'}\n"
+                  "  capacity: {cpu: '32', memory: 256Gi, pods: '110', nvidia.com/gpu: '8'}\n",
+                  name, POOL_LABEL, ns);
+    rc = common_kube_create(admin, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "node %s: %s", name, err.msg);
+    json_decref(n);
+}
+
+/* a TrainingRuntime whose one pod asks for 8 GPUs; marker goes into its pod-template labels */
+static json_t *gpu_runtime(const char *name, const char *marker)
+{
+    return e2e_yamlf(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\n"
+        "kind: TrainingRuntime\n"
+        "metadata: {name: %s, namespace: %s}\n"
+        "spec:\n"
+        "  mlPolicy: {numNodes: 1}\n"
+        "  template:\n"
+        "    spec:\n"
+        "      replicatedJobs:\n"
+        "      - name: node\n"
+        "        template:\n"
+        "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+        "trainer}}\n"
+        "          spec:\n"
+        "            template:\n"
+        "              metadata: {labels: {kueue-test-marker: %s}}\n"
+        "              spec:\n"
+        "                containers:\n"
+        "                - name: node\n"
+        "                  image: busybox:1.36\n"
+        "                  command: [sh, -c, 'sleep 1']\n"
+        "                  resources:\n"
+        "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: '8'}\n"
+        "                    limits: {nvidia.com/gpu: '8'}\n",
+        name, ns, marker);
+}
+
+static json_t *queued_trainjob(const char *name, const char *runtime, const char *priority)
+{
+    char prio[160] = "";
+    if (priority)
+        snprintf(prio, sizeof(prio), ", kueue.x-k8s.io/priority-class: %s", priority);
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s, labels: {%s: lq%s}}\n"
+                     "spec:\n"
+                     "  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
+                     name, ns, QUEUE_LABEL, prio, runtime);
+}
+
+static void start_reconciler(void)
+{
+    struct rc_opts o = {0};
+    struct common_error err;
+    o.kube = tsk;
+    o.namespace = ns;
+    o.workers = 2;
+    events = common_events_create(tsk, "e2e-kueue", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    o.events = events;
+    o.queue.max_delay_ms = 2000;
+    o.gang_marks = 1; /* coscheduling JobSets reach the extender without the pod webhook */
+    rec = rc_create(&o, &err);
+    ck_assert_msg(rec != NULL, "%s", err.msg);
+    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+}
+
+static void setup(void)
+{
+    enum common_log_level level;
+    if (getenv("E2E_LOG_LEVEL") && common_log_parse_level(getenv("E2E_LOG_LEVEL"), &level) == 0)
+        common_log_set_level(level);
+    admin = e2e_client(20000, 0);
+    tsk = e2e_client(20000, 1);
+    e2e_make_ns(admin, "kq", ns, sizeof(ns));
+    nodes_made = 0;
+    make_queues();
+    start_reconciler();
+}
+
+static void teardown(void)
+{
+    char name[160];
+    rc_destroy(rec);
+    rec = NULL;
+    common_events_destroy(events);
+    events = NULL;
+    for (int i = 0; i < nodes_made; i++) {
+        snprintf(name, sizeof(name), "kq-%s-%d", ns, i);
+        del(&common_kube_nodes, name);
+    }
+    e2e_drop_ns(admin, ns);
+    del(&cqueues, ns);
+    del(&rflavors, ns);
+    snprintf(name, sizeof(name), "%s-low", ns);
+    del(&wpcs, name);
+    snprintf(name, sizeof(name), "%s-high", ns);
+    del(&wpcs, name);
+    common_kube_client_destroy(tsk);
+    common_kube_client_destroy(admin);
+}
+
+/* the Workload integrations/kueue.c previews for TrainJob tj (from the JobSet trainsched made)
+ * asks what Kueue's own Workload asks: name, queue, priority, the job-uid label, the owner, and
+ * per podSet its name, count and topology request */
+static void assert_preview_matches(const json_t *tj, const json_t *wl)
+{
+    json_t *js = get(&common_kube_jobsets, json_string_value(at(tj, "metadata.name"))), *pv = NULL;
+    const char *note = NULL, *keys[] = {"metadata.name",
+                                        "metadata.namespace",
+                                        "metadata.labels",
+                                        "metadata.ownerReferences.0.uid",
+                                        "metadata.ownerReferences.0.kind",
+                                        "spec.queueName",
+                                        "spec.priority",
+                                        "spec.podSets.0.name",
+                                        "spec.podSets.0.count",
+                                        "spec.podSets.0.topologyRequest",
+                                        "spec.podSets.1"};
+    struct common_error err;
+
+    ck_assert_msg(js != NULL, "no JobSet for the preview");
+    ck_assert_msg(kueue_workload_preview(tj, js, NULL, &pv, &note, &err) == COMMON_OK, "%s",
+                  err.msg);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char *want = json_dumps(at(wl, keys[i]), JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+        char *have = json_dumps(at(pv, keys[i]), JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_msg((!want && !have) || (want && have && strcmp(want, have) == 0),
+                      "%s: Kueue's Workload has %s, the preview %s", keys[i],
+                      want ? want : "(nothing)", have ? have : "(nothing)");
+        free(want);
+        free(have);
+    }
+    json_decref(pv);
+    json_decref(js);
+}
+
+/* ---- tests ---- */
+
+/* Two TrainJobs of 8 GPUs on a ClusterQueue of 8: the first is admitted (Kueue's node selector
+ * in its runtimePatches entry and in its JobSet, which runs), the second stays suspended with
+ * its Workload pending; the Workload's name is the one integrations/kueue.c computes. Once a
+ * node appears the first runs to Complete and the second is admitted and completes too. */
+START_TEST(second_trainjob_waits_for_the_quota_of_the_first)
+{
+    int no = 0;
+    struct want_wl pending = {"QuotaReserved", "False"}, admitted = {"Admitted", "True"};
+    json_t *a, *b, *js, *wl;
+    const json_t *p;
+    char want_name[KUEUE_WORKLOAD_NAME_MAX + 1];
+    struct common_error err;
+
+    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "v1"));
+    create(&common_kube_trainjobs, queued_trainjob("first", "gpu8", NULL));
+    a = wait_for(60, tj_suspend_is, "first", &no, "TrainJob first unsuspended by Kueue");
+    p = kueue_patch(a);
+    ck_assert_msg(p != NULL, "no runtimePatches entry of %s", KUEUE_MANAGER);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         at(p, "trainingRuntimeSpec.template.spec.replicatedJobs.0.template.spec."
+                               "template.spec.nodeSelector"),
+                         POOL_LABEL)),
+                     ns);
+    js = wait_for(60, js_admitted, "first", NULL, "JobSet first unsuspended with the flavor");
+    json_decref(js);
+    wl = wait_for(30, workload_cond_is, "first", &admitted, "Workload of first Admitted");
+    ck_assert_msg(kueue_workload_name("TrainJob", "trainer.kubeflow.org",
+                                      json_string_value(at(a, "metadata.name")),
+                                      json_string_value(at(a, "metadata.uid")), 0, want_name,
+                                      sizeof(want_name), &err) == COMMON_OK,
+                  "%s", err.msg);
+    ck_assert_str_eq(json_string_value(at(wl, "metadata.name")), want_name);
+    assert_preview_matches(a, wl);
+    json_decref(wl);
+    json_decref(a);
+
+    create(&common_kube_trainjobs, queued_trainjob("second", "gpu8", NULL));
+    wl = wait_for(60, workload_cond_is, "second", &pending, "Workload of second pending");
+    json_decref(wl);
+    b = get(&common_kube_trainjobs, "second");
+    ck_assert_msg(suspended(b), "second runs without quota");
+    ck_assert_msg(kueue_patch(b) != NULL, "second has no runtimePatches entry of Kueue's");
+    ck_assert(at(kueue_patch(b), "trainingRuntimeSpec.template.spec.replicatedJobs.0") == NULL);
+    json_decref(b);
+    js = wait_for(30, js_evicted, "second", NULL, "JobSet second suspended, no node selector");
+    json_decref(js);
+
+    /* room to run: first completes, then second is admitted and completes */
+    make_node();
+    a = wait_for(180, tj_complete, "first", NULL, "TrainJob first Complete");
+    json_decref(a);
+    b = wait_for(120, tj_suspend_is, "second", &no, "TrainJob second admitted");
+    json_decref(b);
+    js = wait_for(60, js_admitted, "second", NULL, "JobSet second with the flavor");
+    json_decref(js);
+    b = wait_for(180, tj_complete, "second", NULL, "TrainJob second Complete");
+    json_decref(b);
+}
+END_TEST
+
+/* A low-priority TrainJob admitted (its pods wait: no node yet) is evicted by a high-priority
+ * one (WorkloadPriorityClass): it is suspended, Kueue's runtimePatches entry is emptied, and its
+ * JobSet is suspended without the flavor's node selector; the high one is admitted. */
+START_TEST(higher_priority_evicts_and_the_injected_fields_go)
+{
+    int no = 0;
+    json_t *l, *h, *js;
+    char low[160], high[160];
+
+    snprintf(low, sizeof(low), "%s-low", ns);
+    snprintf(high, sizeof(high), "%s-high", ns);
+    create(&wpcs, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
+                            "metadata: {name: %s}\nvalue: 10\n",
+                            low));
+    create(&wpcs, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
+                            "metadata: {name: %s}\nvalue: 1000\n",
+                            high));
+    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "v1"));
+    create(&common_kube_trainjobs, queued_trainjob("low", "gpu8", low));
+    js = wait_for(60, js_admitted, "low", NULL, "JobSet low admitted");
+    json_decref(js);
+
+    create(&common_kube_trainjobs, queued_trainjob("high", "gpu8", high));
+    /* Kueue suspends first, then (once the TrainJob's status.jobsStatus counts no active Job,
+     * which trainsched writes from the suspended JobSet) empties its runtimePatches entry */
+    l = wait_for(90, tj_evicted, "low", NULL,
+                 "TrainJob low suspended and Kueue's runtimePatches entry emptied");
+    ck_assert_msg(kueue_patch(l) != NULL, "low lost Kueue's runtimePatches entry");
+    json_decref(l);
+    js = wait_for(60, js_evicted, "low", NULL, "JobSet low suspended without node selector");
+    json_decref(js);
+    h = wait_for(60, tj_suspend_is, "high", &no, "TrainJob high admitted");
+    json_decref(h);
+    js = wait_for(60, js_admitted, "high", NULL, "JobSet high admitted");
+    json_decref(js);
+}
+END_TEST
+
+/* A TrainJob admitted by Kueue keeps its runtime snapshot when the runtime is edited: the JobSet
+ * still has the old pod-template label, and the Workload stays admitted. */
+START_TEST(runtime_edited_after_admission_keeps_the_snapshot)
+{
+    struct want_wl admitted = {"Admitted", "True"};
+    json_t *js, *wl;
+
+    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "before"));
+    create(&common_kube_trainjobs, queued_trainjob("snap", "gpu8", NULL));
+    js = wait_for(60, js_admitted, "snap", NULL, "JobSet snap admitted");
+    json_decref(js);
+    merge_patch(&common_kube_trainingruntimes, "gpu8",
+                "{\"spec\":{\"template\":{\"spec\":{\"replicatedJobs\":[{\"name\":\"node\","
+                "\"template\":{\"metadata\":{\"labels\":{\"trainer.kubeflow.org/"
+                "trainjob-ancestor-step\":\"trainer\"}},\"spec\":{\"template\":{\"metadata\":{"
+                "\"labels\":{\"kueue-test-marker\":\"after\"}},\"spec\":{\"containers\":[{"
+                "\"name\":\"node\",\"image\":\"busybox:1.36\",\"command\":[\"sh\",\"-c\","
+                "\"sleep 1\"],\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":"
+                "\"64Mi\",\"nvidia.com/gpu\":\"8\"},\"limits\":{\"nvidia.com/gpu\":\"8\"}}}]}}}}}]"
+                "}}}}");
+    /* a change of the TrainJob queues a reconcile against the edited runtime */
+    merge_patch(&common_kube_trainjobs, "snap",
+                "{\"metadata\":{\"annotations\":{\"kueue-test/touch\":\"1\"}}}");
+    e2e_nap(3000);
+    js = get(&common_kube_jobsets, "snap");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         at(js, "spec.replicatedJobs.0.template.spec.template.metadata.labels"),
+                         "kueue-test-marker")),
+                     "before");
+    ck_assert_str_eq(jobset_pool(js), ns);
+    json_decref(js);
+    wl = wait_for(30, workload_cond_is, "snap", &admitted, "Workload of snap still Admitted");
+    json_decref(wl);
+}
+END_TEST
+
+/* A queued TrainJob with spec.managedBy kueue.x-k8s.io/multikueue belongs to MultiKueue (its
+ * JobSet is made in a worker cluster): trainsched makes nothing for it here, while a queued
+ * TrainJob beside it is built and admitted as usual. */
+START_TEST(multikueue_trainjob_is_left_to_multikueue)
+{
+    json_t *tj, *js;
+
+    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "v1"));
+    /* the local one first: the MultiKueue one's Workload would take the quota of 8 GPUs */
+    create(&common_kube_trainjobs, queued_trainjob("local", "gpu8", NULL));
+    js = wait_for(60, js_admitted, "local", NULL, "JobSet local admitted");
+    json_decref(js);
+    tj = queued_trainjob("remote", "gpu8", NULL);
+    json_object_set_new(json_object_get(tj, "spec"), "managedBy",
+                        json_string("kueue.x-k8s.io/multikueue"));
+    create(&common_kube_trainjobs, tj);
+    /* the reconciler sees the TrainJob within a second */
+    e2e_nap(3000);
+    ck_assert_msg(get(&common_kube_jobsets, "remote") == NULL, "a JobSet for the MultiKueue one");
+    ck_assert_msg(get(&common_kube_configmaps, "remote-runtime-snapshot") == NULL,
+                  "a runtime snapshot for the MultiKueue one");
+    tj = get(&common_kube_trainjobs, "remote");
+    ck_assert_str_eq(json_string_value(at(tj, "spec.managedBy")), "kueue.x-k8s.io/multikueue");
+    ck_assert_msg(trainjob_status_condition(json_object_get(tj, "status"), "ResourcesCreated") ==
+                      NULL,
+                  "trainsched wrote a condition on the MultiKueue TrainJob");
+    json_decref(tj);
+}
+END_TEST
+
+/* a TrainingRuntime with a coscheduling PodGroup: num_nodes pods of gpus GPUs each */
+static json_t *gang_runtime(const char *name, int num_nodes, int gpus)
+{
+    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: %d}\n"
+                     "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n"
+                     "  template:\n"
+                     "    spec:\n"
+                     "      replicatedJobs:\n"
+                     "      - name: node\n"
+                     "        template:\n"
+                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+                     "trainer}}\n"
+                     "          spec:\n"
+                     "            template:\n"
+                     "              spec:\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n"
+                     "                  resources:\n"
+                     "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: "
+                     "'%d'}\n"
+                     "                    limits: {nvidia.com/gpu: '%d'}\n",
+                     name, ns, num_nodes, gpus, gpus);
+}
+
+/* Kueue + coscheduling through the extender: two queued TrainJobs of 2 pods x 4 GPUs on a
+ * ClusterQueue of 8 GPUs and two kwok nodes of 8: the first is admitted by Kueue, then its two
+ * pods are bound together by trainsched's extender (held, then released as a gang); the second
+ * waits in the queue and, once the first completes, is admitted and gang-bound the same way. */
+START_TEST(queued_coscheduling_trainjob_is_admitted_then_gang_scheduled)
+{
+    struct extender_server_opts eo = {0};
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct extender_server_stats st;
+    struct extender_server *ext;
+    struct common_metrics *metrics = common_metrics_create();
+    struct common_httpd *httpd;
+    struct common_error err;
+    struct want_wl pending = {"QuotaReserved", "False"};
+    char addr[64];
+    enum common_rc rc = COMMON_EIO;
+    int no = 0;
+    json_t *o;
+
+    ck_assert_msg(ext_port > 0, "the bed's kube-scheduler has no extender config");
+    eo.kube = admin;
+    eo.events = events;
+    eo.metrics = metrics;
+    eo.bind_http_timeout_ms = BIND_TIMEOUT_S * 1000;
+    eo.default_schedule_timeout_s = 20;
+    eo.backoff_initial_ms = 2000;
+    eo.backoff_max_ms = 4000;
+    ext = extender_server_create(&eo, &err);
+    ck_assert_msg(ext != NULL, "%s", err.msg);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ext_port);
+    ho.address = addr;
+    ho.threads = 4;
+    httpd = common_httpd_create(&ho, &err);
+    ck_assert_msg(httpd != NULL, "%s", err.msg);
+    ck_assert_int_eq(extender_server_install(ext, httpd, &err), COMMON_OK);
+    ck_assert_msg(extender_server_start(ext, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(extender_server_wait_ready(ext, 30000), "extender caches not synced in 30 s");
+    for (int i = 0; i < 50 && (rc = common_httpd_start(httpd, &err)) != COMMON_OK; i++)
+        e2e_nap(100);
+    ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
+
+    make_node();
+    make_node();
+    create(&common_kube_trainingruntimes, gang_runtime("gang", 2, 4));
+    create(&common_kube_trainjobs, queued_trainjob("g1", "gang", NULL));
+    o = wait_for(60, tj_suspend_is, "g1", &no, "TrainJob g1 admitted by Kueue");
+    json_decref(o);
+    create(&common_kube_trainjobs, queued_trainjob("g2", "gang", NULL));
+    o = wait_for(60, workload_cond_is, "g2", &pending, "Workload of g2 pending");
+    json_decref(o);
+    o = get(&common_kube_podgroups, "g1");
+    ck_assert_msg(o != NULL, "no PodGroup g1");
+    ck_assert_int_eq(json_integer_value(at(o, "spec.minMember")), 2);
+    json_decref(o);
+    o = wait_for(180, tj_complete, "g1", NULL, "TrainJob g1 Complete");
+    json_decref(o);
+    extender_server_stats(ext, &st);
+    fprintf(stderr, "kueue+coscheduling g1: held %llu released %llu bindings %llu\n",
+            (unsigned long long)st.held, (unsigned long long)st.released,
+            (unsigned long long)st.bindings_ok);
+    ck_assert_uint_ge(st.held, 1);
+    ck_assert_uint_ge(st.released, 1);
+    ck_assert_uint_eq(st.bindings_ok, 2);
+    o = wait_for(120, tj_complete, "g2", NULL, "TrainJob g2 Complete");
+    json_decref(o);
+    extender_server_stats(ext, &st);
+    ck_assert_uint_eq(st.bindings_ok, 4);
+    ck_assert_uint_eq(st.bindings_failed, 0);
+    extender_server_stop(ext);
+    common_httpd_destroy(httpd);
+    extender_server_destroy(ext);
+    common_metrics_destroy(metrics);
+}
+END_TEST
+
+static void add(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+int main(void)
+{
+    const char *running = getenv("TESTBED_KUEUE_RUNNING");
+    const char *require = getenv("TS_REQUIRE_KUEUE");
+    Suite *s;
+    SRunner *sr;
+    int failed;
+
+    if (!running || strcmp(running, "1") != 0) {
+        if (require && strcmp(require, "1") == 0) {
+            fprintf(stderr, "kueue: TS_REQUIRE_KUEUE=1 but the bed runs no Kueue "
+                            "(TESTBED_KUEUE_RUNNING is not 1)\n");
+            return 1;
+        }
+        printf("SKIP: the test bed runs no Kueue (start it with TESTBED_KUEUE=1)\n");
+        return 0;
+    }
+    {
+        /* the bed's kube-scheduler calls an extender on ext_port (the coscheduling test starts
+         * it); pods without the gang resource never reach it. Restored at the end. */
+        char cfg[] = "/tmp/ts-kueue-sched-XXXXXX", args[128];
+        int fd = mkstemp(cfg);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        ext_port = e2e_free_port_or_exit();
+        if (!f) {
+            perror(cfg);
+            return 1;
+        }
+        e2e_sched_config(f, ext_port, BIND_TIMEOUT_S);
+        fclose(f);
+        snprintf(args, sizeof(args), "restart %s", cfg);
+        if (e2e_sched_ctl(args) != 0) {
+            fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
+            e2e_sched_ctl("restore");
+            return 1;
+        }
+        unlink(cfg);
+    }
+    s = suite_create("kueue");
+    add(s, "second_trainjob_waits_for_the_quota_of_the_first",
+        second_trainjob_waits_for_the_quota_of_the_first);
+    add(s, "higher_priority_evicts_and_the_injected_fields_go",
+        higher_priority_evicts_and_the_injected_fields_go);
+    add(s, "runtime_edited_after_admission_keeps_the_snapshot",
+        runtime_edited_after_admission_keeps_the_snapshot);
+    add(s, "multikueue_trainjob_is_left_to_multikueue", multikueue_trainjob_is_left_to_multikueue);
+    add(s, "queued_coscheduling_trainjob_is_admitted_then_gang_scheduled",
+        queued_coscheduling_trainjob_is_admitted_then_gang_scheduled);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (e2e_sched_ctl("restore") != 0) {
+        fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
+        failed++;
+    }
+    return failed ? 1 : 0;
+}
