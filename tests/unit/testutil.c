@@ -1,7 +1,9 @@
 #include "testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/alloc.h"
 
@@ -40,4 +42,24 @@ int testutil_run_suite(Suite *s)
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int testutil_cases(const char *area, char **names, int max)
+{
+    DIR *d = opendir(testutil_path(area));
+    struct dirent *de;
+    int n = 0;
+    if (!d)
+        return 0;
+    while ((de = readdir(d)) && n < max)
+        if (de->d_name[0] != '.')
+            names[n++] = strdup(de->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(names[0]), by_name);
+    return n;
 }

@@ -18,6 +18,10 @@ const char *testutil_path(const char *rel);
  * when the file cannot be read. */
 char *testutil_read(const char *path);
 
+/* testutil_cases - the sub-folder names of TS_FIXTURES/area (hidden ones left out), sorted, into
+ * names (strdup'd, at most max); returns how many. */
+int testutil_cases(const char *area, char **names, int max);
+
 /* testutil_run_suite - run suite s with CK_NORMAL output; returns the process exit status
  * (0 when every test passed). */
 int testutil_run_suite(Suite *s);
