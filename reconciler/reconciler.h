@@ -55,6 +55,15 @@ struct rc_opts {
     const char *gang_scheduler_name; /* spec.schedulerName written into the pod templates of
                                         coscheduling JobSets, as the pod webhook sets it on gang
                                         pods (copied); NULL or "": left as the runtime has it */
+    /* Kubeflow Trainer's TrainJobStatus feature (serve --trainjob-status): the status server as
+     * pods reach it, "https://<service>.<namespace>.svc:<port>" (copied); NULL or "": off.
+     * When on, every TrainJob's trainer pods get its env and token volume and the ConfigMap
+     * <name>-tls-config holds the CA that trainer_status_ca returns (a PEM string,
+     * common_malloc'd, the caller frees); a CA that cannot be had fails the reconcile (retried
+     * with backoff), as in Trainer when its certificate Secret is missing. */
+    const char *trainer_status_url;
+    enum common_rc (*trainer_status_ca)(void *ctx, char **pem, struct common_error *err);
+    void *trainer_status_ca_ctx;
 };
 
 /* What one reconcile did (for tests, the bench and logs). */

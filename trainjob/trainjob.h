@@ -77,6 +77,18 @@ typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **priv
 typedef enum common_rc (*trainjob_exists_fn)(void *ctx, const char *kind, const char *name,
                                              struct common_error *err);
 
+/*
+ * Kubeflow Trainer's TrainJobStatus feature (alpha gate, off by default): where the training
+ * processes report progress (trainjob/trainerstatus.c writes the env, token volume and the
+ * <name>-tls-config ConfigMap; statusserver/ serves the endpoint).
+ */
+struct trainjob_status_server {
+    const char *url_base; /* "https://<service>.<namespace>.svc:<port>", no trailing '/' */
+    const char *ca_crt;   /* PEM the status server's certificate chains to, for the ConfigMap
+                             <name>-tls-config; NULL: the ConfigMap is left out with a warning
+                             (render without a CA) */
+};
+
 struct trainjob_options {
     const char *default_namespace;   /* for a TrainJob without metadata.namespace; "default" */
     const char *placeholder_uid;     /* used when metadata.uid is missing; NULL: derived from
@@ -90,6 +102,8 @@ struct trainjob_options {
     int no_gang_marks;               /* 1: leave the gang marks below out of the pod templates
                                         (no extender is wired: the virtual resource would be on
                                         no node, and the pods would stay Pending) */
+    const struct trainjob_status_server *status_server; /* MAY: NULL = the TrainJobStatus
+                                                           feature is off (Trainer's default) */
 };
 
 /*

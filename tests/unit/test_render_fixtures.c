@@ -22,6 +22,8 @@
  *   list: expected-list.yaml # optional: the whole List, compared field by field, except the
  *   ignore: [Secret/x data.ssh-privatekey, ...]  # values that differ per run (key material)
  *   yaml-strings: [ConfigMap/x-runtime-snapshot data.runtime]  # parsed before checks and list
+ *   args: [--trainjob-status, --trainjob-status-ca-file, ca.crt]  # more render arguments; one
+ *                            # naming a file of the case folder is given as its path
  *
  * Paths: dot-separated keys; [N] an index; [key=value] the array element whose key is value;
  * ["a.b/c"] a key with dots.
@@ -191,23 +193,48 @@ static void diff(const json_t *a, const json_t *b, char *path, size_t cap, char 
     }
 }
 
-static void run_render(const char *dir, json_t **list, int *status, char **errtext)
+#define MAX_EXTRA_ARGS 8
+
+static void run_render(const char *dir, const json_t *args, json_t **list, int *status,
+                       char **errtext)
 {
-    char input[4200], existing[4200];
+    char input[4200], existing[4200], extra[MAX_EXTRA_ARGS][4200];
     char *outbuf = NULL, *errbuf = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
     FILE *err = open_memstream(&errbuf, &errlen);
-    char *argv[] = {"render", "-f", input, "-o", "json", "--existing", existing, NULL};
+    char *argv[8 + MAX_EXTRA_ARGS] = {"render", "-f", input, "-o", "json"};
+    int argc = 5;
     FILE *ex;
     json_error_t je;
+    size_t i;
+    json_t *a;
 
     snprintf(input, sizeof(input), "%s/input.yaml", dir);
     snprintf(existing, sizeof(existing), "%s/existing.yaml", dir);
     ex = fopen(existing, "r");
-    if (ex)
+    if (ex) {
         fclose(ex);
-    *status = cmd_render(ex ? 7 : 5, argv, out, err);
+        argv[argc++] = "--existing";
+        argv[argc++] = existing;
+    }
+    ck_assert_msg(json_array_size(args) <= MAX_EXTRA_ARGS, "%s: at most %d args", dir,
+                  MAX_EXTRA_ARGS);
+    json_array_foreach(args, i, a)
+    {
+        const char *v = json_string_value(a);
+        FILE *f;
+        ck_assert_msg(v != NULL, "%s: args[%zu] must be a string", dir, i);
+        snprintf(extra[i], sizeof(extra[i]), "%s/%s", dir, v);
+        f = v[0] != '-' ? fopen(extra[i], "r") : NULL;
+        if (f)
+            fclose(f);
+        else
+            snprintf(extra[i], sizeof(extra[i]), "%s", v);
+        argv[argc++] = extra[i];
+    }
+    argv[argc] = NULL;
+    *status = cmd_render(argc, argv, out, err);
     fclose(out);
     fclose(err);
     *errtext = errbuf;
@@ -358,7 +385,7 @@ START_TEST(render_case)
     ck_assert_msg(exp.n == 1, "%s: expect.yaml must hold one document", name);
     spec = exp.docs[0];
 
-    run_render(dir, &list, &status, &errtext);
+    run_render(dir, json_object_get(spec, "args"), &list, &status, &errtext);
     v = json_object_get(spec, "exit");
     ck_assert_msg(status == (v ? (int)json_integer_value(v) : 0), "%s: exit %d, stderr:\n%s", name,
                   status, errtext);
