@@ -342,7 +342,7 @@ static void check_metric_string(struct field_errors *fe, size_t i, const char *f
     if (n < 1)
         field_error(fe,
                     "status.trainerStatus.metrics[%zu].%s: Invalid value: \"\": "
-                    "status.trainerStatus.metrics[%zu].%s in body should be at least 1 chars long",
+                    "trainerStatus.metrics[%zu].%s in body should be at least 1 chars long",
                     i, field, i, field);
     else if (n > MAX_METRIC_CHARS)
         field_error(fe,
@@ -399,19 +399,19 @@ static int decode_trainer_status(const json_t *in, json_t *ts, struct field_erro
     if (pp_set && pp < 0)
         field_error(fe,
                     "status.trainerStatus.progressPercentage: Invalid value: %lld: "
-                    "status.trainerStatus.progressPercentage in body should be greater than or "
+                    "trainerStatus.progressPercentage in body should be greater than or "
                     "equal to 0",
                     (long long)pp);
     if (pp_set && pp > 100)
         field_error(fe,
                     "status.trainerStatus.progressPercentage: Invalid value: %lld: "
-                    "status.trainerStatus.progressPercentage in body should be less than or "
+                    "trainerStatus.progressPercentage in body should be less than or "
                     "equal to 100",
                     (long long)pp);
     if (ers_set && ers < 0)
         field_error(fe,
                     "status.trainerStatus.estimatedRemainingSeconds: Invalid value: %lld: "
-                    "status.trainerStatus.estimatedRemainingSeconds in body should be greater "
+                    "trainerStatus.estimatedRemainingSeconds in body should be greater "
                     "than or equal to 0",
                     (long long)ers);
     if (json_array_size(out_metrics) > MAX_METRICS)
@@ -426,7 +426,7 @@ static int decode_trainer_status(const json_t *in, json_t *ts, struct field_erro
             check_metric_string(fe, i, "value", v ? v : "");
         }
     if (!json_object_get(ts, "lastUpdatedTime"))
-        field_error(fe, "status.trainerStatus: Invalid value: \"object\": lastUpdatedTime is "
+        field_error(fe, "status.trainerStatus: Invalid value: lastUpdatedTime is "
                         "required when trainerStatus is present");
     return 0;
 }

@@ -73,8 +73,8 @@ static long create_review(struct ss_server *s, const json_t *review, json_t **ou
     if (!body)
         return 0;
     common_buf_init(&resp, 1u << 20);
-    if (common_kube_request(s->kube, "POST", path, NULL, body, strlen(body), NULL, &resp, &status,
-                            &e) == COMMON_OK)
+    if (common_kube_request(s->kube, "POST", path, "application/json", body, strlen(body), NULL,
+                            &resp, &status, &e) == COMMON_OK)
         *out = json_loadb(resp.data ? resp.data : "", resp.len, 0, NULL);
     else
         common_log(COMMON_LOG_ERROR, "TokenReview failed", "error", e.msg, NULL);

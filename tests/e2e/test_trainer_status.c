@@ -1,0 +1,476 @@
+/*
+ * tests/e2e/test_trainer_status.c - `serve --trainjob-status` (Kubeflow Trainer's TrainJobStatus
+ * feature) against the real kube-apiserver of the test bed, with the upstream Trainer CRDs.
+ *
+ * The daemon (TS_BINARY) runs as trainsched's ServiceAccount (the shipped RBAC: tokenreviews
+ * create, trainjobs/status patch) with the reconciler for one namespace and the status server
+ * on 127.0.0.1. The test is the training process, without a pod: it asks the TokenRequest API
+ * for a token of a ServiceAccount with the TrainJob's audience, as the projected volume the
+ * reconciler writes into the trainer pods would hold it, and POSTs progress over TLS, trusting
+ * the CA the reconciler copied into <name>-tls-config.
+ *
+ *   report_progress  the JobSet's trainer pods carry Trainer's env and projected token volume;
+ *                    a report is answered 200 and shows in status.trainerStatus, written by
+ *                    field manager trainer-status; a token of another namespace's
+ *                    ServiceAccount (403), a token for another TrainJob (403) and a body over
+ *                    64 KiB (413) write nothing; the reconciler's own status writes (a suspend)
+ *                    leave trainerStatus alone; /metrics counts the answers by code
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "common/kube.h"
+#include "common/yaml.h"
+#include "e2eutil.h"
+
+static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
+
+static struct common_kube *admin;
+static char ns[128], other_ns[128], tmpdir[256], kubeconfig[600], ca_file[600];
+
+/* ---- helpers ---- */
+
+static void create(const struct common_kube_resource *r, const char *in_ns, json_t *obj)
+{
+    struct common_kube_write_opts wo = {.strict = 1};
+    struct common_error err;
+    enum common_rc rc = common_kube_create(admin, r, in_ns, obj, &wo, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
+    json_decref(obj);
+}
+
+static json_t *get(const struct common_kube_resource *r, const char *name)
+{
+    json_t *o = NULL;
+    struct common_error err;
+    enum common_rc rc = common_kube_get(admin, r, ns, name, &o, &err);
+    if (rc == COMMON_ENOTFOUND)
+        return NULL;
+    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
+    return o;
+}
+
+/* a token of ServiceAccount sa_ns/default for audience, from the TokenRequest API (malloc'd) */
+static char *token_for(const char *sa_ns, const char *audience)
+{
+    struct common_kube_write_opts sub = {.subresource = "token"};
+    struct common_error err;
+    json_t *req = json_pack("{s:s, s:s, s:{s:s}, s:{s:[s], s:i}}", "apiVersion",
+                            "authentication.k8s.io/v1", "kind", "TokenRequest", "metadata", "name",
+                            "default", "spec", "audiences", audience, "expirationSeconds", 600);
+    json_t *resp = NULL;
+    char *token;
+
+    ck_assert_msg(common_kube_create(admin, &serviceaccounts, sa_ns, req, &sub, &resp, &err) ==
+                      COMMON_OK,
+                  "TokenRequest in %s: %s", sa_ns, err.msg);
+    token = strdup(json_string_value(json_object_get(json_object_get(resp, "status"), "token")));
+    json_decref(req);
+    json_decref(resp);
+    return token;
+}
+
+static size_t collect(char *data, size_t size, size_t n, void *ctx)
+{
+    struct common_buf *b = ctx;
+    return common_buf_append(b, data, size * n, NULL) == COMMON_OK ? size * n : 0;
+}
+
+/* POST body to https://127.0.0.1:port<path> with the token (NULL: none), trusting ca; the HTTP
+ * status, and the answer into *answer (malloc'd) */
+static long post(int port, const char *path, const char *token, const char *body, char **answer)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    struct common_buf b;
+    char url[700], auth[4096];
+    long code = 0;
+    CURLcode cc;
+
+    ck_assert_ptr_nonnull(c);
+    common_buf_init(&b, 1u << 20);
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", port, path);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    if (token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    cc = curl_easy_perform(c);
+    ck_assert_msg(cc == CURLE_OK, "POST %s: %s", url, curl_easy_strerror(cc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    *answer = strdup(b.data ? b.data : "");
+    common_buf_free(&b);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+static const json_t *trainer_status(json_t *tj)
+{
+    return json_object_get(json_object_get(tj, "status"), "trainerStatus");
+}
+
+/* a report to job1 with a token of sa_ns/default for ns/aud_name's audience; the HTTP status */
+static long report(int port, const char *sa_ns, const char *aud_name, const char *body,
+                   char **answer)
+{
+    char aud[400], path[400];
+    char *token;
+    long code;
+
+    snprintf(aud, sizeof(aud), "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status",
+             ns, aud_name);
+    snprintf(path, sizeof(path),
+             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/job1/status", ns);
+    token = token_for(sa_ns, aud);
+    code = post(port, path, token, body, answer);
+    free(token);
+    return code;
+}
+
+/* ---- fixture: namespaces and files made and dropped in the runner (unchecked) ---- */
+
+static void write_sa_kubeconfig(void)
+{
+    struct common_kube *tsk;
+    struct common_kube_write_opts sub = {.subresource = "token"};
+    struct common_error err;
+    json_t *req, *resp = NULL;
+    const char *server = getenv("TESTBED_SERVER"), *ca = getenv("TESTBED_CA"), *token;
+    char text[4096];
+
+    ck_assert_msg(server && ca, "TESTBED_SERVER / TESTBED_CA not set: source the test bed's env");
+    tsk = e2e_client(20000, 1); /* applies manifests/rbac/rbac.yaml */
+    common_kube_client_destroy(tsk);
+    req = json_pack("{s:s, s:s, s:{s:s}, s:{s:i}}", "apiVersion", "authentication.k8s.io/v1",
+                    "kind", "TokenRequest", "metadata", "name", "trainsched", "spec",
+                    "expirationSeconds", 3600);
+    ck_assert_msg(common_kube_create(admin, &serviceaccounts, "trainsched-system", req, &sub, &resp,
+                                     &err) == COMMON_OK,
+                  "TokenRequest: %s", err.msg);
+    token = json_string_value(json_object_get(json_object_get(resp, "status"), "token"));
+    ck_assert_ptr_nonnull(token);
+    snprintf(kubeconfig, sizeof(kubeconfig), "%s/trainsched.kubeconfig", tmpdir);
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: bed\n  cluster: {server: \"%s\", certificate-authority: \"%s\"}\n"
+             "users:\n- name: trainsched\n  user: {token: \"%s\"}\n"
+             "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
+             "current-context: trainsched\n",
+             server, ca, token);
+    e2e_write_file(kubeconfig, text);
+    chmod(kubeconfig, 0600);
+    json_decref(req);
+    json_decref(resp);
+}
+
+static void outer_setup(void)
+{
+    char *argv[] = {"certs",
+                    "--service",
+                    "trainsched-controller",
+                    "--namespace",
+                    "trainsched-system",
+                    "--ip",
+                    "127.0.0.1",
+                    "--out",
+                    tmpdir,
+                    "--force",
+                    NULL};
+    FILE *devnull = fopen("/dev/null", "w");
+
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/trainsched-tstatus-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    ck_assert_int_eq(cmd_certs(10, argv, devnull, stderr), 0);
+    fclose(devnull);
+    snprintf(ca_file, sizeof(ca_file), "%s/ca.crt", tmpdir);
+    admin = e2e_client(20000, 0);
+    write_sa_kubeconfig();
+    e2e_make_ns(admin, "tstatus", ns, sizeof(ns));
+    e2e_make_ns(admin, "tstatus-other", other_ns, sizeof(other_ns));
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+
+static void outer_teardown(void)
+{
+    char cmd[400];
+    admin = e2e_client(20000, 0);
+    e2e_drop_ns(admin, ns);
+    e2e_drop_ns(admin, other_ns);
+    common_kube_client_destroy(admin);
+    admin = NULL;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+/* ---- the test ---- */
+
+START_TEST(report_progress)
+{
+    char http_s[64], status_s[64], log[700], *answer = NULL, *metrics = NULL;
+    char *argv[] = {"trainsched",
+                    "serve",
+                    "--kubeconfig",
+                    kubeconfig,
+                    "--leader-elect=false",
+                    "--namespace",
+                    ns,
+                    "--http-address",
+                    http_s,
+                    "--tls-cert-file",
+                    NULL,
+                    "--tls-key-file",
+                    NULL,
+                    "--trainjob-status",
+                    "--trainjob-status-address",
+                    status_s,
+                    "--trainjob-status-ca-file",
+                    ca_file,
+                    "--log-level",
+                    "debug",
+                    NULL};
+    char cert[600], key[600];
+    int port = e2e_free_port(), http_port = e2e_free_port();
+    json_t *tj = NULL, *js = NULL, *cm = NULL, *v;
+    const json_t *ts;
+    double deadline;
+    long code;
+    pid_t pid;
+    size_t i;
+    int found_manager = 0;
+
+    admin = e2e_client(30000, 0);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", tmpdir);
+    snprintf(key, sizeof(key), "%s/tls.key", tmpdir);
+    argv[10] = cert;
+    argv[12] = key;
+    snprintf(http_s, sizeof(http_s), "127.0.0.1:%d", http_port);
+    snprintf(status_s, sizeof(status_s), "127.0.0.1:%d", port);
+    snprintf(log, sizeof(log), "%s/serve.log", tmpdir);
+    pid = e2e_spawn(argv, log);
+
+    /* a runtime and a TrainJob (nothing runs them: no pod is needed) */
+    create(&common_kube_trainingruntimes, ns,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                     "metadata: {name: plain, namespace: %s}\n"
+                     "spec:\n  mlPolicy: {numNodes: 1}\n  template:\n    spec:\n"
+                     "      replicatedJobs:\n      - name: node\n        template:\n"
+                     "          metadata:\n            labels:\n"
+                     "              trainer.kubeflow.org/trainjob-ancestor-step: trainer\n"
+                     "          spec:\n            template:\n              spec:\n"
+                     "                containers:\n                - name: node\n"
+                     "                  image: busybox:1.36\n",
+                     ns));
+    create(&common_kube_trainjobs, ns,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                     "metadata: {name: job1, namespace: %s}\n"
+                     "spec:\n  runtimeRef: {name: plain, kind: TrainingRuntime}\n",
+                     ns));
+
+    /* the reconciler: JobSet with Trainer's env and token volume, and the CA ConfigMap */
+    deadline = e2e_now_s() + 120;
+    while (e2e_now_s() < deadline && !(js && cm)) {
+        if (!js)
+            js = get(&common_kube_jobsets, "job1");
+        if (!cm)
+            cm = get(&common_kube_configmaps, "job1-tls-config");
+        if (!(js && cm))
+            e2e_nap(300);
+    }
+    ck_assert_msg(js && cm, "no JobSet or ConfigMap job1-tls-config after 120 s (log %s)", log);
+    {
+        char *want_ca = e2e_read_text(ca_file), want_url[300];
+        json_t *pod = json_object_get(
+            json_object_get(
+                json_object_get(
+                    json_object_get(
+                        json_object_get(
+                            json_array_get(
+                                json_object_get(json_object_get(js, "spec"), "replicatedJobs"), 0),
+                            "template"),
+                        "spec"),
+                    "template"),
+                "spec"),
+            "containers");
+        json_t *env = json_object_get(json_array_get(pod, 0), "env");
+        int has_url = 0;
+        snprintf(want_url, sizeof(want_url),
+                 "https://trainsched-controller.trainsched-system.svc:%d/apis/"
+                 "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/job1/status",
+                 port, ns);
+        json_array_foreach(env, i, v)
+        {
+            if (strcmp(json_string_value(json_object_get(v, "name")),
+                       "KUBEFLOW_TRAINER_SERVER_URL") == 0)
+                has_url = strcmp(json_string_value(json_object_get(v, "value")), want_url) == 0;
+        }
+        ck_assert_msg(has_url, "the trainer container lacks KUBEFLOW_TRAINER_SERVER_URL=%s",
+                      want_url);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cm, "data"), "ca.crt")),
+                         want_ca);
+        free(want_ca);
+    }
+
+    /* a report from the namespace's ServiceAccount with the TrainJob's audience */
+    code = report(port, ns, "job1",
+                  "{\"trainerStatus\":{\"progressPercentage\":40,\"estimatedRemainingSeconds\":"
+                  "600,\"metrics\":[{\"name\":\"loss\",\"value\":\"0.25\"}],"
+                  "\"lastUpdatedTime\":\"2026-03-01T12:30:45+02:00\"}}",
+                  &answer);
+    if (code != 200)
+        e2e_echo_tail(log, 30);
+    ck_assert_msg(code == 200, "report: %ld %s", code, answer);
+    free(answer);
+    tj = get(&common_kube_trainjobs, "job1");
+    ts = trainer_status(tj);
+    ck_assert_msg(ts != NULL, "no status.trainerStatus after a 200");
+    ck_assert_int_eq(json_integer_value(json_object_get(ts, "progressPercentage")), 40);
+    ck_assert_int_eq(json_integer_value(json_object_get(ts, "estimatedRemainingSeconds")), 600);
+    ck_assert_str_eq(json_string_value(json_object_get(ts, "lastUpdatedTime")),
+                     "2026-03-01T10:30:45Z");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(ts, "metrics"), 0), "value")),
+                     "0.25");
+    json_array_foreach(json_object_get(json_object_get(tj, "metadata"), "managedFields"), i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "manager")), "trainer-status") == 0 &&
+            json_string_value(json_object_get(v, "subresource")) &&
+            strcmp(json_string_value(json_object_get(v, "subresource")), "status") == 0 &&
+            strcmp(json_string_value(json_object_get(v, "operation")), "Apply") == 0)
+            found_manager = 1;
+    }
+    ck_assert_msg(found_manager, "no Apply of field manager trainer-status on the status");
+    json_decref(tj);
+
+    /* a ServiceAccount of another namespace, even with the TrainJob's audience: 403 */
+    code = report(port, other_ns, "job1",
+                  "{\"trainerStatus\":{\"progressPercentage\":99,"
+                  "\"lastUpdatedTime\":\"2026-03-01T12:31:00Z\"}}",
+                  &answer);
+    ck_assert_msg(code == 403, "other namespace: %ld %s", code, answer);
+    ck_assert_msg(strstr(answer, "\"reason\":\"Forbidden\"") != NULL, "answer: %s", answer);
+    free(answer);
+    /* the namespace's own ServiceAccount, with another TrainJob's audience: 403 */
+    code = report(port, ns, "job2",
+                  "{\"trainerStatus\":{\"progressPercentage\":98,"
+                  "\"lastUpdatedTime\":\"2026-03-01T12:31:00Z\"}}",
+                  &answer);
+    ck_assert_msg(code == 403, "another TrainJob's audience: %ld %s", code, answer);
+    free(answer);
+    /* a body over 64 KiB: 413 before anything else */
+    {
+        size_t n = 70000;
+        char *big = malloc(n + 1), path[400];
+        char aud[400], *token;
+        memset(big, ' ', n);
+        memcpy(big, "{\"trainerStatus\":{\"progressPercentage\":97,", 42);
+        big[n] = 0;
+        snprintf(aud, sizeof(aud),
+                 "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/job1/status", ns);
+        snprintf(path, sizeof(path), "/apis/%s", aud);
+        token = token_for(ns, aud);
+        code = post(port, path, token, big, &answer);
+        ck_assert_msg(code == 413, "70000-byte body: %ld %s", code, answer);
+        ck_assert_msg(strstr(answer, "RequestEntityTooLarge") != NULL, "answer: %s", answer);
+        free(answer);
+        free(token);
+        free(big);
+    }
+    tj = get(&common_kube_trainjobs, "job1");
+    ck_assert_int_eq(json_integer_value(json_object_get(trainer_status(tj), "progressPercentage")),
+                     40);
+    json_decref(tj);
+
+    /* the reconciler writes the status (Suspended) and leaves trainerStatus as it is */
+    {
+        struct common_error err;
+        json_t *out = NULL;
+        ck_assert_msg(common_kube_patch(admin, &common_kube_trainjobs, ns, "job1",
+                                        COMMON_KUBE_MERGE_PATCH, "{\"spec\":{\"suspend\":true}}",
+                                        NULL, &out, &err) == COMMON_OK,
+                      "suspend: %s", err.msg);
+        json_decref(out);
+    }
+    deadline = e2e_now_s() + 120;
+    for (;;) {
+        const json_t *c;
+        int suspended = 0;
+        tj = get(&common_kube_trainjobs, "job1");
+        json_array_foreach(json_object_get(json_object_get(tj, "status"), "conditions"), i, c)
+        {
+            if (strcmp(json_string_value(json_object_get(c, "type")), "Suspended") == 0 &&
+                strcmp(json_string_value(json_object_get(c, "status")), "True") == 0)
+                suspended = 1;
+        }
+        if (suspended)
+            break;
+        json_decref(tj);
+        ck_assert_msg(e2e_now_s() < deadline, "no Suspended condition after 120 s");
+        e2e_nap(300);
+    }
+    ts = trainer_status(tj);
+    ck_assert_msg(ts != NULL, "the reconciler's status write dropped trainerStatus");
+    ck_assert_int_eq(json_integer_value(json_object_get(ts, "progressPercentage")), 40);
+    json_decref(tj);
+
+    /* answers by code */
+    ck_assert_int_eq(e2e_http_get(http_port, "/metrics", &metrics), 200);
+    ck_assert_msg(e2e_metric(metrics, "trainsched_trainer_status_requests_total", "code=\"200\"") >=
+                      1,
+                  "no 200 counted");
+    ck_assert_msg(e2e_metric(metrics, "trainsched_trainer_status_requests_total", "code=\"403\"") >=
+                      2,
+                  "403s not counted");
+    ck_assert_msg(e2e_metric(metrics, "trainsched_trainer_status_requests_total", "code=\"413\"") >=
+                      1,
+                  "413 not counted");
+    free(metrics);
+
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    json_decref(js);
+    json_decref(cm);
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("e2e_trainer_status");
+    TCase *tc = tcase_create("serve");
+    SRunner *sr;
+    int failed;
+
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    tcase_add_unchecked_fixture(tc, outer_setup, outer_teardown);
+    tcase_add_test(tc, report_progress);
+    tcase_set_timeout(tc, 600); /* a busy machine: daemon start, watches, token requests */
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
