@@ -33,8 +33,6 @@
 #include "common/yaml.h"
 #include "e2eutil.h"
 
-static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
-
 static struct common_kube *admin;
 static char ns[128], other_ns[128], tmpdir[256], kubeconfig[600], ca_file[600];
 
@@ -58,26 +56,6 @@ static json_t *get(const struct common_kube_resource *r, const char *name)
         return NULL;
     ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
     return o;
-}
-
-/* a token of ServiceAccount sa_ns/default for audience, from the TokenRequest API (malloc'd) */
-static char *token_for(const char *sa_ns, const char *audience)
-{
-    struct common_kube_write_opts sub = {.subresource = "token"};
-    struct common_error err;
-    json_t *req = json_pack("{s:s, s:s, s:{s:s}, s:{s:[s], s:i}}", "apiVersion",
-                            "authentication.k8s.io/v1", "kind", "TokenRequest", "metadata", "name",
-                            "default", "spec", "audiences", audience, "expirationSeconds", 600);
-    json_t *resp = NULL;
-    char *token;
-
-    ck_assert_msg(common_kube_create(admin, &serviceaccounts, sa_ns, req, &sub, &resp, &err) ==
-                      COMMON_OK,
-                  "TokenRequest in %s: %s", sa_ns, err.msg);
-    token = strdup(json_string_value(json_object_get(json_object_get(resp, "status"), "token")));
-    json_decref(req);
-    json_decref(resp);
-    return token;
 }
 
 static size_t collect(char *data, size_t size, size_t n, void *ctx)
@@ -140,7 +118,7 @@ static long report(int port, const char *sa_ns, const char *aud_name, const char
              ns, aud_name);
     snprintf(path, sizeof(path),
              "/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/job1/status", ns);
-    token = token_for(sa_ns, aud);
+    token = e2e_sa_token(admin, sa_ns, "default", aud, 600);
     code = post(port, path, token, body, answer);
     free(token);
     return code;
@@ -150,36 +128,8 @@ static long report(int port, const char *sa_ns, const char *aud_name, const char
 
 static void write_sa_kubeconfig(void)
 {
-    struct common_kube *tsk;
-    struct common_kube_write_opts sub = {.subresource = "token"};
-    struct common_error err;
-    json_t *req, *resp = NULL;
-    const char *server = getenv("TESTBED_SERVER"), *ca = getenv("TESTBED_CA"), *token;
-    char text[4096];
-
-    ck_assert_msg(server && ca, "TESTBED_SERVER / TESTBED_CA not set: source the test bed's env");
-    tsk = e2e_client(20000, 1); /* applies manifests/rbac/rbac.yaml */
-    common_kube_client_destroy(tsk);
-    req = json_pack("{s:s, s:s, s:{s:s}, s:{s:i}}", "apiVersion", "authentication.k8s.io/v1",
-                    "kind", "TokenRequest", "metadata", "name", "trainsched", "spec",
-                    "expirationSeconds", 3600);
-    ck_assert_msg(common_kube_create(admin, &serviceaccounts, "trainsched-system", req, &sub, &resp,
-                                     &err) == COMMON_OK,
-                  "TokenRequest: %s", err.msg);
-    token = json_string_value(json_object_get(json_object_get(resp, "status"), "token"));
-    ck_assert_ptr_nonnull(token);
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/trainsched.kubeconfig", tmpdir);
-    snprintf(text, sizeof(text),
-             "apiVersion: v1\nkind: Config\n"
-             "clusters:\n- name: bed\n  cluster: {server: \"%s\", certificate-authority: \"%s\"}\n"
-             "users:\n- name: trainsched\n  user: {token: \"%s\"}\n"
-             "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
-             "current-context: trainsched\n",
-             server, ca, token);
-    e2e_write_file(kubeconfig, text);
-    chmod(kubeconfig, 0600);
-    json_decref(req);
-    json_decref(resp);
+    e2e_sa_kubeconfig(admin, kubeconfig);
 }
 
 static void outer_setup(void)
@@ -388,7 +338,7 @@ START_TEST(report_progress)
         snprintf(aud, sizeof(aud),
                  "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/job1/status", ns);
         snprintf(path, sizeof(path), "/apis/%s", aud);
-        token = token_for(ns, aud);
+        token = e2e_sa_token(admin, ns, "default", aud, 600);
         code = post(port, path, token, big, &answer);
         ck_assert_msg(code == 413, "70000-byte body: %ld %s", code, answer);
         ck_assert_msg(strstr(answer, "RequestEntityTooLarge") != NULL, "answer: %s", answer);

@@ -227,6 +227,9 @@ int main(void)
     tcase_add_loop_test(tc, flow_case, 0, ncases);
     tcase_add_test(tc, status_json_is_trainers_text);
     tcase_add_test(tc, allocation_failures_are_clean);
+    /* pure, but the allocation walk runs the flow hundreds of times under the sanitizers: no
+     * dependence on the machine's speed (Check's default is 4 s) */
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
