@@ -15,6 +15,12 @@
  *                    ServiceAccount (403), a token for another TrainJob (403) and a body over
  *                    64 KiB (413) write nothing; the reconciler's own status writes (a suspend)
  *                    leave trainerStatus alone; /metrics counts the answers by code
+ *   ca_from_the_certificate_secret
+ *                    without --trainjob-status-ca-file the CA comes from the certificate
+ *                    Secret (tls.secretName in tls.secretNamespace, read with the shipped
+ *                    webhook-rbac Role's rule): while it is missing the TrainJob gets no JobSet
+ *                    (the reconcile fails and is retried, as in Trainer); once it exists, the
+ *                    ConfigMap <name>-tls-config holds its ca-bundle.crt
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -31,6 +37,8 @@
 #include "cmd/cli.h"
 #include "common/kube.h"
 #include "common/yaml.h"
+#include "common/arena.h"
+#include "common/certs.h"
 #include "e2eutil.h"
 
 static struct common_kube *admin;
@@ -405,6 +413,151 @@ START_TEST(report_progress)
 }
 END_TEST
 
+static const struct common_kube_resource roles = {"rbac.authorization.k8s.io", "v1", "roles", 1};
+static const struct common_kube_resource rolebindings = {"rbac.authorization.k8s.io", "v1",
+                                                         "rolebindings", 1};
+
+/* start a daemon with the TrainJobStatus feature and extra arguments; its pid */
+static pid_t start_daemon(const char *log, char *const *extra, int nextra, int *status_port)
+{
+    static char http_s[64], status_s[64], cert[600], key[600];
+    char *argv[32] = {"trainsched",
+                      "serve",
+                      "--kubeconfig",
+                      kubeconfig,
+                      "--leader-elect=false",
+                      "--namespace",
+                      ns,
+                      "--http-address",
+                      http_s,
+                      "--tls-cert-file",
+                      cert,
+                      "--tls-key-file",
+                      key,
+                      "--trainjob-status",
+                      "--trainjob-status-address",
+                      status_s,
+                      "--log-level",
+                      "debug"};
+    int n = 18;
+
+    *status_port = e2e_free_port();
+    snprintf(http_s, sizeof(http_s), "127.0.0.1:%d", e2e_free_port());
+    snprintf(status_s, sizeof(status_s), "127.0.0.1:%d", *status_port);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", tmpdir);
+    snprintf(key, sizeof(key), "%s/tls.key", tmpdir);
+    for (int i = 0; i < nextra; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    return e2e_spawn(argv, log);
+}
+
+START_TEST(ca_from_the_certificate_secret)
+{
+    char log[700], *bundle, *ca;
+    char *extra[] = {"--tls-secret-namespace", ns};
+    json_t *js = NULL, *cm = NULL, *secret;
+    double deadline;
+    int port;
+    pid_t pid;
+    struct common_error err;
+    struct common_yaml_docs docs;
+    size_t i;
+
+    admin = e2e_client(30000, 0);
+    snprintf(log, sizeof(log), "%s/serve-secret.log", tmpdir);
+    pid = start_daemon(log, extra, 2, &port);
+    create(&common_kube_trainingruntimes, ns,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                     "metadata: {name: plain2, namespace: %s}\n"
+                     "spec:\n  template:\n    spec:\n"
+                     "      replicatedJobs:\n      - name: node\n        template:\n"
+                     "          metadata:\n            labels:\n"
+                     "              trainer.kubeflow.org/trainjob-ancestor-step: trainer\n"
+                     "          spec:\n            template:\n              spec:\n"
+                     "                containers:\n                - name: node\n"
+                     "                  image: busybox:1.36\n",
+                     ns));
+    create(&common_kube_trainjobs, ns,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                     "metadata: {name: job3, namespace: %s}\n"
+                     "spec:\n  runtimeRef: {name: plain2, kind: TrainingRuntime}\n",
+                     ns));
+    /* no Secret yet: nothing is built (a few reconciles fail meanwhile) */
+    e2e_nap(3000);
+    js = get(&common_kube_jobsets, "job3");
+    ck_assert_msg(js == NULL, "a JobSet was built without the status server's CA");
+    ck_assert_ptr_null(get(&common_kube_configmaps, "job3-tls-config"));
+
+    /* the shipped Role's rule (get on the certificate Secret by name), here in the test's
+     * namespace, and the Secret: ca.crt and a bundle of it and an old CA */
+    memset(&docs, 0, sizeof(docs));
+    ck_assert_msg(common_yaml_load_file(TS_SOURCE_DIR "/manifests/rbac/webhook-rbac.yaml", NULL,
+                                        &docs, &err) == COMMON_OK,
+                  "%s", err.msg);
+    for (i = 0; i < docs.n; i++) {
+        const char *kind = json_string_value(json_object_get(docs.docs[i], "kind"));
+        json_t *o = json_deep_copy(docs.docs[i]);
+        json_object_set_new(json_object_get(o, "metadata"), "namespace", json_string(ns));
+        if (strcmp(kind, "Role") == 0)
+            create(&roles, ns, o);
+        else if (strcmp(kind, "RoleBinding") == 0)
+            create(&rolebindings, ns, o);
+        else
+            json_decref(o);
+    }
+    common_yaml_docs_free(&docs);
+    ca = e2e_read_text(ca_file);
+    {
+        char *other;
+        size_t n;
+        other = e2e_read_text(TS_SOURCE_DIR "/tests/fixtures/render/"
+                                            "trainjob-status-gives-every-trainer-container-the-"
+                                            "status-server-url-ca-and-token/ca.crt");
+        n = strlen(ca) + strlen(other) + 1;
+        bundle = malloc(n);
+        snprintf(bundle, n, "%s%s", ca, other);
+        free(other);
+    }
+    {
+        /* Opaque: the keys the CA is read from (a kubernetes.io/tls Secret needs a pair too) */
+        struct common_arena *a = common_arena_create(0);
+        ck_assert_ptr_nonnull(a);
+        secret = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
+                           "Secret", "metadata", "name", "trainsched-webhook-certs", "namespace",
+                           ns, "data", "ca.crt", common_certs_base64(a, ca, strlen(ca)),
+                           "ca-bundle.crt", common_certs_base64(a, bundle, strlen(bundle)));
+        ck_assert_ptr_nonnull(secret);
+        create(&common_kube_secrets, ns, secret);
+        common_arena_destroy(a);
+    }
+
+    deadline = e2e_now_s() + 180;
+    while (e2e_now_s() < deadline && !(js && cm)) {
+        if (!js)
+            js = get(&common_kube_jobsets, "job3");
+        if (!cm)
+            cm = get(&common_kube_configmaps, "job3-tls-config");
+        if (!(js && cm))
+            e2e_nap(500);
+    }
+    if (!(js && cm))
+        e2e_echo_tail(log, 30);
+    ck_assert_msg(js && cm, "no JobSet or ConfigMap job3-tls-config 180 s after the Secret");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cm, "data"), "ca.crt")),
+                     bundle);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    free(ca);
+    free(bundle);
+    json_decref(js);
+    json_decref(cm);
+    (void)port;
+    common_kube_client_destroy(admin);
+    admin = NULL;
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("e2e_trainer_status");
@@ -416,6 +569,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     tcase_add_unchecked_fixture(tc, outer_setup, outer_teardown);
     tcase_add_test(tc, report_progress);
+    tcase_add_test(tc, ca_from_the_certificate_secret);
     tcase_set_timeout(tc, 600); /* a busy machine: daemon start, watches, token requests */
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
