@@ -183,32 +183,96 @@ static void outer_teardown(void)
 
 /* ---- the test ---- */
 
+static const struct common_kube_resource roles = {"rbac.authorization.k8s.io", "v1", "roles", 1};
+static const struct common_kube_resource rolebindings = {"rbac.authorization.k8s.io", "v1",
+                                                         "rolebindings", 1};
+
+/* start a daemon with the TrainJobStatus feature and extra arguments; its pid */
+static pid_t start_daemon(const char *log, char *const *extra, int nextra, int *status_port,
+                          int *http_port)
+{
+    static char http_s[64], status_s[64], cert[600], key[600];
+    char *argv[32] = {"trainsched",
+                      "serve",
+                      "--kubeconfig",
+                      kubeconfig,
+                      "--leader-elect=false",
+                      "--namespace",
+                      ns,
+                      "--http-address",
+                      http_s,
+                      "--tls-cert-file",
+                      cert,
+                      "--tls-key-file",
+                      key,
+                      "--trainjob-status",
+                      "--trainjob-status-address",
+                      status_s,
+                      "--log-level",
+                      "debug"};
+    int n = 18;
+
+    *status_port = e2e_free_port();
+    *http_port = e2e_free_port();
+    snprintf(http_s, sizeof(http_s), "127.0.0.1:%d", *http_port);
+    snprintf(status_s, sizeof(status_s), "127.0.0.1:%d", *status_port);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", tmpdir);
+    snprintf(key, sizeof(key), "%s/tls.key", tmpdir);
+    for (int i = 0; i < nextra; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    return e2e_spawn(argv, log);
+}
+
+/* a TrainingRuntime `runtime` with one trainer job and a TrainJob `job` using it (nothing runs
+ * them: no pod is needed) */
+static void create_job(const char *runtime, const char *job)
+{
+    create(&common_kube_trainingruntimes, ns,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n  mlPolicy: {numNodes: 1}\n  template:\n    spec:\n"
+                     "      replicatedJobs:\n      - name: node\n        template:\n"
+                     "          metadata:\n            labels:\n"
+                     "              trainer.kubeflow.org/trainjob-ancestor-step: trainer\n"
+                     "          spec:\n            template:\n              spec:\n"
+                     "                containers:\n                - name: node\n"
+                     "                  image: busybox:1.36\n",
+                     runtime, ns));
+    create(&common_kube_trainjobs, ns,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
+                     job, ns, runtime));
+}
+
+/* wait up to secs for the JobSet `job` and ConfigMap `job`-tls-config; both into *js, *cm
+ * (the log's tail is echoed and the test fails when they do not come) */
+static void wait_built(const char *job, double secs, const char *log, json_t **js, json_t **cm)
+{
+    char cm_name[300];
+    double deadline = e2e_now_s() + secs;
+
+    snprintf(cm_name, sizeof(cm_name), "%s-tls-config", job);
+    *js = *cm = NULL;
+    while (e2e_now_s() < deadline && !(*js && *cm)) {
+        if (!*js)
+            *js = get(&common_kube_jobsets, job);
+        if (!*cm)
+            *cm = get(&common_kube_configmaps, cm_name);
+        if (!(*js && *cm))
+            e2e_nap(300);
+    }
+    if (!(*js && *cm))
+        e2e_echo_tail(log, 30);
+    ck_assert_msg(*js && *cm, "no JobSet or ConfigMap %s after %.0f s", cm_name, secs);
+}
+
 START_TEST(report_progress)
 {
-    char http_s[64], status_s[64], log[700], *answer = NULL, *metrics = NULL;
-    char *argv[] = {"trainsched",
-                    "serve",
-                    "--kubeconfig",
-                    kubeconfig,
-                    "--leader-elect=false",
-                    "--namespace",
-                    ns,
-                    "--http-address",
-                    http_s,
-                    "--tls-cert-file",
-                    NULL,
-                    "--tls-key-file",
-                    NULL,
-                    "--trainjob-status",
-                    "--trainjob-status-address",
-                    status_s,
-                    "--trainjob-status-ca-file",
-                    ca_file,
-                    "--log-level",
-                    "debug",
-                    NULL};
-    char cert[600], key[600];
-    int port = e2e_free_port(), http_port = e2e_free_port();
+    char log[700], *answer = NULL, *metrics = NULL;
+    char *extra[] = {"--trainjob-status-ca-file", ca_file};
+    int port, http_port;
     json_t *tj = NULL, *js = NULL, *cm = NULL, *v;
     const json_t *ts;
     double deadline;
@@ -218,44 +282,12 @@ START_TEST(report_progress)
     int found_manager = 0;
 
     admin = e2e_client(30000, 0);
-    snprintf(cert, sizeof(cert), "%s/tls.crt", tmpdir);
-    snprintf(key, sizeof(key), "%s/tls.key", tmpdir);
-    argv[10] = cert;
-    argv[12] = key;
-    snprintf(http_s, sizeof(http_s), "127.0.0.1:%d", http_port);
-    snprintf(status_s, sizeof(status_s), "127.0.0.1:%d", port);
     snprintf(log, sizeof(log), "%s/serve.log", tmpdir);
-    pid = e2e_spawn(argv, log);
-
-    /* a runtime and a TrainJob (nothing runs them: no pod is needed) */
-    create(&common_kube_trainingruntimes, ns,
-           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
-                     "metadata: {name: plain, namespace: %s}\n"
-                     "spec:\n  mlPolicy: {numNodes: 1}\n  template:\n    spec:\n"
-                     "      replicatedJobs:\n      - name: node\n        template:\n"
-                     "          metadata:\n            labels:\n"
-                     "              trainer.kubeflow.org/trainjob-ancestor-step: trainer\n"
-                     "          spec:\n            template:\n              spec:\n"
-                     "                containers:\n                - name: node\n"
-                     "                  image: busybox:1.36\n",
-                     ns));
-    create(&common_kube_trainjobs, ns,
-           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-                     "metadata: {name: job1, namespace: %s}\n"
-                     "spec:\n  runtimeRef: {name: plain, kind: TrainingRuntime}\n",
-                     ns));
+    pid = start_daemon(log, extra, 2, &port, &http_port);
+    create_job("plain", "job1");
 
     /* the reconciler: JobSet with Trainer's env and token volume, and the CA ConfigMap */
-    deadline = e2e_now_s() + 120;
-    while (e2e_now_s() < deadline && !(js && cm)) {
-        if (!js)
-            js = get(&common_kube_jobsets, "job1");
-        if (!cm)
-            cm = get(&common_kube_configmaps, "job1-tls-config");
-        if (!(js && cm))
-            e2e_nap(300);
-    }
-    ck_assert_msg(js && cm, "no JobSet or ConfigMap job1-tls-config after 120 s (log %s)", log);
+    wait_built("job1", 120, log, &js, &cm);
     {
         char *want_ca = e2e_read_text(ca_file), want_url[300];
         json_t *pod = json_object_get(
@@ -413,52 +445,12 @@ START_TEST(report_progress)
 }
 END_TEST
 
-static const struct common_kube_resource roles = {"rbac.authorization.k8s.io", "v1", "roles", 1};
-static const struct common_kube_resource rolebindings = {"rbac.authorization.k8s.io", "v1",
-                                                         "rolebindings", 1};
-
-/* start a daemon with the TrainJobStatus feature and extra arguments; its pid */
-static pid_t start_daemon(const char *log, char *const *extra, int nextra, int *status_port)
-{
-    static char http_s[64], status_s[64], cert[600], key[600];
-    char *argv[32] = {"trainsched",
-                      "serve",
-                      "--kubeconfig",
-                      kubeconfig,
-                      "--leader-elect=false",
-                      "--namespace",
-                      ns,
-                      "--http-address",
-                      http_s,
-                      "--tls-cert-file",
-                      cert,
-                      "--tls-key-file",
-                      key,
-                      "--trainjob-status",
-                      "--trainjob-status-address",
-                      status_s,
-                      "--log-level",
-                      "debug"};
-    int n = 18;
-
-    *status_port = e2e_free_port();
-    snprintf(http_s, sizeof(http_s), "127.0.0.1:%d", e2e_free_port());
-    snprintf(status_s, sizeof(status_s), "127.0.0.1:%d", *status_port);
-    snprintf(cert, sizeof(cert), "%s/tls.crt", tmpdir);
-    snprintf(key, sizeof(key), "%s/tls.key", tmpdir);
-    for (int i = 0; i < nextra; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    return e2e_spawn(argv, log);
-}
-
 START_TEST(ca_from_the_certificate_secret)
 {
     char log[700], *bundle, *ca;
     char *extra[] = {"--tls-secret-namespace", ns};
     json_t *js = NULL, *cm = NULL, *secret;
-    double deadline;
-    int port;
+    int port, http_port;
     pid_t pid;
     struct common_error err;
     struct common_yaml_docs docs;
@@ -466,23 +458,8 @@ START_TEST(ca_from_the_certificate_secret)
 
     admin = e2e_client(30000, 0);
     snprintf(log, sizeof(log), "%s/serve-secret.log", tmpdir);
-    pid = start_daemon(log, extra, 2, &port);
-    create(&common_kube_trainingruntimes, ns,
-           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
-                     "metadata: {name: plain2, namespace: %s}\n"
-                     "spec:\n  template:\n    spec:\n"
-                     "      replicatedJobs:\n      - name: node\n        template:\n"
-                     "          metadata:\n            labels:\n"
-                     "              trainer.kubeflow.org/trainjob-ancestor-step: trainer\n"
-                     "          spec:\n            template:\n              spec:\n"
-                     "                containers:\n                - name: node\n"
-                     "                  image: busybox:1.36\n",
-                     ns));
-    create(&common_kube_trainjobs, ns,
-           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-                     "metadata: {name: job3, namespace: %s}\n"
-                     "spec:\n  runtimeRef: {name: plain2, kind: TrainingRuntime}\n",
-                     ns));
+    pid = start_daemon(log, extra, 2, &port, &http_port);
+    create_job("plain2", "job3");
     /* no Secret yet: nothing is built (a few reconciles fail meanwhile) */
     e2e_nap(3000);
     js = get(&common_kube_jobsets, "job3");
@@ -532,18 +509,7 @@ START_TEST(ca_from_the_certificate_secret)
         common_arena_destroy(a);
     }
 
-    deadline = e2e_now_s() + 180;
-    while (e2e_now_s() < deadline && !(js && cm)) {
-        if (!js)
-            js = get(&common_kube_jobsets, "job3");
-        if (!cm)
-            cm = get(&common_kube_configmaps, "job3-tls-config");
-        if (!(js && cm))
-            e2e_nap(500);
-    }
-    if (!(js && cm))
-        e2e_echo_tail(log, 30);
-    ck_assert_msg(js && cm, "no JobSet or ConfigMap job3-tls-config 180 s after the Secret");
+    wait_built("job3", 180, log, &js, &cm);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cm, "data"), "ca.crt")),
                      bundle);
     kill(pid, SIGTERM);
@@ -553,6 +519,7 @@ START_TEST(ca_from_the_certificate_secret)
     json_decref(js);
     json_decref(cm);
     (void)port;
+    (void)http_port;
     common_kube_client_destroy(admin);
     admin = NULL;
 }
