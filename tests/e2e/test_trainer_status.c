@@ -13,7 +13,9 @@
  *                    a report is answered 200 and shows in status.trainerStatus, written by
  *                    field manager trainer-status; a token of another namespace's
  *                    ServiceAccount (403), a token for another TrainJob (403) and a body over
- *                    64 KiB (413) write nothing; the reconciler's own status writes (a suspend)
+ *                    64 KiB (413) write nothing; a report the CRD refuses gets 422 with exactly
+ *                    the message the API server gives for the same status (three rules); the
+ *                    reconciler's own status writes (a suspend)
  *                    leave trainerStatus alone; /metrics counts the answers by code
  *   ca_from_the_certificate_secret
  *                    without --trainjob-status-ca-file the CA comes from the certificate
@@ -367,6 +369,44 @@ START_TEST(report_progress)
                   &answer);
     ck_assert_msg(code == 403, "another TrainJob's audience: %ld %s", code, answer);
     free(answer);
+    /* a report the CRD refuses is refused before it is sent, in the API server's own words:
+     * the same status written by the admin gets the same message from the API server */
+    {
+        /* the report, and the same status as a merge patch of what job1 holds now */
+        static const char *bad[][2] = {
+            {"{\"trainerStatus\":{\"progressPercentage\":150,"
+             "\"lastUpdatedTime\":\"2026-03-01T12:31:00Z\"}}",
+             "{\"status\":{\"trainerStatus\":{\"progressPercentage\":150}}}"},
+            {"{\"trainerStatus\":{\"metrics\":[{\"name\":\"loss\",\"value\":\"\"}],"
+             "\"lastUpdatedTime\":\"2026-03-01T12:31:00Z\"}}",
+             "{\"status\":{\"trainerStatus\":{\"metrics\":[{\"name\":\"loss\",\"value\":"
+             "\"\"}]}}}"},
+            {"{\"trainerStatus\":{\"progressPercentage\":10}}",
+             "{\"status\":{\"trainerStatus\":{\"progressPercentage\":10,"
+             "\"lastUpdatedTime\":null}}}"}};
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            struct common_error err;
+            json_t *out = NULL, *ours;
+            const char *api_msg;
+            enum common_rc rc;
+
+            rc = common_kube_patch(
+                admin, &common_kube_trainjobs, ns, "job1", COMMON_KUBE_MERGE_PATCH, bad[i][1],
+                &(struct common_kube_write_opts){.subresource = "status"}, &out, &err);
+            ck_assert_msg(rc == COMMON_EINVAL, "the API server took %s: %s", bad[i][1], err.msg);
+            json_decref(out);
+            api_msg = strstr(err.msg, ": 422 Invalid: ");
+            ck_assert_msg(api_msg != NULL, "%s", err.msg);
+            api_msg += strlen(": 422 Invalid: ");
+            code = report(port, ns, "job1", bad[i][0], &answer);
+            ck_assert_msg(code == 422, "%s: %ld %s", bad[i][0], code, answer);
+            ours = json_loads(answer, 0, NULL);
+            ck_assert_str_eq(json_string_value(json_object_get(ours, "message")), api_msg);
+            json_decref(ours);
+            free(answer);
+        }
+    }
+
     /* a body over 64 KiB: 413 before anything else */
     {
         size_t n = 70000;
