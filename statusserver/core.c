@@ -605,8 +605,6 @@ enum ss_next ss_flow_start(struct ss_flow *f, const struct ss_request *r)
 
 enum ss_next ss_flow_reviewed(struct ss_flow *f, long http_status, const json_t *review)
 {
-    enum ss_decoded d;
-
     if (!review || http_status < 200 || http_status > 299) {
         snprintf(f->why, sizeof(f->why), "TokenReview failed (HTTP %ld)", http_status);
         return internal(f);
@@ -615,6 +613,13 @@ enum ss_next ss_flow_reviewed(struct ss_flow *f, long http_status, const json_t 
         answer(&f->ans, 403, "Forbidden", "Forbidden");
         return SS_NEXT_ANSWER;
     }
+    return ss_flow_authorized(f);
+}
+
+enum ss_next ss_flow_authorized(struct ss_flow *f)
+{
+    enum ss_decoded d;
+
     d = ss_decode(f->body, f->body_len, f->ns, f->name, &f->echo, &f->apply, &f->ans);
     if (d == SS_DECODED_APPLY)
         return SS_NEXT_APPLY;

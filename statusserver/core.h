@@ -200,6 +200,13 @@ enum ss_next ss_flow_start(struct ss_flow *f, const struct ss_request *r);
  */
 enum ss_next ss_flow_reviewed(struct ss_flow *f, long http_status, const json_t *review);
 
+/*
+ * ss_flow_authorized - the steps after an accepted token (what ss_flow_reviewed does once the
+ * review allows it), for a token the glue accepted moments ago for the same TrainJob (its cache
+ * of allowed reviews): SS_NEXT_ANSWER or SS_NEXT_APPLY as ss_flow_reviewed.
+ */
+enum ss_next ss_flow_authorized(struct ss_flow *f);
+
 /* ss_flow_applied - the apply's outcome (ss_api_answer); always SS_NEXT_ANSWER. */
 enum ss_next ss_flow_applied(struct ss_flow *f, long http_status, const char *response_body);
 

@@ -2,15 +2,29 @@
  * statusserver/server.c - the status server's glue (see server.h): HTTPS routes, worker threads
  * and the two API calls; decisions are core.h's.
  */
+#include <openssl/evp.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/httpd.h"
 #include "common/log.h"
 #include "statusserver/core.h"
 #include "statusserver/server.h"
+
+/* Accepted tokens, remembered for a while so a training loop's reports cost one API call each
+ * (the write), as with Trainer's local verification: keyed by SHA-256 of token, namespace and
+ * name; a slot is reused round-robin. */
+#define REVIEW_CACHE_SLOTS 512
+#define REVIEW_CACHE_TTL_MS 30000
+
+struct review_slot {
+    unsigned char key[32];
+    int64_t until_ms; /* 0: empty */
+};
 
 /* one held request on its way through the workers */
 struct ss_job {
@@ -23,8 +37,11 @@ struct ss_job {
 struct ss_server {
     struct common_kube *kube;
     struct common_httpd *http;
-    struct common_metric *requests;
+    struct common_metric *requests, *reviews;
     char *address;
+    pthread_mutex_t cache_mu;
+    struct review_slot cache[REVIEW_CACHE_SLOTS];
+    size_t cache_next;
     pthread_t *threads;
     unsigned nworkers, started;
     pthread_mutex_t mu;
@@ -42,6 +59,54 @@ static void count(struct ss_server *s, int code)
         return;
     snprintf(c, sizeof(c), "%d", code);
     common_metric_add(s->requests, labels, 1);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void count_review(struct ss_server *s, const char *result)
+{
+    const char *labels[] = {result};
+    if (s->reviews)
+        common_metric_add(s->reviews, labels, 1);
+}
+
+/* the cache key of the flow's token for its TrainJob; -1 when it cannot be made */
+static int review_key(const struct ss_flow *f, unsigned char key[32])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned int len = 0;
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+             EVP_DigestUpdate(ctx, f->token, strlen(f->token) + 1) &&
+             EVP_DigestUpdate(ctx, f->ns, strlen(f->ns) + 1) &&
+             EVP_DigestUpdate(ctx, f->name, strlen(f->name) + 1) &&
+             EVP_DigestFinal_ex(ctx, key, &len) && len == 32;
+    EVP_MD_CTX_free(ctx);
+    return ok ? 0 : -1;
+}
+
+static int review_cached(struct ss_server *s, const unsigned char key[32])
+{
+    int64_t now = mono_ms();
+    int hit = 0;
+    pthread_mutex_lock(&s->cache_mu);
+    for (size_t i = 0; i < REVIEW_CACHE_SLOTS && !hit; i++)
+        hit = s->cache[i].until_ms > now && memcmp(s->cache[i].key, key, 32) == 0;
+    pthread_mutex_unlock(&s->cache_mu);
+    return hit;
+}
+
+static void review_remember(struct ss_server *s, const unsigned char key[32])
+{
+    pthread_mutex_lock(&s->cache_mu);
+    memcpy(s->cache[s->cache_next].key, key, 32);
+    s->cache[s->cache_next].until_ms = mono_ms() + REVIEW_CACHE_TTL_MS;
+    s->cache_next = (s->cache_next + 1) % REVIEW_CACHE_SLOTS;
+    pthread_mutex_unlock(&s->cache_mu);
 }
 
 /* the log line for an answer */
@@ -111,12 +176,31 @@ out:
 static void run_job(struct ss_server *s, struct ss_job *j)
 {
     enum ss_next next;
-    json_t *review = NULL;
-    long st = create_review(s, j->flow.review, &review);
+    unsigned char key[32];
+    int keyed = review_key(&j->flow, key) == 0;
+    long st;
     char *answer;
 
-    next = ss_flow_reviewed(&j->flow, st, review);
-    json_decref(review);
+    if (keyed && review_cached(s, key)) {
+        count_review(s, "cached");
+        next = ss_flow_authorized(&j->flow);
+    } else {
+        json_t *review = NULL;
+        int answered;
+        st = create_review(s, j->flow.review, &review);
+        answered = review != NULL && st >= 200 && st <= 299;
+        next = ss_flow_reviewed(&j->flow, st, review);
+        json_decref(review);
+        if (!answered) {
+            count_review(s, "failed");
+        } else if (j->flow.ans.code == 403) {
+            count_review(s, "refused");
+        } else {
+            count_review(s, "allowed");
+            if (keyed)
+                review_remember(s, key);
+        }
+    }
     if (next == SS_NEXT_APPLY) {
         struct common_buf resp;
         common_buf_init(&resp, 1u << 20);
@@ -236,6 +320,7 @@ answer_now:
 struct ss_server *ss_server_create(const struct ss_server_opts *opts, struct common_error *err)
 {
     static const char *const labels[] = {"code", NULL};
+    static const char *const review_labels[] = {"result", NULL};
     struct common_httpd_opts ho = {0};
     struct ss_server *s;
 
@@ -249,6 +334,7 @@ struct ss_server *ss_server_create(const struct ss_server_opts *opts, struct com
     if (!s)
         goto nomem;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->cache_mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->kube = opts->kube;
     s->nworkers = opts->workers ? opts->workers : 4;
@@ -262,7 +348,13 @@ struct ss_server *ss_server_create(const struct ss_server_opts *opts, struct com
             "Requests to the TrainJob status server (status.trainerStatus), by HTTP status "
             "answered.",
             labels);
-        if (!s->requests)
+        s->reviews = common_metrics_counter(
+            opts->metrics, "trainsched_trainer_status_token_reviews_total",
+            "Tokens of status reports checked, by result: allowed, refused, failed (the "
+            "TokenReview could not be made) or cached (accepted for the same TrainJob within 30 s, "
+            "no TokenReview).",
+            review_labels);
+        if (!s->requests || !s->reviews)
             goto nomem;
     }
     ho.address = s->address;
@@ -329,6 +421,7 @@ void ss_server_destroy(struct ss_server *s)
     }
     common_httpd_destroy(s->http);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->cache_mu);
     pthread_cond_destroy(&s->cv);
     common_free(s->threads);
     common_free(s->address);

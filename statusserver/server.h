@@ -10,7 +10,13 @@
  * request with core's answer. At most SS_SERVER_QUEUE_MAX requests wait for a worker; more are
  * answered 503 at once. Every replica serves it (no leader election), as in Trainer.
  *
- * Metrics: trainsched_trainer_status_requests_total{code} (answers by HTTP status). Logs: a
+ * A token the review accepted is remembered for 30 s for that TrainJob (SHA-256 of token,
+ * namespace and name; 512 slots reused in turn), so a training loop's later reports skip the
+ * TokenReview and cost one API call, the write, as with Trainer's local token verification; a
+ * token revoked meanwhile is accepted until then.
+ *
+ * Metrics: trainsched_trainer_status_requests_total{code} (answers by HTTP status),
+ * trainsched_trainer_status_token_reviews_total{result} (allowed, refused, failed, cached). Logs: a
  * refused request (4xx) at warn with the reason (for 403, why the token was refused; the
  * client only hears "Forbidden"), a failure (5xx) at error, a write at debug.
  *

@@ -324,11 +324,26 @@ START_TEST(report_progress)
     }
 
     /* a report from the namespace's ServiceAccount with the TrainJob's audience */
-    code = report(port, ns, "job1",
-                  "{\"trainerStatus\":{\"progressPercentage\":40,\"estimatedRemainingSeconds\":"
-                  "600,\"metrics\":[{\"name\":\"loss\",\"value\":\"0.25\"}],"
-                  "\"lastUpdatedTime\":\"2026-03-01T12:30:45+02:00\"}}",
-                  &answer);
+    /* the first report of a token asks for a TokenReview; the next one within 30 s does not */
+    {
+        char aud[400], path[400], *token;
+        snprintf(aud, sizeof(aud),
+                 "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/job1/status", ns);
+        snprintf(path, sizeof(path), "/apis/%s", aud);
+        token = e2e_sa_token(admin, ns, "default", aud, 600);
+        code = post(port, path, token,
+                    "{\"trainerStatus\":{\"progressPercentage\":30,"
+                    "\"lastUpdatedTime\":\"2026-03-01T12:29:00Z\"}}",
+                    &answer);
+        ck_assert_msg(code == 200, "first report: %ld %s", code, answer);
+        free(answer);
+        code = post(port, path, token,
+                    "{\"trainerStatus\":{\"progressPercentage\":40,\"estimatedRemainingSeconds\":"
+                    "600,\"metrics\":[{\"name\":\"loss\",\"value\":\"0.25\"}],"
+                    "\"lastUpdatedTime\":\"2026-03-01T12:30:45+02:00\"}}",
+                    &answer);
+        free(token);
+    }
     if (code != 200)
         e2e_echo_tail(log, 30);
     ck_assert_msg(code == 200, "report: %ld %s", code, answer);
@@ -474,6 +489,13 @@ START_TEST(report_progress)
     ck_assert_msg(e2e_metric(metrics, "trainsched_trainer_status_requests_total", "code=\"413\"") >=
                       1,
                   "413 not counted");
+    /* the second report of one token needed no TokenReview; the two refused tokens did */
+    ck_assert_msg(e2e_metric(metrics, "trainsched_trainer_status_token_reviews_total",
+                             "result=\"cached\"") >= 1,
+                  "the second report of a token asked for a TokenReview again");
+    ck_assert_msg(e2e_metric(metrics, "trainsched_trainer_status_token_reviews_total",
+                             "result=\"refused\"") >= 2,
+                  "refused tokens not counted");
     free(metrics);
 
     kill(pid, SIGTERM);
