@@ -24,6 +24,8 @@
 #include "trainjob/trainjob.h"
 
 #define MAX_FILES 256
+/* serve's defaults: tls.serviceName in tls.secretNamespace, trainerStatus.address's port */
+#define RENDER_STATUS_URL "https://trainsched-controller.trainsched-system.svc:10443"
 
 static const char usage[] =
     "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
@@ -61,6 +63,16 @@ static const char usage[] =
     "                        none): coscheduling, volcano, kueue, native, none, ... (see\n"
     "                        docs/backends.md); what only the backend's own controller creates\n"
     "                        (a Kueue Workload, a Slurm job) is printed as a preview\n"
+    "      --trainjob-status render for a daemon serving Kubeflow Trainer's TrainJobStatus\n"
+    "                        feature (serve --trainjob-status): trainer containers get the status\n"
+    "                        server's URL, CA and token (env and a projected volume) and the\n"
+    "                        ConfigMap <name>-tls-config holds the CA\n"
+    "      --trainjob-status-url URL\n"
+    "                        the status server as the pods reach it (default\n"
+    "                        " RENDER_STATUS_URL ")\n"
+    "      --trainjob-status-ca-file FILE\n"
+    "                        the CA for <name>-tls-config (PEM); without it the ConfigMap is\n"
+    "                        not shown\n"
     "  -h, --help            this help\n"
     "\n"
     "Exit status: 0 rendered; 2 bad usage or invalid input (the message names the file,\n"
@@ -73,6 +85,8 @@ struct loaded {
     json_t *trainjobs;
     json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
     const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
+    json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
+    const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
 };
 
 static void where(struct loaded *l, const json_t *node, const json_t *doc, char *buf, size_t n)
@@ -501,8 +515,10 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     struct trainjob_ref ref;
     struct common_error e;
     struct common_arena *a = common_arena_create(0);
-    struct trainjob_options opts = {
-        .default_namespace = ns, .keygen = common_sshkey_ecdsa_p521, .no_gang_marks = no_marks};
+    struct trainjob_options opts = {.default_namespace = ns,
+                                    .keygen = common_sshkey_ecdsa_p521,
+                                    .no_gang_marks = no_marks,
+                                    .status_server = l->status_server};
     struct trainjob_output out;
     const struct backend *backend = NULL;
     json_t *preview = NULL;
@@ -742,23 +758,30 @@ static void free_paths(char **p, size_t n)
 
 int cmd_render(int argc, char **argv, FILE *out, FILE *err)
 {
-    static const struct option longopts[] = {{"filename", required_argument, NULL, 'f'},
-                                             {"runtime", required_argument, NULL, 'r'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"namespace", required_argument, NULL, 'n'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {"list-builtin", no_argument, NULL, 'l'},
-                                             {"existing", required_argument, NULL, 'x'},
-                                             {"extender-wired", required_argument, NULL, 'w'},
-                                             {"backend", required_argument, NULL, 'b'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"filename", required_argument, NULL, 'f'},
+        {"runtime", required_argument, NULL, 'r'},
+        {"output", required_argument, NULL, 'o'},
+        {"namespace", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {"list-builtin", no_argument, NULL, 'l'},
+        {"existing", required_argument, NULL, 'x'},
+        {"extender-wired", required_argument, NULL, 'w'},
+        {"backend", required_argument, NULL, 'b'},
+        {"trainjob-status", no_argument, NULL, 's'},
+        {"trainjob-status-url", required_argument, NULL, 'u'},
+        {"trainjob-status-ca-file", required_argument, NULL, 'c'},
+        {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
     size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
     const char *format = "yaml", *ns = "default", *backend = NULL;
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
-    int opt, status = 0, stdin_seen = 0, no_marks = 0;
+    int opt, status = 0, stdin_seen = 0, no_marks = 0, trainer_status = 0;
+    const char *status_url = RENDER_STATUS_URL, *status_ca_file = NULL;
+    struct trainjob_status_server ss = {0};
+    struct common_buf ca = {0};
     size_t i;
     json_t *tj;
 
@@ -809,6 +832,15 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             }
             backend = optarg;
             break;
+        case 's':
+            trainer_status = 1;
+            break;
+        case 'u':
+            status_url = optarg;
+            break;
+        case 'c':
+            status_ca_file = optarg;
+            break;
         case 'h':
             fputs(usage, out);
             return 0;
@@ -839,12 +871,41 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "error: --output \"%s\": use yaml or json\n", format);
         return 2;
     }
+    if ((status_ca_file || status_url != (const char *)RENDER_STATUS_URL) && !trainer_status) {
+        fprintf(err, "error: --trainjob-status-url and --trainjob-status-ca-file need "
+                     "--trainjob-status\n");
+        return 2;
+    }
+    if (trainer_status && (strncmp(status_url, "https://", 8) != 0 || !status_url[8] ||
+                           status_url[strlen(status_url) - 1] == '/')) {
+        fprintf(err,
+                "error: --trainjob-status-url \"%s\": want https://HOST[:PORT] without a "
+                "path\n",
+                status_url);
+        return 2;
+    }
     l = common_calloc(1, sizeof(*l));
     if (!l) {
         fprintf(err, "error: out of memory\n");
         return 1;
     }
     l->backend = backend;
+    if (trainer_status) {
+        struct common_error e;
+        ss.url_base = status_url;
+        if (status_ca_file) {
+            common_buf_init(&ca, 1u << 20);
+            if (common_buf_read_file(&ca, status_ca_file, &e) != COMMON_OK ||
+                !strstr(ca.data ? ca.data : "", "-----BEGIN CERTIFICATE-----")) {
+                fprintf(err, "error: --trainjob-status-ca-file: %s\n",
+                        e.code ? e.msg : "no PEM certificate in the file");
+                status = 2;
+                goto out;
+            }
+            ss.ca_crt = ca.data;
+        }
+        l->status_server = &ss;
+    }
     l->runtimes = json_array();
     l->trainjobs = json_array();
     l->existing = json_array();
@@ -911,6 +972,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
     }
 out:
+    common_buf_free(&ca);
     free_paths(paths, np);
     free_paths(rtpaths, nrp);
     json_decref(list);

@@ -24,6 +24,7 @@
 #include "cmd/certmgr.h"
 #include "cmd/cli.h"
 #include "cmd/trainerdetect.h"
+#include "cmd/trainerstatus.h"
 #include "common/alloc.h"
 #include "common/events.h"
 #include "common/health.h"
@@ -40,6 +41,7 @@
 #include "gang/gang.h"
 #include "integrations/backend.h"
 #include "reconciler/reconciler.h"
+#include "statusserver/server.h"
 #include "topology/topology.h"
 
 #define STR_MAX 512
@@ -77,6 +79,7 @@ struct serve_config {
     char trainer_lease_namespace[254]; /* where Kubeflow Trainer's Lease is looked for */
     int allow_trainer;                 /* --allow-trainer-controller */
     struct certmgr_settings certs;     /* tls.managed and friends (cmd/certmgr.h) */
+    struct trainer_status_settings ts; /* trainerStatus.* (cmd/trainerstatus.h) */
 };
 
 static void config_defaults(struct serve_config *c)
@@ -103,97 +106,112 @@ static void config_defaults(struct serve_config *c)
     c->ext_backoff_max_s = 300;
     snprintf(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), "kubeflow-system");
     certmgr_settings_default(&c->certs);
+    trainer_status_settings_default(&c->ts);
 }
 
 static void usage(FILE *f)
 {
-    fputs("Usage: trainsched serve [OPTIONS]\n\n"
-          "Run the trainsched daemon: any of the TrainJob reconciler (leader-elected), the\n"
-          "admission webhook and the scheduler extender (--components), with /healthz, /readyz\n"
-          "and /metrics on plain HTTP. Settings come from --config (YAML) and then from flags,\n"
-          "which win.\n\n"
-          "Options:\n"
-          "  --config FILE                    YAML settings (see docs/serve.md for every key)\n"
-          "  --kubeconfig FILE                kubeconfig to use; default: in-cluster service\n"
-          "                                   account when KUBERNETES_SERVICE_HOST is set, else\n"
-          "                                   $KUBECONFIG, else ~/.kube/config\n"
-          "  --context NAME                   kubeconfig context (default: current-context)\n"
-          "  --components LIST                comma list of reconciler,webhook,extender\n"
-          "                                   (default reconciler; extender: the scheduler\n"
-          "                                   extender verbs, see docs/extender.md)\n"
-          "  --http-address HOST:PORT         /healthz, /readyz, /metrics (default :8080)\n"
-          "  --https-address HOST:PORT        webhook and extender verbs (default :9443)\n"
-          "  --leader-elect=true|false        elect a leader through a Lease (default true)\n"
-          "  --leader-elect-lease-name NAME   (default trainsched-controller)\n"
-          "  --leader-elect-namespace NS      (default $POD_NAMESPACE or trainsched-system)\n"
-          "  --leader-elect-lease-duration S  seconds (default 15)\n"
-          "  --leader-elect-renew-deadline S  seconds (default 10)\n"
-          "  --leader-elect-retry-period S    seconds (default 2)\n"
-          "  --identity ID                    leader identity (default host_pid_random)\n"
-          "  --workers N                      concurrent reconciles (default 4)\n"
-          "  --namespace NS                   watch only this namespace (default all)\n"
-          "  --field-manager NAME             server-side apply manager (default trainsched)\n"
-          "  --kube-qps Q, --kube-burst N     API client rate limit (default 50, 100)\n"
-          "  --tls-cert-file FILE             PEM certificate (and chain) of the HTTPS address\n"
-          "  --tls-key-file FILE              its private key; both re-read when they change\n"
-          "  --tls-reload-seconds S           how often the files are checked (default 10)\n"
-          "  --tls-managed[=true|false]       the leader keeps the certificates in a Secret and\n"
-          "                                   rotates them; every replica loads them from there\n"
-          "                                   (docs/certs.md; with the webhook component this\n"
-          "                                   also runs leader election)\n"
-          "  --tls-cert-dir DIR               managed: where the files go unless --tls-cert-file/\n"
-          "                                   --tls-key-file say (default /tmp/trainsched-certs)\n"
-          "  --tls-secret-name NAME           managed: the Secret (default\n"
-          "                                   trainsched-webhook-certs)\n"
-          "  --tls-secret-namespace NS        its namespace, also the Service's (default\n"
-          "                                   $POD_NAMESPACE or trainsched-system)\n"
-          "  --tls-service-name NAME          Service whose DNS names the certificate carries\n"
-          "                                   (default trainsched-controller)\n"
-          "  --tls-extra-dns LIST             more DNS names, comma-separated\n"
-          "  --tls-extra-ips LIST             IP addresses, comma-separated (e.g. 127.0.0.1)\n"
-          "  --tls-webhook-configurations LIST  webhook configurations whose caBundle is kept\n"
-          "                                   (NAME = both kinds, mutating:NAME, validating:NAME;\n"
-          "                                   default trainsched)\n"
-          "  --tls-ca-lifetime D, --tls-serving-lifetime D  durations (120s, 90d, 8760h;\n"
-          "                                   default 87600h, 8760h)\n"
-          "  --tls-renew-fraction F           renew at this part of a certificate's life (2/3)\n"
-          "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
-          "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
-          "                                   leave it)\n"
-          "  --default-backend NAME           backend of runtimes with neither the annotation\n"
-          "                                   trainsched.io/backend nor a podGroupPolicy\n"
-          "                                   (docs/backends.md; default none)\n"
-          "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
-          "                                   extender, so route gang pods to it (the\n"
-          "                                   trainsched.io/gang request); default false: gang\n"
-          "                                   pods are left alone and scheduled one by one\n"
-          "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
-          "                                   config (default 630); held binds end before it;\n"
-          "                                   the webhook warns about longer gang timeouts\n"
-          "  --extender-schedule-timeout S    gang timeout for PodGroups without\n"
-          "                                   scheduleTimeoutSeconds (default 60)\n"
-          "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
-          "                                   doubling per failure (default 10, 300)\n"
-          "  --extender-topology NAME=L1,L2,...  a topology: node label keys, widest first\n"
-          "                                   (repeatable, at most 8; the first is the default;\n"
-          "                                   see docs/topology.md)\n"
-          "  --allow-trainer-controller[=true|false]  start the reconciler even when Kubeflow\n"
-          "                                   Trainer's own controller holds its Lease (default\n"
-          "                                   false: refuse, exit 1; docs/install.md)\n"
-          "  --trainer-lease-namespace NS     where Trainer's Lease trainer.kubeflow.org is\n"
-          "                                   looked for (default kubeflow-system)\n"
-          "  --log-level debug|info|warn|error (default info)\n"
-          "  --check-config                   check the settings, that each address can be\n"
-          "                                   bound (with its TLS files), and that the\n"
-          "                                   kubeconfig can be read; print the settings in\n"
-          "                                   effect as YAML and exit (0 valid; 2 with a\n"
-          "                                   message naming each problem)\n"
-          "  -h, --help                       this help\n\n"
-          "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
-          "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
-          "usage. An API server that cannot be reached is retried (with backoff), not fatal;\n"
-          "/readyz says what is wrong meanwhile.\n",
-          f);
+    fputs(
+        "Usage: trainsched serve [OPTIONS]\n\n"
+        "Run the trainsched daemon: any of the TrainJob reconciler (leader-elected), the\n"
+        "admission webhook and the scheduler extender (--components), with /healthz, /readyz\n"
+        "and /metrics on plain HTTP. Settings come from --config (YAML) and then from flags,\n"
+        "which win.\n\n"
+        "Options:\n"
+        "  --config FILE                    YAML settings (see docs/serve.md for every key)\n"
+        "  --kubeconfig FILE                kubeconfig to use; default: in-cluster service\n"
+        "                                   account when KUBERNETES_SERVICE_HOST is set, else\n"
+        "                                   $KUBECONFIG, else ~/.kube/config\n"
+        "  --context NAME                   kubeconfig context (default: current-context)\n"
+        "  --components LIST                comma list of reconciler,webhook,extender\n"
+        "                                   (default reconciler; extender: the scheduler\n"
+        "                                   extender verbs, see docs/extender.md)\n"
+        "  --http-address HOST:PORT         /healthz, /readyz, /metrics (default :8080)\n"
+        "  --https-address HOST:PORT        webhook and extender verbs (default :9443)\n"
+        "  --leader-elect=true|false        elect a leader through a Lease (default true)\n"
+        "  --leader-elect-lease-name NAME   (default trainsched-controller)\n"
+        "  --leader-elect-namespace NS      (default $POD_NAMESPACE or trainsched-system)\n"
+        "  --leader-elect-lease-duration S  seconds (default 15)\n"
+        "  --leader-elect-renew-deadline S  seconds (default 10)\n"
+        "  --leader-elect-retry-period S    seconds (default 2)\n"
+        "  --identity ID                    leader identity (default host_pid_random)\n"
+        "  --workers N                      concurrent reconciles (default 4)\n"
+        "  --namespace NS                   watch only this namespace (default all)\n"
+        "  --field-manager NAME             server-side apply manager (default trainsched)\n"
+        "  --kube-qps Q, --kube-burst N     API client rate limit (default 50, 100)\n"
+        "  --tls-cert-file FILE             PEM certificate (and chain) of the HTTPS address\n"
+        "  --tls-key-file FILE              its private key; both re-read when they change\n"
+        "  --tls-reload-seconds S           how often the files are checked (default 10)\n"
+        "  --tls-managed[=true|false]       the leader keeps the certificates in a Secret and\n"
+        "                                   rotates them; every replica loads them from there\n"
+        "                                   (docs/certs.md; with the webhook component this\n"
+        "                                   also runs leader election)\n"
+        "  --tls-cert-dir DIR               managed: where the files go unless --tls-cert-file/\n"
+        "                                   --tls-key-file say (default /tmp/trainsched-certs)\n"
+        "  --tls-secret-name NAME           managed: the Secret (default\n"
+        "                                   trainsched-webhook-certs)\n"
+        "  --tls-secret-namespace NS        its namespace, also the Service's (default\n"
+        "                                   $POD_NAMESPACE or trainsched-system)\n"
+        "  --tls-service-name NAME          Service whose DNS names the certificate carries\n"
+        "                                   (default trainsched-controller)\n"
+        "  --tls-extra-dns LIST             more DNS names, comma-separated\n"
+        "  --tls-extra-ips LIST             IP addresses, comma-separated (e.g. 127.0.0.1)\n"
+        "  --tls-webhook-configurations LIST  webhook configurations whose caBundle is kept\n"
+        "                                   (NAME = both kinds, mutating:NAME, validating:NAME;\n"
+        "                                   default trainsched)\n"
+        "  --tls-ca-lifetime D, --tls-serving-lifetime D  durations (120s, 90d, 8760h;\n"
+        "                                   default 87600h, 8760h)\n"
+        "  --tls-renew-fraction F           renew at this part of a certificate's life (2/3)\n"
+        "  --tls-publish-grace D, --tls-switch-grace D  rotation waits (default 300s each)\n"
+        "  --gang-scheduler-name NAME       webhook: schedulerName for gang pods (default:\n"
+        "                                   leave it)\n"
+        "  --default-backend NAME           backend of runtimes with neither the annotation\n"
+        "                                   trainsched.io/backend nor a podGroupPolicy\n"
+        "                                   (docs/backends.md; default none)\n"
+        "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
+        "                                   extender, so route gang pods to it (the\n"
+        "                                   trainsched.io/gang request); default false: gang\n"
+        "                                   pods are left alone and scheduled one by one\n"
+        "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
+        "                                   config (default 630); held binds end before it;\n"
+        "                                   the webhook warns about longer gang timeouts\n"
+        "  --extender-schedule-timeout S    gang timeout for PodGroups without\n"
+        "                                   scheduleTimeoutSeconds (default 60)\n"
+        "  --extender-backoff-initial S, --extender-backoff-max S  a failed gang's backoff,\n"
+        "                                   doubling per failure (default 10, 300)\n"
+        "  --extender-topology NAME=L1,L2,...  a topology: node label keys, widest first\n"
+        "                                   (repeatable, at most 8; the first is the default;\n"
+        "                                   see docs/topology.md)\n"
+        "  --allow-trainer-controller[=true|false]  start the reconciler even when Kubeflow\n"
+        "                                   Trainer's own controller holds its Lease (default\n"
+        "                                   false: refuse, exit 1; docs/install.md)\n"
+        "  --trainer-lease-namespace NS     where Trainer's Lease trainer.kubeflow.org is\n"
+        "                                   looked for (default kubeflow-system)\n"
+        "  --trainjob-status[=true|false]   Kubeflow Trainer's TrainJobStatus feature (alpha):\n"
+        "                                   serve the status server where training code\n"
+        "                                   reports progress and metrics (status.trainerStatus),\n"
+        "                                   and give trainer pods its URL, CA and a token\n"
+        "                                   (default false; docs/trainer-status.md)\n"
+        "  --trainjob-status-address HOST:PORT  its HTTPS address (default :10443; the TLS\n"
+        "                                   pair is the webhook's)\n"
+        "  --trainjob-status-url URL        how pods reach it (default https://<tls service>.\n"
+        "                                   <tls secret namespace>.svc:<port>)\n"
+        "  --trainjob-status-ca-file FILE   the CA pods trust (default: the certificate\n"
+        "                                   Secret's ca-bundle.crt or ca.crt)\n"
+        "  --trainjob-status-qps Q, --trainjob-status-burst N  its API client's rate limit\n"
+        "                                   (default 5, 10)\n"
+        "  --log-level debug|info|warn|error (default info)\n"
+        "  --check-config                   check the settings, that each address can be\n"
+        "                                   bound (with its TLS files), and that the\n"
+        "                                   kubeconfig can be read; print the settings in\n"
+        "                                   effect as YAML and exit (0 valid; 2 with a\n"
+        "                                   message naming each problem)\n"
+        "  -h, --help                       this help\n\n"
+        "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
+        "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
+        "usage. An API server that cannot be reached is retried (with backoff), not fatal;\n"
+        "/readyz says what is wrong meanwhile.\n",
+        f);
 }
 
 static int set_str(char *dst, size_t size, const char *v, const char *what, FILE *err)
@@ -324,6 +342,12 @@ static const struct {
     {"extender.topologies", "--extender-topology"},
     {"trainerCheck.allowRunning", "--allow-trainer-controller"},
     {"trainerCheck.leaseNamespace", "--trainer-lease-namespace"},
+    {"trainerStatus.enabled", "--trainjob-status"},
+    {"trainerStatus.address", "--trainjob-status-address"},
+    {"trainerStatus.url", "--trainjob-status-url"},
+    {"trainerStatus.caFile", "--trainjob-status-ca-file"},
+    {"trainerStatus.qps", "--trainjob-status-qps"},
+    {"trainerStatus.burst", "--trainjob-status-burst"},
 };
 
 /* extender.topologies: [{name, levels: [..]}, ..] -> --extender-topology NAME=L1,L2,.. each */
@@ -385,7 +409,7 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         if (json_is_object(v) && !*prefix &&
             (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
              strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0 ||
-             strcmp(k, "trainerCheck") == 0)) {
+             strcmp(k, "trainerCheck") == 0 || strcmp(k, "trainerStatus") == 0)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -600,6 +624,9 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         int crc = certmgr_apply_setting(&c->certs, flag, v, err);
         if (crc != -2)
             return crc;
+        crc = trainer_status_apply_setting(&c->ts, flag, v, err);
+        if (crc != -2)
+            return crc;
     }
     fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
     return -2;
@@ -651,6 +678,7 @@ static void print_config(const struct serve_config *c, FILE *out)
     }
     fprintf(out, "trainerCheck:\n  allowRunning: %s\n  leaseNamespace: %s\n",
             c->allow_trainer ? "true" : "false", c->trainer_lease_namespace);
+    trainer_status_print_settings(&c->ts, out);
 }
 
 /* ---- the daemon ---- */
@@ -678,6 +706,11 @@ struct daemon {
     /* set once the webhook's caches / the extender exist: /readyz is served (on its own thread)
      * before they are created, and must not read the pointers until then */
     atomic_int webhook_caches, extender_made;
+    /* --trainjob-status: the status server, its API client, the reconciler's CA source */
+    struct ss_server *ss;
+    struct common_kube *ss_kube;
+    struct trainer_status_ca *ts_ca;
+    char ts_url[512];
 };
 
 static void started_leading(void *ctx)
@@ -977,6 +1010,11 @@ static int start_reconciler(struct daemon *d)
     o.gang_scheduler_name = d->cfg.gang_scheduler_name; /* the webhook's, for the same pods */
     o.gang_marks = d->cfg.extender_wired; /* the same setting decides for the pod webhook */
     o.default_backend = d->cfg.default_backend;
+    if (d->ts_ca) {
+        o.trainer_status_url = d->ts_url;
+        o.trainer_status_ca = trainer_status_ca_get;
+        o.trainer_status_ca_ctx = d->ts_ca;
+    }
     rc = rc_create(&o, &err);
     if (!rc || rc_start(rc, &err) != COMMON_OK) {
         common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);
@@ -1052,6 +1090,10 @@ static int check_environment(const struct serve_config *c, FILE *err)
     if (https && check_listen("--https-address", c->https_address,
                               c->certs.managed ? NULL : c->tls_cert_file,
                               c->certs.managed ? NULL : c->tls_key_file, err))
+        problems++;
+    if (c->ts.enabled && check_listen("--trainjob-status-address", c->ts.address,
+                                      c->certs.managed ? NULL : c->tls_cert_file,
+                                      c->certs.managed ? NULL : c->tls_key_file, err))
         problems++;
     memset(&kc, 0, sizeof(kc));
     if (load_kubeconfig(c, &kc, &e) != COMMON_OK) {
@@ -1159,6 +1201,52 @@ static int check_trainer(struct daemon *d, FILE *err)
     return 0;
 }
 
+/* --trainjob-status, before the reconciler can start: the status server's own API client
+ * (Trainer's: QPS 5, burst 10, so status reports never slow the reconciler) and the
+ * reconciler's CA source. Returns 0 or serve's exit status. */
+static int trainer_status_prepare(struct daemon *d, FILE *err)
+{
+    struct common_kubeconfig kc;
+    struct common_kube_opts ko = common_kube_opts_default();
+    struct common_error e;
+
+    if (load_kubeconfig(&d->cfg, &kc, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: trainerStatus: %s\n", e.msg);
+        return 1;
+    }
+    ko.qps = d->cfg.ts.qps;
+    ko.burst = d->cfg.ts.burst;
+    ko.timeout_ms = 10000; /* Trainer's write timeout */
+    d->ss_kube = common_kube_client_create(&kc, &ko, &e);
+    common_kubeconfig_free(&kc);
+    d->ts_ca = trainer_status_ca_create(d->kube, d->cfg.ts.ca_file, d->cfg.certs.secret_namespace,
+                                        d->cfg.certs.secret_name);
+    if (!d->ss_kube || !d->ts_ca) {
+        fprintf(err, "trainsched serve: trainerStatus: %s\n", d->ss_kube ? "out of memory" : e.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* the status server on every replica, once the serving pair is there */
+static int start_trainer_status(struct daemon *d, FILE *err)
+{
+    struct ss_server_opts so = {0};
+    struct common_error e;
+
+    so.kube = d->ss_kube;
+    so.metrics = d->metrics;
+    so.address = d->cfg.ts.address;
+    so.tls_cert_file = d->cfg.tls_cert_file;
+    so.tls_key_file = d->cfg.tls_key_file;
+    d->ss = ss_server_create(&so, &e);
+    if (!d->ss || ss_server_start(d->ss, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: trainerStatus %s: %s\n", d->cfg.ts.address, e.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 {
     static struct daemon d; /* one per process */
@@ -1207,7 +1295,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             snprintf(flag, sizeof(flag), "%s", argv[i]);
             if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0 ||
                 strcmp(flag, "--webhook-extender-wired") == 0 ||
-                strcmp(flag, "--allow-trainer-controller") == 0) {
+                strcmp(flag, "--allow-trainer-controller") == 0 ||
+                strcmp(flag, "--trainjob-status") == 0) {
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";
@@ -1241,6 +1330,17 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched serve: webhook: --tls-cert-file and --tls-key-file are required "
                      "(the API server calls webhooks over HTTPS only; `trainsched certs` makes "
                      "them)\n");
+        return 2;
+    }
+    if (d.cfg.ts.enabled && (!d.cfg.tls_cert_file[0] || !d.cfg.tls_key_file[0])) {
+        fprintf(err, "trainsched serve: trainerStatus: --tls-cert-file and --tls-key-file (or "
+                     "--tls-managed) are required: the status server serves HTTPS only\n");
+        return 2;
+    }
+    if (d.cfg.ts.enabled &&
+        trainer_status_url(&d.cfg.ts, d.cfg.certs.service, d.cfg.certs.secret_namespace, d.ts_url,
+                           sizeof(d.ts_url))) {
+        fprintf(err, "trainsched serve: trainerStatus.address \"%s\": no port\n", d.cfg.ts.address);
         return 2;
     }
     if (d.cfg.ext_backoff_max_s < d.cfg.ext_backoff_initial_s) {
@@ -1339,6 +1439,9 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         /* HTTPS starts in the main loop once the files equal the Secret's pair */
         atomic_store(&d.cert_wait, d.cfg.comp_webhook);
     }
+    if (d.cfg.ts.enabled && (status = trainer_status_prepare(&d, err)))
+        goto out;
+    status = 1;
     if (d.cfg.comp_extender) {
         int xrc = start_extender(&d, err);
         if (xrc) {
@@ -1388,11 +1491,20 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         }
         /* certificate files replaced (a Secret volume, `trainsched certs`): new connections get
          * the new pair, open ones keep theirs */
-        if (d.https && mono_now() >= next_cert_check) {
+        if (d.cfg.ts.enabled && !d.ss && (!d.cm || certmgr_serving_ready(d.cm))) {
+            int trc = start_trainer_status(&d, err);
+            if (trc) {
+                status = trc;
+                goto out;
+            }
+            cert_mtime = mtime_ns(d.cfg.tls_cert_file) + mtime_ns(d.cfg.tls_key_file);
+        }
+        if ((d.https || d.ss) && mono_now() >= next_cert_check) {
             long long m = mtime_ns(d.cfg.tls_cert_file) + mtime_ns(d.cfg.tls_key_file);
             next_cert_check = mono_now() + d.cfg.tls_reload_s;
             if (m != cert_mtime) {
-                if (common_httpd_reload_tls(d.https, &e) == COMMON_OK) {
+                if ((!d.https || common_httpd_reload_tls(d.https, &e) == COMMON_OK) &&
+                    (!d.ss || ss_server_reload_tls(d.ss, &e) == COMMON_OK)) {
                     cert_mtime = m;
                     common_log(COMMON_LOG_INFO, "serving certificate reloaded", "cert",
                                d.cfg.tls_cert_file, NULL);
@@ -1449,6 +1561,9 @@ out:
     }
     webhook_server_destroy(d.webhook);
     extender_server_destroy(d.ext);
+    ss_server_destroy(d.ss);
+    common_kube_client_destroy(d.ss_kube);
+    trainer_status_ca_destroy(d.ts_ca);
     common_informer_request_stop(d.tr_inf);
     common_informer_request_stop(d.ctr_inf);
     common_informer_request_stop(d.js_inf);

@@ -183,6 +183,7 @@ struct rc_reconciler {
     char namespace[254];
     char gang_scheduler_name[254];
     char default_backend[64];
+    char trainer_status_url[512];
     struct rc_queue *q;
     struct inf_slot inf[INF_N];
     pthread_t *threads;
@@ -837,6 +838,28 @@ static int backend_served(struct rc_reconciler *r, const struct backend *b, char
     return 1;
 }
 
+/* the TrainJobStatus feature's settings for one reconcile: the URL, and the CA from the
+ * caller (copied into the reconcile's arena) */
+static enum common_rc trainer_status_opts(struct rctx *c, struct trainjob_status_server *tss,
+                                          struct common_error *err)
+{
+    struct rc_reconciler *r = c->r;
+    char *pem = NULL;
+    enum common_rc rc;
+
+    tss->url_base = r->o.trainer_status_url;
+    if (!r->o.trainer_status_ca)
+        return common_error_set(err, COMMON_EINVAL, "status server: no CA source");
+    rc = r->o.trainer_status_ca(r->o.trainer_status_ca_ctx, &pem, err);
+    if (rc) {
+        common_error_prefix(err, "status server CA for %s/%s-tls-config", c->ns, c->name);
+        return rc;
+    }
+    tss->ca_crt = common_arena_strdup(c->a, pem);
+    common_free(pem);
+    return tss->ca_crt ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -846,6 +869,7 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     struct trainjob_options topts = {.keygen = r->o.keygen,
                                      .gang_scheduler_name = r->o.gang_scheduler_name,
                                      .no_gang_marks = !r->o.gang_marks};
+    struct trainjob_status_server tss = {0};
     struct trainjob_status_result sres = {0};
     struct trainjob_deadline_result dl;
     const json_t *runtime_live = NULL, *cm;
@@ -913,6 +937,14 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             runtime = json_incref((json_t *)runtime_live);
         }
 
+        if (r->o.trainer_status_url[0] && !topts.status_server) {
+            rc = trainer_status_opts(c, &tss, err);
+            if (rc) {
+                json_decref(runtime);
+                return rc;
+            }
+            topts.status_server = &tss;
+        }
         trainjob_errors_init(&out.errors, c->a);
         /* the runtime's backend (integrations/backend.h); nothing is written unless the
          * cluster serves what it needs */
@@ -1177,6 +1209,9 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
     snprintf(r->default_backend, sizeof(r->default_backend), "%s",
              opts->default_backend ? opts->default_backend : "");
     r->o.default_backend = r->default_backend;
+    snprintf(r->trainer_status_url, sizeof(r->trainer_status_url), "%s",
+             opts->trainer_status_url ? opts->trainer_status_url : "");
+    r->o.trainer_status_url = r->trainer_status_url;
     if (r->o.workers <= 0)
         r->o.workers = 4;
     if (!r->o.keygen)

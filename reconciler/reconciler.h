@@ -58,6 +58,15 @@ struct rc_opts {
     const char *default_backend;     /* the backend of runtimes with neither the annotation
                                         trainsched.io/backend nor a podGroupPolicy
                                         (integrations/backend.h; copied); NULL or "": none */
+    /* Kubeflow Trainer's TrainJobStatus feature (serve --trainjob-status): the status server as
+     * pods reach it, "https://<service>.<namespace>.svc:<port>" (copied); NULL or "": off.
+     * When on, every TrainJob's trainer pods get its env and token volume and the ConfigMap
+     * <name>-tls-config holds the CA that trainer_status_ca returns (a PEM string,
+     * common_malloc'd, the caller frees); a CA that cannot be had fails the reconcile (retried
+     * with backoff), as in Trainer when its certificate Secret is missing. */
+    const char *trainer_status_url;
+    enum common_rc (*trainer_status_ca)(void *ctx, char **pem, struct common_error *err);
+    void *trainer_status_ca_ctx;
 };
 
 /* What one reconcile did (for tests, the bench and logs). */

@@ -486,6 +486,8 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     c->args = json_object_get(c->trainer, "args");
     if (ml->enforce && (rc = ml->enforce(c, err)))
         return rc;
+    if ((rc = tj_trainer_status(c, err)))
+        return rc;
     for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
         const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
         if ((c->gangs & (1u << g)) && (rc = gp->enforce(c, err)))

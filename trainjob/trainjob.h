@@ -94,6 +94,18 @@ enum trainjob_gang {
     TRAINJOB_GANG_VOLCANO,
 };
 
+/*
+ * Kubeflow Trainer's TrainJobStatus feature (alpha gate, off by default): where the training
+ * processes report progress (trainjob/trainerstatus.c writes the env, token volume and the
+ * <name>-tls-config ConfigMap; statusserver/ serves the endpoint).
+ */
+struct trainjob_status_server {
+    const char *url_base; /* "https://<service>.<namespace>.svc:<port>", no trailing '/' */
+    const char *ca_crt;   /* PEM the status server's certificate chains to, for the ConfigMap
+                             <name>-tls-config; NULL: the ConfigMap is left out with a warning
+                             (render without a CA) */
+};
+
 struct trainjob_options {
     const char *default_namespace;   /* for a TrainJob without metadata.namespace; "default" */
     const char *placeholder_uid;     /* used when metadata.uid is missing; NULL: derived from
@@ -110,6 +122,8 @@ struct trainjob_options {
     enum trainjob_gang gang;         /* which gang object this build writes: integrations/
                                         backend.h sets it from the chosen backend; 0 = the
                                         runtime's podGroupPolicy, as Trainer does */
+    const struct trainjob_status_server *status_server; /* MAY: NULL = the TrainJobStatus
+                                                           feature is off (Trainer's default) */
 };
 
 /*

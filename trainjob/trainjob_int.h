@@ -178,6 +178,11 @@ json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps);
  * trainer jobs, else the template's own (JobSet default 1) */
 int64_t tj_podset_replicas(const struct tj_podset *ps);
 
+/* ---- the TrainJobStatus feature (trainerstatus.c) ---- */
+/* when opts->status_server is set: the status server's env and token volume in every container
+ * of the trainer PodSet, and the ConfigMap <name>-tls-config into c->extra */
+enum common_rc tj_trainer_status(struct tj_ctx *c, struct common_error *err);
+
 /* ---- gang objects (podgroup.c) ---- */
 struct tj_gang_policy {
     const char *name;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -128,6 +129,53 @@ struct common_kube *e2e_client(long timeout_ms, int as_trainsched)
     common_kubeconfig_free(&cfg);
     ck_assert_msg(k != NULL, "%s", err.msg);
     return k;
+}
+
+char *e2e_sa_token(struct common_kube *admin, const char *ns, const char *sa, const char *audience,
+                   int seconds)
+{
+    struct common_kube_write_opts sub = {.subresource = "token"};
+    struct common_error err;
+    json_t *req =
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:i}}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                  "TokenRequest", "metadata", "name", sa, "spec", "expirationSeconds", seconds);
+    json_t *resp = NULL;
+    const char *token;
+    char *out;
+
+    if (audience)
+        json_object_set_new(json_object_get(req, "spec"), "audiences", json_pack("[s]", audience));
+    ck_assert_msg(common_kube_create(admin, &serviceaccounts, ns, req, &sub, &resp, &err) ==
+                      COMMON_OK,
+                  "TokenRequest for %s/%s: %s", ns, sa, err.msg);
+    token = json_string_value(json_object_get(json_object_get(resp, "status"), "token"));
+    ck_assert_ptr_nonnull(token);
+    out = strdup(token);
+    json_decref(req);
+    json_decref(resp);
+    return out;
+}
+
+void e2e_sa_kubeconfig(struct common_kube *admin, const char *path)
+{
+    const char *server = getenv("TESTBED_SERVER"), *ca = getenv("TESTBED_CA");
+    struct common_kube *tsk;
+    char text[4096], *token;
+
+    ck_assert_msg(server && ca, "TESTBED_SERVER / TESTBED_CA not set: source the test bed's env");
+    tsk = e2e_client(20000, 1); /* applies manifests/rbac/rbac.yaml */
+    common_kube_client_destroy(tsk);
+    token = e2e_sa_token(admin, "trainsched-system", "trainsched", NULL, 3600);
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: bed\n  cluster: {server: \"%s\", certificate-authority: \"%s\"}\n"
+             "users:\n- name: trainsched\n  user: {token: \"%s\"}\n"
+             "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
+             "current-context: trainsched\n",
+             server, ca, token);
+    e2e_write_file(path, text);
+    chmod(path, 0600);
+    free(token);
 }
 
 void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_t size)

@@ -20,6 +20,17 @@
 /* A new client (fails the running Check test when it cannot be made). timeout_ms 0: default. */
 struct common_kube *e2e_client(long timeout_ms, int as_trainsched);
 
+/* e2e_sa_token - a token of ServiceAccount ns/sa from the TokenRequest API through admin, for
+ * audience (NULL: the API server's) valid for seconds (at least 600); malloc'd. Failures fail the
+ * test. */
+char *e2e_sa_token(struct common_kube *admin, const char *ns, const char *sa, const char *audience,
+                   int seconds);
+
+/* e2e_sa_kubeconfig - write to path (mode 0600) a kubeconfig for the test bed (TESTBED_SERVER,
+ * TESTBED_CA) as trainsched's ServiceAccount, with a fresh one-hour token; the shipped
+ * manifests/rbac/rbac.yaml is applied first, so what it grants is what the daemon gets. */
+void e2e_sa_kubeconfig(struct common_kube *admin, const char *path);
+
 /* e2e_make_ns - a fresh namespace "<prefix>-<random>" (into out) with its "default"
  * ServiceAccount and a RoleBinding that lets trainsched's ServiceAccount hold Leases there (the
  * ClusterRole trainsched-leader-election, as the shipped RoleBinding does in

@@ -110,7 +110,6 @@ static const struct common_kube_resource mwcs = {"admissionregistration.k8s.io",
                                                  "mutatingwebhookconfigurations", 0};
 static const struct common_kube_resource vwcs = {"admissionregistration.k8s.io", "v1",
                                                  "validatingwebhookconfigurations", 0};
-static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
 
 /* suite state: set by the runner's setup, read by the tests (forked after it) */
 static struct common_kube *admin;
@@ -290,36 +289,8 @@ static void wait_ready(struct daemon *d, double secs)
 
 static void write_sa_kubeconfig(void)
 {
-    struct common_kube *tsk;
-    struct common_kube_write_opts sub = {.subresource = "token"};
-    struct common_error err;
-    json_t *req, *resp = NULL;
-    const char *server = getenv("TESTBED_SERVER"), *ca = getenv("TESTBED_CA"), *token;
-    char text[4096];
-
-    ck_assert_msg(server && ca, "TESTBED_SERVER / TESTBED_CA not set: source the test bed's env");
-    tsk = e2e_client(20000, 1); /* applies manifests/rbac/rbac.yaml */
-    common_kube_client_destroy(tsk);
-    req = json_pack("{s:s, s:s, s:{s:s}, s:{s:i}}", "apiVersion", "authentication.k8s.io/v1",
-                    "kind", "TokenRequest", "metadata", "name", "trainsched", "spec",
-                    "expirationSeconds", 3600);
-    ck_assert_msg(common_kube_create(admin, &serviceaccounts, "trainsched-system", req, &sub, &resp,
-                                     &err) == COMMON_OK,
-                  "TokenRequest: %s", err.msg);
-    token = json_string_value(json_object_get(json_object_get(resp, "status"), "token"));
-    ck_assert_ptr_nonnull(token);
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/trainsched.kubeconfig", tmpdir);
-    snprintf(text, sizeof(text),
-             "apiVersion: v1\nkind: Config\n"
-             "clusters:\n- name: bed\n  cluster: {server: \"%s\", certificate-authority: \"%s\"}\n"
-             "users:\n- name: trainsched\n  user: {token: \"%s\"}\n"
-             "contexts:\n- name: trainsched\n  context: {cluster: bed, user: trainsched}\n"
-             "current-context: trainsched\n",
-             server, ca, token);
-    e2e_write_file(kubeconfig, text);
-    chmod(kubeconfig, 0600);
-    json_decref(req);
-    json_decref(resp);
+    e2e_sa_kubeconfig(admin, kubeconfig);
 }
 
 /* ---- cluster objects ---- */
@@ -910,7 +881,7 @@ static void mark_passed(void)
     fclose(f);
 }
 
-#define NTESTS 9
+#define NTESTS 10
 
 static int passed_count(void)
 {

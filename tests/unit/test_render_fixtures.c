@@ -5,7 +5,6 @@
  * runtimes; a TrainJob naming a built-in runtime needs no runtime document), optionally
  * existing.yaml (objects already in the cluster, given with --existing) and expect.yaml:
  *
- *   args: [--backend, native] # optional: more arguments for `trainsched render`
  *   exit: 0                  # expected exit status of `trainsched render` (default 0)
  *   stderr: [text, ...]      # each must appear in standard error
  *   objects: [kind/name...]  # exactly these objects, in this order
@@ -23,6 +22,8 @@
  *   list: expected-list.yaml # optional: the whole List, compared field by field, except the
  *   ignore: [Secret/x data.ssh-privatekey, ...]  # values that differ per run (key material)
  *   yaml-strings: [ConfigMap/x-runtime-snapshot data.runtime]  # parsed before checks and list
+ *   args: [--trainjob-status, --trainjob-status-ca-file, ca.crt]  # more render arguments; one
+ *                            # naming a file of the case folder is given as its path
  *
  * Paths: dot-separated keys; [N] an index; [key=value] the array element whose key is value;
  * ["a.b/c"] a key with dots.
@@ -192,20 +193,22 @@ static void diff(const json_t *a, const json_t *b, char *path, size_t cap, char 
     }
 }
 
+#define MAX_EXTRA_ARGS 8
+
 static void run_render(const char *dir, const json_t *args, json_t **list, int *status,
                        char **errtext)
 {
-    char input[4200], existing[4200];
+    char input[4200], existing[4200], extra[MAX_EXTRA_ARGS][4200];
     char *outbuf = NULL, *errbuf = NULL;
     size_t outlen = 0, errlen = 0;
     FILE *out = open_memstream(&outbuf, &outlen);
     FILE *err = open_memstream(&errbuf, &errlen);
-    char *argv[24] = {"render", "-f", input, "-o", "json"};
+    char *argv[8 + MAX_EXTRA_ARGS] = {"render", "-f", input, "-o", "json"};
     int argc = 5;
-    size_t i;
-    const json_t *a;
     FILE *ex;
     json_error_t je;
+    size_t i;
+    json_t *a;
 
     snprintf(input, sizeof(input), "%s/input.yaml", dir);
     snprintf(existing, sizeof(existing), "%s/existing.yaml", dir);
@@ -215,11 +218,20 @@ static void run_render(const char *dir, const json_t *args, json_t **list, int *
         argv[argc++] = "--existing";
         argv[argc++] = existing;
     }
-    ck_assert_msg(json_array_size(args) < 16, "%s: too many args", dir);
+    ck_assert_msg(json_array_size(args) <= MAX_EXTRA_ARGS, "%s: at most %d args", dir,
+                  MAX_EXTRA_ARGS);
     json_array_foreach(args, i, a)
     {
-        ck_assert_msg(json_is_string(a), "%s: args must be strings", dir);
-        argv[argc++] = (char *)json_string_value(a);
+        const char *v = json_string_value(a);
+        FILE *f;
+        ck_assert_msg(v != NULL, "%s: args[%zu] must be a string", dir, i);
+        snprintf(extra[i], sizeof(extra[i]), "%s/%s", dir, v);
+        f = v[0] != '-' ? fopen(extra[i], "r") : NULL;
+        if (f)
+            fclose(f);
+        else
+            snprintf(extra[i], sizeof(extra[i]), "%s", v);
+        argv[argc++] = extra[i];
     }
     argv[argc] = NULL;
     *status = cmd_render(argc, argv, out, err);

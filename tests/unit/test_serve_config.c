@@ -221,6 +221,61 @@ START_TEST(check_config_checks_addresses_files_and_the_kubeconfig)
 }
 END_TEST
 
+/* --trainjob-status (docs/trainer-status.md): off by default, needs the TLS pair, its settings
+ * from the file and flags, bad values named, its address bound by --check-config */
+START_TEST(trainer_status_settings)
+{
+    char out[8192], args[1024], path[] = "/tmp/ts-config-XXXXXX", dir[] = "/tmp/ts-certs-XXXXXX";
+    int fd;
+
+    ck_assert_int_eq(run("--check-config", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "trainerStatus:\n  enabled: false\n  address: \":10443\"") != NULL,
+                  "%s", out);
+    ck_assert_int_eq(run("--check-config --trainjob-status", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "trainerStatus: --tls-cert-file and --tls-key-file") != NULL, "%s",
+                  out);
+    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(args, sizeof(args),
+             "'%s' certs --service trainsched-controller --namespace trainsched-system --ip "
+             "127.0.0.1 --out '%s' >/dev/null 2>&1",
+             TS_BINARY, dir);
+    ck_assert_int_eq(system(args), 0);
+    fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+    write_file(path, "trainerStatus:\n  enabled: true\n  address: \"127.0.0.1:0\"\n"
+                     "  qps: 7\n  url: \"https://status.example:8443\"\n");
+    snprintf(args, sizeof(args),
+             "--config '%s' --check-config --tls-cert-file '%s/tls.crt' --tls-key-file "
+             "'%s/tls.key' --trainjob-status-burst 20",
+             path, dir, dir);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "trainerStatus:\n  enabled: true\n  address: \"127.0.0.1:0\"\n"
+                              "  url: \"https://status.example:8443\"\n  caFile: \"\"\n"
+                              "  qps: 7\n  burst: 20\n") != NULL,
+                  "%s", out);
+    snprintf(args, sizeof(args),
+             "--check-config --tls-cert-file '%s/tls.crt' --tls-key-file '%s/tls.key' "
+             "--trainjob-status --trainjob-status-url https://x.example/path",
+             dir, dir);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-url: want https://HOST[:PORT] without a path"),
+                  "%s", out);
+    ck_assert_int_eq(run("--check-config --trainjob-status-burst 0.5", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-burst: invalid value \"0.5\""), "%s", out);
+    /* its address is bound like the others: a bad port is found */
+    snprintf(args, sizeof(args),
+             "--check-config --tls-cert-file '%s/tls.crt' --tls-key-file '%s/tls.key' "
+             "--trainjob-status --trainjob-status-address 127.0.0.1:99999",
+             dir, dir);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-address 127.0.0.1:99999"), "%s", out);
+    unlink(path);
+    snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
 /* the port is taken (a socket of the test listens on it): serve would fail to listen */
 START_TEST(check_config_finds_a_port_in_use)
 {
@@ -257,6 +312,7 @@ int main(void)
     tcase_add_test(tc, topologies_from_file_and_flags);
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
     tcase_add_test(tc, check_config_finds_a_port_in_use);
+    tcase_add_test(tc, trainer_status_settings);
     /* each case starts `trainsched serve --check-config` as a process */
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

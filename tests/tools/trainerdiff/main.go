@@ -29,7 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configapi "github.com/kubeflow/trainer/v2/pkg/apis/config/v1alpha1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/kubeflow/trainer/v2/pkg/features"
 	"github.com/kubeflow/trainer/v2/pkg/runtime"
 	"github.com/kubeflow/trainer/v2/pkg/runtime/core"
 	testingutil "github.com/kubeflow/trainer/v2/pkg/util/testing"
@@ -42,7 +47,51 @@ var (
 	random   = flag.Int("random", 0, "also compare this many generated TrainJobs (random.go)")
 	fluxOnly = flag.Bool("flux", false, "make every generated TrainJob a Flux one (flux.go)")
 	seed     = flag.Int64("seed", 1, "seed of the generated TrainJobs")
+	// Trainer's alpha TrainJobStatus gate on both sides: Trainer with its feature gate and a
+	// webhook certificate Secret holding the CA, trainsched with render --trainjob-status
+	trainJobStatus = flag.Bool("trainjob-status", false,
+		"compare with the TrainJobStatus feature on (render --trainjob-status)")
 )
+
+// The TrainJobStatus mode's settings: Trainer's status server Service is the webhook Service in
+// the operator namespace (kubeflow-system outside a pod) on port 10443.
+const (
+	statusService = "trainsched-controller"
+	statusSecret  = "trainsched-webhook-certs"
+	statusURL     = "https://trainsched-controller.kubeflow-system.svc:10443"
+)
+
+// statusCA is the CA both sides put into <name>-tls-config: a fixture certificate.
+func statusCA() (file string, pem []byte) {
+	file = filepath.Join(*repo, "tests/fixtures/render",
+		"trainjob-status-gives-every-trainer-container-the-status-server-url-ca-and-token", "ca.crt")
+	pem, err := os.ReadFile(file)
+	must(err)
+	return file, pem
+}
+
+// statusConfig turns the gate on and returns the Configuration and the Secret Trainer's plugin
+// reads; both nil when the mode is off.
+func statusConfig() (*configapi.Configuration, *corev1.Secret) {
+	if !*trainJobStatus {
+		return nil, nil
+	}
+	must(features.SetEnable(features.TrainJobStatus, true))
+	_, pem := statusCA()
+	port := int32(10443)
+	cfg := &configapi.Configuration{
+		StatusServer: &configapi.StatusServer{Port: &port},
+		CertManagement: &configapi.CertManagement{
+			WebhookServiceName: statusService,
+			WebhookSecretName:  statusSecret,
+		},
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: statusSecret, Namespace: "kubeflow-system"},
+		Data:       map[string][]byte{"ca.crt": pem},
+	}
+	return cfg, secret
+}
 
 func structural(crdFile string) *structuralschema.Structural {
 	raw, err := os.ReadFile(crdFile)
@@ -115,7 +164,12 @@ func diff(p string, a, b any, out *[]string) {
 		}
 	case []any:
 		bv, ok := b.([]any)
-		if ok && len(av) == len(bv) && strings.HasSuffix(p, ".env") && !reflect.DeepEqual(a, b) &&
+		// the lists several plugins upsert into, in Go map order: env (xgboost, PlainML, and
+		// TrainJobStatus with any ML policy), volumes and volumeMounts (TrainJobStatus with MPI
+		// or Flux)
+		orderFree := strings.HasSuffix(p, ".env") ||
+			(*trainJobStatus && (strings.HasSuffix(p, ".volumes") || strings.HasSuffix(p, ".volumeMounts")))
+		if ok && len(av) == len(bv) && orderFree && !reflect.DeepEqual(a, b) &&
 			sameItems(av, bv) {
 			*out = append(*out, p+": same items, another order")
 			return
@@ -198,7 +252,13 @@ func main() {
 				runtimes = append(runtimes, d)
 			}
 		}
-		outRaw, err := exec.Command(*binary, "render", "-f", file, "-o", "json").Output()
+		args := []string{"render", "-f", file, "-o", "json"}
+		if *trainJobStatus {
+			caFile, _ := statusCA()
+			args = append(args, "--trainjob-status", "--trainjob-status-url", statusURL,
+				"--trainjob-status-ca-file", caFile)
+		}
+		outRaw, err := exec.Command(*binary, args...).Output()
 		if err != nil {
 			fmt.Printf("%s: trainsched render failed: %v\n", file, err)
 			continue
@@ -266,13 +326,17 @@ func main() {
 				obj = &r
 			}
 			cb.WithObjects(obj)
+			cfg, caSecret := statusConfig()
+			if caSecret != nil {
+				cb.WithObjects(caSecret)
+			}
 			c := cb.Build()
 			if kind == "TrainingRuntime" {
-				rt, err = core.NewTrainingRuntime(ctx, c, testingutil.AsIndex(cb), nil)
+				rt, err = core.NewTrainingRuntime(ctx, c, testingutil.AsIndex(cb), cfg)
 			} else {
-				_, err = core.NewTrainingRuntime(ctx, c, testingutil.AsIndex(cb), nil)
+				_, err = core.NewTrainingRuntime(ctx, c, testingutil.AsIndex(cb), cfg)
 				if err == nil {
-					rt, err = core.NewClusterTrainingRuntime(ctx, c, testingutil.AsIndex(cb), nil)
+					rt, err = core.NewClusterTrainingRuntime(ctx, c, testingutil.AsIndex(cb), cfg)
 				}
 			}
 			must(err)
@@ -376,6 +440,9 @@ func allAccepted(diffs []string) bool {
 			strings.Contains(d, `trainsched {"trainsched.io/phased-replicated-jobs"`) ||
 			// Trainer's plugin order (xgboost, PlainML) is Go map order: it varies per run
 			strings.HasSuffix(d, ".env: same items, another order") ||
+			// the same with the TrainJobStatus plugin beside MPI or Flux
+			strings.HasSuffix(d, ".volumes: same items, another order") ||
+			strings.HasSuffix(d, ".volumeMounts: same items, another order") ||
 			// Trainer's port upsert takes two unnamed ports for the same one and drops the
 			// runtime's; trainsched keeps it
 			extraRuntimePorts(d) {

@@ -1,0 +1,204 @@
+/*
+ * cmd/trainerstatus.c - serve's TrainJobStatus settings and the reconciler's CA source (see
+ * cmd/trainerstatus.h).
+ */
+#include "cmd/trainerstatus.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/certs.h"
+
+#define CA_REFRESH_S 30
+
+void trainer_status_settings_default(struct trainer_status_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    snprintf(s->address, sizeof(s->address), ":10443");
+    s->qps = 5;
+    s->burst = 10;
+}
+
+static int copy(char *dst, size_t size, const char *v)
+{
+    if (strlen(v) >= size)
+        return -1;
+    snprintf(dst, size, "%s", v);
+    return 0;
+}
+
+int trainer_status_apply_setting(struct trainer_status_settings *s, const char *flag, const char *v,
+                                 FILE *err)
+{
+    char *end;
+    double d;
+
+    if (strcmp(flag, "--trainjob-status") == 0) {
+        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+            s->enabled = 1;
+        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+            s->enabled = 0;
+        else
+            return -1;
+        return 0;
+    }
+    if (strcmp(flag, "--trainjob-status-address") == 0)
+        return strrchr(v, ':') ? copy(s->address, sizeof(s->address), v) : -1;
+    if (strcmp(flag, "--trainjob-status-ca-file") == 0)
+        return copy(s->ca_file, sizeof(s->ca_file), v);
+    if (strcmp(flag, "--trainjob-status-url") == 0) {
+        if (*v && (strncmp(v, "https://", 8) != 0 || !v[8] || strchr(v + 8, '/'))) {
+            fprintf(err, "trainsched serve: --trainjob-status-url: want https://HOST[:PORT] "
+                         "without a path\n");
+            return -1;
+        }
+        return copy(s->url, sizeof(s->url), v);
+    }
+    if (strcmp(flag, "--trainjob-status-qps") == 0 ||
+        strcmp(flag, "--trainjob-status-burst") == 0) {
+        int burst = strcmp(flag, "--trainjob-status-burst") == 0;
+        errno = 0;
+        d = strtod(v, &end);
+        if (errno || end == v || *end || d < (burst ? 1 : 0.1) || d > 100000 ||
+            (burst && d != (int)d))
+            return -1;
+        if (burst)
+            s->burst = (int)d;
+        else
+            s->qps = d;
+        return 0;
+    }
+    return -2;
+}
+
+void trainer_status_print_settings(const struct trainer_status_settings *s, FILE *out)
+{
+    fprintf(out,
+            "trainerStatus:\n  enabled: %s\n  address: \"%s\"\n  url: \"%s\"\n  caFile: \"%s\"\n"
+            "  qps: %g\n  burst: %d\n",
+            s->enabled ? "true" : "false", s->address, s->url, s->ca_file, s->qps, s->burst);
+}
+
+int trainer_status_url(const struct trainer_status_settings *s, const char *service, const char *ns,
+                       char *buf, size_t size)
+{
+    const char *port = strrchr(s->address, ':');
+    int n;
+
+    if (s->url[0])
+        n = snprintf(buf, size, "%s", s->url);
+    else if (!port || !port[1])
+        return -1;
+    else
+        n = snprintf(buf, size, "https://%s.%s.svc:%s", service, ns, port + 1);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+struct trainer_status_ca {
+    struct common_kube *kube;
+    char ca_file[PATH_MAX], ns[254], name[254];
+    pthread_mutex_t mu;
+    char *pem;     /* the last CA read */
+    time_t got_at; /* when (monotonic seconds) */
+};
+
+struct trainer_status_ca *trainer_status_ca_create(struct common_kube *kube, const char *ca_file,
+                                                   const char *secret_ns, const char *secret_name)
+{
+    struct trainer_status_ca *ca = common_calloc(1, sizeof(*ca));
+    if (!ca)
+        return NULL;
+    ca->kube = kube;
+    snprintf(ca->ca_file, sizeof(ca->ca_file), "%s", ca_file ? ca_file : "");
+    snprintf(ca->ns, sizeof(ca->ns), "%s", secret_ns ? secret_ns : "");
+    snprintf(ca->name, sizeof(ca->name), "%s", secret_name ? secret_name : "");
+    pthread_mutex_init(&ca->mu, NULL);
+    return ca;
+}
+
+void trainer_status_ca_destroy(struct trainer_status_ca *ca)
+{
+    if (!ca)
+        return;
+    pthread_mutex_destroy(&ca->mu);
+    common_free(ca->pem);
+    common_free(ca);
+}
+
+static time_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+/* the CA now, from the file or the Secret (common_malloc'd) */
+static enum common_rc read_ca(struct trainer_status_ca *ca, char **pem, struct common_error *err)
+{
+    enum common_rc rc;
+
+    if (ca->ca_file[0]) {
+        struct common_buf b;
+        common_buf_init(&b, 1u << 20);
+        rc = common_buf_read_file(&b, ca->ca_file, err);
+        if (rc == COMMON_OK && !strstr(b.data ? b.data : "", "-----BEGIN CERTIFICATE-----"))
+            rc = common_error_set(err, COMMON_EINVAL, "%s: no PEM certificate", ca->ca_file);
+        if (rc == COMMON_OK && !(*pem = common_strdup(b.data)))
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+        common_buf_free(&b);
+        return rc;
+    } else {
+        json_t *secret = NULL;
+        struct common_arena *a = common_arena_create(0);
+        struct common_certs_secret s;
+        const char *use;
+
+        if (!a)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        rc = common_kube_get(ca->kube, &common_kube_secrets, ca->ns, ca->name, &secret, err);
+        if (rc == COMMON_OK)
+            rc = common_certs_secret_from_json(a, secret, &s, err);
+        if (rc == COMMON_OK) {
+            use = s.ca_bundle ? s.ca_bundle : s.ca_crt;
+            if (!use || !*use)
+                rc = common_error_set(err, COMMON_ENOTFOUND,
+                                      "Secret %s/%s has no ca.crt (nor ca-bundle.crt)", ca->ns,
+                                      ca->name);
+            else if (!(*pem = common_strdup(use)))
+                rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+        } else {
+            common_error_prefix(err, "Secret %s/%s", ca->ns, ca->name);
+        }
+        json_decref(secret);
+        common_arena_destroy(a);
+        return rc;
+    }
+}
+
+enum common_rc trainer_status_ca_get(void *ctx, char **pem, struct common_error *err)
+{
+    struct trainer_status_ca *ca = ctx;
+    enum common_rc rc = COMMON_OK;
+    char *fresh = NULL;
+
+    *pem = NULL;
+    pthread_mutex_lock(&ca->mu);
+    if (!ca->pem || mono() - ca->got_at >= CA_REFRESH_S) {
+        rc = read_ca(ca, &fresh, err);
+        if (rc == COMMON_OK) {
+            common_free(ca->pem);
+            ca->pem = fresh;
+            ca->got_at = mono();
+        }
+    }
+    if (rc == COMMON_OK && !(*pem = common_strdup(ca->pem)))
+        rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+    pthread_mutex_unlock(&ca->mu);
+    return rc;
+}
