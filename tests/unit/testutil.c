@@ -1,7 +1,9 @@
 #include "testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/alloc.h"
 
@@ -28,6 +30,27 @@ char *testutil_read(const char *path)
     data[n] = '\0';
     fclose(f);
     return data;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int testutil_cases(const char *area, char **names, int max)
+{
+    DIR *d = opendir(testutil_path(area));
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) && n < max)
+        if (e->d_name[0] != '.')
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(names[0]), cmp_name);
+    return n;
 }
 
 int testutil_run_suite(Suite *s)
