@@ -137,4 +137,62 @@ enum common_rc slurm_jobs_find(struct common_arena *a, const json_t *answer, con
 enum common_rc slurm_hostlist_expand(struct common_arena *a, const char *list, size_t max,
                                      const char ***names, size_t *n, struct common_error *err);
 
+/* ---- the per-gang decision (what the reconciler does next) ---- */
+
+/* The TrainJob condition the Slurm backend keeps: True while the job runs (nodes held). */
+#define SLURM_CONDITION "SlurmJob"
+#define SLURM_REASON_PENDING "SlurmJobPending"
+#define SLURM_REASON_RUNNING "SlurmJobRunning"
+#define SLURM_REASON_ENDED "SlurmJobEnded"         /* Slurm ended it: the TrainJob is stopped */
+#define SLURM_REASON_CANCELLED "SlurmJobCancelled" /* trainsched cancelled it (finish, suspend) */
+#define SLURM_REASON_SUBMITTED "SlurmJobSubmitted"
+#define SLURM_REASON_ERROR "SlurmError" /* slurmrestd refused or failed: its message */
+
+/* What the last question to slurmrestd about this gang gave. */
+enum slurm_lookup {
+    SLURM_LOOKUP_NONE = 0, /* not asked yet in this reconcile */
+    SLURM_LOOKUP_FOUND,    /* job holds the answer */
+    SLURM_LOOKUP_NOT_FOUND /* no such job (by id: forgotten; by comment: never submitted) */
+};
+
+enum slurm_gang_action {
+    SLURM_GANG_NOTHING = 0, /* nothing to ask or do */
+    SLURM_GANG_FIND,        /* GET /jobs, look for the comment, decide again */
+    SLURM_GANG_LOOKUP,      /* GET /job/<job_id>, decide again */
+    SLURM_GANG_SUBMIT,      /* POST /job/submit, record the id, poll after poll_after */
+    SLURM_GANG_CANCEL,      /* DELETE /job/<job_id> */
+    SLURM_GANG_WAIT,        /* pending: the pods stay unbound */
+    SLURM_GANG_ALLOCATED,   /* running: the pods may bind to job's nodes */
+    SLURM_GANG_ENDED        /* Slurm ended it: stop the TrainJob (Failed, pods evicted) */
+};
+
+struct slurm_gang_decision {
+    enum slurm_gang_action action;
+    int64_t job_id;           /* the Slurm job concerned, 0 for none */
+    int record_id;            /* write annotation SLURM_ANNOTATION_JOB_ID = job_id */
+    int forget_id;            /* remove that annotation (suspended: a resume submits anew) */
+    const char *cond_status;  /* SLURM_CONDITION to set ("True"/"False"), NULL: leave it */
+    const char *cond_reason;  /* SLURM_REASON_* */
+    const char *cond_message; /* in the arena given */
+    int64_t poll_after;       /* seconds until slurmrestd is asked again, 0: no need */
+};
+
+/*
+ * slurm_gang_decide - the next step for one TrainJob on the Slurm backend. Pure.
+ * In: trainjob (metadata.annotations[SLURM_ANNOTATION_JOB_ID], metadata.deletionTimestamp,
+ * spec.suspend, status conditions Complete/Failed), lookup and job (FOUND: the job found by id
+ * when the annotation is set, else by comment). Rules:
+ *   - no recorded id: FIND first; a live job found is recorded (or cancelled when the TrainJob
+ *     is finished, suspended or deleting); none found: SUBMIT (unless stopping): never two jobs
+ *     per gang, even after a restart between submit and the annotation write;
+ *   - recorded id: LOOKUP first; then stopping -> CANCEL a live job (suspend also forgets the
+ *     id); pending -> WAIT (poll 5 s); running -> ALLOCATED (poll 15 s); COMPLETING -> ask again
+ *     in 2 s for the final state; ended or forgotten -> ENDED with Slurm's state and reason.
+ * Strings of *out live in a. Returns COMMON_OK, COMMON_EINVAL (the annotation is not a positive
+ * integer: err names it), COMMON_ENOMEM.
+ */
+enum common_rc slurm_gang_decide(struct common_arena *a, const json_t *trainjob,
+                                 enum slurm_lookup lookup, const struct slurm_job_state *job,
+                                 struct slurm_gang_decision *out, struct common_error *err);
+
 #endif

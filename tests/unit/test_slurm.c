@@ -11,6 +11,9 @@
  *     (the HTTP status, default 200) and expect.yaml: {phase, state, reason, nodes: [...],
  *     summary} for a job answer, with find: <comment> to look the job up in a /jobs answer, or
  *     {error: "<code name>", message: [substrings]} when the answer is refused.
+ *   decision: decide.yaml {trainjob: <TrainJob>, lookup: none|found|not-found, job: <a job
+ *     object of GET /job/{id}>, expect: {action, job_id, record_id, forget_id, poll_after,
+ *     condition: {status, reason, message}}} for slurm_gang_decide (absent keys: 0/none).
  * Plus table tests of hostlist expansion.
  */
 #include <stdlib.h>
@@ -185,11 +188,61 @@ static void run_answer(const char *name)
     free(answer);
 }
 
+static const char *const actions[] = {"nothing", "find", "lookup",    "submit",
+                                      "cancel",  "wait", "allocated", "ended"};
+
+static void run_decide(const char *name)
+{
+    json_t *in = load_yaml(case_file(name, "decide.yaml"));
+    const json_t *ex = json_object_get(in, "expect"), *cond = json_object_get(ex, "condition");
+    const char *lk = json_string_value(json_object_get(in, "lookup"));
+    struct common_arena *a = common_arena_create(0);
+    struct common_error err = {0};
+    struct slurm_job_state st;
+    struct slurm_gang_decision d;
+    enum slurm_lookup lookup = SLURM_LOOKUP_NONE;
+    enum common_rc rc;
+
+    if (lk && strcmp(lk, "found") == 0) {
+        json_t *answer = json_pack("{s:[O]}", "jobs", json_object_get(in, "job"));
+        lookup = SLURM_LOOKUP_FOUND;
+        ck_assert_msg(slurm_job_parse(a, answer, &st, &err) == COMMON_OK, "%s: %s", name, err.msg);
+        json_decref(answer);
+    } else if (lk && strcmp(lk, "not-found") == 0) {
+        lookup = SLURM_LOOKUP_NOT_FOUND;
+    }
+    rc = slurm_gang_decide(a, json_object_get(in, "trainjob"), lookup,
+                           lookup == SLURM_LOOKUP_FOUND ? &st : NULL, &d, &err);
+    if (json_object_get(ex, "error")) {
+        check_error(name, ex, rc, &err);
+    } else {
+        ck_assert_msg(rc == COMMON_OK, "%s: %s", name, err.msg);
+        ck_assert_str_eq(actions[d.action], json_string_value(json_object_get(ex, "action")));
+        ck_assert_int_eq(d.job_id, json_integer_value(json_object_get(ex, "job_id")));
+        ck_assert_int_eq(d.record_id, json_is_true(json_object_get(ex, "record_id")));
+        ck_assert_int_eq(d.forget_id, json_is_true(json_object_get(ex, "forget_id")));
+        ck_assert_int_eq(d.poll_after, json_integer_value(json_object_get(ex, "poll_after")));
+        if (!cond) {
+            ck_assert_msg(d.cond_status == NULL, "%s: unexpected condition %s", name,
+                          d.cond_reason);
+        } else {
+            ck_assert_msg(d.cond_status, "%s: no condition", name);
+            ck_assert_str_eq(d.cond_status, json_string_value(json_object_get(cond, "status")));
+            ck_assert_str_eq(d.cond_reason, json_string_value(json_object_get(cond, "reason")));
+            ck_assert_str_eq(d.cond_message, json_string_value(json_object_get(cond, "message")));
+        }
+    }
+    json_decref(in);
+    common_arena_destroy(a);
+}
+
 START_TEST(fixture_case)
 {
     const char *name = cases[_i];
     if (exists(case_file(name, "input.yaml")))
         run_submission(name);
+    else if (exists(case_file(name, "decide.yaml")))
+        run_decide(name);
     else
         run_answer(name);
 }
