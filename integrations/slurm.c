@@ -665,3 +665,23 @@ enum common_rc slurm_jobs_find(struct common_arena *a, const json_t *answer, con
                                 comment ? comment : "");
     return COMMON_OK;
 }
+
+int slurm_node_in(const char *slurm_name, const char *nodes_csv)
+{
+    size_t n;
+    const char *p = nodes_csv;
+
+    if (!slurm_name || !*slurm_name || !p)
+        return 0;
+    n = strlen(slurm_name);
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, slurm_name, n) == 0)
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}

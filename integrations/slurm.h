@@ -195,4 +195,11 @@ enum common_rc slurm_gang_decide(struct common_arena *a, const json_t *trainjob,
                                  enum slurm_lookup lookup, const struct slurm_job_state *job,
                                  struct slurm_gang_decision *out, struct common_error *err);
 
+/*
+ * slurm_node_in - whether slurm_name (a Kubernetes node's name, or the value of its node label
+ * when the mapping uses one; NULL when the node lacks that label) is one of the Slurm nodes in
+ * nodes_csv ("n1,n2": the PodGroup annotation trainsched.io/slurm-nodes). Pure; 1 or 0.
+ */
+int slurm_node_in(const char *slurm_name, const char *nodes_csv);
+
 #endif

@@ -14,6 +14,7 @@
 #include "common/informer.h"
 #include "common/log.h"
 #include "common/sshkey.h"
+#include "integrations/slurm_sync.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
 #include "trainjob/status.h"
@@ -314,6 +315,12 @@ static void on_delete(void *ctx, const void *old_item)
     struct inf_slot *s = ctx;
     /* a deleted TrainJob needs nothing (ownerReference GC removes its children); a deleted
      * child must come back; a deleted runtime changes nothing (snapshots) */
+    if (s->kind == INF_TJ && s->r->o.slurm && slurm_sync_selected(old_item, NULL)) {
+        struct common_error e = {0};
+        if (slurm_sync_deleted(s->r->o.slurm, old_item, &e) != COMMON_OK)
+            common_log(COMMON_LOG_WARN, "Slurm job of a deleted TrainJob not cancelled", "error",
+                       e.msg, NULL);
+    }
     if (s->kind == INF_CM)
         enqueue_snapshot_name(s->r, old_item);
     if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG) {
@@ -405,6 +412,7 @@ struct rctx {
     json_t *status;  /* the new status being built (owned) */
     json_t *live_cm; /* the snapshot read from the API server when the cache lagged (owned) */
     struct rc_result *res;
+    struct slurm_sync_result slurm; /* the Slurm backend's step (docs/slurm.md) */
 };
 
 static const json_t *cache_get(struct rctx *c, enum inf_kind kind, const char *ns, const char *name)
@@ -766,6 +774,56 @@ out:
     return rc;
 }
 
+/*
+ * The Slurm backend's results (integrations/slurm_sync.h): the SlurmJob condition, the job id
+ * annotation, and when Slurm ended the job, Failed=True reason SlurmJobEnded with the JobSet
+ * deleted (its pods go with it).
+ */
+static enum common_rc slurm_after(struct rctx *c, const json_t *jobset, struct common_error *err)
+{
+    struct slurm_sync_result *sr = &c->slurm;
+    enum common_rc rc = COMMON_OK;
+
+    if (sr->cond_status)
+        rc = trainjob_status_set_condition(c->status, SLURM_CONDITION, sr->cond_status,
+                                           sr->cond_reason, sr->cond_message, c->now, err);
+    if (!rc && sr->ended && !trainjob_is_finished(c->status)) {
+        event(c, COMMON_EVENT_WARNING, SLURM_REASON_ENDED, "Stopping", sr->cond_message);
+        rc = trainjob_status_set_condition(c->status, "Failed", "True", SLURM_REASON_ENDED,
+                                           sr->cond_message, c->now, err);
+        if (!rc && jobset) {
+            rc = common_kube_delete(c->r->o.kube, &common_kube_jobsets, c->ns, c->name, NULL, NULL,
+                                    NULL, err);
+            if (rc == COMMON_ENOTFOUND)
+                rc = COMMON_OK;
+            if (!rc) {
+                atomic_fetch_add(&c->r->deletes, 1);
+                count_write(c, "delete");
+            }
+        }
+    }
+    if (!rc && sr->set_job_id) {
+        json_t *patch =
+            json_pack("{s:{s:{s:o}}}", "metadata", "annotations", SLURM_ANNOTATION_JOB_ID,
+                      *sr->set_job_id ? json_string(sr->set_job_id) : json_null());
+        char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+        json_decref(patch);
+        if (!body)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        rc = common_kube_patch(c->r->o.kube, &common_kube_trainjobs, c->ns, c->name,
+                               COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, err);
+        free(body);
+        if (rc == COMMON_ENOTFOUND)
+            rc = COMMON_OK;
+        if (!rc)
+            count_write(c, "patch");
+    }
+    if (!rc && sr->requeue_after > 0 &&
+        (c->res->requeue_after == 0 || sr->requeue_after < c->res->requeue_after))
+        c->res->requeue_after = sr->requeue_after;
+    return rc;
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -859,6 +917,15 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             c->res->skipped = 1;
             return COMMON_OK;
         }
+        if (r->o.slurm && slurm_sync_selected(c->tj, runtime)) {
+            /* before the children are written: the PodGroup carries the Slurm job's nodes */
+            rc = slurm_sync_step(r->o.slurm, c->a, c->tj, runtime, out.objects, &c->slurm, err);
+            if (rc) {
+                json_decref(out.objects);
+                json_decref(runtime);
+                return rc;
+            }
+        }
         rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
         json_decref(out.objects);
         out.objects = NULL;
@@ -888,6 +955,13 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         const json_t *js = cache_get(c, INF_JS, c->ns, c->name);
         if (js && !foreign(c, js))
             jobset = json_incref((json_t *)js);
+        if (r->o.slurm && slurm_sync_selected(c->tj, NULL)) {
+            rc = slurm_sync_step(r->o.slurm, c->a, c->tj, NULL, NULL, &c->slurm, err);
+            if (rc) {
+                json_decref(jobset);
+                return rc;
+            }
+        }
     }
 
     /* status (§4), deadline (§2.10) */
@@ -911,6 +985,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     }
     c->status = sres.status;
     rc = jobset_failure(c, jobset, err);
+    if (!rc && c->slurm.active)
+        rc = slurm_after(c, jobset, err);
     if (rc) {
         json_decref(jobset);
         return rc;

@@ -31,6 +31,7 @@
 #include "common/events.h"
 #include "common/kube.h"
 #include "common/metrics.h"
+#include "integrations/slurm_sync.h"
 #include "reconciler/queue.h"
 #include "trainjob/trainjob.h"
 
@@ -55,6 +56,9 @@ struct rc_opts {
     const char *gang_scheduler_name; /* spec.schedulerName written into the pod templates of
                                         coscheduling JobSets, as the pod webhook sets it on gang
                                         pods (copied); NULL or "": left as the runtime has it */
+    struct slurm_sync *slurm;        /* borrowed; NULL: no Slurm backend. TrainJobs whose
+                                        runtime says trainsched.io/backend: slurm get one Slurm
+                                        job per gang (integrations/slurm_sync.h) */
 };
 
 /* What one reconcile did (for tests, the bench and logs). */
