@@ -18,6 +18,7 @@
 #include "common/names.h"
 #include "common/sshkey.h"
 #include "common/yaml.h"
+#include "integrations/backend.h"
 #include "reconciler/core.h"
 #include "trainjob/builtin.h"
 #include "trainjob/trainjob.h"
@@ -26,7 +27,7 @@
 
 static const char usage[] =
     "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
-    "                         [-n NAMESPACE] [--existing FILE]...\n"
+    "                         [-n NAMESPACE] [--existing FILE]... [--backend NAME]\n"
     "\n"
     "Print every object the trainsched reconciler would create for the TrainJobs in FILE:\n"
     "the runtime snapshot ConfigMap, the MPI Secret and hostfile ConfigMap or the Flux\n"
@@ -55,6 +56,11 @@ static const char usage[] =
     "                        webhook.extenderWired): coscheduling pod templates carry the gang\n"
     "                        marks (trainsched.io/gang request, gang-marked label); false leaves\n"
     "                        them out (default true)\n"
+    "      --backend NAME    render for this backend instead of each runtime's own (the\n"
+    "                        trainsched.io/backend annotation, else spec.podGroupPolicy, else\n"
+    "                        none): coscheduling, volcano, kueue, native, none, ... (see\n"
+    "                        docs/backends.md); what only the backend's own controller creates\n"
+    "                        (a Kueue Workload, a Slurm job) is printed as a preview\n"
     "  -h, --help            this help\n"
     "\n"
     "Exit status: 0 rendered; 2 bad usage or invalid input (the message names the file,\n"
@@ -65,7 +71,8 @@ struct loaded {
     size_t nfiles;
     json_t *runtimes; /* array of runtime objects (borrowed from files) */
     json_t *trainjobs;
-    json_t *existing; /* objects already in the cluster (--existing; borrowed from files) */
+    json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
+    const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
 };
 
 static void where(struct loaded *l, const json_t *node, const json_t *doc, char *buf, size_t n)
@@ -497,6 +504,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     struct trainjob_options opts = {
         .default_namespace = ns, .keygen = common_sshkey_ecdsa_p521, .no_gang_marks = no_marks};
     struct trainjob_output out;
+    const struct backend *backend = NULL;
+    json_t *preview = NULL;
     const json_t *rt;
     const char *name = json_string_value(json_object_get(json_object_get(tj, "metadata"), "name"));
     const char *tns =
@@ -557,7 +566,19 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         status = 2;
         goto out;
     }
-    rc = trainjob_render(a, tj, rt, &opts, &out, &e);
+    rc = backend_select(rt, l->backend, NULL, &backend, NULL, &e);
+    if (rc) {
+        where(l,
+              json_object_get(json_object_get(json_object_get(rt, "metadata"), "annotations"),
+                              BACKEND_ANNOTATION),
+              rt, pos, sizeof(pos));
+        fprintf(err, "error: %sTrainJob %s/%s: runtime %s: %s\n", pos, tns ? tns : ns,
+                name ? name : "?", ref.name, e.msg);
+        status = 2;
+        goto out;
+    }
+    memset(&out, 0, sizeof(out));
+    rc = backend_render(backend, a, tj, rt, &opts, NULL, &out, &preview, &e);
     for (size_t i = 0; i < out.errors.nwarn; i++)
         fprintf(err, "Warning: TrainJob %s/%s: %s\n", tns ? tns : ns, name ? name : "?",
                 out.errors.warnings[i]);
@@ -579,12 +600,13 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         json_decref(out.objects);
         goto out;
     }
-    if (json_array_extend(items, out.objects)) {
+    if (json_array_extend(items, out.objects) || json_array_extend(items, preview)) {
         fprintf(err, "error: out of memory\n");
         status = 1;
     }
     json_decref(out.objects);
 out:
+    json_decref(preview);
     common_arena_destroy(a);
     return status;
 }
@@ -728,11 +750,12 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
                                              {"list-builtin", no_argument, NULL, 'l'},
                                              {"existing", required_argument, NULL, 'x'},
                                              {"extender-wired", required_argument, NULL, 'w'},
+                                             {"backend", required_argument, NULL, 'b'},
                                              {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
     size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
-    const char *format = "yaml", *ns = "default";
+    const char *format = "yaml", *ns = "default", *backend = NULL;
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
     int opt, status = 0, stdin_seen = 0, no_marks = 0;
@@ -776,6 +799,16 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             }
             no_marks = strcmp(optarg, "false") == 0;
             break;
+        case 'b':
+            if (!backend_lookup(optarg) || !backend_lookup(optarg)->built) {
+                struct common_error e;
+                const struct backend *b;
+                backend_select(NULL, optarg, NULL, &b, NULL, &e);
+                fprintf(err, "error: %s\n", e.msg);
+                return 2;
+            }
+            backend = optarg;
+            break;
         case 'h':
             fputs(usage, out);
             return 0;
@@ -811,6 +844,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "error: out of memory\n");
         return 1;
     }
+    l->backend = backend;
     l->runtimes = json_array();
     l->trainjobs = json_array();
     l->existing = json_array();

@@ -14,6 +14,7 @@
 #include "common/informer.h"
 #include "common/log.h"
 #include "common/sshkey.h"
+#include "integrations/backend.h"
 #include "integrations/slurm_sync.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
@@ -894,6 +895,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         }
 
         trainjob_errors_init(&out.errors, c->a);
+        if (r->o.slurm && slurm_sync_selected(c->tj, runtime))
+            topts.gang = backend_slurm.core_gang; /* the PodGroup the extender enforces */
         rc = trainjob_render(c->a, c->tj, runtime, &topts, &out, err);
         if (rc == COMMON_EINVAL) {
             const char *reason = rc_error_doc_is_runtime(&out.errors, runtime)

@@ -109,6 +109,12 @@ static enum common_rc load_ctx(struct tj_ctx *c, const json_t *tj, const json_t 
         c->gangs |= 1u << TJ_GANG_COSCHEDULING;
     if (json_is_object(tj_get(rt, "spec.podGroupPolicy.volcano")))
         c->gangs |= 1u << TJ_GANG_VOLCANO;
+    if (c->opts && c->opts->gang == TRAINJOB_GANG_NONE)
+        c->gangs = 0;
+    else if (c->opts && c->opts->gang == TRAINJOB_GANG_COSCHEDULING)
+        c->gangs = 1u << TJ_GANG_COSCHEDULING;
+    else if (c->opts && c->opts->gang == TRAINJOB_GANG_VOLCANO)
+        c->gangs = 1u << TJ_GANG_VOLCANO;
     return COMMON_OK;
 }
 

@@ -77,6 +77,21 @@ typedef enum common_rc (*trainjob_keygen_fn)(struct common_arena *a, char **priv
 typedef enum common_rc (*trainjob_exists_fn)(void *ctx, const char *kind, const char *name,
                                              struct common_error *err);
 
+/*
+ * The gang object trainjob_render writes. TRAINJOB_GANG_FROM_RUNTIME follows the runtime's
+ * spec.podGroupPolicy as Trainer does (coscheduling, volcano, or none when unset). The others
+ * override it for a backend chosen elsewhere (integrations/backend.h): NONE writes no gang
+ * object and no gang label (the backend, e.g. native or kueue, does its own); COSCHEDULING and
+ * VOLCANO write that PodGroup even when podGroupPolicy is unset (with its defaults:
+ * scheduleTimeoutSeconds 60; no networkTopology).
+ */
+enum trainjob_gang {
+    TRAINJOB_GANG_FROM_RUNTIME = 0,
+    TRAINJOB_GANG_NONE,
+    TRAINJOB_GANG_COSCHEDULING,
+    TRAINJOB_GANG_VOLCANO,
+};
+
 struct trainjob_options {
     const char *default_namespace;   /* for a TrainJob without metadata.namespace; "default" */
     const char *placeholder_uid;     /* used when metadata.uid is missing; NULL: derived from
@@ -90,6 +105,9 @@ struct trainjob_options {
     int no_gang_marks;               /* 1: leave the gang marks below out of the pod templates
                                         (no extender is wired: the virtual resource would be on
                                         no node, and the pods would stay Pending) */
+    enum trainjob_gang gang;         /* which gang object this build writes: integrations/
+                                        backend.h sets it from the chosen backend; 0 = the
+                                        runtime's podGroupPolicy, as Trainer does */
 };
 
 /*

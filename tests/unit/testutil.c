@@ -32,27 +32,6 @@ char *testutil_read(const char *path)
     return data;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int testutil_cases(const char *area, char **names, int max)
-{
-    DIR *d = opendir(testutil_path(area));
-    struct dirent *e;
-    int n = 0;
-
-    if (!d)
-        return 0;
-    while ((e = readdir(d)) && n < max)
-        if (e->d_name[0] != '.')
-            names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof(names[0]), cmp_name);
-    return n;
-}
-
 int testutil_run_suite(Suite *s)
 {
     SRunner *sr = srunner_create(s);
@@ -63,4 +42,25 @@ int testutil_run_suite(Suite *s)
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int testutil_cases(const char *area, char **out, int max)
+{
+    DIR *d = opendir(testutil_path(area));
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) && n < max)
+        if (e->d_name[0] != '.' && (out[n] = strdup(e->d_name)))
+            n++;
+    closedir(d);
+    qsort(out, (size_t)n, sizeof(out[0]), cmp_name);
+    return n;
 }

@@ -18,9 +18,9 @@ const char *testutil_path(const char *rel);
  * when the file cannot be read. */
 char *testutil_read(const char *path);
 
-/* testutil_cases - the case folders under TS_FIXTURES/<area>, sorted by name, as strdup'd strings
- * in names (at most max; the rest are left out); returns how many. */
-int testutil_cases(const char *area, char **names, int max);
+/* testutil_cases - the case folders under TS_FIXTURES "/" area, sorted by name, as malloc'd
+ * names in out[0..max); returns how many (0 when the folder cannot be read). */
+int testutil_cases(const char *area, char **out, int max);
 
 /* testutil_run_suite - run suite s with CK_NORMAL output; returns the process exit status
  * (0 when every test passed). */
