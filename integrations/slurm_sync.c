@@ -85,47 +85,65 @@ static json_t *object_of_kind(json_t *objects, const char *kind)
     return NULL;
 }
 
-/* annotate the rendered PodGroup for the extender */
-static enum common_rc annotate_podgroup(json_t *objects, int64_t id, const char *state,
-                                        const struct slurm_job_state *job, int running,
+static void decref(void *p)
+{
+    json_decref(p);
+}
+
+/* the PodGroup annotations for the extender into res->pg_annotations, and onto the rendered
+ * PodGroup of objects when there is one */
+static enum common_rc annotate_podgroup(struct common_arena *a, json_t *objects, int64_t id,
+                                        const char *state, const struct slurm_job_state *job,
+                                        int running, struct slurm_sync_result *res,
                                         struct common_error *err)
 {
-    json_t *pg = object_of_kind(objects, "PodGroup"), *meta, *ann;
+    json_t *want = json_object(), *pg = object_of_kind(objects, "PodGroup"), *meta, *ann;
+    const char *k;
+    json_t *v;
     char buf[32];
-    int bad = 0;
+    int bad = !want;
 
+    if (bad || common_arena_on_destroy(a, decref, want))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (id > 0)
+        snprintf(buf, sizeof(buf), "%" PRId64, id);
+    else
+        buf[0] = '\0'; /* no job yet: the extender still waits */
+    bad |= json_object_set_new(want, SLURM_PG_JOB_ID, json_string(buf));
+    bad |= json_object_set_new(want, SLURM_PG_STATE, state ? json_string(state) : json_null());
+    if (running && job && job->nnodes) {
+        size_t len = 1;
+        char *list;
+        for (size_t i = 0; i < job->nnodes; i++)
+            len += strlen(job->nodes[i]) + 1;
+        list = common_arena_alloc(a, len);
+        if (!list)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        list[0] = '\0';
+        for (size_t i = 0, used = 0; i < job->nnodes; i++)
+            used += (size_t)snprintf(list + used, len - used, "%s%s", i ? "," : "", job->nodes[i]);
+        bad |= json_object_set_new(want, SLURM_PG_NODES, json_string(list));
+    } else {
+        bad |= json_object_set_new(want, SLURM_PG_NODES, json_null());
+    }
+    if (bad)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    res->pg_annotations = want;
     if (!pg)
         return COMMON_OK;
     meta = json_object_get(pg, "metadata");
     ann = json_object_get(meta, "annotations");
     if (!ann) {
         ann = json_object();
-        bad |= !ann || json_object_set_new(meta, "annotations", ann);
-    }
-    if (bad)
-        return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    if (id > 0)
-        snprintf(buf, sizeof(buf), "%" PRId64, id);
-    else
-        buf[0] = '\0'; /* no job yet: the extender still waits */
-    bad |= json_object_set_new(ann, SLURM_PG_JOB_ID, json_string(buf));
-    if (state)
-        bad |= json_object_set_new(ann, SLURM_PG_STATE, json_string(state));
-    if (running && job && job->nnodes) {
-        size_t len = 1;
-        char *list;
-        for (size_t i = 0; i < job->nnodes; i++)
-            len += strlen(job->nodes[i]) + 1;
-        list = malloc(len);
-        if (!list)
+        if (!ann || json_object_set_new(meta, "annotations", ann))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
-        list[0] = '\0';
-        for (size_t i = 0, used = 0; i < job->nnodes; i++)
-            used += (size_t)snprintf(list + used, len - used, "%s%s", i ? "," : "", job->nodes[i]);
-        bad |= json_object_set_new(ann, SLURM_PG_NODES, json_string(list));
-        free(list);
     }
-    return bad ? common_error_set(err, COMMON_ENOMEM, "out of memory") : COMMON_OK;
+    json_object_foreach(want, k, v)
+    {
+        if (!json_is_null(v) && json_object_set(ann, k, v))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    return COMMON_OK;
 }
 
 static void slurm_error(struct slurm_sync_result *res, struct common_arena *a,
@@ -214,7 +232,7 @@ enum common_rc slurm_sync_step(struct slurm_sync *s, struct common_arena *a, con
             res->cond_message = common_arena_printf(a, "Slurm job %" PRId64 " submitted", id);
             res->requeue_after = d.poll_after;
             if (objects)
-                rc = annotate_podgroup(objects, id, res->cond_message, NULL, 0, err);
+                rc = annotate_podgroup(a, objects, id, res->cond_message, NULL, 0, res, err);
             return rc;
         }
         case SLURM_GANG_CANCEL:
@@ -242,16 +260,17 @@ enum common_rc slurm_sync_step(struct slurm_sync *s, struct common_arena *a, con
     res->ended = d.action == SLURM_GANG_ENDED;
     res->requeue_after = d.poll_after;
     if (objects)
-        return annotate_podgroup(objects,
+        return annotate_podgroup(a, objects,
                                  d.forget_id || d.action == SLURM_GANG_CANCEL ? 0 : d.job_id,
                                  d.cond_message                 ? d.cond_message
                                  : lookup == SLURM_LOOKUP_FOUND ? job.summary
                                                                 : NULL,
-                                 &job, d.action == SLURM_GANG_ALLOCATED, err);
+                                 &job, d.action == SLURM_GANG_ALLOCATED, res, err);
     return COMMON_OK;
 refused:
     /* the pods must not bind anywhere while the Slurm side is in error */
-    return objects ? annotate_podgroup(objects, 0, res->cond_message, NULL, 0, err) : COMMON_OK;
+    return objects ? annotate_podgroup(a, objects, 0, res->cond_message, NULL, 0, res, err)
+                   : COMMON_OK;
 }
 
 enum common_rc slurm_sync_deleted(struct slurm_sync *s, const json_t *old, struct common_error *err)

@@ -59,7 +59,12 @@ struct slurm_sync_result {
     const char *cond_reason, *cond_message;
     int ended;             /* Slurm ended the job: fail the TrainJob, delete the JobSet */
     int64_t requeue_after; /* seconds; 0: no need */
-    int requests;          /* slurmrestd requests made (for the bench) */
+    /* the PodGroup annotations above as they should be ({key: value}, null for one to
+     * remove), NULL when the PodGroup is not concerned; owned by the arena of the step. The
+     * reconciler merge-patches an existing PodGroup whose annotations differ (a PodGroup is
+     * applied only when created or suspended). */
+    const json_t *pg_annotations;
+    int requests; /* slurmrestd requests made (for the bench) */
 };
 
 /*

@@ -819,6 +819,38 @@ static enum common_rc slurm_after(struct rctx *c, const json_t *jobset, struct c
         if (!rc)
             count_write(c, "patch");
     }
+    if (!rc && sr->pg_annotations) {
+        /* an existing PodGroup is not re-applied (rc_child_action): patch what changed */
+        const json_t *pg = cache_get(c, INF_PG, c->ns, c->name);
+        const json_t *have = json_object_get(json_object_get(pg, "metadata"), "annotations");
+        const char *k;
+        json_t *v, *diff = json_object();
+        if (!diff)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        json_object_foreach((json_t *)sr->pg_annotations, k, v)
+        {
+            const json_t *h = json_object_get(have, k);
+            if ((json_is_null(v) && h) || (!json_is_null(v) && !json_equal(h, v)))
+                json_object_set(diff, k, v);
+        }
+        if (pg && json_object_size(diff)) {
+            json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", diff);
+            char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+            json_decref(patch);
+            if (!body) {
+                json_decref(diff);
+                return common_error_set(err, COMMON_ENOMEM, "out of memory");
+            }
+            rc = common_kube_patch(c->r->o.kube, &common_kube_podgroups, c->ns, c->name,
+                                   COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, err);
+            free(body);
+            if (rc == COMMON_ENOTFOUND)
+                rc = COMMON_OK;
+            if (!rc)
+                count_write(c, "patch");
+        }
+        json_decref(diff);
+    }
     if (!rc && sr->requeue_after > 0 &&
         (c->res->requeue_after == 0 || sr->requeue_after < c->res->requeue_after))
         c->res->requeue_after = sr->requeue_after;
