@@ -2,7 +2,9 @@
  * integrations/slurm_sync.c - the Slurm backend's reconcile step (see slurm_sync.h).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -10,9 +12,16 @@
 
 #define ERROR_RETRY_S 30
 #define MAX_ROUNDS 4
+/* how old a shared GET /jobs answer may be to serve a lookup (slurmrestd has no watch: one list
+ * per this period serves every TrainJob's question, as an informer would) */
+#define SNAPSHOT_MAX_AGE_S 1.0
 
 struct slurm_sync {
     struct slurmrest *rest;
+    pthread_mutex_t mu; /* guards the two below; held across the GET /jobs that refreshes */
+    json_t *jobs;       /* the last GET /jobs answer, NULL before the first */
+    double jobs_at;     /* when it was asked (CLOCK_MONOTONIC seconds) */
+    json_t *submitted;  /* comment -> job id of the jobs this process submitted */
     struct slurm_config job;
     char *partition, *account, *qos, *gpu_resource, *gres_name, *workdir;
 };
@@ -41,6 +50,12 @@ struct slurm_sync *slurm_sync_create(const struct slurm_sync_opts *o, struct com
     s->job.gres_name = s->gres_name = dup0(o->job.gres_name);
     s->job.workdir = s->workdir = dup0(o->job.workdir);
     s->job.api_version = NULL; /* from the client, per call */
+    pthread_mutex_init(&s->mu, NULL);
+    s->submitted = json_object();
+    if (!s->submitted) {
+        slurm_sync_destroy(s);
+        return common_error_set(err, COMMON_ENOMEM, "out of memory"), NULL;
+    }
     return s;
 }
 
@@ -49,6 +64,9 @@ void slurm_sync_destroy(struct slurm_sync *s)
     if (!s)
         return;
     slurmrest_destroy(s->rest);
+    json_decref(s->jobs);
+    json_decref(s->submitted);
+    pthread_mutex_destroy(&s->mu);
     free(s->partition);
     free(s->account);
     free(s->qos);
@@ -156,6 +174,91 @@ static void slurm_error(struct slurm_sync_result *res, struct common_arena *a,
     res->requeue_after = ERROR_RETRY_S;
 }
 
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* a GET /jobs answer no older than max_age (a new reference in *out); *requests counts a call */
+static enum common_rc jobs_snapshot(struct slurm_sync *s, double max_age, json_t **out,
+                                    int *requests, struct common_error *err)
+{
+    enum common_rc rc = COMMON_OK;
+
+    pthread_mutex_lock(&s->mu);
+    if (!s->jobs || mono_now() - s->jobs_at > max_age) {
+        json_t *fresh = NULL;
+        double at = mono_now();
+        (*requests)++;
+        rc = slurmrest_call(s->rest, "GET", "/jobs", NULL, &fresh, err);
+        if (!rc) {
+            json_decref(s->jobs);
+            s->jobs = fresh;
+            s->jobs_at = at;
+        }
+    }
+    *out = rc ? NULL : json_incref(s->jobs);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* the job with id in a /jobs answer as {"jobs": [job]} (new reference), NULL when absent */
+static json_t *job_in(const json_t *answer, int64_t id)
+{
+    const json_t *j;
+    size_t i;
+    json_array_foreach(json_object_get(answer, "jobs"), i, j)
+    {
+        const json_t *v = json_object_get(j, "job_id");
+        if (json_is_object(v))
+            v = json_object_get(v, "number");
+        if (json_integer_value(v) == id)
+            return json_pack("{s:[O]}", "jobs", j);
+    }
+    return NULL;
+}
+
+/*
+ * The state of the gang's job, by id (id > 0) or by comment, from the shared /jobs snapshot:
+ * a job this process submitted but the snapshot predates, or an id not in it, gets a fresh
+ * snapshot, then (by id) GET /job/<id>, which alone may say the job is gone. COMMON_ENOTFOUND
+ * when there is no such job.
+ */
+static enum common_rc ask(struct slurm_sync *s, struct common_arena *a, int64_t id,
+                          const char *comment, struct slurm_job_state *job, int *requests,
+                          struct common_error *err)
+{
+    json_t *snap = NULL, *one;
+    enum common_rc rc;
+
+    if (id <= 0) {
+        pthread_mutex_lock(&s->mu);
+        id = json_integer_value(json_object_get(s->submitted, comment));
+        pthread_mutex_unlock(&s->mu);
+    }
+    for (int fresh = 0; fresh < 2; fresh++) {
+        rc = jobs_snapshot(s, fresh ? 0 : SNAPSHOT_MAX_AGE_S, &snap, requests, err);
+        if (rc)
+            return rc;
+        if (id > 0 && (one = job_in(snap, id))) {
+            rc = slurm_job_parse(a, one, job, err);
+            json_decref(one);
+            json_decref(snap);
+            return rc;
+        }
+        if (id <= 0) {
+            rc = slurm_jobs_find(a, snap, comment, job, err);
+            json_decref(snap);
+            return rc; /* a snapshot taken after start sees every job submitted before it */
+        }
+        json_decref(snap);
+    }
+    (*requests)++;
+    return slurmrest_job(s->rest, a, id, job, err);
+}
+
 enum common_rc slurm_sync_step(struct slurm_sync *s, struct common_arena *a, const json_t *trainjob,
                                const json_t *runtime, json_t *objects,
                                struct slurm_sync_result *res, struct common_error *err)
@@ -188,9 +291,8 @@ enum common_rc slurm_sync_step(struct slurm_sync *s, struct common_arena *a, con
         switch (d.action) {
         case SLURM_GANG_FIND:
         case SLURM_GANG_LOOKUP:
-            res->requests++;
-            rc = d.action == SLURM_GANG_FIND ? slurmrest_find(s->rest, a, comment, &job, &e)
-                                             : slurmrest_job(s->rest, a, d.job_id, &job, &e);
+            rc = ask(s, a, d.action == SLURM_GANG_FIND ? 0 : d.job_id, comment, &job,
+                     &res->requests, &e);
             if (rc == COMMON_ENOTFOUND) {
                 lookup = SLURM_LOOKUP_NOT_FOUND;
                 continue;
@@ -226,6 +328,12 @@ enum common_rc slurm_sync_step(struct slurm_sync *s, struct common_arena *a, con
             }
             common_log(COMMON_LOG_INFO, "Slurm job submitted", "trainjob", comment, "job",
                        common_arena_printf(a, "%" PRId64, id), NULL);
+            pthread_mutex_lock(&s->mu);
+            if (json_object_set_new(s->submitted, comment, json_integer(id)))
+                rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+            pthread_mutex_unlock(&s->mu);
+            if (rc)
+                return rc;
             res->set_job_id = common_arena_printf(a, "%" PRId64, id);
             res->cond_status = "False";
             res->cond_reason = SLURM_REASON_SUBMITTED;
@@ -249,6 +357,11 @@ enum common_rc slurm_sync_step(struct slurm_sync *s, struct common_arena *a, con
             break;
         }
         break;
+    }
+    if (d.action == SLURM_GANG_CANCEL || d.action == SLURM_GANG_ENDED) {
+        pthread_mutex_lock(&s->mu);
+        json_object_del(s->submitted, comment);
+        pthread_mutex_unlock(&s->mu);
     }
     if (d.record_id)
         res->set_job_id = common_arena_printf(a, "%" PRId64, d.job_id);
