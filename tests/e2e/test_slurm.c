@@ -27,7 +27,11 @@
  *   scancel_by_an_admin_stops_the_trainjob   the pending job cancelled behind trainsched's back:
  *                                            Failed=True reason SlurmJobEnded naming CANCELLED;
  *   a_deleted_trainjob_cancels_its_slurm_job the TrainJob deleted while its job is pending: the
- *                                            Slurm job ends CANCELLED.
+ *                                            Slurm job ends CANCELLED;
+ *   slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing
+ *                                            slurmrestd frozen (SIGSTOP) for 20 s while a
+ *                                            TrainJob is created: condition SlurmError, then
+ *                                            exactly one Slurm job and both pods bound to it.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -588,6 +592,37 @@ START_TEST(a_deleted_trainjob_cancels_its_slurm_job)
 }
 END_TEST
 
+START_TEST(slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing)
+{
+    struct common_arena *a = common_arena_create(0);
+    struct slurm_job_state st;
+    char path[400], nodes[NODES][64];
+    const char *uid = NULL;
+    char *pidtext;
+    pid_t pid;
+    int64_t id;
+
+    snprintf(path, sizeof(path), "%s/run/slurmrestd.pid", slurm_dir);
+    pidtext = e2e_read_text(path);
+    pid = (pid_t)strtol(pidtext, NULL, 10);
+    free(pidtext);
+    ck_assert_int_gt(pid, 1);
+    ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+    make_trainjob("frozen", 2);
+    e2e_nap(20000);
+    ck_assert_int_eq(kill(pid, SIGCONT), 0);
+    json_decref(wait_condition("frozen", SLURM_CONDITION, SLURM_REASON_ERROR, 5));
+    id = wait_job_id("frozen", &uid, 120);
+    st = job_state(a, id, SLURM_RUNNING, 60);
+    wait_bound("frozen", 2, nodes, 120);
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(in_list(nodes[i], st.nodes, st.nnodes), "pod bound to %s, not in %s",
+                      nodes[i], st.summary);
+    ck_assert_int_eq(jobs_with_comment("frozen", uid), 1);
+    common_arena_destroy(a);
+}
+END_TEST
+
 /* ---- main ---- */
 
 static struct common_kube *main_client(void)
@@ -700,6 +735,7 @@ int main(void)
     tcase_add_test(tc, a_full_partition_waits_and_a_restart_submits_nothing_twice);
     tcase_add_test(tc, scancel_by_an_admin_stops_the_trainjob);
     tcase_add_test(tc, a_deleted_trainjob_cancels_its_slurm_job);
+    tcase_add_test(tc, slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
