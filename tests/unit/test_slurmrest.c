@@ -193,7 +193,7 @@ START_TEST(a_gang_runs_waits_while_the_partition_is_full_and_starts_after_a_canc
 }
 END_TEST
 
-START_TEST(an_unknown_partition_quotes_slurm_and_counts_an_error)
+START_TEST(an_unknown_partition_or_a_gang_larger_than_the_cluster_quotes_slurm)
 {
     struct common_metrics *m = common_metrics_create();
     struct slurmrest *s = client(m, jwt, NULL, NULL);
@@ -205,9 +205,17 @@ START_TEST(an_unknown_partition_quotes_slurm_and_counts_an_error)
     ck_assert_int_eq(slurmrest_submit(s, body, &id, &err), COMMON_EAPI);
     ck_assert_msg(strstr(err.msg, "Invalid partition name specified"), "%s", err.msg);
     ck_assert_msg(strstr(err.msg, "POST /job/submit"), "%s", err.msg);
+    /* a gang larger than the whole cluster (4 nodes): Slurm refuses it at submit */
+    json_decref(body);
+    body = body_of(5, "toobig", NULL);
+    ck_assert_int_eq(slurmrest_submit(s, body, &id, &err), COMMON_EAPI);
+    /* 5 nodes of 2 CPUs: Slurm names the CPUs (or, asked for fewer, the node count) */
+    ck_assert_msg(strstr(err.msg, "More processors requested than permitted") ||
+                      strstr(err.msg, "Node count specification invalid"),
+                  "%s", err.msg);
     errors = common_metrics_counter(m, "trainsched_slurmrest_errors_total", NULL,
                                     (const char *const[]){"verb", "code", NULL});
-    ck_assert(common_metric_value(errors, (const char *const[]){"submit", "500", NULL}) == 1);
+    ck_assert(common_metric_value(errors, (const char *const[]){"submit", "500", NULL}) == 2);
     json_decref(body);
     slurmrest_destroy(s);
     common_metrics_destroy(m);
@@ -337,7 +345,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, discovers_v0038_from_the_server);
     tcase_add_test(tc, a_gang_runs_waits_while_the_partition_is_full_and_starts_after_a_cancel);
-    tcase_add_test(tc, an_unknown_partition_quotes_slurm_and_counts_an_error);
+    tcase_add_test(tc, an_unknown_partition_or_a_gang_larger_than_the_cluster_quotes_slurm);
     tcase_add_test(tc, a_token_file_and_a_minted_token_work_and_wrong_ones_fail);
     suite_add_tcase(s, tc);
     tc = tcase_create("offline");
