@@ -1307,6 +1307,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                 d.cfg.ext_backoff_max_s, d.cfg.ext_backoff_initial_s);
         return 2;
     }
+    if (d.cfg.slurm_url[0] &&
+        (!d.cfg.slurm_user[0] || (!d.cfg.slurm_token_file[0] && !d.cfg.slurm_key_file[0]))) {
+        fprintf(err, "trainsched serve: slurm.url needs slurm.user and one of slurm.tokenFile or "
+                     "slurm.jwtKeyFile (--slurm-user, --slurm-token-file, "
+                     "--slurm-jwt-key-file)\n");
+        return 2;
+    }
     if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook && !d.cfg.comp_extender) {
         fprintf(err, "trainsched serve: components: nothing to run\n");
         return 2;
