@@ -26,10 +26,9 @@
 #include "common/metrics.h"
 #include "integrations/slurm_sync.h"
 #include "reconciler/reconciler.h"
+#include "slurmbed.h"
 
-#define TOOLS TS_SOURCE_DIR "/tests/tools/slurm"
-
-static char slurm_dir[256], url[128], jwt[4096], ns[64];
+static char url[128], jwt[4096], ns[64];
 
 static double now_s(void)
 {
@@ -44,43 +43,20 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+static struct slurmbed bed;
+
 static int slurm_up(void)
 {
-    int base = 25000 + (int)(getpid() % 300) * 10;
-    char cmd[1024], line[8192], v[32];
-    FILE *p;
-
-    snprintf(slurm_dir, sizeof(slurm_dir), "/tmp/ts-bench-slurm-%d", (int)getpid());
-    setenv("SLURM_IT_DIR", slurm_dir, 1);
-    snprintf(v, sizeof(v), "%d", base);
-    setenv("SLURM_IT_REST_PORT", v, 1);
-    snprintf(v, sizeof(v), "%d", base + 1);
-    setenv("SLURM_IT_CTLD_PORT", v, 1);
-    snprintf(v, sizeof(v), "%d", base + 2);
-    setenv("SLURM_IT_SLURMD_PORT", v, 1);
-    setenv("SLURM_IT_NODES", "4", 1);
-    setenv("SLURM_IT_CPUS", "64", 1);
-    snprintf(cmd, sizeof(cmd), "bash %s/slurm-up.sh 2>/dev/null", TOOLS);
-    p = popen(cmd, "r");
-    if (!p)
+    if (slurmbed_up(&bed, "ts-bench-slurm", 25000 + (int)(getpid() % 300) * 10, 4, 64) != 0)
         return -1;
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "export SLURM_REST_URL=", 22) == 0)
-            snprintf(url, sizeof(url), "%s", line + 22);
-        else if (strncmp(line, "export SLURM_JWT=", 17) == 0)
-            snprintf(jwt, sizeof(jwt), "%s", line + 17);
-    }
-    return pclose(p) == 0 && *url && *jwt ? 0 : -1;
+    snprintf(url, sizeof(url), "%s", bed.url);
+    snprintf(jwt, sizeof(jwt), "%s", bed.jwt);
+    return 0;
 }
 
 static void slurm_down(void)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "SLURM_IT_DIR=%s bash %s/slurm-down.sh --purge >/dev/null 2>&1",
-             slurm_dir, TOOLS);
-    if (system(cmd) != 0)
-        fprintf(stderr, "slurm-down.sh failed\n");
+    slurmbed_down(&bed);
 }
 
 static void die(const char *what, const struct common_error *e)

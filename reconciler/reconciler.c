@@ -775,6 +775,28 @@ out:
     return rc;
 }
 
+/* merge-patch metadata.annotations (null removes a key) of the TrainJob's object of kind r, named
+ * as the TrainJob; a vanished object is fine */
+static enum common_rc patch_annotations(struct rctx *c, const struct common_kube_resource *r,
+                                        json_t *annotations, struct common_error *err)
+{
+    json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", annotations);
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    enum common_rc rc;
+
+    json_decref(patch);
+    if (!body)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = common_kube_patch(c->r->o.kube, r, c->ns, c->name, COMMON_KUBE_MERGE_PATCH, body, NULL,
+                           NULL, err);
+    free(body);
+    if (rc == COMMON_ENOTFOUND)
+        rc = COMMON_OK;
+    if (!rc)
+        count_write(c, "patch");
+    return rc;
+}
+
 /*
  * The Slurm backend's results (integrations/slurm_sync.h): the SlurmJob condition, the job id
  * annotation, and when Slurm ended the job, Failed=True reason SlurmJobEnded with the JobSet
@@ -804,20 +826,11 @@ static enum common_rc slurm_after(struct rctx *c, const json_t *jobset, struct c
         }
     }
     if (!rc && sr->set_job_id) {
-        json_t *patch =
-            json_pack("{s:{s:{s:o}}}", "metadata", "annotations", SLURM_ANNOTATION_JOB_ID,
-                      *sr->set_job_id ? json_string(sr->set_job_id) : json_null());
-        char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-        json_decref(patch);
-        if (!body)
-            return common_error_set(err, COMMON_ENOMEM, "out of memory");
-        rc = common_kube_patch(c->r->o.kube, &common_kube_trainjobs, c->ns, c->name,
-                               COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, err);
-        free(body);
-        if (rc == COMMON_ENOTFOUND)
-            rc = COMMON_OK;
-        if (!rc)
-            count_write(c, "patch");
+        json_t *ann = json_pack("{s:o}", SLURM_ANNOTATION_JOB_ID,
+                                *sr->set_job_id ? json_string(sr->set_job_id) : json_null());
+        rc = ann ? patch_annotations(c, &common_kube_trainjobs, ann, err)
+                 : common_error_set(err, COMMON_ENOMEM, "out of memory");
+        json_decref(ann);
     }
     if (!rc && sr->pg_annotations) {
         /* an existing PodGroup is not re-applied (rc_child_action): patch what changed */
@@ -833,22 +846,8 @@ static enum common_rc slurm_after(struct rctx *c, const json_t *jobset, struct c
             if ((json_is_null(v) && h) || (!json_is_null(v) && !json_equal(h, v)))
                 json_object_set(diff, k, v);
         }
-        if (pg && json_object_size(diff)) {
-            json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", diff);
-            char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-            json_decref(patch);
-            if (!body) {
-                json_decref(diff);
-                return common_error_set(err, COMMON_ENOMEM, "out of memory");
-            }
-            rc = common_kube_patch(c->r->o.kube, &common_kube_podgroups, c->ns, c->name,
-                                   COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, err);
-            free(body);
-            if (rc == COMMON_ENOTFOUND)
-                rc = COMMON_OK;
-            if (!rc)
-                count_write(c, "patch");
-        }
+        if (pg && json_object_size(diff))
+            rc = patch_annotations(c, &common_kube_podgroups, diff, err);
         json_decref(diff);
     }
     if (!rc && sr->requeue_after > 0 &&

@@ -30,7 +30,8 @@
  *                                            Slurm job ends CANCELLED;
  *   slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing
  *                                            slurmrestd frozen (SIGSTOP) for 20 s while a
- *                                            TrainJob is created: condition SlurmError, then
+ *                                            TrainJob is created: condition SlurmError
+ *                                            (timeout) while it is down, then
  *                                            exactly one Slurm job and both pods bound to it.
  */
 #define _GNU_SOURCE
@@ -51,8 +52,8 @@
 #include "extender/server.h"
 #include "integrations/slurm_sync.h"
 #include "reconciler/reconciler.h"
+#include "slurmbed.h"
 
-#define TOOLS TS_SOURCE_DIR "/tests/tools/slurm"
 #define RUN_LABEL "trainsched.io/e2e-slurm"
 #define GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define BIND_TIMEOUT_S 30
@@ -84,42 +85,21 @@ static const char *jstr(const json_t *o, const char *a, const char *b)
 
 /* ---- Slurm ---- */
 
+static struct slurmbed bed;
+
 static int slurm_up(void)
 {
-    int base = 23000 + (int)(getpid() % 300) * 10;
-    char cmd[1024], line[8192], v[32];
-    FILE *p;
-
-    snprintf(slurm_dir, sizeof(slurm_dir), "/tmp/ts-e2e-slurm-%d", (int)getpid());
-    setenv("SLURM_IT_DIR", slurm_dir, 1);
-    snprintf(v, sizeof(v), "%d", base);
-    setenv("SLURM_IT_REST_PORT", v, 1);
-    snprintf(v, sizeof(v), "%d", base + 1);
-    setenv("SLURM_IT_CTLD_PORT", v, 1);
-    snprintf(v, sizeof(v), "%d", base + 2);
-    setenv("SLURM_IT_SLURMD_PORT", v, 1);
-    setenv("SLURM_IT_NODES", "4", 1);
-    snprintf(cmd, sizeof(cmd), "bash %s/slurm-up.sh", TOOLS);
-    p = popen(cmd, "r");
-    if (!p)
+    if (slurmbed_up(&bed, "ts-e2e-slurm", 23000 + (int)(getpid() % 300) * 10, NODES, 2) != 0)
         return -1;
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "export SLURM_REST_URL=", 22) == 0)
-            snprintf(slurm_url, sizeof(slurm_url), "%s", line + 22);
-        else if (strncmp(line, "export SLURM_JWT=", 17) == 0)
-            snprintf(slurm_jwt, sizeof(slurm_jwt), "%s", line + 17);
-    }
-    return pclose(p) == 0 && *slurm_url && *slurm_jwt ? 0 : -1;
+    snprintf(slurm_dir, sizeof(slurm_dir), "%s", bed.dir);
+    snprintf(slurm_url, sizeof(slurm_url), "%s", bed.url);
+    snprintf(slurm_jwt, sizeof(slurm_jwt), "%s", bed.jwt);
+    return 0;
 }
 
 static void slurm_down(void)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "SLURM_IT_DIR=%s bash %s/slurm-down.sh --purge >&2", slurm_dir,
-             TOOLS);
-    if (system(cmd) != 0)
-        fprintf(stderr, "slurm-down.sh failed\n");
+    slurmbed_down(&bed);
 }
 
 static struct slurmrest_opts rest_opts(void)
@@ -272,7 +252,8 @@ static void setup(void)
     ck_assert_msg(rest != NULL, "%s", err.msg);
     cancel_all_jobs(); /* a failed test exits before its teardown */
     so.rest = rest_opts();
-    so.job.gres_name = ""; /* the recipe's slurmd nodes have no GRES */
+    so.rest.timeout_ms = 5000; /* a frozen slurmrestd shows within one freeze (last test) */
+    so.job.gres_name = "";     /* the recipe's slurmd nodes have no GRES */
     sync_ = slurm_sync_create(&so, &err);
     ck_assert_msg(sync_ != NULL, "%s", err.msg);
     start_extender();
@@ -601,6 +582,8 @@ START_TEST(slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing)
     char *pidtext;
     pid_t pid;
     int64_t id;
+    double t0;
+    json_t *cond;
 
     snprintf(path, sizeof(path), "%s/run/slurmrestd.pid", slurm_dir);
     pidtext = e2e_read_text(path);
@@ -608,10 +591,16 @@ START_TEST(slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing)
     free(pidtext);
     ck_assert_int_gt(pid, 1);
     ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+    t0 = e2e_now_s();
     make_trainjob("frozen", 2);
-    e2e_nap(20000);
+    /* trainsched's calls time out (5 s here): the TrainJob says so while slurmrestd is down */
+    cond = wait_condition("frozen", SLURM_CONDITION, SLURM_REASON_ERROR, 15);
+    ck_assert_msg(strstr(jstr(cond, "message", NULL), "Timeout"), "%s",
+                  jstr(cond, "message", NULL));
+    json_decref(cond);
+    while (e2e_now_s() - t0 < 20)
+        e2e_nap(250);
     ck_assert_int_eq(kill(pid, SIGCONT), 0);
-    json_decref(wait_condition("frozen", SLURM_CONDITION, SLURM_REASON_ERROR, 5));
     id = wait_job_id("frozen", &uid, 120);
     st = job_state(a, id, SLURM_RUNNING, 60);
     wait_bound("frozen", 2, nodes, 120);
@@ -707,7 +696,7 @@ int main(void)
     if (!admin)
         return 1;
     if (slurm_up() != 0) {
-        fprintf(stderr, "slurm-up.sh failed (logs in %s/log)\n", slurm_dir);
+        fprintf(stderr, "slurm-up.sh failed (logs in %s/log)\n", bed.dir);
         slurm_down();
         return 1;
     }

@@ -16,54 +16,25 @@
 
 #include "common/buf.h"
 #include "integrations/slurmrest.h"
+#include "slurmbed.h"
 #include "testutil.h"
 
-#define TOOLS TS_SOURCE_DIR "/tests/tools/slurm"
-
-static char dir[256], url[128], jwt[4096], keyfile[512];
+static struct slurmbed bed;
+static char url[128], jwt[4096], keyfile[512], dir[256];
 static int up;
-
-static void set_env(const char *k, int v)
-{
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%d", v);
-    setenv(k, buf, 1);
-}
 
 static void slurm_up(void)
 {
-    int base = 21000 + (int)(getpid() % 400) * 10;
-    char cmd[1024], line[8192];
-    FILE *p;
-
-    snprintf(dir, sizeof(dir), "/tmp/ts-slurmrest-%d", (int)getpid());
-    setenv("SLURM_IT_DIR", dir, 1);
-    set_env("SLURM_IT_REST_PORT", base);
-    set_env("SLURM_IT_CTLD_PORT", base + 1);
-    set_env("SLURM_IT_SLURMD_PORT", base + 2);
-    setenv("SLURM_IT_NODES", "4", 1);
-    snprintf(cmd, sizeof(cmd), "bash %s/slurm-up.sh", TOOLS);
-    p = popen(cmd, "r");
-    if (!p)
-        return;
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "export SLURM_REST_URL=", 22) == 0)
-            snprintf(url, sizeof(url), "%s", line + 22);
-        else if (strncmp(line, "export SLURM_JWT=", 17) == 0)
-            snprintf(jwt, sizeof(jwt), "%s", line + 17);
-    }
-    up = pclose(p) == 0 && *url && *jwt;
-    snprintf(keyfile, sizeof(keyfile), "%s/etc/jwt_hs256.key", dir);
+    up = slurmbed_up(&bed, "ts-slurmrest", 21000 + (int)(getpid() % 400) * 10, 4, 2) == 0;
+    snprintf(url, sizeof(url), "%s", bed.url);
+    snprintf(jwt, sizeof(jwt), "%s", bed.jwt);
+    snprintf(dir, sizeof(dir), "%s", bed.dir);
+    snprintf(keyfile, sizeof(keyfile), "%s/etc/jwt_hs256.key", bed.dir);
 }
 
 static void slurm_down(void)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "SLURM_IT_DIR=%s bash %s/slurm-down.sh --purge >/dev/null 2>&1", dir,
-             TOOLS);
-    if (system(cmd) != 0)
-        fprintf(stderr, "slurm-down.sh failed\n");
+    slurmbed_down(&bed);
 }
 
 static struct slurmrest *client(struct common_metrics *m, const char *token, const char *token_file,
