@@ -85,7 +85,6 @@ struct loaded {
     json_t *trainjobs;
     json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
     const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
-    json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
 };
 

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,10 @@ struct serve_config {
     int allow_trainer;                 /* --allow-trainer-controller */
     struct certmgr_settings certs;     /* tls.managed and friends (cmd/certmgr.h) */
     struct trainer_status_settings ts; /* trainerStatus.* (cmd/trainerstatus.h) */
+    /* Slurm backend (docs/slurm.md): slurmrestd and the job defaults; url "" = off */
+    char slurm_url[STR_MAX], slurm_user[254], slurm_token_file[PATH_MAX];
+    char slurm_key_file[PATH_MAX], slurm_api_version[32], slurm_node_label[254];
+    char slurm_partition[254], slurm_account[254], slurm_qos[254];
 };
 
 static void config_defaults(struct serve_config *c)
@@ -200,6 +205,17 @@ static void usage(FILE *f)
         "                                   Secret's ca-bundle.crt or ca.crt)\n"
         "  --trainjob-status-qps Q, --trainjob-status-burst N  its API client's rate limit\n"
         "                                   (default 5, 10)\n"
+        "  --slurm-url URL                  slurmrestd (e.g. http://127.0.0.1:6820): TrainJobs\n"
+        "                                   whose runtime says trainsched.io/backend: slurm get\n"
+        "                                   one Slurm job per gang (docs/slurm.md)\n"
+        "  --slurm-user NAME                X-SLURM-USER-NAME of every request\n"
+        "  --slurm-token-file F | --slurm-jwt-key-file F  a token (re-read on change) or\n"
+        "                                   Slurm's HS256 jwt_key to mint tokens with\n"
+        "  --slurm-api-version V            e.g. v0.0.38 (default: the newest the server has)\n"
+        "  --slurm-partition P, --slurm-account A, --slurm-qos Q  job defaults (runtime\n"
+        "                                   annotations trainsched.io/slurm-* win)\n"
+        "  --slurm-node-label KEY           node label holding a node's Slurm name (default:\n"
+        "                                   the node's own name)\n"
         "  --log-level debug|info|warn|error (default info)\n"
         "  --check-config                   check the settings, that each address can be\n"
         "                                   bound (with its TLS files), and that the\n"
@@ -341,6 +357,15 @@ static const struct {
     {"extender.backoffMaxSeconds", "--extender-backoff-max"},
     {"extender.topologies", "--extender-topology"},
     {"trainerCheck.allowRunning", "--allow-trainer-controller"},
+    {"slurm.url", "--slurm-url"},
+    {"slurm.user", "--slurm-user"},
+    {"slurm.tokenFile", "--slurm-token-file"},
+    {"slurm.jwtKeyFile", "--slurm-jwt-key-file"},
+    {"slurm.apiVersion", "--slurm-api-version"},
+    {"slurm.nodeLabel", "--slurm-node-label"},
+    {"slurm.partition", "--slurm-partition"},
+    {"slurm.account", "--slurm-account"},
+    {"slurm.qos", "--slurm-qos"},
     {"trainerCheck.leaseNamespace", "--trainer-lease-namespace"},
     {"trainerStatus.enabled", "--trainjob-status"},
     {"trainerStatus.address", "--trainjob-status-address"},
@@ -409,7 +434,8 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         if (json_is_object(v) && !*prefix &&
             (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
              strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0 ||
-             strcmp(k, "trainerCheck") == 0 || strcmp(k, "trainerStatus") == 0)) {
+             strcmp(k, "trainerCheck") == 0 || strcmp(k, "trainerStatus") == 0 ||
+             strcmp(k, "slurm") == 0)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -621,6 +647,28 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         return set_str(c->default_backend, sizeof(c->default_backend), v, "default backend", err);
     }
     {
+        static const struct {
+            const char *flag, *what;
+            size_t off, size;
+        } slurm[] = {
+#define SLURM_OPT(f, field, w)                                                                     \
+    {f, w, offsetof(struct serve_config, field), sizeof(((struct serve_config *)0)->field)}
+            SLURM_OPT("--slurm-url", slurm_url, "slurmrestd URL"),
+            SLURM_OPT("--slurm-user", slurm_user, "Slurm user name"),
+            SLURM_OPT("--slurm-token-file", slurm_token_file, "Slurm token file"),
+            SLURM_OPT("--slurm-jwt-key-file", slurm_key_file, "Slurm JWT key file"),
+            SLURM_OPT("--slurm-api-version", slurm_api_version, "slurmrestd API version"),
+            SLURM_OPT("--slurm-node-label", slurm_node_label, "Slurm node label"),
+            SLURM_OPT("--slurm-partition", slurm_partition, "Slurm partition"),
+            SLURM_OPT("--slurm-account", slurm_account, "Slurm account"),
+            SLURM_OPT("--slurm-qos", slurm_qos, "Slurm QOS"),
+#undef SLURM_OPT
+        };
+        for (size_t i = 0; i < sizeof(slurm) / sizeof(slurm[0]); i++)
+            if (strcmp(flag, slurm[i].flag) == 0)
+                return set_str((char *)c + slurm[i].off, slurm[i].size, v, slurm[i].what, err);
+    }
+    {
         int crc = certmgr_apply_setting(&c->certs, flag, v, err);
         if (crc != -2)
             return crc;
@@ -679,6 +727,15 @@ static void print_config(const struct serve_config *c, FILE *out)
     fprintf(out, "trainerCheck:\n  allowRunning: %s\n  leaseNamespace: %s\n",
             c->allow_trainer ? "true" : "false", c->trainer_lease_namespace);
     trainer_status_print_settings(&c->ts, out);
+    if (c->slurm_url[0])
+        fprintf(
+            out,
+            "slurm:\n  url: \"%s\"\n  user: \"%s\"\n  tokenFile: \"%s\"\n  jwtKeyFile: \"%s\"\n"
+            "  apiVersion: \"%s\"\n  nodeLabel: \"%s\"\n  partition: \"%s\"\n  account: \"%s\"\n"
+            "  qos: \"%s\"\n",
+            c->slurm_url, c->slurm_user, c->slurm_token_file, c->slurm_key_file,
+            c->slurm_api_version, c->slurm_node_label, c->slurm_partition, c->slurm_account,
+            c->slurm_qos);
 }
 
 /* ---- the daemon ---- */
@@ -699,6 +756,7 @@ struct daemon {
     struct common_informer *tr_inf, *ctr_inf, *js_inf, *pc_inf;
     struct webhook_server *webhook;
     struct extender_server *ext;
+    struct slurm_sync *slurm; /* the Slurm backend, NULL when --slurm-url is not set */
     struct common_httpd *https;
     time_t started;
     struct certmgr *cm;   /* tls.managed */
@@ -934,6 +992,7 @@ static int start_extender(struct daemon *d, FILE *err)
         specs[i] = d->cfg.topo_specs[i];
     xo.topologies = specs;
     xo.n_topologies = (size_t)d->cfg.n_topo_specs;
+    xo.slurm_node_label = d->cfg.slurm_node_label[0] ? d->cfg.slurm_node_label : NULL;
     d->ext = extender_server_create(&xo, &e);
     if (!d->ext || extender_server_start(d->ext, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: extender: %s\n", e.msg);
@@ -1015,6 +1074,24 @@ static int start_reconciler(struct daemon *d)
         o.trainer_status_ca = trainer_status_ca_get;
         o.trainer_status_ca_ctx = d->ts_ca;
     }
+    if (d->cfg.slurm_url[0] && !d->slurm) {
+        struct slurm_sync_opts so = {0};
+        so.rest.url = d->cfg.slurm_url;
+        so.rest.user = d->cfg.slurm_user;
+        so.rest.token_file = d->cfg.slurm_token_file;
+        so.rest.key_file = d->cfg.slurm_key_file;
+        so.rest.api_version = d->cfg.slurm_api_version;
+        so.rest.metrics = d->metrics;
+        so.job.partition = d->cfg.slurm_partition;
+        so.job.account = d->cfg.slurm_account;
+        so.job.qos = d->cfg.slurm_qos;
+        d->slurm = slurm_sync_create(&so, &err);
+        if (!d->slurm) {
+            common_log(COMMON_LOG_ERROR, "Slurm backend not started", "error", err.msg, NULL);
+            return -1;
+        }
+    }
+    o.slurm = d->slurm;
     rc = rc_create(&o, &err);
     if (!rc || rc_start(rc, &err) != COMMON_OK) {
         common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);
@@ -1350,6 +1427,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                 d.cfg.ext_backoff_max_s, d.cfg.ext_backoff_initial_s);
         return 2;
     }
+    if (d.cfg.slurm_url[0] &&
+        (!d.cfg.slurm_user[0] || (!d.cfg.slurm_token_file[0] && !d.cfg.slurm_key_file[0]))) {
+        fprintf(err, "trainsched serve: slurm.url needs slurm.user and one of slurm.tokenFile or "
+                     "slurm.jwtKeyFile (--slurm-user, --slurm-token-file, "
+                     "--slurm-jwt-key-file)\n");
+        return 2;
+    }
     if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook && !d.cfg.comp_extender) {
         fprintf(err, "trainsched serve: components: nothing to run\n");
         return 2;
@@ -1564,6 +1648,7 @@ out:
     ss_server_destroy(d.ss);
     common_kube_client_destroy(d.ss_kube);
     trainer_status_ca_destroy(d.ts_ca);
+    slurm_sync_destroy(d.slurm);
     common_informer_request_stop(d.tr_inf);
     common_informer_request_stop(d.ctr_inf);
     common_informer_request_stop(d.js_inf);

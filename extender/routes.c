@@ -85,6 +85,7 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
     struct common_buf b;
     const char *result = "ok";
     const char *wait_msg = NULL;
+    int slurm = 0;
     enum common_rc rc;
 
     __atomic_add_fetch(&x->st.filter, 1, __ATOMIC_RELAXED);
@@ -106,6 +107,12 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
     memset(verdict, EXTENDER_PASS, args->n_nodes + 1);
     memset(reason, 0, (args->n_nodes + 1) * sizeof(*reason));
     if (args->pod_group[0]) {
+        /* a gang on the Slurm backend: only its Slurm job's nodes (extender/slurm.c) */
+        rc = extender_slurm_filter(x, a, args, verdict, reason, &wait_msg, &slurm, &e);
+        if (rc)
+            goto fail;
+    }
+    if (args->pod_group[0] && !slurm) {
         pthread_mutex_lock(&x->mu);
         rc = gang_filter(x->gs, args->pod, args->node_names, args->n_nodes, extender_mono_ms(), gv,
                          &res, &e);

@@ -118,6 +118,9 @@ struct extender_server_opts {
      * only. NULL/0: none (a PodGroup asking for a level waits with that reason). */
     const char *const *topologies;
     size_t n_topologies;
+    /* Slurm backend (docs/slurm.md): the node label whose value is a node's Slurm node name;
+     * NULL or "": the node's own name. Borrowed: must outlive the server. */
+    const char *slurm_node_label;
 };
 
 /* Counters for tests and logs (cumulative). */

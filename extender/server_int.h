@@ -113,6 +113,18 @@ const char *extender_pod_group_of(const struct common_pod *p);
 
 /* ---- informers.c ---- */
 
+/* ---- slurm.c ---- */
+
+/* the filter of a pod whose PodGroup is on the Slurm backend (annotation
+ * trainsched.io/slurm-job-id): *handled = 1 and verdict/reason filled (candidates that are not
+ * the Slurm job's nodes FAIL naming the job; the rest go through gang_filter under x->mu), or
+ * *wait_msg set while the job has no nodes. *handled = 0 for other pods (nothing touched).
+ * COMMON_OK or COMMON_ENOMEM / gang_filter's error. */
+enum common_rc extender_slurm_filter(struct extender_server *x, struct common_arena *a,
+                                     const struct extender_args *args, uint8_t *verdict,
+                                     const char **reason, const char **wait_msg, int *handled,
+                                     struct common_error *e);
+
 /* create the node, pod and PodGroup informers (x->nodes_inf, pods_inf, pg_inf), not started;
  * COMMON_OK or the informer's error code */
 enum common_rc extender_informers_create(struct extender_server *x, struct common_error *err);

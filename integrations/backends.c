@@ -34,13 +34,11 @@ const struct backend backend_none = {
 /* placeholders until their files land */
 static const struct backend kai_unbuilt = {
     .name = "kai", .built = 0, .what = "KAI Scheduler", .core_gang = TRAINJOB_GANG_NONE};
-static const struct backend slurm_unbuilt = {
-    .name = "slurm", .built = 0, .what = "one Slurm job per gang", .core_gang = TRAINJOB_GANG_NONE};
 
 /* one line per backend; a backend's own file replaces its placeholder here */
 static const struct backend *const table[] = {
     &backend_coscheduling, &backend_volcano, &kai_unbuilt,  &backend_kueue,
-    &backend_native,       &slurm_unbuilt,   &backend_none,
+    &backend_native,       &backend_slurm,   &backend_none,
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/sshkey.h"
 #include "integrations/backend.h"
+#include "integrations/slurm_sync.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
 #include "trainjob/status.h"
@@ -317,6 +318,12 @@ static void on_delete(void *ctx, const void *old_item)
     struct inf_slot *s = ctx;
     /* a deleted TrainJob needs nothing (ownerReference GC removes its children); a deleted
      * child must come back; a deleted runtime changes nothing (snapshots) */
+    if (s->kind == INF_TJ && s->r->o.slurm && slurm_sync_selected(old_item, NULL)) {
+        struct common_error e = {0};
+        if (slurm_sync_deleted(s->r->o.slurm, old_item, &e) != COMMON_OK)
+            common_log(COMMON_LOG_WARN, "Slurm job of a deleted TrainJob not cancelled", "error",
+                       e.msg, NULL);
+    }
     if (s->kind == INF_CM)
         enqueue_snapshot_name(s->r, old_item);
     if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG || s->kind == INF_NPG) {
@@ -408,6 +415,7 @@ struct rctx {
     json_t *status;  /* the new status being built (owned) */
     json_t *live_cm; /* the snapshot read from the API server when the cache lagged (owned) */
     struct rc_result *res;
+    struct slurm_sync_result slurm; /* the Slurm backend's step (docs/slurm.md) */
 };
 
 static const json_t *cache_get(struct rctx *c, enum inf_kind kind, const char *ns, const char *name)
@@ -860,6 +868,87 @@ static enum common_rc trainer_status_opts(struct rctx *c, struct trainjob_status
     return tss->ca_crt ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
 }
 
+/* merge-patch metadata.annotations (null removes a key) of the TrainJob's object of kind r, named
+ * as the TrainJob; a vanished object is fine */
+static enum common_rc patch_annotations(struct rctx *c, const struct common_kube_resource *r,
+                                        json_t *annotations, struct common_error *err)
+{
+    json_t *patch = json_pack("{s:{s:O}}", "metadata", "annotations", annotations);
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    enum common_rc rc;
+
+    json_decref(patch);
+    if (!body)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = common_kube_patch(c->r->o.kube, r, c->ns, c->name, COMMON_KUBE_MERGE_PATCH, body, NULL,
+                           NULL, err);
+    free(body);
+    if (rc == COMMON_ENOTFOUND)
+        rc = COMMON_OK;
+    if (!rc)
+        count_write(c, "patch");
+    return rc;
+}
+
+/*
+ * The Slurm backend's results (integrations/slurm_sync.h): the SlurmJob condition, the job id
+ * annotation, and when Slurm ended the job, Failed=True reason SlurmJobEnded with the JobSet
+ * deleted (its pods go with it).
+ */
+static enum common_rc slurm_after(struct rctx *c, const json_t *jobset, struct common_error *err)
+{
+    struct slurm_sync_result *sr = &c->slurm;
+    enum common_rc rc = COMMON_OK;
+
+    if (sr->cond_status)
+        rc = trainjob_status_set_condition(c->status, SLURM_CONDITION, sr->cond_status,
+                                           sr->cond_reason, sr->cond_message, c->now, err);
+    if (!rc && sr->ended && !trainjob_is_finished(c->status)) {
+        event(c, COMMON_EVENT_WARNING, SLURM_REASON_ENDED, "Stopping", sr->cond_message);
+        rc = trainjob_status_set_condition(c->status, "Failed", "True", SLURM_REASON_ENDED,
+                                           sr->cond_message, c->now, err);
+        if (!rc && jobset) {
+            rc = common_kube_delete(c->r->o.kube, &common_kube_jobsets, c->ns, c->name, NULL, NULL,
+                                    NULL, err);
+            if (rc == COMMON_ENOTFOUND)
+                rc = COMMON_OK;
+            if (!rc) {
+                atomic_fetch_add(&c->r->deletes, 1);
+                count_write(c, "delete");
+            }
+        }
+    }
+    if (!rc && sr->set_job_id) {
+        json_t *ann = json_pack("{s:o}", SLURM_ANNOTATION_JOB_ID,
+                                *sr->set_job_id ? json_string(sr->set_job_id) : json_null());
+        rc = ann ? patch_annotations(c, &common_kube_trainjobs, ann, err)
+                 : common_error_set(err, COMMON_ENOMEM, "out of memory");
+        json_decref(ann);
+    }
+    if (!rc && sr->pg_annotations) {
+        /* an existing PodGroup is not re-applied (rc_child_action): patch what changed */
+        const json_t *pg = cache_get(c, INF_PG, c->ns, c->name);
+        const json_t *have = json_object_get(json_object_get(pg, "metadata"), "annotations");
+        const char *k;
+        json_t *v, *diff = json_object();
+        if (!diff)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        json_object_foreach((json_t *)sr->pg_annotations, k, v)
+        {
+            const json_t *h = json_object_get(have, k);
+            if ((json_is_null(v) && h) || (!json_is_null(v) && !json_equal(h, v)))
+                json_object_set(diff, k, v);
+        }
+        if (pg && json_object_size(diff))
+            rc = patch_annotations(c, &common_kube_podgroups, diff, err);
+        json_decref(diff);
+    }
+    if (!rc && sr->requeue_after > 0 &&
+        (c->res->requeue_after == 0 || sr->requeue_after < c->res->requeue_after))
+        c->res->requeue_after = sr->requeue_after;
+    return rc;
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -959,6 +1048,13 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             json_decref(runtime);
             return fail(c, RC_REASON_BACKEND_UNAVAILABLE, msg, COMMON_EUNSUPPORTED, err);
         }
+        if (rc == COMMON_OK && backend == &backend_slurm && !r->o.slurm) {
+            json_decref(runtime);
+            return fail(c, RC_REASON_BACKEND_UNAVAILABLE,
+                        "backend \"slurm\" needs slurmrestd, and this trainsched was started "
+                        "without serve --slurm-url (docs/slurm.md)",
+                        COMMON_EUNSUPPORTED, err);
+        }
         if (rc) {
             rc = fail(c, RC_REASON_INVALID_RUNTIME, err->msg, rc, err);
             json_decref(runtime);
@@ -986,6 +1082,15 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             json_decref(runtime);
             c->res->skipped = 1;
             return COMMON_OK;
+        }
+        if (r->o.slurm && slurm_sync_selected(c->tj, runtime)) {
+            /* before the children are written: the PodGroup carries the Slurm job's nodes */
+            rc = slurm_sync_step(r->o.slurm, c->a, c->tj, runtime, out.objects, &c->slurm, err);
+            if (rc) {
+                json_decref(out.objects);
+                json_decref(runtime);
+                return rc;
+            }
         }
         rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
         json_decref(out.objects);
@@ -1016,6 +1121,13 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         const json_t *js = cache_get(c, INF_JS, c->ns, c->name);
         if (js && !foreign(c, js))
             jobset = json_incref((json_t *)js);
+        if (r->o.slurm && slurm_sync_selected(c->tj, NULL)) {
+            rc = slurm_sync_step(r->o.slurm, c->a, c->tj, NULL, NULL, &c->slurm, err);
+            if (rc) {
+                json_decref(jobset);
+                return rc;
+            }
+        }
     }
 
     /* status (§4), deadline (§2.10) */
@@ -1039,6 +1151,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     }
     c->status = sres.status;
     rc = jobset_failure(c, jobset, err);
+    if (!rc && c->slurm.active)
+        rc = slurm_after(c, jobset, err);
     if (rc) {
         json_decref(jobset);
         return rc;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what trainsched builds and tests with. Idempotent: what is already there is skipped,
 # so a warm machine pays only a dpkg query and a `go version`.
-#   - Debian packages: the C toolchain and libraries, Check, clang, python3 (test tooling);
+#   - Debian packages: the C toolchain and libraries, Check, clang, python3 (test tooling), and
+#     Slurm 22.05 with munge, slurmrestd and its JWT plugin (tests/tools/slurm/slurm-up.sh starts
+#     a throwaway cluster from them for the Slurm backend's tests);
 #   - Go >= 1.26 for the test bed (demo and end-to-end tests build Kubernetes from Go modules).
 #     Debian 12's golang-go is 1.19, too old. When no Go >= 1.26 is on PATH: take a Go >= 1.21
 #     (Debian's newest golang-1.2x, from bookworm-backports when the main suite has none), and
@@ -23,6 +25,7 @@ pkgs=(
   libprotobuf-c-dev protobuf-c-compiler check
   clang libclang-rt-14-dev clang-format
   python3 python3-yaml
+  munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin
 )
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

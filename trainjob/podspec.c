@@ -457,6 +457,11 @@ out:
     return rc;
 }
 
+enum common_rc trainjob_pod_requests(const json_t *podspec, json_t **out, struct common_error *err)
+{
+    return tj_pod_requests(podspec, out, err);
+}
+
 static int contains_gpu(const char *name)
 {
     for (const char *p = name; *p; p++) {

@@ -192,4 +192,14 @@ struct trainjob_ref {
 enum common_rc trainjob_runtime_ref(const json_t *trainjob, const char *default_namespace,
                                     struct trainjob_ref *ref, struct common_error *err);
 
+/*
+ * trainjob_pod_requests - the effective requests of one pod spec as the scheduler counts them:
+ * the sum of containers and restartable init containers (sidecars), or the largest plain init
+ * container plus the sidecars started before it when that is more, per resource. In: podspec
+ * (a PodSpec object, borrowed). Out: *out, a new reference to {"cpu": "1500m", ...} (canonical
+ * quantities). Returns COMMON_OK, COMMON_EINVAL for a value that is not a quantity (err names
+ * it), COMMON_ENOMEM.
+ */
+enum common_rc trainjob_pod_requests(const json_t *podspec, json_t **out, struct common_error *err);
+
 #endif

@@ -184,6 +184,38 @@ START_TEST(topologies_from_file_and_flags)
 }
 END_TEST
 
+START_TEST(slurm_settings_from_file_and_flags)
+{
+    char path[] = "/tmp/ts-config-XXXXXX", args[512], out[8192];
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+
+    write_file(path, "slurm:\n  url: http://127.0.0.1:6820\n  user: trainer\n"
+                     "  tokenFile: /var/run/slurm/token\n  nodeLabel: example.com/slurm-node\n"
+                     "  partition: gpu\n");
+    snprintf(args, sizeof(args),
+             "--config '%s' --check-config --components extender --slurm-qos high", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "slurm:\n  url: \"http://127.0.0.1:6820\"\n  user: \"trainer\"\n"
+                              "  tokenFile: \"/var/run/slurm/token\"") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "  nodeLabel: \"example.com/slurm-node\"\n  partition: \"gpu\"\n"
+                              "  account: \"\"\n  qos: \"high\"\n") != NULL,
+                  "%s", out);
+    /* a URL without a way to authenticate is refused, naming what is missing */
+    write_file(path, "slurm:\n  url: http://127.0.0.1:6820\n  user: trainer\n");
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "slurm.url needs slurm.user and one of slurm.tokenFile or "
+                              "slurm.jwtKeyFile") != NULL,
+                  "%s", out);
+    write_file(path, "slurm:\n  uri: http://127.0.0.1:6820\n");
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "slurm.uri: unknown setting") != NULL, "%s", out);
+    unlink(path);
+}
+END_TEST
+
 /* what serve would fail on at once: each a message naming it and exit 2 */
 START_TEST(check_config_checks_addresses_files_and_the_kubeconfig)
 {
@@ -310,6 +342,7 @@ int main(void)
     tcase_add_test(tc, shipped_configmap_is_valid);
     tcase_add_test(tc, bad_settings_name_the_key);
     tcase_add_test(tc, topologies_from_file_and_flags);
+    tcase_add_test(tc, slurm_settings_from_file_and_flags);
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
     tcase_add_test(tc, check_config_finds_a_port_in_use);
     tcase_add_test(tc, trainer_status_settings);
