@@ -62,66 +62,51 @@ static const struct dra_view_claim *by_owner(const struct dra_view *v, const cha
     return NULL;
 }
 
-/* the claim name status.resourceClaimStatuses gives for entry, NULL when none */
-static const char *status_claim(const json_t *pod, const char *entry)
-{
-    size_t i;
-    const json_t *s;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "resourceClaimStatuses"), i,
-                       s)
-    {
-        const char *n = json_string_value(json_object_get(s, "name"));
-        if (n && strcmp(n, entry) == 0)
-            return json_string_value(json_object_get(s, "resourceClaimName"));
-    }
-    return NULL;
-}
-
 static enum common_rc resolve_pod(struct common_arena *a, const struct dra_view *v,
-                                  const json_t *pod, struct dra_pod_claims *out)
+                                  const struct common_pod *pod, struct dra_pod_claims *out)
 {
-    const json_t *rc = json_object_get(json_object_get(pod, "spec"), "resourceClaims"), *e;
-    const char *ns = meta_str(pod, "namespace");
-    size_t i, n = json_array_size(rc);
+    uint32_t n = pod->n_resource_claims;
 
     memset(out, 0, sizeof(*out));
-    out->uid = meta_str(pod, "uid");
-    out->ns = ns ? ns : "default";
-    out->name = meta_str(pod, "name");
-    if (!out->uid || !out->name || !n)
+    if (!pod->uid || !pod->name || !n)
         return COMMON_OK;
-    if (!(out->refs = common_arena_alloc(a, n * sizeof(*out->refs))))
+    out->uid = common_arena_strdup(a, pod->uid);
+    out->ns = common_arena_strdup(a, pod->namespace ? pod->namespace : "default");
+    out->name = common_arena_strdup(a, pod->name);
+    if (!out->uid || !out->ns || !out->name ||
+        !(out->refs = common_arena_alloc(a, n * sizeof(*out->refs))))
         return COMMON_ENOMEM;
-    json_array_foreach(rc, i, e)
-    {
+    for (uint32_t i = 0; i < n; i++) {
+        const struct common_pod_claim *e = &pod->resource_claims[i];
         struct dra_claim_ref *r = &out->refs[out->n_refs++];
-        const char *entry = json_string_value(json_object_get(e, "name"));
-        const char *direct = json_string_value(json_object_get(e, "resourceClaimName"));
-        const char *tmpl = json_string_value(json_object_get(e, "resourceClaimTemplateName"));
-        const struct dra_view_claim *vc = NULL;
-        const char *name = direct;
+        const char *direct =
+            e->resource_claim_name && *e->resource_claim_name ? e->resource_claim_name : NULL;
+        const char *tmpl = e->resource_claim_template_name && *e->resource_claim_template_name
+                               ? e->resource_claim_template_name
+                               : NULL;
+        const struct dra_view_claim *vc;
         memset(r, 0, sizeof(*r));
-        r->entry = entry ? entry : "";
+        r->entry = common_arena_strdup(a, e->name ? e->name : "");
+        if (!r->entry)
+            return COMMON_ENOMEM;
         if (!direct && !tmpl) {
             r->why = common_arena_printf(a,
-                                         "pod %s/%s: spec.resourceClaims[%zu] names neither "
+                                         "pod %s/%s: spec.resourceClaims[%u] names neither "
                                          "resourceClaimName nor resourceClaimTemplateName",
                                          out->ns, out->name, i);
             if (!r->why)
                 return COMMON_ENOMEM;
             continue;
         }
-        if (!name)
-            name = status_claim(pod, r->entry);
-        vc =
-            name ? dra_view_claim_find(v, out->ns, name) : by_owner(v, out->ns, out->uid, r->entry);
+        vc = direct ? dra_view_claim_find(v, out->ns, direct)
+                    : by_owner(v, out->ns, out->uid, r->entry);
         if (vc && vc->error) {
             r->why = vc->error;
         } else if (vc) {
             r->claim = &vc->claim;
-        } else if (name) {
+        } else if (direct) {
             r->why = common_arena_printf(a, "pod %s/%s: ResourceClaim %s/%s does not exist",
-                                         out->ns, out->name, out->ns, name);
+                                         out->ns, out->name, out->ns, direct);
         } else {
             r->why = common_arena_printf(a,
                                          "pod %s/%s: the ResourceClaim for spec.resourceClaims "

@@ -7,16 +7,16 @@
  * How a pod's entry finds its claim (Kubernetes "Dynamic Resource Allocation", pod
  * spec.resourceClaims): `resourceClaimName` names a claim in the pod's namespace;
  * `resourceClaimTemplateName` means the resourceclaim controller of kube-controller-manager
- * makes one claim per pod, named in the pod's status.resourceClaimStatuses[] (name,
- * resourceClaimName) or, before that status is written, found by the claim's annotation
- * resource.kubernetes.io/pod-claim-name (the entry's name) and its ownerReference to the pod.
+ * makes one claim per pod, found by the claim's annotation resource.kubernetes.io/pod-claim-name
+ * (the entry's name) and its ownerReference to the pod (kind Pod, the pod's uid).
  *
- * Memory: everything in the caller's arena; the json_t objects are only read during
+ * Memory: everything in the caller's arena; the json_t objects and pods are only read during
  * dra_view_build (strings are copied).
  */
 #ifndef DRA_VIEW_H
 #define DRA_VIEW_H
 
+#include "common/coretypes.h"
 #include "dra/dra.h"
 
 /* An object left out of the snapshot: kind "ResourceSlice" | "DeviceClass" | "ResourceClaim". */
@@ -56,7 +56,7 @@ struct dra_view {
     size_t n_pods;
 };
 
-/* The objects a view is built from: resource.k8s.io/v1 objects and Pods, as JSON. */
+/* The objects a view is built from: resource.k8s.io/v1 objects as JSON, and decoded Pods. */
 struct dra_view_input {
     const json_t *const *slices;
     size_t n_slices;
@@ -64,8 +64,7 @@ struct dra_view_input {
     size_t n_classes;
     const json_t *const *claims;
     size_t n_claims;
-    const json_t *const
-        *pods; /* the pods whose claims matter (gang members); any may be left out */
+    const struct common_pod *const *pods; /* the pods whose claims matter (gang members) */
     size_t n_pods;
 };
 

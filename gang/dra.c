@@ -468,7 +468,7 @@ const char *gdra_why(const struct gdra_ctx *d)
 void gdra_fail_why(const struct gdra_ctx *d, uint32_t placed, uint32_t need, char *why)
 {
     if (d->why[0])
-        set_why(why, "%s", d->why);
+        set_why(why, "ResourceClaims: %s", d->why);
     else if (d->limited)
         set_why(why,
                 "only %u of the %u pods it needs fit at once with the devices of their "
@@ -506,8 +506,8 @@ enum gate gdra_gate(struct gang_state *s, struct gang *g, const struct gpod *p, 
                     const char *ce =
                         dra_view_class_error(s->dra, c->requests[r].alts[x].class_name);
                     if (ce) {
-                        set_why(g->why, "gang %s waits: claim %s/%s: %s", g->key, c->ns, c->name,
-                                ce);
+                        set_why(g->why, "gang %s waits: ResourceClaim %s/%s: %s", g->key, c->ns,
+                                c->name, ce);
                         *why = g->why;
                         return GATE_WAIT;
                     }

@@ -210,7 +210,8 @@ static void dra_refresh(struct run *r)
     struct common_arena *a;
     struct dra_view *v;
     struct dra_view_input in;
-    const json_t **sl, **cl, **cm, **po;
+    const json_t **sl, **cl, **cm;
+    const struct common_pod **po;
     const char *k;
     json_t *x;
     size_t n;
@@ -239,10 +240,17 @@ static void dra_refresh(struct run *r)
     in.claims = cm;
     in.n_claims = n;
     n = 0;
-    json_object_foreach(r->pods, k, x) po[n++] = x;
+    json_object_foreach(r->pods, k, x)
+    {
+        struct common_pod *cp = NULL;
+        ck_assert_msg(common_pod_from_json(x, &cp, &e) == COMMON_OK, "%s: %s", r->name, e.msg);
+        po[n++] = cp;
+    }
     in.pods = po;
     in.n_pods = n;
     ck_assert_msg(dra_view_build(a, &in, v, &e) == COMMON_OK, "%s: DRA view: %s", r->name, e.msg);
+    for (size_t i = 0; i < n; i++)
+        common_pod_free((struct common_pod *)po[i]);
     gang_dra_set(r->s, v);
     common_arena_destroy(r->dra_a);
     r->dra_a = a;
