@@ -213,6 +213,12 @@ void extender_dra_refresh(struct extender_server *x)
     for (size_t i = 0; i < v->n_bad; i++)
         common_log(COMMON_LOG_WARN, "extender: DRA object left out", "kind", v->bad[i].kind, "name",
                    v->bad[i].name, "error", v->bad[i].reason, NULL);
+    {
+        char b[128];
+        snprintf(b, sizeof(b), "%zu slices, %zu classes, %zu claims, %zu pods with claims",
+                 v->snap.n_slices, v->snap.n_classes, v->n_claims, v->n_pods);
+        common_log(COMMON_LOG_DEBUG, "extender: DRA view", "objects", b, NULL);
+    }
     pthread_mutex_lock(&x->mu);
     gang_dra_set(x->gs, v);
     old = x->dra_arena;
@@ -327,8 +333,8 @@ static enum common_rc put_status(struct extender_server *x, const char *ns, cons
     snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status",
              ns, name);
     common_buf_init(&resp, (size_t)4 << 20);
-    rc = common_kube_request(x->kube, "PUT", path, NULL, body, strlen(body), NULL, &resp, &status,
-                             e);
+    rc = common_kube_request(x->kube, "PUT", path, "application/json", body, strlen(body), NULL,
+                             &resp, &status, e);
     common_buf_free(&resp);
     free(body);
     return rc;

@@ -255,6 +255,8 @@ void extender_server_stats(struct extender_server *x, struct extender_server_sta
     out->status_patches = x->st.status_patches;
     out->held_now = x->st.held_now;
     out->pod_touches = x->st.pod_touches;
+    out->dra_claims_written = x->st.dra_claims_written;
+    out->dra_claims_released = x->st.dra_claims_released;
     out->filter = __atomic_load_n(&x->st.filter, __ATOMIC_RELAXED);
     out->prioritize = __atomic_load_n(&x->st.prioritize, __ATOMIC_RELAXED);
     out->bind = __atomic_load_n(&x->st.bind, __ATOMIC_RELAXED);

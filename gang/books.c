@@ -1022,6 +1022,7 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
     pod_fill(&pk, p, cp, gname, rjob ? rjob : "", req, n_req);
     p->declared_min = gname ? parse_min(label_of(cp, GANG_MIN_MEMBER_LABEL)) : -1;
     p->priority = cp->has_priority ? cp->priority : 0;
+    p->has_claims = cp->n_resource_claims > 0;
     p->phase = phase_of(cp->phase);
     p->deleting = cp->deleting;
     p->node = node;

@@ -492,8 +492,15 @@ enum gate gdra_gate(struct gang_state *s, struct gang *g, const struct gpod *p, 
         const struct dra_pod_claims *pc;
         if (i < g->n_members && (!(q->a_flags & F_ELIGIBLE) || q == p))
             continue;
-        if (!(pc = claims_of(s, q)))
-            continue;
+        if (!(pc = claims_of(s, q))) {
+            if (!q->has_claims)
+                continue;
+            /* the view is built from the caches after the pod arrived: not there yet */
+            set_why(g->why, "gang %s waits: the ResourceClaims of pod %s/%s are not known yet",
+                    g->key, q->ns, q->name);
+            *why = g->why;
+            return GATE_WAIT;
+        }
         for (size_t k = 0; k < pc->n_refs; k++) {
             const struct dra_claim *c = pc->refs[k].claim;
             if (!c) {

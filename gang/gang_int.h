@@ -166,6 +166,8 @@ struct gpod {
     uint64_t v_mark;
     /* the devices the last committed plan gave the pod's claims (dra.c), NULL when none */
     struct gdra *dra;
+    /* spec.resourceClaims is not empty */
+    uint8_t has_claims;
 };
 
 struct gcounts {

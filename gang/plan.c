@@ -363,7 +363,14 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
         uint32_t e = find_e(c, rq->pin);
         if (e == UINT32_MAX)
             return 1;
-        if (rq->pin_node < 0 || copies(c, rq->pin->shape, rq->pin_node, 1) < 1) {
+        int32_t pin = c->dra ? gdra_pin(c->dra, e) : -1;
+        int ok;
+        /* a member whose claims are allocated has its devices there: resources only */
+        c->dra_off = pin != -1;
+        ok = rq->pin_node >= 0 && (pin < 0 || pin == rq->pin_node) &&
+             copies(c, rq->pin->shape, rq->pin_node, 1) >= 1;
+        c->dra_off = 0;
+        if (!ok) {
             *failed_shape = rq->pin->shape;
             return 0;
         }
