@@ -738,3 +738,21 @@ enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *i
     *out = v;
     return COMMON_OK;
 }
+
+size_t dra_node_devices(const struct dra_index *ix, const char *node)
+{
+    size_t lo[2], hi[2], n = 0;
+
+    node_range(ix, "", &lo[0], &hi[0]);
+    node_range(ix, node, &lo[1], &hi[1]);
+    for (int r = 0; r < (node[0] ? 2 : 1); r++)
+        for (size_t i = lo[r]; i < hi[r]; i++) {
+            const struct dra_slice *sl = ix->slices[i];
+            struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
+            const struct pool_info *p =
+                bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+            if (p && !p->incomplete && !p->invalid && sl->generation == p->gen)
+                n += sl->n_devices;
+        }
+    return n;
+}

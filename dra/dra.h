@@ -240,6 +240,11 @@ enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *i
                                const char *domain, const char *name, const struct dra_attr ***out,
                                size_t *n, struct common_error *err);
 
+/* dra_node_devices - how many devices the usable pools (newest generation, complete, valid)
+ * of ix offer node (its own slices and allNodes ones), in use or not: an upper bound for
+ * allocation on it. */
+size_t dra_node_devices(const struct dra_index *ix, const char *node);
+
 /* 1 when two attribute values are equal (same type and value) */
 int dra_attr_equal(const struct dra_attr *a, const struct dra_attr *b);
 

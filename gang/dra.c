@@ -54,6 +54,8 @@ struct gdra_ctx {
     int limited;                    /* the devices cut some node's room for a member */
     char why[GANG_REASON_MAX];      /* an error that no node can fix (class, CEL, limits) */
     char conflict[GANG_REASON_MAX]; /* the first node's reason a member's claims did not fit */
+    struct common_arena *scratch;   /* node_copies' memory (scratch()) */
+    uint32_t scratch_uses;
 };
 
 void gdra_free(struct gdra *d)
@@ -219,6 +221,7 @@ void gdra_end(struct gdra_ctx *d)
 {
     if (!d)
         return;
+    common_arena_destroy(d->scratch);
     common_arena_destroy(d->a);
     common_free(d);
 }
@@ -259,36 +262,80 @@ static void keep_why(struct gdra_ctx *d, const char *msg)
         set_why(d->why, "%s", msg);
 }
 
+/* scratch memory for node_copies, renewed every SCRATCH_NODES nodes */
+#define SCRATCH_NODES 64
+
+static struct common_arena *scratch(struct gdra_ctx *d)
+{
+    if (!d->scratch || ++d->scratch_uses >= SCRATCH_NODES) {
+        common_arena_destroy(d->scratch);
+        d->scratch = common_arena_create((size_t)1 << 28);
+        d->scratch_uses = 0;
+    }
+    return d->scratch;
+}
+
+/* the most copies of m's claims the node's devices could hold (each ExactCount request needs
+ * at least its count, or its smallest firstAvailable count; All at least one) */
+static int32_t max_copies(const struct gdra_ctx *d, const struct mem *m, int32_t node,
+                          int64_t *need_out, size_t *have_out)
+{
+    int64_t need = 0;
+    size_t have = dra_node_devices(d->s->dra->ix, d->s->nodes[node]->name);
+
+    for (size_t c = 0; c < m->n_un; c++)
+        for (size_t r = 0; r < m->un[c]->n_requests; r++) {
+            const struct dra_request *rq = &m->un[c]->requests[r];
+            int64_t least = INT64_MAX;
+            for (size_t x = 0; x < rq->n_alts; x++) {
+                int64_t v = rq->alts[x].all ? 1 : rq->alts[x].count;
+                if (rq->alts[x].admin_access)
+                    v = 0; /* admin access takes devices in use too: no bound */
+                if (v < least)
+                    least = v;
+            }
+            need += least == INT64_MAX ? 0 : least;
+        }
+    *need_out = need;
+    *have_out = have;
+    if (need <= 0)
+        return CAP_MAX;
+    return (int64_t)have / need < CAP_MAX ? (int32_t)((int64_t)have / need) : CAP_MAX;
+}
+
 /* copies of member rep's unallocated claims that node takes, at most CAP_MAX */
 static int32_t node_copies(struct gdra_ctx *d, uint32_t rep, int32_t node)
 {
     const struct mem *m = &d->m[rep];
-    struct common_arena *a = common_arena_create((size_t)1 << 28);
+    struct common_arena *a = scratch(d);
     struct dra_alloc_opts o;
     struct dra_result *extra;
     struct dra_claim_alloc *out;
+    struct dra_claim *cl;
     struct common_error err;
-    size_t n_extra = d->n_base;
-    int32_t k = 0;
+    size_t n_extra = d->n_base, cap = d->n_base + (size_t)4 * DRA_MAX_RESULTS * m->n_un, have = 0;
+    int64_t need = 0;
+    int32_t k = 0, mx;
 
     if (!a)
         return 0;
     opts_of(d, &o);
-    extra = common_arena_alloc(a, (d->n_base + (size_t)CAP_MAX * DRA_MAX_RESULTS * m->n_un + 1) *
-                                      sizeof(*extra));
+    extra = common_arena_alloc(a, (cap + 1) * sizeof(*extra));
     out = common_arena_alloc(a, (m->n_un + 1) * sizeof(*out));
-    if (!extra || !out)
-        goto done;
+    cl = common_arena_alloc(a, (m->n_un + 1) * sizeof(*cl));
+    if (!extra || !out || !cl)
+        return 0;
     if (d->n_base)
         memcpy(extra, d->base, d->n_base * sizeof(*extra));
-    o.extra_used = extra;
-    for (; k < CAP_MAX; k++) {
+    for (size_t i = 0; i < m->n_un; i++)
+        cl[i] = *m->un[i];
+    mx = max_copies(d, m, node, &need, &have);
+    if (!mx && !d->conflict[0])
+        set_why(d->conflict, "the claims of pod %s/%s need %lld device(s); node %s has %zu",
+                d->e[rep]->ns, d->e[rep]->name, (long long)need, d->s->nodes[node]->name, have);
+    for (; k < mx; k++) {
         enum common_rc rc;
-        struct dra_claim *cl = common_arena_alloc(a, (m->n_un + 1) * sizeof(*cl));
-        if (!cl)
-            break;
-        for (size_t i = 0; i < m->n_un; i++)
-            cl[i] = *m->un[i];
+        o.extra_used = extra;
         o.n_extra_used = n_extra;
         rc = dra_allocate_opts(a, d->s->dra->ix, d->s->nodes[node]->name, cl, m->n_un, &o, out,
                                &err);
@@ -299,12 +346,19 @@ static int32_t node_copies(struct gdra_ctx *d, uint32_t rep, int32_t node)
                 set_why(d->conflict, "%s", err.msg);
             break;
         }
-        for (size_t i = 0; i < m->n_un; i++)
+        for (size_t i = 0; i < m->n_un; i++) {
+            if (n_extra + out[i].n_results > cap) {
+                struct dra_result *nx;
+                cap = 2 * (n_extra + out[i].n_results);
+                if (!(nx = common_arena_alloc(a, (cap + 1) * sizeof(*nx))))
+                    return k;
+                memcpy(nx, extra, n_extra * sizeof(*nx));
+                extra = nx;
+            }
             for (size_t r = 0; r < out[i].n_results; r++)
                 extra[n_extra++] = out[i].results[r];
+        }
     }
-done:
-    common_arena_destroy(a);
     return k;
 }
 
