@@ -756,3 +756,18 @@ size_t dra_node_devices(const struct dra_index *ix, const char *node)
         }
     return n;
 }
+
+int dra_device_in_use(const struct dra_index *ix, const char *driver, const char *pool,
+                      const char *device)
+{
+    struct dra_result rk = {NULL, driver, pool, device, 0};
+    const struct dra_result *kp = &rk;
+    return bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL;
+}
+
+int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl)
+{
+    struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
+    const struct pool_info *p = bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+    return p && sl->generation == p->gen;
+}

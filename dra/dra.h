@@ -245,6 +245,15 @@ enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *i
  * allocation on it. */
 size_t dra_node_devices(const struct dra_index *ix, const char *node);
 
+/* dra_device_in_use - 1 when the device is in an allocated claim's results of ix's snapshot
+ * (adminAccess results left out), else 0. O(log devices in use). */
+int dra_device_in_use(const struct dra_index *ix, const char *driver, const char *pool,
+                      const char *device);
+
+/* dra_slice_current - 1 when sl (of ix's snapshot) belongs to the newest generation of its
+ * pool, else 0. O(log pools). */
+int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl);
+
 /* 1 when two attribute values are equal (same type and value) */
 int dra_attr_equal(const struct dra_attr *a, const struct dra_attr *b);
 

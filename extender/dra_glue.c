@@ -248,49 +248,46 @@ int extender_dra_metrics_register(struct extender_server *x, struct common_metri
     return x->m_dra_devices && x->m_dra_waiting ? 0 : -1;
 }
 
-/* 1 when device (driver, pool, name) is in an allocated claim's results */
-static int allocated(const struct dra_view *v, const char *driver, const char *pool,
-                     const char *name)
+static int slice_pool_cmp(const void *x, const void *y)
 {
-    for (size_t i = 0; i < v->snap.n_allocated; i++)
-        for (size_t k = 0; k < v->snap.allocated[i].n_allocated; k++) {
-            const struct dra_result *r = &v->snap.allocated[i].allocated[k];
-            if (!r->admin_access && strcmp(r->device, name) == 0 && strcmp(r->pool, pool) == 0 &&
-                strcmp(r->driver, driver) == 0)
-                return 1;
-        }
-    return 0;
+    const struct dra_slice *a = *(const struct dra_slice *const *)x;
+    const struct dra_slice *b = *(const struct dra_slice *const *)y;
+    int c = strcmp(a->driver, b->driver);
+    return c ? c : strcmp(a->pool, b->pool);
 }
 
 void extender_dra_metrics(struct extender_server *x, const struct dra_view *v)
 {
-    if (!x->m_dra_devices)
+    const struct dra_slice **cur;
+    size_t n = 0;
+
+    if (!x->m_dra_devices || !(cur = common_malloc((v->snap.n_slices + 1) * sizeof(*cur))))
         return;
-    /* per slice (one pool per node is the usual driver layout): newest generation only */
-    for (size_t i = 0; i < v->snap.n_slices; i++) {
-        const struct dra_slice *s = &v->snap.slices[i];
+    /* the slices of each pool's newest generation, grouped by driver and pool */
+    for (size_t i = 0; i < v->snap.n_slices; i++)
+        if (dra_slice_current(v->ix, &v->snap.slices[i]))
+            cur[n++] = &v->snap.slices[i];
+    qsort(cur, n, sizeof(*cur), slice_pool_cmp);
+    for (size_t i = 0; i < n;) {
         double fr = 0, al = 0;
         const char *lv[3];
-        int newest = 1;
-        for (size_t j = 0; j < v->snap.n_slices && newest; j++)
-            newest = !(strcmp(v->snap.slices[j].driver, s->driver) == 0 &&
-                       strcmp(v->snap.slices[j].pool, s->pool) == 0 &&
-                       v->snap.slices[j].generation > s->generation);
-        if (!newest)
-            continue;
-        for (size_t d = 0; d < s->n_devices; d++) {
-            if (allocated(v, s->driver, s->pool, s->devices[d].name))
-                al++;
-            else
-                fr++;
-        }
-        lv[0] = s->driver;
-        lv[1] = s->pool;
+        size_t j = i;
+        for (; j < n && slice_pool_cmp(&cur[i], &cur[j]) == 0; j++)
+            for (size_t d = 0; d < cur[j]->n_devices; d++) {
+                if (dra_device_in_use(v->ix, cur[j]->driver, cur[j]->pool, cur[j]->devices[d].name))
+                    al++;
+                else
+                    fr++;
+            }
+        lv[0] = cur[i]->driver;
+        lv[1] = cur[i]->pool;
         lv[2] = "free";
         common_metric_set(x->m_dra_devices, lv, fr);
         lv[2] = "allocated";
         common_metric_set(x->m_dra_devices, lv, al);
+        i = j;
     }
+    common_free(cur);
 }
 
 void extender_dra_count_waiting(struct extender_server *x, double waiting)

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/events.h"
 #include "common/httpd.h"
 #include "common/kube.h"
@@ -415,6 +416,31 @@ START_TEST(a_gang_of_8_gpu_pods_binds_whole_with_its_claims_allocated_on_its_nod
     pods = list(&common_kube_pods);
     json_array_foreach(pods, i, p) ck_assert_str_ne(str_at(p, "spec", "nodeName"), nodes[0]);
     json_decref(pods);
+    /* the device metrics follow the claims: 1 allocated on node 0, 8 on each member's node */
+    {
+        double t0 = e2e_now_s(), busy = 0, total = 0;
+        char lab[256];
+        while (e2e_now_s() - t0 < 20) {
+            struct common_buf b;
+            common_buf_init(&b, (size_t)8 << 20);
+            ck_assert_int_eq(common_metrics_render(metrics, &b), COMMON_OK);
+            snprintf(lab, sizeof(lab), "pool=\"%s\",state=\"allocated\"", nodes[0]);
+            busy = e2e_metric(b.data, "trainsched_extender_dra_devices", lab);
+            total = 0;
+            for (int k = 0; k < n_nodes; k++) {
+                snprintf(lab, sizeof(lab), "pool=\"%s\",state=\"allocated\"", nodes[k]);
+                total += e2e_metric(b.data, "trainsched_extender_dra_devices", lab);
+            }
+            common_buf_free(&b);
+            if (busy == 1 && total == 25)
+                break;
+            e2e_nap(250);
+        }
+        ck_assert_msg(busy == 1 && total == 25,
+                      "trainsched_extender_dra_devices allocated: %g on the busy node, %g in all "
+                      "(want 1 and 25)",
+                      busy, total);
+    }
 }
 END_TEST
 
