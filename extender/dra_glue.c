@@ -482,8 +482,27 @@ void extender_dra_release(struct extender_server *x, const struct gang_answer *a
             common_log(COMMON_LOG_WARN, "extender: claim allocation not released", "claim", name,
                        "namespace", ns, "pod", a->name, "error", e.msg, NULL);
         else if (rc == COMMON_OK)
-            common_log(COMMON_LOG_INFO, "extender: claim allocation released (gang attempt ended)",
-                       "claim", name, "namespace", ns, "pod", a->name, NULL);
+            common_log(COMMON_LOG_INFO,
+                       "extender: claim allocation released (the member was not bound)", "claim",
+                       name, "namespace", ns, "pod", a->name, NULL);
     }
     json_decref(o.found);
+}
+
+void extender_dra_release_job(struct extender_server *x, const char *ns, const char *name,
+                              const char *uid, struct job **head, struct job **tail)
+{
+    struct job *j;
+
+    if (!x->dra_inf[2] || !uid || !*uid || !(j = common_calloc(1, sizeof(*j))))
+        return;
+    extender_copy_str(j->a.uid, sizeof(j->a.uid), uid);
+    extender_copy_str(j->a.namespace, sizeof(j->a.namespace), ns);
+    extender_copy_str(j->a.name, sizeof(j->a.name), name);
+    extender_copy_str(j->a.reason, sizeof(j->a.reason), "bind rejected");
+    if (*tail)
+        (*tail)->next = j;
+    else
+        *head = j;
+    *tail = j;
 }

@@ -175,6 +175,10 @@ void extender_dra_before_bind(struct extender_server *x, const struct gang_answe
 /* binder, x->mu not held: member a's attempt ended (an error answer to a held bind): clear
  * status.allocation and reservedFor of its claims reserved for no other pod */
 void extender_dra_release(struct extender_server *x, const struct gang_answer *a);
+/* x->mu held: a rejected bind (kube-scheduler's PreBind has allocated its claims): append a job
+ * that releases the pod's claims as extender_dra_release does (nothing when DRA is off) */
+void extender_dra_release_job(struct extender_server *x, const char *ns, const char *name,
+                              const char *uid, struct job **head, struct job **tail);
 
 /* ---- timer.c ---- */
 
