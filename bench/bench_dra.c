@@ -11,7 +11,16 @@
  * on every node once (what one gang-planning sweep over the cluster costs), as the median of
  * ROUNDS runs, plus the share of nodes where the claim fits.
  *
- * Run: ./build-rel/bench/bench_dra [--nodes N] [--count N] [--rounds N]
+ * Gang figures (--gang P, default 64; 0 skips them): a PodGroup of P pods, each claiming 8 GPUs
+ * through its own ResourceClaim (as made from a ResourceClaimTemplate), on the same NODES nodes
+ * (64 CPUs each; every third node has one GPU in use): the time to build the DRA view from the
+ * JSON objects (decode, index, each pod's claims: once per informer change), the time of the
+ * gang plan (the first member's gang_filter with every node a candidate), and the filter of a
+ * planned member (its p99 over every member); then the same gang planned without claims (pods
+ * asking for the extended resource nvidia.com/gpu: 8 on nodes that advertise 8, no view). The
+ * ratio of the two plans is printed from the same run.
+ *
+ * Run: ./build-rel/bench/bench_dra [--nodes N] [--count N] [--rounds N] [--gang P]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +29,10 @@
 
 #include "benchutil.h"
 #include "common/arena.h"
+#include "common/coretypes.h"
 #include "dra/dra.h"
+#include "dra/view.h"
+#include "gang/gang.h"
 
 static double now_s(void)
 {
@@ -49,9 +61,233 @@ static json_t *slice_json(long node)
                      "generation", 1, "resourceSliceCount", 1, "nodeName", name, "devices", devs);
 }
 
+/* ---- the gang plan with and without claims ---- */
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static json_t *node_json(long n, int gpus)
+{
+    char name[32];
+    json_t *alloc = json_pack("{s:s, s:s, s:s}", "cpu", "64", "memory", "512Gi", "pods", "110");
+    snprintf(name, sizeof(name), "node-%05ld", n);
+    if (gpus)
+        json_object_set_new(alloc, "nvidia.com/gpu", json_string("8"));
+    return json_pack("{s:{s:s}, s:{s:o}}", "metadata", "name", name, "status", "allocatable",
+                     alloc);
+}
+
+static json_t *pod_json(long i, int claims)
+{
+    char name[32], uid[48];
+    json_t *req = json_pack("{s:s, s:s}", "cpu", "8", "memory", "64Gi");
+    json_t *c = json_pack("{s:s, s:s, s:{s:o}}", "name", "node", "image", "x", "resources",
+                          "requests", req);
+    json_t *p;
+    snprintf(name, sizeof(name), "w-%03ld", i);
+    snprintf(uid, sizeof(uid), "uid-w-%03ld", i);
+    if (!claims)
+        json_object_set_new(req, "nvidia.com/gpu", json_string("8"));
+    p = json_pack("{s:{s:s, s:s, s:s, s:{s:s}}, s:{s:[o]}, s:{s:s}}", "metadata", "name", name,
+                  "namespace", "ml", "uid", uid, "labels", GANG_POD_GROUP_LABEL, "job", "spec",
+                  "containers", c, "status", "phase", "Pending");
+    if (claims)
+        json_object_set_new(
+            json_object_get(p, "spec"), "resourceClaims",
+            json_pack("[{s:s, s:s}]", "name", "gpu", "resourceClaimTemplateName", "gpu-8"));
+    return p;
+}
+
+static json_t *claim_json(long i)
+{
+    char name[48], pod[32], uid[48];
+    snprintf(name, sizeof(name), "w-%03ld-gpu-x", i);
+    snprintf(pod, sizeof(pod), "w-%03ld", i);
+    snprintf(uid, sizeof(uid), "uid-w-%03ld", i);
+    return json_pack("{s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s}]}, "
+                     "s:{s:{s:[{s:s, s:{s:s, s:i}}]}}}",
+                     "metadata", "name", name, "namespace", "ml", "annotations",
+                     DRA_POD_CLAIM_NAME_ANNOTATION, "gpu", "ownerReferences", "apiVersion", "v1",
+                     "kind", "Pod", "name", pod, "uid", uid, "spec", "devices", "requests", "name",
+                     "gpu", "exactly", "deviceClassName", "gpu.example.com", "count", 8);
+}
+
+/* a claim of another pod holding gpu-0 of node n */
+static json_t *busy_json(long n)
+{
+    char name[32], pool[32];
+    snprintf(name, sizeof(name), "busy-%05ld", n);
+    snprintf(pool, sizeof(pool), "node-%05ld", n);
+    return json_pack("{s:{s:s, s:s}, s:{s:{s:[{s:s, s:{s:s}}]}}, "
+                     "s:{s:{s:{s:[{s:s, s:s, s:s, s:s}]}}}}",
+                     "metadata", "name", name, "namespace", "other", "spec", "devices", "requests",
+                     "name", "gpu", "exactly", "deviceClassName", "gpu.example.com", "status",
+                     "allocation", "devices", "results", "request", "gpu", "driver",
+                     "gpu.example.com", "pool", pool, "device", "gpu-0");
+}
+
+struct gang_fig {
+    double view, plan, filter_p99;
+    size_t placed;
+};
+
+/* one round: books with nodes and the gang, (with claims: the view), then the plan */
+static int gang_round(long nodes, long pods, int claims, struct gang_fig *f)
+{
+    struct gang_state *gs = NULL;
+    struct common_error e;
+    struct common_arena *a = common_arena_create((size_t)4 << 30);
+    struct common_pod **cps = calloc((size_t)pods, sizeof(*cps));
+    const char **names = calloc((size_t)nodes, sizeof(*names));
+    struct gang_node_verdict *out = calloc((size_t)nodes, sizeof(*out));
+    double *ft = calloc((size_t)pods, sizeof(*ft));
+    json_t *pg = json_pack("{s:{s:s, s:s}, s:{s:i, s:i}}", "metadata", "name", "job", "namespace",
+                           "ml", "spec", "minMember", (int)pods, "scheduleTimeoutSeconds", 600);
+    struct gang_podgroup *gp = calloc(1, sizeof(*gp));
+    static const char *const ign[] = {"trainsched.io/gang"};
+    struct gang_config cfg;
+    struct dra_view *v = NULL;
+    double t0;
+    int rc = 1;
+
+    gang_config_default(&cfg);
+    cfg.ignored_resources = ign;
+    cfg.n_ignored_resources = 1;
+    if (!a || !cps || !names || !out || !ft || !gp || gang_state_create(&cfg, &gs, &e))
+        goto out;
+    for (long n = 0; n < nodes; n++) {
+        json_t *j = node_json(n, !claims);
+        struct common_node *cn = NULL;
+        if (common_node_from_json(j, &cn, &e) || gang_node_upsert(gs, cn, &e))
+            goto out;
+        names[n] = common_arena_strdup(a, cn->name);
+        common_node_free(cn);
+        json_decref(j);
+    }
+    if (gang_podgroup_from_json(pg, gp, &e) || gang_podgroup_upsert(gs, gp, &e))
+        goto out;
+    for (long i = 0; i < pods; i++) {
+        json_t *j = pod_json(i, claims);
+        if (common_pod_from_json(j, &cps[i], &e) || gang_pod_upsert(gs, cps[i], &e))
+            goto out;
+        json_decref(j);
+    }
+    if (claims) {
+        struct dra_view_input in = {0};
+        long n_busy = (nodes + 2) / 3;
+        const json_t **sl = calloc((size_t)nodes, sizeof(*sl));
+        const json_t **cl = calloc((size_t)(pods + n_busy), sizeof(*cl));
+        json_t *cls =
+            json_pack("{s:{s:s}, s:{s:[{s:{s:s}}]}}", "metadata", "name", "gpu.example.com", "spec",
+                      "selectors", "cel", "expression", "device.driver == 'gpu.example.com'");
+        for (long n = 0; n < nodes; n++)
+            sl[n] = slice_json(n);
+        for (long i = 0; i < pods; i++)
+            cl[i] = claim_json(i);
+        for (long k = 0; k < n_busy; k++)
+            cl[pods + k] = busy_json(k * 3);
+        in.slices = sl;
+        in.n_slices = (size_t)nodes;
+        in.classes = (const json_t *const *)&cls;
+        in.n_classes = 1;
+        in.claims = cl;
+        in.n_claims = (size_t)(pods + n_busy);
+        in.pods = (const struct common_pod *const *)cps;
+        in.n_pods = (size_t)pods;
+        v = common_arena_alloc(a, sizeof(*v));
+        t0 = now_s();
+        if (!v || dra_view_build(a, &in, v, &e)) {
+            fprintf(stderr, "view: %s\n", e.msg);
+            goto out;
+        }
+        f->view = now_s() - t0;
+        gang_dra_set(gs, v);
+        for (long n = 0; n < nodes; n++)
+            json_decref((json_t *)sl[n]);
+        for (long i = 0; i < pods + n_busy; i++)
+            json_decref((json_t *)cl[i]);
+        json_decref(cls);
+        free(sl);
+        free(cl);
+    }
+    {
+        struct gang_filter_result res;
+        t0 = now_s();
+        if (gang_filter(gs, cps[0], names, (size_t)nodes, 1000, out, &res, &e))
+            goto out;
+        f->plan = now_s() - t0;
+        if (res.n_ok != 1) {
+            fprintf(stderr, "gang not planned: %s\n", res.reason);
+            goto out;
+        }
+        for (long i = 0; i < pods; i++) {
+            t0 = now_s();
+            if (gang_filter(gs, cps[i], names, (size_t)nodes, 1000, out, &res, &e))
+                goto out;
+            ft[i] = now_s() - t0;
+            f->placed += res.n_ok == 1;
+        }
+        qsort(ft, (size_t)pods, sizeof(*ft), cmp_d);
+        f->filter_p99 = ft[(size_t)((double)(pods - 1) * 0.99)];
+    }
+    rc = 0;
+out:
+    gang_state_destroy(gs);
+    for (long i = 0; cps && i < pods; i++)
+        common_pod_free(cps[i]);
+    free(cps);
+    free(names);
+    free(out);
+    free(ft);
+    free(gp);
+    json_decref(pg);
+    common_arena_destroy(a);
+    return rc;
+}
+
+static int gang_bench(long nodes, long pods, long rounds)
+{
+    double view[64], plan[64], p99[64], plain[64], plain99[64];
+    struct gang_fig f;
+
+    for (long r = 0; r < rounds; r++) {
+        memset(&f, 0, sizeof(f));
+        if (gang_round(nodes, pods, 1, &f))
+            return 1;
+        if (f.placed != (size_t)pods) {
+            fprintf(stderr, "only %zu of %ld members planned\n", f.placed, pods);
+            return 1;
+        }
+        view[r] = f.view;
+        plan[r] = f.plan;
+        p99[r] = f.filter_p99;
+        memset(&f, 0, sizeof(f));
+        if (gang_round(nodes, pods, 0, &f))
+            return 1;
+        plain[r] = f.plan;
+        plain99[r] = f.filter_p99;
+    }
+    printf("gang of %ld pods x 8 GPUs on %ld nodes x 8 GPUs (%ld rounds, medians)\n", pods, nodes,
+           rounds);
+    printf("  build the DRA view (decode, index, pods' claims)  %.1f ms\n",
+           bench_median(view, rounds) * 1e3);
+    printf("  gang plan with claims (first member's filter)      %.1f ms\n",
+           bench_median(plan, rounds) * 1e3);
+    printf("  gang plan without claims (nvidia.com/gpu: 8)       %.1f ms\n",
+           bench_median(plain, rounds) * 1e3);
+    printf("  ratio with / without claims                        %.2f\n",
+           bench_median(plan, rounds) / bench_median(plain, rounds));
+    printf("  filter of a planned member, p99: with claims %.3f ms, without %.3f ms\n",
+           bench_median(p99, rounds) * 1e3, bench_median(plain99, rounds) * 1e3);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    long nodes = 5000, count = 2, rounds = 5;
+    long nodes = 5000, count = 2, rounds = 5, gang = 64;
     double t_dec[64], t_idx[64], t_all[64];
     long fits = 0;
 
@@ -62,8 +298,10 @@ int main(int argc, char **argv)
             count = bench_flag_long(argv[0], argc, argv, &i, 1, 8);
         else if (strcmp(argv[i], "--rounds") == 0)
             rounds = bench_flag_long(argv[0], argc, argv, &i, 1, 64);
+        else if (strcmp(argv[i], "--gang") == 0)
+            gang = bench_flag_long(argv[0], argc, argv, &i, 0, 1000);
         else {
-            fprintf(stderr, "usage: %s [--nodes N] [--count N] [--rounds N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--nodes N] [--count N] [--rounds N] [--gang P]\n", argv[0]);
             return 2;
         }
     }
@@ -162,7 +400,9 @@ int main(int argc, char **argv)
     printf("  allocate on every node         median %.1f ms (%.2f us per node), fits on %ld\n",
            bench_median(t_all, rounds) * 1e3, bench_median(t_all, rounds) * 1e6 / (double)nodes,
            fits);
-    printf("run: ./build-rel/bench/bench_dra --nodes %ld --count %ld --rounds %ld\n", nodes, count,
-           rounds);
+    if (gang && gang_bench(nodes, gang, rounds))
+        return 1;
+    printf("run: ./build-rel/bench/bench_dra --nodes %ld --count %ld --rounds %ld --gang %ld\n",
+           nodes, count, rounds, gang);
     return 0;
 }

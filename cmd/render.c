@@ -486,6 +486,55 @@ static int snapshot_runtime(struct loaded *l, struct common_arena *a, const json
     return 0;
 }
 
+/*
+ * DRA (docs/dra.md): a note per replicated job of the rendered JobSets whose pod template has
+ * spec.resourceClaims, naming the ResourceClaimTemplates (kube-controller-manager makes one
+ * ResourceClaim per pod from each) and the shared ResourceClaims the pods use.
+ */
+static void note_claims(const json_t *objs, const char *ns, const char *name, FILE *err)
+{
+    size_t i, r, c;
+    const json_t *o, *rj, *cl;
+
+    json_array_foreach(objs, i, o)
+    {
+        if (!json_is_string(json_object_get(o, "kind")) ||
+            strcmp(json_string_value(json_object_get(o, "kind")), "JobSet") != 0)
+            continue;
+        json_array_foreach(json_object_get(json_object_get(o, "spec"), "replicatedJobs"), r, rj)
+        {
+            const json_t *tspec = json_object_get(json_object_get(rj, "template"), "spec");
+            const json_t *pod = json_object_get(json_object_get(tspec, "template"), "spec");
+            const char *job = json_string_value(json_object_get(rj, "name"));
+            for (int pass = 0; pass < 2; pass++) {
+                const char *field = pass ? "resourceClaimName" : "resourceClaimTemplateName";
+                int k = 0;
+                json_array_foreach(json_object_get(pod, "resourceClaims"), c, cl)
+                {
+                    const char *entry = json_string_value(json_object_get(cl, "name"));
+                    const char *v = json_string_value(json_object_get(cl, field));
+                    if (!v)
+                        continue;
+                    if (!k++)
+                        fprintf(err,
+                                "note: TrainJob %s/%s: the pods of replicated job %s %s the "
+                                "%s ",
+                                ns, name, job ? job : "?", pass ? "share" : "claim devices through",
+                                pass ? "ResourceClaims" : "ResourceClaimTemplates");
+                    else
+                        fputs(", ", err);
+                    fprintf(err, "%s (entry %s)", v, entry ? entry : "?");
+                }
+                if (k)
+                    fputs(pass ? "\n"
+                               : " (kube-controller-manager makes one ResourceClaim per pod from "
+                                 "each)\n",
+                          err);
+            }
+        }
+    }
+}
+
 /* drop from objs what Trainer would leave as it is, with a note each (reconciler rules) */
 static int drop_existing(struct loaded *l, const json_t *tj, const char *ns, json_t *objs,
                          FILE *err)
@@ -615,6 +664,7 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         json_decref(out.objects);
         goto out;
     }
+    note_claims(out.objects, tns ? tns : ns, name ? name : "?", err);
     if (json_array_extend(items, out.objects) || json_array_extend(items, preview)) {
         fprintf(err, "error: out of memory\n");
         status = 1;

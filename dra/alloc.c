@@ -51,6 +51,8 @@ struct st {
     int far_set;
     struct common_error *err;
     enum common_rc abort_rc; /* set when the search must stop with an error */
+    const struct dra_alloc_opts *o;
+    const struct dra_result **extra; /* o->extra_used, in_use_cmp order */
 };
 
 /* ---- pools of the node ---- */
@@ -198,6 +200,15 @@ nomem:
     return common_error_set(err, COMMON_ENOMEM, "out of memory indexing DRA devices");
 }
 
+static const struct dra_attr *find_attr(const struct dra_device *d, const char *dom,
+                                        const char *name)
+{
+    for (size_t i = 0; i < d->cel.n_attrs; i++)
+        if (strcmp(d->cel.attrs[i].domain, dom) == 0 && strcmp(d->cel.attrs[i].name, name) == 0)
+            return &d->cel.attrs[i];
+    return NULL;
+}
+
 /* the range of ix->slices whose node key is key */
 static void node_range(const struct dra_index *ix, const char *key, size_t *lo, size_t *hi)
 {
@@ -251,14 +262,25 @@ static enum common_rc gather(struct st *st)
         for (size_t k = i; k < j; k++)
             if (rel[k]->generation == p->gen)
                 for (size_t d = 0; d < rel[k]->n_devices; d++) {
-                    struct cand *c = &st->c[st->n_c++];
+                    struct cand *c;
                     struct dra_result rk = {NULL, rel[k]->driver, rel[k]->pool,
                                             rel[k]->devices[d].name, 0};
                     const struct dra_result *kp = &rk;
+                    const struct dra_alloc_opts *o = st->o;
+                    if (o && o->match_name) {
+                        const struct dra_attr *at =
+                            find_attr(&rel[k]->devices[d], o->match_domain, o->match_name);
+                        if (!at || !dra_attr_equal(at, o->match_value))
+                            continue;
+                    }
+                    c = &st->c[st->n_c++];
                     c->slice = rel[k];
                     c->dev = &rel[k]->devices[d];
                     c->in_use =
-                        bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL;
+                        bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL ||
+                        (o && o->n_extra_used &&
+                         bsearch(&kp, st->extra, o->n_extra_used, sizeof(*st->extra), in_use_cmp) !=
+                             NULL);
                 }
         i = j;
     }
@@ -329,16 +351,7 @@ static int applies(const struct dra_constraint *c, const char *req, const char *
     return 0;
 }
 
-static const struct dra_attr *find_attr(const struct dra_device *d, const char *dom,
-                                        const char *name)
-{
-    for (size_t i = 0; i < d->cel.n_attrs; i++)
-        if (strcmp(d->cel.attrs[i].domain, dom) == 0 && strcmp(d->cel.attrs[i].name, name) == 0)
-            return &d->cel.attrs[i];
-    return NULL;
-}
-
-static int attr_eq(const struct dra_attr *a, const struct dra_attr *b)
+int dra_attr_equal(const struct dra_attr *a, const struct dra_attr *b)
 {
     if (a->type != b->type)
         return 0;
@@ -366,7 +379,7 @@ static int cons_add(struct st *st, size_t ci, const char *req, const char *full,
         if (!applies(c, req, full))
             continue;
         at = find_attr(st->c[k].dev, c->attr_domain, c->attr_name);
-        if (!at || (st->cons[ci][j].count > 0 && !attr_eq(at, st->cons[ci][j].value)))
+        if (!at || (st->cons[ci][j].count > 0 && !dra_attr_equal(at, st->cons[ci][j].value)))
             break;
     }
     if (j < cl->n_constraints)
@@ -559,12 +572,34 @@ enum common_rc dra_allocate_indexed(struct common_arena *a, const struct dra_ind
                                     const char *node, const struct dra_claim *claims, size_t n,
                                     struct dra_claim_alloc *out, struct common_error *err)
 {
+    return dra_allocate_opts(a, ix, node, claims, n, NULL, out, err);
+}
+
+enum common_rc dra_allocate_opts(struct common_arena *a, const struct dra_index *ix,
+                                 const char *node, const struct dra_claim *claims, size_t n,
+                                 const struct dra_alloc_opts *o, struct dra_claim_alloc *out,
+                                 struct common_error *err)
+{
     const struct dra_snapshot *snap = ix->snap;
-    struct st st = {
-        .a = a, .snap = snap, .ix = ix, .node = node, .claims = claims, .n_claims = n, .err = err};
+    struct st st = {.a = a,
+                    .snap = snap,
+                    .ix = ix,
+                    .node = node,
+                    .claims = claims,
+                    .n_claims = n,
+                    .err = err,
+                    .o = o};
     size_t n_alts = 0, max_picks = 0;
     enum common_rc rc;
     int found;
+
+    if (o && o->n_extra_used) {
+        if (!(st.extra = common_arena_alloc(a, o->n_extra_used * sizeof(*st.extra))))
+            return common_error_set(err, COMMON_ENOMEM, "out of memory allocating devices");
+        for (size_t i = 0; i < o->n_extra_used; i++)
+            st.extra[i] = &o->extra_used[i];
+        qsort(st.extra, o->n_extra_used, sizeof(*st.extra), in_use_cmp);
+    }
 
     for (size_t ci = 0; ci < n; ci++) {
         int64_t min_total = 0;
@@ -649,4 +684,90 @@ enum common_rc dra_allocate(struct common_arena *a, const struct dra_snapshot *s
     if (rc != COMMON_OK)
         return rc;
     return dra_allocate_indexed(a, ix, node, claims, n, out, err);
+}
+
+static int attr_cmp(const void *x, const void *y)
+{
+    const struct dra_attr *a = *(const struct dra_attr *const *)x;
+    const struct dra_attr *b = *(const struct dra_attr *const *)y;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    switch (a->type) {
+    case DRA_ATTR_INT:
+        return a->i < b->i ? -1 : a->i > b->i;
+    case DRA_ATTR_BOOL:
+        return a->b - b->b;
+    case DRA_ATTR_STRING:
+        return strcmp(a->s, b->s);
+    case DRA_ATTR_VERSION:
+        return dra_semver_cmp(&a->v, &b->v);
+    }
+    return 0;
+}
+
+enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *ix,
+                               const char *domain, const char *name, const struct dra_attr ***out,
+                               size_t *n, struct common_error *err)
+{
+    size_t total = 0, k = 0;
+    const struct dra_attr **v;
+
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < ix->n_slices; i++)
+        total += ix->slices[i]->n_devices;
+    if (!(v = common_arena_alloc(a, (total + 1) * sizeof(*v))))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory listing attribute values");
+    for (size_t i = 0; i < ix->n_slices; i++) {
+        const struct dra_slice *sl = ix->slices[i];
+        struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
+        const struct pool_info *p =
+            bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+        if (!p || p->incomplete || p->invalid || sl->generation != p->gen)
+            continue;
+        for (size_t d = 0; d < sl->n_devices; d++) {
+            const struct dra_attr *at = find_attr(&sl->devices[d], domain, name);
+            if (at)
+                v[k++] = at;
+        }
+    }
+    qsort(v, k, sizeof(*v), attr_cmp);
+    for (size_t i = 0; i < k; i++)
+        if (!*n || attr_cmp(&v[*n - 1], &v[i]) != 0)
+            v[(*n)++] = v[i];
+    *out = v;
+    return COMMON_OK;
+}
+
+size_t dra_node_devices(const struct dra_index *ix, const char *node)
+{
+    size_t lo[2], hi[2], n = 0;
+
+    node_range(ix, "", &lo[0], &hi[0]);
+    node_range(ix, node, &lo[1], &hi[1]);
+    for (int r = 0; r < (node[0] ? 2 : 1); r++)
+        for (size_t i = lo[r]; i < hi[r]; i++) {
+            const struct dra_slice *sl = ix->slices[i];
+            struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
+            const struct pool_info *p =
+                bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+            if (p && !p->incomplete && !p->invalid && sl->generation == p->gen)
+                n += sl->n_devices;
+        }
+    return n;
+}
+
+int dra_device_in_use(const struct dra_index *ix, const char *driver, const char *pool,
+                      const char *device)
+{
+    struct dra_result rk = {NULL, driver, pool, device, 0};
+    const struct dra_result *kp = &rk;
+    return bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL;
+}
+
+int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl)
+{
+    struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
+    const struct pool_info *p = bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+    return p && sl->generation == p->gen;
 }

@@ -38,6 +38,10 @@
 #include "common/error.h"
 #include "dra/cel.h"
 
+/* The annotation the resourceclaim controller puts on a claim made from a template: the
+ * pod's spec.resourceClaims[].name it was made for. */
+#define DRA_POD_CLAIM_NAME_ANNOTATION "resource.kubernetes.io/pod-claim-name"
+
 /* resource.k8s.io/v1 AllocationResultsMaxSize: devices per claim. */
 #define DRA_MAX_RESULTS 32
 
@@ -109,6 +113,15 @@ struct dra_claim {
     struct dra_result *allocated; /* status.allocation.devices.results, when allocated */
     size_t n_allocated;
     int is_allocated;
+    const char *alloc_node; /* the one node status.allocation.nodeSelector names, or NULL */
+    const char *uid;        /* metadata.uid, NULL when absent */
+    /* a claim made from a pod's ResourceClaimTemplate: the owning pod's uid
+     * (metadata.ownerReferences kind Pod) and the pod's entry name (annotation
+     * resource.kubernetes.io/pod-claim-name); NULL when absent */
+    const char *owner_pod_uid;
+    const char *pod_claim_name;
+    const char **reserved_for; /* status.reservedFor[].uid */
+    size_t n_reserved_for;
 };
 
 /*
@@ -149,7 +162,9 @@ enum common_rc dra_class_decode(struct common_arena *a, const json_t *obj, struc
  * {name, exactly{deviceClassName, selectors, allocationMode ExactCount|All, count,
  * adminAccess} | firstAvailable[]{name, deviceClassName, selectors, allocationMode, count}};
  * spec.devices.constraints[]{requests, matchAttribute}; status.allocation.devices.results[]
- * {request, driver, pool, device, adminAccess}. Errors name the field.
+ * {request, driver, pool, device, adminAccess}, status.allocation.nodeSelector (the node, see
+ * alloc_node), status.reservedFor[].uid; metadata.uid, the owning Pod's uid and the annotation
+ * resource.kubernetes.io/pod-claim-name. Errors name the field.
  */
 enum common_rc dra_claim_decode(struct common_arena *a, const json_t *obj, struct dra_claim *out,
                                 struct common_error *err);
@@ -192,5 +207,54 @@ enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot
 enum common_rc dra_allocate_indexed(struct common_arena *a, const struct dra_index *ix,
                                     const char *node, const struct dra_claim *claims, size_t n,
                                     struct dra_claim_alloc *out, struct common_error *err);
+
+/* Options of dra_allocate_opts; a zeroed struct (or NULL) is dra_allocate_indexed. */
+struct dra_alloc_opts {
+    /* devices in use besides the snapshot's allocated claims (what other gangs' plans and
+     * earlier members hold); any order, duplicates allowed; request and adminAccess ignored */
+    const struct dra_result *extra_used;
+    size_t n_extra_used;
+    /* when match_name is set: only devices whose attribute match_domain/match_name equals
+     * *match_value are candidates (a gang-wide matchAttribute) */
+    const char *match_domain;
+    const char *match_name;
+    const struct dra_attr *match_value;
+};
+
+/*
+ * dra_allocate_opts - dra_allocate_indexed with the devices of o->extra_used in use and, when
+ * o->match_name is set, only the devices whose attribute equals o->match_value (devices without
+ * it are left out, as if absent). Same results and errors.
+ */
+enum common_rc dra_allocate_opts(struct common_arena *a, const struct dra_index *ix,
+                                 const char *node, const struct dra_claim *claims, size_t n,
+                                 const struct dra_alloc_opts *o, struct dra_claim_alloc *out,
+                                 struct common_error *err);
+
+/*
+ * dra_attr_values - the distinct values of attribute domain/name over the devices of the
+ * usable pools of ix (newest generation, complete, valid), sorted (type, then value), into
+ * *out (arena a; pointers into the snapshot). COMMON_OK (possibly none), COMMON_ENOMEM.
+ */
+enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *ix,
+                               const char *domain, const char *name, const struct dra_attr ***out,
+                               size_t *n, struct common_error *err);
+
+/* dra_node_devices - how many devices the usable pools (newest generation, complete, valid)
+ * of ix offer node (its own slices and allNodes ones), in use or not: an upper bound for
+ * allocation on it. */
+size_t dra_node_devices(const struct dra_index *ix, const char *node);
+
+/* dra_device_in_use - 1 when the device is in an allocated claim's results of ix's snapshot
+ * (adminAccess results left out), else 0. O(log devices in use). */
+int dra_device_in_use(const struct dra_index *ix, const char *driver, const char *pool,
+                      const char *device);
+
+/* dra_slice_current - 1 when sl (of ix's snapshot) belongs to the newest generation of its
+ * pool, else 0. O(log pools). */
+int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl);
+
+/* 1 when two attribute values are equal (same type and value) */
+int dra_attr_equal(const struct dra_attr *a, const struct dra_attr *b);
 
 #endif

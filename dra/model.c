@@ -493,6 +493,71 @@ static enum common_rc check_constraint_requests(struct dec *d, const struct dra_
     return COMMON_OK;
 }
 
+/* the node an allocation pins to: nodeSelector.nodeSelectorTerms[0] with one matchFields
+ * metadata.name In [node] or one matchExpressions kubernetes.io/hostname In [node], as the
+ * structured allocator writes it; NULL when absent or of another shape */
+static const char *alloc_node_name(struct dec *d, const json_t *alloc)
+{
+    const json_t *terms =
+        json_object_get(json_object_get(alloc, "nodeSelector"), "nodeSelectorTerms");
+    const json_t *t = json_array_get(terms, 0);
+    static const char *const lists[] = {"matchFields", "matchExpressions"};
+    static const char *const keys[] = {"metadata.name", "kubernetes.io/hostname"};
+
+    if (json_array_size(terms) != 1)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        const json_t *r = json_array_get(json_object_get(t, lists[i]), 0);
+        const json_t *v = json_object_get(r, "values");
+        if (r && json_is_string(json_object_get(r, "key")) &&
+            strcmp(json_string_value(json_object_get(r, "key")), keys[i]) == 0 &&
+            json_is_string(json_object_get(r, "operator")) &&
+            strcmp(json_string_value(json_object_get(r, "operator")), "In") == 0 &&
+            json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
+            return common_arena_strdup(d->a, json_string_value(json_array_get(v, 0)));
+    }
+    return NULL;
+}
+
+/* uid, the pod that owns a claim made from a template (ownerReferences kind Pod), the
+ * annotation resource.kubernetes.io/pod-claim-name, status.reservedFor[] pod uids */
+static enum common_rc claim_meta(struct dec *d, const json_t *obj, struct dra_claim *out)
+{
+    const json_t *meta = json_object_get(obj, "metadata"), *o, *rf;
+    const json_t *ann = json_object_get(meta, "annotations");
+    size_t i;
+
+    if (json_is_string(json_object_get(meta, "uid")) &&
+        !(out->uid = common_arena_strdup(d->a, json_string_value(json_object_get(meta, "uid")))))
+        return nomem(d);
+    if (json_is_string(json_object_get(ann, DRA_POD_CLAIM_NAME_ANNOTATION)) &&
+        !(out->pod_claim_name = common_arena_strdup(
+              d->a, json_string_value(json_object_get(ann, DRA_POD_CLAIM_NAME_ANNOTATION)))))
+        return nomem(d);
+    json_array_foreach(json_object_get(meta, "ownerReferences"), i, o)
+    {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *uid = json_string_value(json_object_get(o, "uid"));
+        if (kind && uid && strcmp(kind, "Pod") == 0) {
+            if (!(out->owner_pod_uid = common_arena_strdup(d->a, uid)))
+                return nomem(d);
+            break;
+        }
+    }
+    rf = json_object_get(json_object_get(obj, "status"), "reservedFor");
+    if (json_array_size(rf)) {
+        if (!(out->reserved_for = arr(d, json_array_size(rf), sizeof(*out->reserved_for))))
+            return nomem(d);
+        json_array_foreach(rf, i, o)
+        {
+            const char *uid = json_string_value(json_object_get(o, "uid"));
+            if (uid && !(out->reserved_for[out->n_reserved_for++] = common_arena_strdup(d->a, uid)))
+                return nomem(d);
+        }
+    }
+    return COMMON_OK;
+}
+
 enum common_rc dra_claim_decode(struct common_arena *a, const json_t *obj, struct dra_claim *out,
                                 struct common_error *err)
 {
@@ -540,9 +605,12 @@ enum common_rc dra_claim_decode(struct common_arena *a, const json_t *obj, struc
             out->n_constraints++;
         }
     }
+    if ((rc = claim_meta(&d, obj, out)))
+        return rc;
     alloc = json_object_get(json_object_get(obj, "status"), "allocation");
     if (alloc && !json_is_null(alloc)) {
         out->is_allocated = 1;
+        out->alloc_node = alloc_node_name(&d, alloc);
         return decode_results(&d, json_object_get(json_object_get(alloc, "devices"), "results"),
                               out);
     }

@@ -184,7 +184,9 @@ static void carry_out(struct extender_server *x, struct job *j)
         return;
     }
     if (j->a.bind) {
-        enum common_rc rc = create_binding(x, &j->a, &e);
+        enum common_rc rc;
+        extender_dra_before_bind(x, &j->a);
+        rc = create_binding(x, &j->a, &e);
         const char *res = rc == COMMON_OK ? "bound" : "failed";
         const char *lv[] = {res};
 
@@ -208,6 +210,7 @@ static void carry_out(struct extender_server *x, struct job *j)
         pthread_mutex_unlock(&x->mu);
     } else {
         extender_copy_str(msg, sizeof(msg), j->a.reason[0] ? j->a.reason : "gang attempt ended");
+        extender_dra_release(x, &j->a);
         pthread_mutex_lock(&x->mu);
         h = extender_holds_take(x, j->a.uid);
         pthread_mutex_unlock(&x->mu);

@@ -77,6 +77,7 @@ static void pod_upsert(struct extender_server *x, const struct common_pod *p)
     if (gang_pod_upsert(x->gs, p, &e) != COMMON_OK)
         common_log(COMMON_LOG_WARN, "extender: pod not in the books", "pod", p->name, "namespace",
                    p->namespace, "error", e.msg, NULL);
+    extender_dra_pod_changed(x, p);
     if (pg) {
         extender_mark_dirty(x, p->namespace, pg);
         x->tick_req = 1;
@@ -107,6 +108,7 @@ static void on_pod_delete(void *ctx, const void *old_item)
 
     pthread_mutex_lock(&x->mu);
     gang_pod_delete(x->gs, p->uid);
+    extender_dra_pod_changed(x, p);
     if (pg)
         extender_mark_dirty(x, p->namespace, pg);
     x->tick_req = 1;

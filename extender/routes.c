@@ -267,6 +267,8 @@ static void h_bind(void *ctx, const struct common_httpd_request *req,
                           res.reason && *res.reason ? res.reason : "rejected");
         result = "rejected";
         x->st.rejected++;
+        extender_dra_release_job(x, args->pod_namespace, args->pod_name, args->pod_uid, &head,
+                                 &tail);
     } else {
         h = extender_hold_take(req, resp);
         if (!h || extender_holds_add(x, args->pod_uid, h) != 0) {

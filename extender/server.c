@@ -178,7 +178,8 @@ struct extender_server *extender_server_create(const struct extender_server_opts
             "Gangs released inside one topology domain, by the domain's level (node label key).",
             level_label);
         if (!x->m_requests || !x->m_duration || !x->m_bindings || !x->m_held || !x->m_gangs ||
-            !x->m_cache || !x->m_topo_waiting || !x->m_topo_placed) {
+            !x->m_cache || !x->m_topo_waiting || !x->m_topo_placed ||
+            extender_dra_metrics_register(x, m)) {
             common_error_set(err, COMMON_ENOMEM, "extender server: cannot register metrics");
             goto fail;
         }
@@ -203,6 +204,8 @@ enum common_rc extender_server_start(struct extender_server *x, struct common_er
         return err ? err->code : COMMON_ENOMEM;
     {
         enum common_rc rc = extender_topology_watch(x, err);
+        if (rc == COMMON_OK)
+            rc = extender_dra_watch(x, err);
         if (rc != COMMON_OK)
             return rc;
     }
@@ -252,6 +255,8 @@ void extender_server_stats(struct extender_server *x, struct extender_server_sta
     out->status_patches = x->st.status_patches;
     out->held_now = x->st.held_now;
     out->pod_touches = x->st.pod_touches;
+    out->dra_claims_written = x->st.dra_claims_written;
+    out->dra_claims_released = x->st.dra_claims_released;
     out->filter = __atomic_load_n(&x->st.filter, __ATOMIC_RELAXED);
     out->prioritize = __atomic_load_n(&x->st.prioritize, __ATOMIC_RELAXED);
     out->bind = __atomic_load_n(&x->st.bind, __ATOMIC_RELAXED);
@@ -314,6 +319,7 @@ void extender_server_stop(struct extender_server *x)
     for (size_t k = 0; k < 2; k++)
         if (x->topo_inf[k])
             common_informer_stop(x->topo_inf[k]);
+    extender_dra_stop(x);
 }
 
 void extender_server_destroy(struct extender_server *x)
@@ -327,6 +333,7 @@ void extender_server_destroy(struct extender_server *x)
     common_informer_destroy(x->topo_inf[0]);
     common_informer_destroy(x->topo_inf[1]);
     gang_state_destroy(x->gs);
+    extender_dra_destroy(x);
     while (x->qhead) {
         struct job *j = x->qhead;
         x->qhead = j->next;

@@ -130,7 +130,10 @@ struct extender_server_stats {
     uint64_t bindings_ok, bindings_failed;      /* Binding creates */
     uint64_t node_patches, status_patches;      /* writes */
     uint64_t pod_touches; /* waiting gang pods annotated after a PodGroup change */
-    size_t held_now;      /* held right now */
+    /* DRA (docs/dra.md): claim allocations written before a Binding, and cleared after a
+     * gang's attempt ended */
+    uint64_t dra_claims_written, dra_claims_released;
+    size_t held_now; /* held right now */
 };
 
 struct extender_server;

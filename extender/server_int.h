@@ -98,6 +98,14 @@ struct extender_server {
 
     struct common_metric *m_requests, *m_duration, *m_bindings, *m_held, *m_gangs, *m_cache;
     struct common_metric *m_topo_waiting, *m_topo_placed; /* topology (docs/topology.md) */
+
+    /* DRA (dra_glue.c): watches when resource.k8s.io/v1 is served; the view the books borrow
+     * lives in dra_arena (swapped under mu); dra_dirty (mu) asks the timer for a new view */
+    struct common_informer *dra_inf[3]; /* resourceslices, deviceclasses, resourceclaims */
+    struct common_informer_ops dra_ops[3];
+    struct common_arena *dra_arena;
+    int dra_dirty;
+    struct common_metric *m_dra_devices, *m_dra_waiting;
 };
 
 /* ---- server.c ---- */
@@ -152,6 +160,37 @@ void extender_jobs_from_answers(const struct gang_answer *a, size_t n, struct jo
                                 struct job **tail);
 /* binder thread body (arg: the server); returns when the queue stops */
 void *extender_binder_main(void *arg);
+
+/* ---- dra_glue.c ---- */
+
+struct dra_view;
+/* watch ResourceSlices, DeviceClasses and ResourceClaims when resource.k8s.io/v1 is served
+ * (started at once); COMMON_OK (not served is fine: DRA stays off) or the informer's error */
+enum common_rc extender_dra_watch(struct extender_server *x, struct common_error *err);
+void extender_dra_stop(struct extender_server *x);
+/* after gang_state_destroy: the watches and the last view */
+void extender_dra_destroy(struct extender_server *x);
+/* a pod changed (x->mu held): a pending gang pod with spec.resourceClaims asks for a new view */
+void extender_dra_pod_changed(struct extender_server *x, const struct common_pod *p);
+/* timer thread, x->mu not held: when asked, build the view from the caches, hand it to the
+ * books, update the device metrics */
+void extender_dra_refresh(struct extender_server *x);
+/* register the DRA metrics; 0 or -1 */
+int extender_dra_metrics_register(struct extender_server *x, struct common_metrics *m);
+void extender_dra_metrics(struct extender_server *x, const struct dra_view *v);
+/* the gangs-waiting-for-devices gauge */
+void extender_dra_count_waiting(struct extender_server *x, double waiting);
+/* binder, x->mu not held: before member a's Binding, write status.allocation (the planned
+ * devices, nodeSelector on the node) and status.reservedFor (the pod) of each of its claims
+ * that is not allocated yet, one status update per claim */
+void extender_dra_before_bind(struct extender_server *x, const struct gang_answer *a);
+/* binder, x->mu not held: member a's attempt ended (an error answer to a held bind): clear
+ * status.allocation and reservedFor of its claims reserved for no other pod */
+void extender_dra_release(struct extender_server *x, const struct gang_answer *a);
+/* x->mu held: a rejected bind (kube-scheduler's PreBind has allocated its claims): append a job
+ * that releases the pod's claims as extender_dra_release does (nothing when DRA is off) */
+void extender_dra_release_job(struct extender_server *x, const char *ns, const char *name,
+                              const char *uid, struct job **head, struct job **tail);
 
 /* ---- timer.c ---- */
 

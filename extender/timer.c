@@ -192,7 +192,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
 
 static void gang_metrics(struct extender_server *x, int64_t now)
 {
-    double waiting = 0, holding = 0, admitted = 0, backoff = 0, topo_waiting = 0;
+    double waiting = 0, holding = 0, admitted = 0, backoff = 0, topo_waiting = 0, dra_waiting = 0;
     struct common_informer_stats is;
     static const char *const kinds[] = {"nodes", "pods", "podgroups"};
     struct common_informer *infs[3];
@@ -210,6 +210,8 @@ static void gang_metrics(struct extender_server *x, int64_t now)
         if (!gi.active && !gi.admitted &&
             (gi.topology_error[0] || strstr(gi.reason, "topology") != NULL))
             topo_waiting++;
+        if (!gi.active && !gi.admitted && strstr(gi.reason, "ResourceClaim") != NULL)
+            dra_waiting++;
         if (gi.active)
             holding++;
         else if (gi.backoff_until > now)
@@ -231,6 +233,7 @@ static void gang_metrics(struct extender_server *x, int64_t now)
         lv[0] = "backoff";
         common_metric_set(x->m_gangs, lv, backoff);
         common_metric_set(x->m_topo_waiting, NULL, topo_waiting);
+        extender_dra_count_waiting(x, dra_waiting);
     }
     infs[0] = x->nodes_inf;
     infs[1] = x->pods_inf;
@@ -308,6 +311,7 @@ void *extender_timer_main(void *arg)
         }
         pthread_mutex_unlock(&x->mu);
 
+        extender_dra_refresh(x);
         extender_queue_push(x, head, tail);
         for (size_t i = 0; i < n_todo; i++)
             extender_patch_node(x, &todo[i]);

@@ -118,9 +118,12 @@ static void gang_free(struct gang *g)
     common_free(g->members);
     imap_free(&g->place);
     gang_topo_clear(g);
+    common_free(g->dra_match);
     common_free(g->key);
     common_free(g);
 }
+
+#define SAME_STR(a, b) (((a) == NULL && (b) == NULL) || ((a) && (b) && strcmp((a), (b)) == 0))
 
 void gang_state_destroy(struct gang_state *s)
 {
@@ -131,6 +134,7 @@ void gang_state_destroy(struct gang_state *s)
         if (p) {
             if (p->shape && !--p->shape->refs)
                 common_free(p->shape);
+            gdra_free(p->dra);
             common_free(p);
         }
     }
@@ -154,6 +158,8 @@ void gang_state_destroy(struct gang_state *s)
     common_free(s->out);
     common_free(s->binds);
     common_free(s->pre_why);
+    gdra_reasons_reset(s);
+    common_free(s->dra_why);
     topos_free(s);
     gmap_free(&s->node_by_name);
     gmap_free(&s->pod_by_uid);
@@ -1016,6 +1022,7 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
     pod_fill(&pk, p, cp, gname, rjob ? rjob : "", req, n_req);
     p->declared_min = gname ? parse_min(label_of(cp, GANG_MIN_MEMBER_LABEL)) : -1;
     p->priority = cp->has_priority ? cp->priority : 0;
+    p->has_claims = cp->n_resource_claims > 0;
     p->phase = phase_of(cp->phase);
     p->deleting = cp->deleting;
     p->node = node;
@@ -1033,6 +1040,8 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
             p->held = old->held;
             p->released = old->released;
             p->hold_since = old->hold_since;
+            p->dra = old->dra; /* the planned devices stay with the pod */
+            old->dra = NULL;
         } else if (old->held >= 0) {
             answer_queue(s, old, old->held, 0, "pod left its gang");
             s->n_held_total--;
@@ -1062,6 +1071,7 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
     pod_attach(s, p);
     if (old) {
         shape_unref(s, old->shape);
+        gdra_free(old->dra);
         common_free(old);
     }
     /* a member that failed, left or lost its hold may leave a holding gang short */
@@ -1098,6 +1108,7 @@ void gang_pod_delete(struct gang_state *s, const char *uid)
     gmap_del(&s->pod_by_uid, p->uid, strlen(p->uid));
     s->n_pods--;
     shape_unref(s, p->shape);
+    gdra_free(p->dra);
     common_free(p);
     gang_recheck(s, g, "a member was deleted");
     gang_maybe_free(s, g);
@@ -1215,6 +1226,18 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
         common_free(phased);
         goto oom;
     }
+    if (!SAME_STR(g->dra_match, pg->dra_match)) {
+        char *m = pg->dra_match ? common_strdup(pg->dra_match) : NULL;
+        if (pg->dra_match && !m) {
+            for (uint32_t i = 0; i < n_phased; i++)
+                common_free(phased[i]);
+            common_free(phased);
+            goto oom;
+        }
+        common_free(g->dra_match);
+        g->dra_match = m;
+        topo_changed = 1; /* the plan is made again, as for a new topology request */
+    }
     if (topo_changed && g->active)
         gang_fail(s, g, 0, 0, "the PodGroup's topology request changed");
     if (topo_changed)
@@ -1281,6 +1304,8 @@ void gang_podgroup_delete(struct gang_state *s, const char *ns, const char *name
     g->has_pg = 0;
     g->min_member = 0;
     gang_topo_clear(g);
+    common_free(g->dra_match);
+    g->dra_match = NULL;
     g->dom_path[0] = '\0';
     common_free(g->min_res);
     g->min_res = NULL;

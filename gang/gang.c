@@ -117,6 +117,19 @@ static size_t only_node(const struct gang_state *s, const char *const *nodes, si
 }
 
 /* per-node fit of p alone; capacity shortfalls are FAILED, everything else UNRESOLVABLE */
+/* the reason p's ResourceClaims cannot be allocated on nd, kept in the state's per-call
+ * reason store (gdra_node_reason), NULL when they can or p has none */
+static const char *dra_reason(const struct gang_state *s, const struct gpod *p,
+                              const struct gnode *nd)
+{
+    char buf[GANG_REASON_MAX];
+    const char *r;
+
+    if (!s->dra || !(r = gdra_node_reason(s, p, nd, buf, sizeof(buf))))
+        return NULL;
+    return gang_reason_keep((struct gang_state *)s, r);
+}
+
 static size_t fit_each(const struct gang_state *s, const struct gpod *p, const char *const *nodes,
                        size_t n, const char *capacity_reason, struct gang_node_verdict *out)
 {
@@ -133,6 +146,9 @@ static size_t fit_each(const struct gang_state *s, const struct gpod *p, const c
             out[i].verdict = GANG_NODE_UNRESOLVABLE;
             out[i].reason = r;
         } else if (!capacity_reason && (r = fit_capacity(s, p->req, p->n_req, nd)) != NULL) {
+            out[i].verdict = GANG_NODE_FAILED;
+            out[i].reason = r;
+        } else if ((r = dra_reason(s, p, nd)) != NULL) {
             out[i].verdict = GANG_NODE_FAILED;
             out[i].reason = r;
         } else if (capacity_reason) {
@@ -299,6 +315,7 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
 
     memset(res, 0, sizeof(*res));
     res->reason = "";
+    gdra_reasons_reset(s);
     p = pod_find(s, pod->uid);
     if (!p) {
         if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)

@@ -78,6 +78,9 @@
 /* PodGroup annotation: comma-separated replicatedJob names whose pods are phased (bind on their
  * own, count toward quorum once bound): the jobs other replicated jobs dependsOn. */
 #define GANG_PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
+/* PodGroup annotation: a device attribute ("domain/name", e.g. gpu.nvidia.com/productName)
+ * whose value every device planned for the gang's claims must share (docs/dra.md). */
+#define GANG_DRA_MATCH_ANNOTATION "trainsched.io/dra-match-attribute"
 /* The JobSet pod label naming the pod's replicatedJob. */
 #define GANG_REPLICATED_JOB_LABEL "jobset.sigs.k8s.io/replicatedjob-name"
 
@@ -186,6 +189,7 @@ struct gang_podgroup {
      * Kueue's podset-*-topology and KAI's topology*), borrowed; n_topology 0 when none */
     struct common_kv topology[GANG_MAX_TOPOLOGY_ANN];
     uint32_t n_topology;
+    const char *dra_match; /* annotation GANG_DRA_MATCH_ANNOTATION, NULL when absent */
 };
 
 /*
@@ -207,6 +211,39 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
 
 /* gang_podgroup_delete - the PodGroup is gone; a holding gang fails (no backoff). */
 void gang_podgroup_delete(struct gang_state *s, const char *ns, const char *name);
+
+/* ---- DRA (docs/dra.md; the device core is dra/dra.h, the view dra/view.h) ---- */
+
+struct dra_view;
+struct dra_result;
+
+/*
+ * gang_dra_set - the DRA view the planner uses from now on (borrowed: it must stay valid until
+ * the next gang_dra_set or gang_state_destroy; NULL = no DRA). Plans not yet reserved are made
+ * again. With a view, a gang is planned with its devices: every eligible member's unallocated
+ * ResourceClaims must be allocatable on its planned node at once, together with the devices
+ * other holding gangs hold or plan; a member whose claims are allocated goes to the node of
+ * the allocation; a member whose claim does not exist yet (or is malformed, or names a
+ * malformed DeviceClass) makes the gang wait with that reason; a node where a pod's claims
+ * cannot be allocated gets the allocator's reason in the filter's verdicts.
+ */
+void gang_dra_set(struct gang_state *s, const struct dra_view *v);
+
+/* One claim's planned devices (strings owned by the books, valid until the next call). */
+struct gang_dra_claim {
+    const char *ns, *name;
+    const char *node;
+    const struct dra_result *results; /* as status.allocation.devices.results[] holds them */
+    size_t n_results;
+};
+
+/*
+ * gang_dra_planned - the devices the gang plan gave pod uid's unallocated claims, on its
+ * planned or held node, into out[0..cap); returns how many claims (0 when none). Claims
+ * whose status.allocation already exists are not listed.
+ */
+size_t gang_dra_planned(const struct gang_state *s, const char *uid, struct gang_dra_claim *out,
+                        size_t cap);
 
 /* ---- topology (docs/topology.md; the core is topology/topology.h) ---- */
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "gang/gang.h"
+#include "dra/view.h"
 #include "topology/topology.h"
 
 #define NRES GANG_MAX_RESOURCES
@@ -163,6 +164,10 @@ struct gpod {
     int32_t priority;
     /* scratch for gang_preempt: the call's epoch when counted as a victim of the node at hand */
     uint64_t v_mark;
+    /* the devices the last committed plan gave the pod's claims (dra.c), NULL when none */
+    struct gdra *dra;
+    /* spec.resourceClaims is not empty */
+    uint8_t has_claims;
 };
 
 struct gcounts {
@@ -230,6 +235,9 @@ struct gang {
     char topo_err[GANG_REASON_MAX];
     int32_t dom_level;
     char dom_path[GANG_REASON_MAX];
+    /* DRA: the gang-wide attribute its members' devices must agree on (PodGroup annotation
+     * GANG_DRA_MATCH_ANNOTATION, "domain/name"), NULL when none */
+    char *dra_match;
 };
 
 struct gang_state {
@@ -274,6 +282,11 @@ struct gang_state {
     uint64_t pre_epoch, pre_call;
     char *pre_why;
     size_t pre_len, pre_cap;
+    /* the DRA view (gang_dra_set), borrowed; NULL when the glue has none */
+    const struct dra_view *dra;
+    /* per-node DRA reasons of the current filter call (gang_reason_keep) */
+    char **dra_why;
+    size_t n_dra_why, cap_dra_why;
     /* named topologies (gang_topology_set), in the order set; the first is the default */
     struct gtopo *topos;
     uint32_t n_topos;
@@ -489,3 +502,57 @@ void gang_topo_clear(struct gang *g);
  * (g unchanged) */
 int gang_topo_assign(struct gang_state *s, struct gang *g, const struct common_kv *ann, uint32_t n,
                      int *changed);
+
+/* ---- dra.c: the DRA policy (devices per member, planned with the gang) ---- */
+
+/* planned devices of one pod: per claim (namespace, name) the results, on node `node` */
+struct gdra_claim {
+    const char *ns, *name;
+    struct dra_result *results;
+    size_t n_results;
+};
+struct gdra {
+    struct common_arena *a;
+    int32_t node;
+    struct gdra_claim *claims;
+    size_t n_claims;
+};
+void gdra_free(struct gdra *d);
+
+/* one plan's DRA state (NULL when no eligible member has claims) */
+struct gdra_ctx;
+struct pctx;
+/* 0 with *out (NULL: no claims), -1 out of memory */
+int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint32_t n_e,
+               struct gdra_ctx **out);
+void gdra_end(struct gdra_ctx *d);
+/* how many rounds (one per value of the gang's match attribute, else 1); 0: none can work
+ * (the reason in gdra_why) */
+size_t gdra_rounds(const struct gdra_ctx *d);
+/* start round k: caps forgotten, nothing assigned */
+void gdra_round(struct gdra_ctx *d, size_t k);
+/* copies of shape sh that the devices of node allow, at most f; the pinned member e (claims
+ * already allocated) only on its node. -1 out of memory */
+int64_t gdra_cap(struct gdra_ctx *d, const struct gshape *sh, int32_t node, int64_t f);
+/* node a member's allocated claims pin it to (-1 none, -2 a node the books do not know) */
+int32_t gdra_pin(const struct gdra_ctx *d, uint32_t e);
+/* member e was placed on node (delta 1) or taken back (-1) */
+void gdra_assign(struct gdra_ctx *d, uint32_t e, int32_t node, int delta);
+/* allocate every assigned member's claims on its node together: 0 ok, 1 not (gdra_why), -1 OOM */
+int gdra_verify(struct gdra_ctx *d, const int32_t *assign);
+/* store the verified devices in the members (gpod.dra); 0 or -1 out of memory */
+int gdra_commit(struct gdra_ctx *d, const int32_t *assign);
+const char *gdra_why(const struct gdra_ctx *d);
+/* a failed plan's reason when the devices limited it (else why is left as it is) */
+void gdra_fail_why(const struct gdra_ctx *d, uint32_t placed, uint32_t need, char *why);
+/* the DRA gate: a member's claim missing or unusable -> GATE_WAIT with the reason */
+enum gate gdra_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
+                    const char **why);
+/* the reason pod p's claims cannot be allocated on n alone, written into buf (NULL: they
+ * can, or p has no claims) */
+const char *gdra_node_reason(const struct gang_state *s, const struct gpod *p,
+                             const struct gnode *n, char *buf, size_t len);
+/* a copy of reason r that stays valid until the next gang_filter (gdra_reasons_reset); a
+ * generic DRA reason when out of memory */
+const char *gang_reason_keep(struct gang_state *s, const char *r);
+void gdra_reasons_reset(struct gang_state *s);

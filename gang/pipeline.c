@@ -5,7 +5,7 @@
  *                 timeouts are books.c, packing is plan.c);
  *   2. topology - which topology domains a gang may use and in which order (topology/ core:
  *                 levels, domains, best fit), and why a gang waits for one;
- *   3. dra      - the slot for device fit per node (NULL until DRA claims are in the books).
+ *   3. dra      - devices: members' ResourceClaims allocated with the gang (dra.c).
  * Also the topology records of the books: named level lists (gang_topology_set/_delete) and
  * each gang's topology request, read from its PodGroup's annotations.
  */
@@ -182,11 +182,13 @@ static const struct gang_policy policy_topology = {
     .node_fit = NULL,
 };
 
-/* DRA: the DRA issue fills node_fit (devices per node for a pod shape) and may add a gate
- * (claims not yet known). Every hook MAY stay NULL; node_fit MUST stay pure and cheap. */
+/* DRA (dra.c): the gate waits for members' claims that do not exist yet or cannot be used;
+ * devices per node are counted by plan.c through gdra_cap and allocated for the whole gang by
+ * gdra_verify (they depend on the members already placed, which a per-shape node_fit cannot
+ * see), so node_fit stays NULL. */
 static const struct gang_policy policy_dra = {
     .name = "dra",
-    .gate = NULL,
+    .gate = gdra_gate,
     .scopes = NULL,
     .node_fit = NULL,
 };

@@ -46,6 +46,8 @@ struct pctx {
     uint32_t n_tried;
     int32_t *rank;        /* per node inside a topology scope, NULL: all equal */
     const uint8_t *chunk; /* members step 4 may place (a slice), NULL: all */
+    struct gdra_ctx *dra; /* the members' devices (dra.c), NULL when none has claims */
+    int dra_off;          /* copies() counts resources only (a member pinned by its claims) */
 };
 
 #define SKIP (-2) /* assign: the restricted member that fits none of its candidates */
@@ -100,6 +102,8 @@ static int64_t copies(const struct pctx *c, const struct gshape *sh, int32_t nod
         if (q < f)
             f = q;
     }
+    if (c->dra && !c->dra_off && f > 0)
+        f = gdra_cap(c->dra, sh, node, f);
     return f;
 }
 
@@ -111,6 +115,8 @@ static void consume(struct pctx *c, uint32_t e, int32_t node)
     for (uint32_t i = 0; i < sh->n_req; i++)
         a[c->ids[sh->req[i].id]] -= sh->req[i].v;
     c->assign[e] = node;
+    if (c->dra)
+        gdra_assign(c->dra, e, node, 1);
 }
 
 static uint32_t find_e(const struct pctx *c, const struct gpod *p)
@@ -269,6 +275,8 @@ static void unconsume(struct pctx *c, uint32_t e)
 
     for (uint32_t k = 0; k < sh->n_req; k++)
         av(c, c->assign[e])[c->ids[sh->req[k].id]] += sh->req[k].v;
+    if (c->dra)
+        gdra_assign(c->dra, e, c->assign[e], -1);
     c->assign[e] = -1;
 }
 
@@ -355,11 +363,38 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
         uint32_t e = find_e(c, rq->pin);
         if (e == UINT32_MAX)
             return 1;
-        if (rq->pin_node < 0 || copies(c, rq->pin->shape, rq->pin_node, 1) < 1) {
+        int32_t pin = c->dra ? gdra_pin(c->dra, e) : -1;
+        int ok;
+        /* a member whose claims are allocated has its devices there: resources only */
+        c->dra_off = pin != -1;
+        ok = rq->pin_node >= 0 && (pin < 0 || pin == rq->pin_node) &&
+             copies(c, rq->pin->shape, rq->pin_node, 1) >= 1;
+        c->dra_off = 0;
+        if (!ok) {
             *failed_shape = rq->pin->shape;
             return 0;
         }
         consume(c, e, rq->pin_node);
+    }
+    /* 1b. members whose claims are allocated go to the allocation's node (devices are theirs) */
+    for (uint32_t e = 0; c->dra && e < c->n_e; e++) {
+        int32_t pin = gdra_pin(c->dra, e);
+        int ok;
+        if (pin == -1 || c->assign[e] != -1)
+            continue;
+        c->dra_off = 1;
+        ok = pin >= 0 && copies(c, c->e[e]->shape, pin, 1) >= 1;
+        c->dra_off = 0;
+        if (ok) {
+            consume(c, e, pin);
+        } else {
+            c->assign[e] = SKIP;
+            *failed_shape = c->e[e]->shape;
+            set_why(out->why,
+                    "pod %s/%s: its ResourceClaims are allocated on a node that has no room for "
+                    "it or that trainsched does not know",
+                    c->e[e]->ns, c->e[e]->name);
+        }
     }
     /* 2. sticky */
     for (uint32_t e = 0; e < c->n_e && !slices; e++) {
@@ -395,7 +430,7 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
             if (!in) /* sticky put it where the scheduler cannot: take it back */
                 unconsume(c, e);
         }
-        for (size_t i = 0; i < rq->n_cands && c->assign[e] < 0 && !slices; i++) {
+        for (size_t i = 0; i < rq->n_cands && c->assign[e] == -1 && !slices; i++) {
             int32_t n = rq->cands[i];
             int64_t f;
             uint32_t sib;
@@ -416,7 +451,7 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
                 best_fits = f;
             }
         }
-        if (c->assign[e] < 0 && best >= 0) {
+        if (c->assign[e] == -1 && best >= 0) {
             consume(c, e, best);
         } else if (c->assign[e] < 0) {
             /* no candidate has room: the gang may still complete without it (a member beyond
@@ -437,6 +472,7 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
     struct pctx c;
     struct plan_scopes ps;
     int rc = -1, won = -1;
+    size_t rounds;
     uint32_t placed = 0, n_new = 0;
     int64_t need, need_new, *avail0 = NULL, *cap = NULL;
     uint8_t *usable0 = NULL, *chunk = NULL, *mask = NULL;
@@ -470,6 +506,8 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
                 c.ids[p->shape->req[k].id] = (int)c.u++;
     }
     qsort(c.e, c.n_e, sizeof(*c.e), cmp_pod);
+    if (gdra_begin(s, g, c.e, c.n_e, &c.dra))
+        goto out;
     av_bytes = (size_t)(s->n_nodes ? s->n_nodes : 1) * (c.u ? c.u : 1) * sizeof(int64_t);
     c.avail = common_calloc(1, av_bytes);
     avail0 = common_malloc(av_bytes);
@@ -525,9 +563,19 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
         out->placed = g->c.held;
         goto fail_e;
     }
-    for (size_t k = 0; k < ps.n && won < 0; k++) {
+    rounds = c.dra ? gdra_rounds(c.dra) : 1;
+    if (!rounds) {
+        set_why(out->why, "%s", gdra_why(c.dra));
+        out->placed = g->c.held;
+        goto fail_e;
+    }
+    /* one round per value of the gang's DRA match attribute (else one), each over the scopes */
+    for (size_t it = 0; it < rounds * ps.n && won < 0; it++) {
+        size_t k = it % ps.n, rd = it / ps.n;
         const struct topo_scope *sc = &ps.list[k];
         int held_out = 0, r;
+        if (c.dra)
+            gdra_round(c.dra, rd);
         for (uint32_t i = 0; i < g->n_members && ps.topo && sc->level >= 0; i++)
             held_out |= g->members[i]->held >= 0 &&
                         !topo_in_scope(&ps.dom, sc, (uint32_t)g->members[i]->held);
@@ -552,8 +600,13 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
                 placed++;
                 n_new++;
             }
-        if ((int64_t)placed >= need && !(failed_shape && rq && rq->pin))
-            won = (int)k;
+        if ((int64_t)placed >= need && !(failed_shape && rq && rq->pin)) {
+            int v = c.dra ? gdra_verify(c.dra, c.assign) : 0;
+            if (v < 0)
+                goto out;
+            if (!v)
+                won = (int)k;
+        }
     }
     /* the preemption path (plan_req.partial): with no topology scope to keep, what fits is
      * committed and the rest waits for kube-scheduler's preemption */
@@ -593,6 +646,8 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
         p->planned = to;
         pod_attach(s, p);
     }
+    if (c.dra && gdra_commit(c.dra, c.assign))
+        goto out;
     if (g->active)
         s->resv_epoch++;
     g->plan_valid = 1;
@@ -608,12 +663,15 @@ fail:
     out->placed = g->c.held;
     for (uint32_t e = 0; e < c.n_e; e++)
         out->placed += c.assign[e] >= 0;
+    if (c.dra && !out->why[0])
+        gdra_fail_why(c.dra, out->placed, out->need, out->why);
     if (failed_shape)
         shortage(&c, failed_shape, out);
 fail_e:
     out->ok = 0;
     rc = 0;
 out:
+    gdra_end(c.dra);
     pipeline_scopes_free(&ps);
     common_free(c.e);
     common_free(c.assign);

@@ -81,6 +81,9 @@ enum common_rc gang_podgroup_from_json(const json_t *obj, struct gang_podgroup *
         return common_error_set(err, COMMON_EINVAL,
                                 "PodGroup: metadata.namespace and metadata.name are required");
     ann = json_object_get(meta, "annotations");
+    out->dra_match = json_string_value(json_object_get(ann, GANG_DRA_MATCH_ANNOTATION));
+    if (out->dra_match && !*out->dra_match)
+        out->dra_match = NULL;
     if (json_is_string(json_object_get(ann, GANG_PHASED_ANNOTATION)))
         out->phased_jobs = json_string_value(json_object_get(ann, GANG_PHASED_ANNOTATION));
     json_object_foreach((json_t *)ann, k, v)

@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/httpd.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
 #include "common/yaml.h"
+#include "extender/server.h"
 
 static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
 static const struct common_kube_resource clusterroles = {"rbac.authorization.k8s.io", "v1",
@@ -618,4 +620,73 @@ long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name
                               &resp, &status, &err);
     common_buf_free(&resp);
     return status;
+}
+
+int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s)
+{
+    char cfg[] = "/tmp/ts-e2e-sched-XXXXXX";
+    char args[128];
+    int fd = mkstemp(cfg), failed;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    SRunner *sr;
+
+    if (!f) {
+        perror(cfg);
+        return 1;
+    }
+    e2e_sched_config(f, port, bind_timeout_s);
+    fclose(f);
+    snprintf(args, sizeof(args), "restart %s", cfg);
+    if (e2e_sched_ctl(args) != 0) {
+        fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
+        e2e_sched_ctl("restore");
+        unlink(cfg);
+        return 1;
+    }
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (e2e_sched_ctl("restore") != 0) {
+        fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
+        failed++;
+    }
+    unlink(cfg);
+    return failed;
+}
+
+void e2e_ext_start(struct e2e_ext *e, const struct extender_server_opts *o, int port)
+{
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_error err;
+    char addr[64];
+    enum common_rc rc = COMMON_EIO;
+
+    e->ext = extender_server_create(o, &err);
+    ck_assert_msg(e->ext != NULL, "%s", err.msg);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ho.address = addr;
+    ho.threads = 4;
+    ho.connection_timeout_s = 3;
+    ho.drain_ms = 2000;
+    e->httpd = common_httpd_create(&ho, &err);
+    ck_assert_msg(e->httpd != NULL, "%s", err.msg);
+    ck_assert_int_eq(extender_server_install(e->ext, e->httpd, &err), COMMON_OK);
+    ck_assert_msg(extender_server_start(e->ext, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(extender_server_wait_ready(e->ext, 30000), "extender caches not synced in 30 s");
+    /* the port of a previous instance may linger a moment */
+    for (int i = 0; i < 50 && (rc = common_httpd_start(e->httpd, &err)) != COMMON_OK; i++)
+        e2e_nap(100);
+    ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
+}
+
+void e2e_ext_stop(struct e2e_ext *e)
+{
+    if (!e->ext)
+        return;
+    extender_server_stop(e->ext);
+    common_httpd_destroy(e->httpd);
+    extender_server_destroy(e->ext);
+    e->ext = NULL;
+    e->httpd = NULL;
 }

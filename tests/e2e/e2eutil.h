@@ -123,4 +123,27 @@ void e2e_sched_config(FILE *f, int port, int bind_timeout_s);
  * system() status (0: success). */
 int e2e_sched_ctl(const char *args);
 
+struct Suite;
+/*
+ * e2e_run_with_extender - restart the bed's kube-scheduler with e2e_sched_config(port,
+ * bind_timeout_s), run suite s (srunner, CK_NORMAL), restore the bed's config: the number of
+ * failed tests, plus one when the restore failed; 1 when the scheduler could not be restarted.
+ */
+int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s);
+
+struct extender_server;
+struct extender_server_opts;
+struct common_httpd;
+/* An extender served in-process on plain HTTP at 127.0.0.1:port. */
+struct e2e_ext {
+    struct extender_server *ext;
+    struct common_httpd *httpd;
+};
+/* e2e_ext_start - create and start the extender with opts (caches synced, 30 s), served by 4
+ * threads (connection timeout 3 s, drain 2 s; the port of a previous instance is retried for
+ * 5 s); a failure fails the test. */
+void e2e_ext_start(struct e2e_ext *e, const struct extender_server_opts *o, int port);
+/* e2e_ext_stop - stop and free it (no-op when not started). */
+void e2e_ext_stop(struct e2e_ext *e);
+
 #endif

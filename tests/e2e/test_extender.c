@@ -934,36 +934,15 @@ END_TEST
 
 int main(void)
 {
-    char cfg[] = "/tmp/ts-ext-sched-XXXXXX";
-    char args[128];
-    int fd, failed;
-    FILE *f;
+    int failed;
     Suite *s = suite_create("scheduler extender with the real kube-scheduler");
     TCase *tc = tcase_create("gang");
-    SRunner *sr;
 
     if (!getenv("KUBECONFIG")) {
         fprintf(stderr, "KUBECONFIG is not set: start the test bed first\n");
         return 1;
     }
     port = e2e_free_port_or_exit();
-    fd = mkstemp(cfg);
-    f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        perror(cfg);
-        return 1;
-    }
-    /* the shipped manifests/scheduler/scheduler-config.yaml, with plain HTTP to the test's
-     * port, a 30 s bind timeout and short pod backoffs */
-    e2e_sched_config(f, port, BIND_TIMEOUT_S);
-    fclose(f);
-    snprintf(args, sizeof(args), "restart %s", cfg);
-    if (e2e_sched_ctl(args) != 0) {
-        fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
-        e2e_sched_ctl("restore");
-        unlink(cfg);
-        return 1;
-    }
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, gang_of_8_on_8_free_nodes_is_bound_whole);
@@ -978,14 +957,8 @@ int main(void)
     tcase_add_test(tc, lowering_minmember_wakes_the_waiting_pods);
     tcase_add_test(tc, a_gang_whose_members_fit_alone_preempts_for_the_rest);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    if (e2e_sched_ctl("restore") != 0) {
-        fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
-        failed++;
-    }
-    unlink(cfg);
+    /* the shipped manifests/scheduler/scheduler-config.yaml, with plain HTTP to the test's
+     * port, a 30 s bind timeout and short pod backoffs */
+    failed = e2e_run_with_extender(s, port, BIND_TIMEOUT_S);
     return failed ? 1 : 0;
 }

@@ -135,13 +135,11 @@ static const char *jstr(const json_t *o, const char *a, const char *b)
 /* every scenario's extender knows one topology; only gangs that ask for a level use it */
 static const char *const topologies[] = {"default=" BLOCK_LABEL "," RACK_LABEL};
 
+static struct e2e_ext served;
+
 static void start_extender(void)
 {
     struct extender_server_opts o = {0};
-    struct common_httpd_opts ho = common_httpd_opts_default();
-    struct common_error err;
-    char addr[64];
-    enum common_rc rc = COMMON_EIO;
 
     metrics = common_metrics_create();
     ck_assert_ptr_nonnull(metrics);
@@ -154,31 +152,16 @@ static void start_extender(void)
     o.backoff_max_ms = 4000;
     o.topologies = topologies;
     o.n_topologies = 1;
-    ext = extender_server_create(&o, &err);
-    ck_assert_msg(ext != NULL, "%s", err.msg);
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-    ho.address = addr;
-    ho.threads = 4;
-    ho.connection_timeout_s = CONN_TIMEOUT_S;
-    ho.drain_ms = 2000;
-    httpd = common_httpd_create(&ho, &err);
-    ck_assert_msg(httpd != NULL, "%s", err.msg);
-    ck_assert_int_eq(extender_server_install(ext, httpd, &err), COMMON_OK);
-    ck_assert_msg(extender_server_start(ext, &err) == COMMON_OK, "%s", err.msg);
-    ck_assert_msg(extender_server_wait_ready(ext, 30000), "extender caches not synced in 30 s");
-    /* the port of a previous instance may linger a moment */
-    for (int i = 0; i < 50 && (rc = common_httpd_start(httpd, &err)) != COMMON_OK; i++)
-        e2e_nap(100);
-    ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
+    e2e_ext_start(&served, &o, port);
+    ext = served.ext;
+    httpd = served.httpd;
 }
 
 static void stop_extender(void)
 {
     if (!ext)
         return;
-    extender_server_stop(ext);
-    common_httpd_destroy(httpd);
-    extender_server_destroy(ext);
+    e2e_ext_stop(&served);
     common_metrics_destroy(metrics);
     ext = NULL;
     httpd = NULL;

@@ -20,8 +20,10 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/arena.h"
 #include "common/coretypes.h"
 #include "common/yaml.h"
+#include "dra/view.h"
 #include "gang/gang.h"
 #include "testutil.h"
 
@@ -67,6 +69,7 @@ static void collect(void)
 {
     collect_area("gang");
     collect_area("topology");
+    collect_area("gang-dra");
 }
 
 /* ---- {i} expansion ---- */
@@ -194,7 +197,75 @@ struct run {
     json_t *chosen; /* "ns/name" -> the first node its last filter kept */
     int64_t now;
     int step;
+    /* DRA (fixture keys resourceSlices, deviceClasses, resourceClaims) */
+    int has_dra;
+    json_t *slices, *classes, *claims; /* name or "ns/name" -> object */
+    struct common_arena *dra_a;
 };
+
+/* build the DRA view from the fixture's objects and every pod, hand it to the books, then
+ * drop the previous one */
+static void dra_refresh(struct run *r)
+{
+    struct common_arena *a;
+    struct dra_view *v;
+    struct dra_view_input in;
+    const json_t **sl, **cl, **cm;
+    const struct common_pod **po;
+    const char *k;
+    json_t *x;
+    size_t n;
+    struct common_error e;
+
+    if (!r->has_dra)
+        return;
+    a = common_arena_create(0);
+    ck_assert(a != NULL);
+    v = common_arena_alloc(a, sizeof(*v));
+    sl = common_arena_alloc(a, (json_object_size(r->slices) + 1) * sizeof(*sl));
+    cl = common_arena_alloc(a, (json_object_size(r->classes) + 1) * sizeof(*cl));
+    cm = common_arena_alloc(a, (json_object_size(r->claims) + 1) * sizeof(*cm));
+    po = common_arena_alloc(a, (json_object_size(r->pods) + 1) * sizeof(*po));
+    memset(&in, 0, sizeof(in));
+    n = 0;
+    json_object_foreach(r->slices, k, x) sl[n++] = x;
+    in.slices = sl;
+    in.n_slices = n;
+    n = 0;
+    json_object_foreach(r->classes, k, x) cl[n++] = x;
+    in.classes = cl;
+    in.n_classes = n;
+    n = 0;
+    json_object_foreach(r->claims, k, x) cm[n++] = x;
+    in.claims = cm;
+    in.n_claims = n;
+    n = 0;
+    json_object_foreach(r->pods, k, x)
+    {
+        struct common_pod *cp = NULL;
+        ck_assert_msg(common_pod_from_json(x, &cp, &e) == COMMON_OK, "%s: %s", r->name, e.msg);
+        po[n++] = cp;
+    }
+    in.pods = po;
+    in.n_pods = n;
+    ck_assert_msg(dra_view_build(a, &in, v, &e) == COMMON_OK, "%s: DRA view: %s", r->name, e.msg);
+    for (size_t i = 0; i < n; i++)
+        common_pod_free((struct common_pod *)po[i]);
+    gang_dra_set(r->s, v);
+    common_arena_destroy(r->dra_a);
+    r->dra_a = a;
+}
+
+static void dra_put(json_t *map, const json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    char key[600];
+
+    snprintf(key, sizeof(key), "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "");
+    json_object_set_new(map, key, json_deep_copy(obj));
+}
 
 static const char *ns_of(const char *key, char *buf, size_t size, const char **name)
 {
@@ -212,6 +283,49 @@ static json_t *pod_json(struct run *r, const char *key)
 
     ck_assert_msg(p != NULL, "%s step %d: no pod %s in the fixture", r->name, r->step, key);
     return p;
+}
+
+/* devices: {pod: ns/name} -> expect {node, devices: ["pool/device", ..] in claim and result
+ * order, count} */
+static void step_devices(struct run *r, const json_t *op, const json_t *exp)
+{
+    const char *key = json_string_value(json_object_get(op, "pod"));
+    json_t *pj = pod_json(r, key);
+    const char *uid = json_string_value(json_object_get(json_object_get(pj, "metadata"), "uid"));
+    struct gang_dra_claim c[8];
+    size_t n = gang_dra_planned(r->s, uid, c, 8);
+    json_t *got = json_array();
+    const json_t *w;
+
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < c[i].n_results; k++) {
+            char b[600];
+            snprintf(b, sizeof(b), "%s/%s", c[i].results[k].pool, c[i].results[k].device);
+            json_array_append_new(got, json_string(b));
+        }
+    if ((w = json_object_get(exp, "count")))
+        ck_assert_msg(json_array_size(got) == (size_t)json_integer_value(w),
+                      "%s step %d: %s has %zu planned devices, want %lld", r->name, r->step, key,
+                      json_array_size(got), (long long)json_integer_value(w));
+    if ((w = json_object_get(exp, "node")))
+        ck_assert_msg(n > 0 && strcmp(c[0].node, json_string_value(w)) == 0,
+                      "%s step %d: %s devices on %s, want %s", r->name, r->step, key,
+                      n ? c[0].node : "(none)", json_string_value(w));
+    if ((w = json_object_get(exp, "devices"))) {
+        char *g = json_dumps(got, JSON_COMPACT), *x = json_dumps(w, JSON_COMPACT);
+        ck_assert_msg(json_equal(got, w), "%s step %d: %s devices %s, want %s", r->name, r->step,
+                      key, g, x);
+        free(g);
+        free(x);
+    }
+    if ((w = json_object_get(exp, "prefix"))) /* every device name starts with it */
+        for (size_t i = 0; i < json_array_size(got); i++) {
+            const char *d = strchr(json_string_value(json_array_get(got, i)), '/') + 1;
+            ck_assert_msg(strncmp(d, json_string_value(w), strlen(json_string_value(w))) == 0,
+                          "%s step %d: %s got device %s, want only %s*", r->name, r->step, key, d,
+                          json_string_value(w));
+        }
+    json_decref(got);
 }
 
 static struct common_pod *pod_decode(struct run *r, const char *key)
@@ -910,8 +1024,21 @@ static void run_step(struct run *r, const json_t *st)
         json_t *c = json_deep_copy(op);
         feed_pod(r, c);
         json_decref(c);
+        dra_refresh(r);
     } else if ((op = json_object_get(st, "podChange"))) {
         step_pod_change(r, op);
+        dra_refresh(r);
+    } else if ((op = json_object_get(st, "devices"))) {
+        step_devices(r, op, exp);
+    } else if ((op = json_object_get(st, "claim"))) {
+        dra_put(r->claims, op);
+        dra_refresh(r);
+    } else if ((op = json_object_get(st, "deleteClaim"))) {
+        json_object_del(r->claims, json_string_value(op));
+        dra_refresh(r);
+    } else if ((op = json_object_get(st, "slice"))) {
+        dra_put(r->slices, op);
+        dra_refresh(r);
     } else if ((op = json_object_get(st, "deletePod"))) {
         json_t *pj = pod_json(r, json_string_value(op));
         gang_pod_delete(r->s,
@@ -1012,6 +1139,20 @@ START_TEST(fixture_case)
         json_decref(c);
     }
     json_decref(list);
+    r.slices = json_object();
+    r.classes = json_object();
+    r.claims = json_object();
+    {
+        static const char *const keys[] = {"resourceSlices", "deviceClasses", "resourceClaims"};
+        json_t *maps[] = {r.slices, r.classes, r.claims};
+        for (int k = 0; k < 3; k++) {
+            r.has_dra |= json_object_get(doc, keys[k]) != NULL;
+            list = expand(json_object_get(doc, keys[k]));
+            json_array_foreach(list, i, x) dra_put(maps[k], x);
+            json_decref(list);
+        }
+    }
+    dra_refresh(&r);
     ck_assert_msg(gang_check(r.s, &e) == COMMON_OK, "%s: books after the feed: %s", r.name, e.msg);
     steps = expand(json_object_get(doc, "steps"));
     ck_assert_msg(json_array_size(steps) > 0, "%s: no steps", r.name);
@@ -1022,6 +1163,10 @@ START_TEST(fixture_case)
     }
     json_decref(steps);
     gang_state_destroy(r.s);
+    common_arena_destroy(r.dra_a);
+    json_decref(r.slices);
+    json_decref(r.classes);
+    json_decref(r.claims);
     json_decref(r.pods);
     json_decref(r.nodes);
     json_decref(r.chosen);
