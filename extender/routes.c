@@ -358,15 +358,49 @@ out:
     verb_finish(x, resp, &b, a, V_PREEMPT, rc, &e, t0);
 }
 
+/* the routes, all POST under EXTENDER_URL_PREFIX; inline: may be answered without HTTP */
+static const struct {
+    const char *path;
+    common_httpd_handler fn;
+    int inline_ok; /* extender_server_answer may call it (bind holds its HTTP request) */
+} routes[] = {
+    {EXTENDER_URL_PREFIX "/filter", h_filter, 1},
+    {EXTENDER_URL_PREFIX "/prioritize", h_prioritize, 1},
+    {EXTENDER_URL_PREFIX "/bind", h_bind, 0},
+    {EXTENDER_URL_PREFIX "/preempt", h_preempt, 1},
+};
+
 enum common_rc extender_server_install(struct extender_server *x, struct common_httpd *h,
                                        struct common_error *err)
 {
-    if (common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/filter", h_filter, x) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/prioritize", h_prioritize, x) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/bind", h_bind, x) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/preempt", h_preempt, x))
-        return common_error_set(err, COMMON_EINVAL,
-                                "extender server: cannot add the " EXTENDER_URL_PREFIX
-                                "/* routes (server started, or a path taken)");
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        if (common_httpd_route(h, "POST", routes[i].path, routes[i].fn, x))
+            return common_error_set(err, COMMON_EINVAL,
+                                    "extender server: cannot add the " EXTENDER_URL_PREFIX
+                                    "/* routes (server started, or a path taken)");
     return COMMON_OK;
+}
+
+enum common_rc extender_server_answer(struct extender_server *x, const char *path, const char *body,
+                                      size_t len, struct common_httpd_response *resp,
+                                      struct common_error *err)
+{
+    struct common_httpd_request req = {0};
+
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        if (!routes[i].inline_ok || strcmp(routes[i].path, path) != 0)
+            continue;
+        req.method = "POST";
+        req.path = path;
+        req.content_type = JSON_CT;
+        req.body = body;
+        req.body_len = len;
+        req.remote_addr = "inline";
+        routes[i].fn(x, &req, resp);
+        return COMMON_OK;
+    }
+    return common_error_set(err, COMMON_EINVAL,
+                            "extender server: no route %s answers without HTTP (filter, "
+                            "prioritize and preempt do)",
+                            path ? path : "(null)");
 }
