@@ -93,7 +93,8 @@
 
 static struct {
     long nodes, pods, seconds, conns, rate, plan_rate;
-} cfg = {5000, 50000, 5, 4, 200, 50};
+    int floors_only;
+} cfg = {5000, 50000, 5, 4, 200, 50, 0};
 
 /* ---- clocks, /proc ---- */
 
@@ -990,6 +991,7 @@ static void usage(FILE *f)
             "  --rate R     open-loop requests per second (default 200)\n"
             "  --plan-rate Q  open-loop rate of filter-plan, one fresh gang per request (default "
             "50)\n"
+            "  --floors-only  only the no-HTTP floors, one line per verb (to profile a change)\n"
             "Filter and prioritize of the extender's handler stack over HTTP on loopback, beside "
             "an\nempty handler on the same server and the codec / jansson floors; see "
             "docs/benchmarks-extender.md.\n");
@@ -1011,6 +1013,8 @@ static void parse_flags(int argc, char **argv)
             cfg.conns = bench_flag_long("bench_extender", argc, argv, &i, 1, MAX_CONNS);
         } else if (strcmp(argv[i], "--rate") == 0) {
             cfg.rate = bench_flag_long("bench_extender", argc, argv, &i, 1, 100000);
+        } else if (strcmp(argv[i], "--floors-only") == 0) {
+            cfg.floors_only = 1;
         } else if (strcmp(argv[i], "--plan-rate") == 0) {
             cfg.plan_rate = bench_flag_long("bench_extender", argc, argv, &i, 1, 100000);
         } else {
@@ -1150,6 +1154,16 @@ int main(int argc, char **argv)
     fprintf(stderr, "bench_extender: floors, 3.5 s per verb\n");
     for (int k = 0; k <= V_PNON; k++)
         floors(&variants[k], 1.0);
+    if (cfg.floors_only) {
+        for (int k = 0; k <= V_PNON; k++)
+            printf("%-15s handler p50 %6.0f p99 %6.0f  codec p50 %6.0f  decode p50 %6.0f µs\n",
+                   variants[k].name, pct(&variants[k].pure, 0.5), pct(&variants[k].pure, 0.99),
+                   pct(&variants[k].codec, 0.5), pct(&variants[k].decode, 0.5));
+        gen_free(&g);
+        common_httpd_destroy(h);
+        extender_server_destroy(xs);
+        return 0;
+    }
 
     /* 2. warm-up */
     fprintf(stderr, "bench_extender: warm-up, 1 s per variant\n");

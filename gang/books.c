@@ -155,6 +155,7 @@ void gang_state_destroy(struct gang_state *s)
     common_free(s->binds);
     common_free(s->pre_why);
     topos_free(s);
+    prio_memo_free(s);
     gmap_free(&s->node_by_name);
     gmap_free(&s->pod_by_uid);
     gmap_free(&s->gang_by_key);
@@ -236,6 +237,8 @@ static int32_t node_slot_get(struct gang_state *s, const char *name)
         if (!nn)
             return -1;
         s->nodes = nn;
+        if (node_gen_reserve(s, cap))
+            return -1;
         s->cap_nodes = s->cap_free = s->cap_gc = cap;
     }
     n = common_calloc(1, sizeof(*n));
@@ -252,6 +255,8 @@ static int32_t node_slot_get(struct gang_state *s, const char *name)
     n->idx = idx;
     s->nodes[idx] = n;
     gmap_put(&s->node_by_name, n->name, strlen(n->name), n);
+    node_touch(s, idx);
+    s->names_gen++;
     return idx;
 }
 
@@ -266,6 +271,8 @@ void node_gc(struct gang_state *s)
         if (n->refs || n->present)
             continue;
         gmap_del(&s->node_by_name, n->name, strlen(n->name));
+        node_touch(s, n->idx);
+        s->names_gen++;
         s->nodes[n->idx] = NULL;
         s->free_slots[s->n_free++] = n->idx;
         node_free(n);
@@ -397,6 +404,7 @@ static void vec_apply(struct gang_state *s, int32_t idx, const struct gpod *p, i
     if (idx < 0)
         return;
     n = s->nodes[idx];
+    node_touch(s, idx);
     for (uint32_t i = 0; i < p->n_req; i++) {
         int64_t v = sign * p->req[i].v;
         uint16_t id = p->req[i].id;
@@ -822,6 +830,7 @@ enum common_rc gang_node_upsert(struct gang_state *s, const struct common_node *
         }
     }
     n->present = 1;
+    node_touch(s, idx);
     memcpy(n->alloc, alloc, sizeof(alloc));
     for (int i = 0; i < NRES; i++)
         s->tot_alloc[i] += n->alloc[i];
@@ -868,6 +877,7 @@ void gang_node_delete(struct gang_state *s, const char *name)
     if (n->present)
         presence(s, n, -1);
     n->present = 0;
+    node_touch(s, idx);
     gc_push(s, n);
     node_gc(s);
 }
