@@ -70,6 +70,27 @@ static void verb_finish(struct extender_server *x, struct common_httpd_response 
     count(x, v, rc ? "error" : "ok", t0);
 }
 
+/*
+ * args_for_core - decode an ExtenderArgs body for filter or prioritize: the Pod's metadata only
+ * (extender_decode_args_meta), then, for a gang pod the books do not know yet (the informer
+ * has not seen it), the whole Pod, which the core adds to its books. Known pods and pods
+ * without the PodGroup label never need more than their identity and labels here.
+ */
+static enum common_rc args_for_core(struct extender_server *x, struct common_arena *a,
+                                    const struct common_httpd_request *req,
+                                    struct extender_args **args, struct common_error *e)
+{
+    enum common_rc rc = extender_decode_args_meta(a, req->body, req->body_len, &x->lim, args, e);
+    int known;
+
+    if (rc || !(*args)->pod_group[0])
+        return rc;
+    pthread_mutex_lock(&x->mu);
+    known = gang_pod_known(x->gs, (*args)->pod->uid);
+    pthread_mutex_unlock(&x->mu);
+    return known ? COMMON_OK : extender_decode_args_pod(a, *args, e);
+}
+
 static void h_filter(void *ctx, const struct common_httpd_request *req,
                      struct common_httpd_response *resp)
 {
@@ -93,7 +114,7 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
         goto fail;
     }
-    rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    rc = args_for_core(x, a, req, &args, &e);
     if (rc)
         goto fail;
     verdict = common_arena_alloc(a, args->n_nodes + 1);
@@ -170,7 +191,7 @@ static void h_prioritize(void *ctx, const struct common_httpd_request *req,
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
         goto out;
     }
-    rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    rc = args_for_core(x, a, req, &args, &e);
     if (rc)
         goto out;
     scores = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*scores));

@@ -177,6 +177,11 @@ struct gpod *pod_find(const struct gang_state *s, const char *uid)
     return uid && *uid ? gmap_get(&s->pod_by_uid, uid, strlen(uid)) : NULL;
 }
 
+int gang_pod_known(const struct gang_state *s, const char *uid)
+{
+    return pod_find(s, uid) != NULL;
+}
+
 struct gang *gang_find(const struct gang_state *s, const char *ns, const char *name)
 {
     char key[320];

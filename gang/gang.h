@@ -169,6 +169,11 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *po
  */
 void gang_pod_delete(struct gang_state *s, const char *uid);
 
+/* gang_pod_known - nonzero when the books hold a pod with this uid: gang_filter and
+ * gang_prioritize then read only its uid of the pod they are given (the books' copy is the
+ * informer's); zero for NULL or "". */
+int gang_pod_known(const struct gang_state *s, const char *uid);
+
 /* A decoded PodGroup (scheduling.x-k8s.io/v1alpha1). Strings are borrowed. */
 struct gang_podgroup {
     const char *namespace;
