@@ -1072,19 +1072,24 @@ static void report(const char *load_start, const char *load_end, double others_c
     printf("\n## Closed loop: %ld connections always busy, %.0f s per variant\n\n", cfg.conns,
            cfg.seconds / 2.0 < 2 ? 2.0 : cfg.seconds / 2.0);
     printf("| variant | requests/s | / empty | / echo | p50 µs | p99 µs | server CPU µs/request | "
-           "generator CPU µs/request | errors |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+           "generator CPU µs/request | CPU / empty's | errors |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         if (!v->closed)
             continue;
-        printf("| %s | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %ld |\n", v->name,
+        printf("| %s | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.2f | %ld |\n", v->name,
                v->closed_rate, v->closed_rate / e->closed_rate,
                v->closed_rate / variants[V_ECHO].closed_rate, pct(&v->closed_lat, 0.5),
                pct(&v->closed_lat, 0.99),
                (v->closed_cpu - v->closed_cpu_client) / (double)v->closed_n * 1e6,
-               v->closed_cpu_client / (double)v->closed_n * 1e6, v->closed_errors);
+               v->closed_cpu_client / (double)v->closed_n * 1e6,
+               (e->closed_cpu / (double)e->closed_n) / (v->closed_cpu / (double)v->closed_n),
+               v->closed_errors);
     }
+    printf("\n(CPU / empty's: the process CPU, server and generator, of one empty request over one "
+           "of this variant: the throughput ratio when the run has the cores to itself and is "
+           "CPU-bound, as the closed loop is on a quiet machine.)\n");
 
     printf("\n## Floors: the same bodies in one thread, no HTTP (thread CPU µs per request: p50 / "
            "p99)\n\n");
