@@ -139,8 +139,19 @@ static enum common_rc js_string(struct js *s, struct jstr *out)
         size_t n;
         long u, lo;
 
-        while (end - p >= 8 && !special8(p))
-            p += 8;
+        while (end - p >= 8) {
+            uint64_t m = special8(p);
+            if (!m) {
+                p += 8;
+                continue;
+            }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* borrows only flag bytes after a flagged one: the lowest flag is the first
+             * special byte */
+            p += (unsigned)__builtin_ctzll(m) >> 3;
+#endif
+            break;
+        }
         while (p < end && !str_special[*p])
             p++;
         if (p >= end) {
