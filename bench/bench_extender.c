@@ -3,29 +3,21 @@
  * loopback at 5,000 nodes and 50,000 pods, beside an empty handler on the same server and
  * beside the floor of decoding and encoding the same bodies, all in one process and one run.
  *
- * Why the handler stack is built here from its parts. extender/server.h feeds its gang core
- * only from informers against an API server (extender_server_create requires a common_kube;
- * the feed functions node_upsert, pod_upsert, pg_upsert are static) and offers no way to put
- * objects in its books directly (its routes would answer without extender_server_start, so a
- * feed API is all that is missing; see docs/benchmarks-extender.md). So this bench builds the same
- * path from the same public parts: a gang_state (gang/gang.h, configured as
- * extender_server_create configures it: trainsched.io/gang ignored, default timeouts) under one
- * pthread mutex, and POST /scheduler/filter and /scheduler/prioritize routes on a
- * common_httpd (plain HTTP, 4 threads, as cmd/serve.c gives the extender) whose handlers are
- * h_filter / h_prioritize of extender/routes.c line for line: a per-request arena capped as
- * there (4 x 64 MiB + 1 MiB), extender_decode_args, the gang core under the mutex only for
- * pods with the PodGroup label, extender_filter_answer (an Error for a waiting pod), the encoder
- * into a local buffer, then copied into the response. Left out: the metrics counter and histogram,
- * the stats atomics and mark_dirty's set insert plus cond signal (a few hundred ns together).
+ * The extender is the real one (extender/server.h): extender_server_create with the options
+ * cmd/serve.c passes by default (a Kubernetes client that is never called: nothing is started),
+ * its four routes installed on a common_httpd (plain HTTP, 4 threads, as cmd/serve.c gives the
+ * extender, 64 MiB body cap) by extender_server_install, and its books fed through
+ * extender_server_feed_node / _pod / _podgroup, which run the informers' own add handlers. So
+ * filter and prioritize run routes.c's handlers, metrics, stats and dirty marks included.
  *
- * The cluster (gang_*_upsert, decoded from API JSON with common_*_from_json as the informers
- * would): --nodes nodes (cpu 64, memory 256Gi, nvidia.com/gpu 8, pods 110, trainsched.io/gang
- * 110; 9 labels, a GPU NoSchedule taint); --pods pods bound and Running, --pods / --nodes per
- * node, each cpu 4, memory 16Gi, and on even nodes the first 8 take 1 GPU each (odd nodes keep
- * 8 GPUs free); those pods form admitted gangs of 8, one PodGroup (minMember 8) per 8 pods.
- * Then pending gangs of 8 pods (cpu 16, memory 64Gi, 8 GPUs, required node affinity and
- * tolerations, about 3.5 KB of Pod JSON each): one "steady" gang whose plan exists (planned
- * once at setup), a pool of fresh gangs, one per planning request, and one gang never filtered.
+ * The cluster (decoded from API JSON with common_*_from_json as the informers decode it): --nodes
+ * nodes (cpu 64, memory 256Gi, nvidia.com/gpu 8, pods 110, trainsched.io/gang 110; 9 labels, a GPU
+ * NoSchedule taint); --pods pods bound and Running, --pods / --nodes per node, each cpu 4, memory
+ * 16Gi, and on even nodes the first 8 take 1 GPU each (odd nodes keep 8 GPUs free); those pods form
+ * admitted gangs of 8, one PodGroup (minMember 8) per 8 pods. Then pending gangs of 8 pods (cpu 16,
+ * memory 64Gi, 8 GPUs, required node affinity and tolerations, about 3.5 KB of Pod JSON each): one
+ * "steady" gang whose plan exists (planned once at setup), a pool of fresh gangs, one per planning
+ * request, and one gang never filtered.
  *
  * Requests, as kube-scheduler sends them with nodeCacheCapable: true (ExtenderArgs with the
  * Pod and NodeNames of every node, about 100 KB):
@@ -51,10 +43,10 @@
  * of fresh gangs, 500 per closed-loop second, runs out). Warm-up: 1 s per variant first.
  * Floors, no HTTP, in this thread, 1 s each, timed in thread CPU time
  * (CLOCK_THREAD_CPUTIME_ID: time the thread spends descheduled on a shared machine does not
- * count): the handler itself (decode + core + encode, as the route runs it); the codec alone
- * (extender_decode_args + the encoder with the verdicts or scores of the expected answer); the
- * decode alone; jansson (json_loadb of the request + json_dumps of the answer's tree, what a
- * plain jansson service would do at least).
+ * count): the handler itself (the route's handler through extender_server_answer); the codec alone
+ * (extender_decode_args_meta, as the route decodes a pod its books know, + the encoder with the
+ * verdicts or scores of the expected answer); the decode alone; jansson (json_loadb of the request
+ * + json_dumps of the answer's tree, what a plain jansson service would do at least).
  *
  * Run: ./build-bext/bench/bench_extender [--nodes N] [--pods P] [--seconds D] [--conns C]
  *      [--rate R] [--plan-rate Q]   (Release build; progress on stderr, figures on stdout; see
@@ -83,6 +75,9 @@
 #include "common/buf.h"
 #include "common/coretypes.h"
 #include "common/httpd.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+#include "common/metrics.h"
 #include "common/log.h"
 #include "extender/answer.h"
 #include "extender/codec.h"
@@ -98,7 +93,8 @@
 
 static struct {
     long nodes, pods, seconds, conns, rate, plan_rate;
-} cfg = {5000, 50000, 5, 4, 200, 50};
+    int floors_only;
+} cfg = {5000, 50000, 5, 4, 200, 50, 0};
 
 /* ---- clocks, /proc ---- */
 
@@ -107,11 +103,6 @@ static double mono(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int64_t mono_ms(void)
-{
-    return (int64_t)(mono() * 1000.0);
 }
 
 static void die(const char *what, const char *msg)
@@ -269,144 +260,41 @@ static void pod_json(struct common_buf *b, const char *name, const char *uid, co
         die("pod", err.msg);
 }
 
-/* ---- the handler stack: gang core under one mutex, handlers as in extender/routes.c ---- */
+/* ---- the extender: extender/server.h, its real routes, fed without an API server ---- */
 
-static struct gang_state *gs;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct extender_server *xs;
+static struct common_kube *kube;       /* never called: the server is never started */
+static struct common_metrics *metrics; /* as cmd/serve.c gives the extender */
 static const struct extender_limits lim = {MAX_BODY, 0, 0};
 
-/* h_filter of extender/routes.c without metrics, stats and extender_mark_dirty: the answer (or an
- * Error answer) into out. Returns 0, or -1 when it had to answer an error. */
+/* the route for path answers body into out, in this thread, as over HTTP (routes.c's handler
+ * through extender_server_answer). Returns 0 for HTTP 200, -1 otherwise (out: the message). */
+static int answer(const char *path, const char *body, size_t len, struct common_buf *out)
+{
+    struct common_httpd_response resp;
+    struct common_error err = {0};
+    int ret;
+
+    memset(&resp, 0, sizeof(resp));
+    common_buf_init(&resp.body, MAX_BODY);
+    if (extender_server_answer(xs, path, body, len, &resp, &err))
+        die(path, err.msg);
+    ret = resp.status == 0 || resp.status == 200 ? 0 : -1;
+    if (common_buf_append(out, resp.body.data ? resp.body.data : "", resp.body.len, NULL))
+        die(path, "answer too big");
+    common_buf_free(&resp.body);
+    common_buf_free(&resp.headers);
+    return ret;
+}
+
 static int do_filter(const char *body, size_t len, struct common_buf *out)
 {
-    struct common_arena *a = common_arena_create(ARENA_MAX);
-    struct common_error e = {0};
-    struct extender_args *args = NULL;
-    struct gang_node_verdict *gv;
-    uint8_t *verdict;
-    const char **reason;
-    struct gang_filter_result res = {0};
-    const char *wait_msg = NULL;
-    enum common_rc rc;
-    int ret = 0;
-
-    if (!a) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
-    }
-    rc = extender_decode_args(a, body, len, &lim, &args, &e);
-    if (rc)
-        goto fail;
-    verdict = common_arena_alloc(a, args->n_nodes + 1);
-    reason = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*reason));
-    gv = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*gv));
-    if (!verdict || !reason || !gv) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
-    }
-    memset(verdict, EXTENDER_PASS, args->n_nodes + 1);
-    memset(reason, 0, (args->n_nodes + 1) * sizeof(*reason));
-    if (args->pod_group[0]) {
-        pthread_mutex_lock(&mu);
-        rc = gang_filter(gs, args->pod, args->node_names, args->n_nodes, mono_ms(), gv, &res, &e);
-        if (rc == COMMON_OK) {
-            if (extender_filter_answer(a, gv, args->n_nodes, &res, verdict, reason, &wait_msg))
-                rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        }
-        pthread_mutex_unlock(&mu);
-        if (rc)
-            goto fail;
-    }
-    if (wait_msg) {
-        rc = extender_encode_filter_error(out, wait_msg, &e);
-        if (rc)
-            goto fail;
-        goto done;
-    }
-    rc = extender_encode_filter_result(out, args, verdict, reason, &e);
-    if (rc)
-        goto fail;
-    goto done;
-fail:
-    ret = -1;
-    common_buf_reset(out);
-    (void)extender_encode_filter_error(out, e.msg, NULL);
-done:
-    common_arena_destroy(a);
-    return ret;
+    return answer(EXTENDER_URL_PREFIX "/filter", body, len, out);
 }
 
-/* h_prioritize of extender/routes.c without metrics and stats. */
 static int do_prioritize(const char *body, size_t len, struct common_buf *out)
 {
-    struct common_arena *a = common_arena_create(ARENA_MAX);
-    struct common_error e = {0};
-    struct extender_args *args = NULL;
-    int64_t *scores;
-    enum common_rc rc;
-    int ret = 0;
-
-    if (!a)
-        return -1;
-    rc = extender_decode_args(a, body, len, &lim, &args, &e);
-    if (rc)
-        goto fail;
-    scores = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*scores));
-    if (!scores)
-        goto fail;
-    memset(scores, 0, (args->n_nodes + 1) * sizeof(*scores));
-    if (args->pod_group[0]) {
-        pthread_mutex_lock(&mu);
-        rc = gang_prioritize(gs, args->pod, args->node_names, args->n_nodes, scores, &e);
-        pthread_mutex_unlock(&mu);
-        if (rc)
-            goto fail;
-    }
-    rc = extender_encode_priorities(out, args, scores, &e);
-    if (rc)
-        goto fail;
-    goto done;
-fail:
-    ret = -1;
-    common_buf_reset(out);
-done:
-    common_arena_destroy(a);
-    return ret;
-}
-
-static void answer_json(struct common_httpd_response *resp, const struct common_buf *b)
-{
-    resp->status = 200;
-    resp->content_type = JSON_CT;
-    (void)common_buf_append(&resp->body, b->data ? b->data : "", b->len, NULL);
-}
-
-static void h_filter(void *ctx, const struct common_httpd_request *req,
-                     struct common_httpd_response *resp)
-{
-    struct common_buf b;
-
-    (void)ctx;
-    common_buf_init(&b, resp->body.max);
-    if (do_filter(req->body, req->body_len, &b) == 0 || b.len)
-        answer_json(resp, &b);
-    else
-        (void)common_httpd_respondf(resp, 500, "filter failed\n");
-    common_buf_free(&b);
-}
-
-static void h_prioritize(void *ctx, const struct common_httpd_request *req,
-                         struct common_httpd_response *resp)
-{
-    struct common_buf b;
-
-    (void)ctx;
-    common_buf_init(&b, resp->body.max);
-    if (do_prioritize(req->body, req->body_len, &b) == 0)
-        answer_json(resp, &b);
-    else
-        (void)common_httpd_respondf(resp, 400, "prioritize failed\n");
-    common_buf_free(&b);
+    return answer(EXTENDER_URL_PREFIX "/prioritize", body, len, out);
 }
 
 static const char empty_answer[] =
@@ -445,8 +333,9 @@ static void feed_node(long i, struct common_buf *b)
     j = json_loadb(b->data, b->len, 0, &je);
     if (!j)
         die("node JSON", je.text);
-    if (common_node_from_json(j, &n, &err) || gang_node_upsert(gs, n, &err))
+    if (common_node_from_json(j, &n, &err))
         die("node", err.msg);
+    extender_server_feed_node(xs, n);
     common_node_free(n);
     json_decref(j);
 }
@@ -466,24 +355,24 @@ static void feed_pod(struct common_buf *b, const char *name, const char *group, 
     j = json_loadb(b->data, b->len, 0, &je);
     if (!j)
         die("pod JSON", je.text);
-    if (common_pod_from_json(j, &p, &err) || gang_pod_upsert(gs, p, &err))
+    if (common_pod_from_json(j, &p, &err))
         die("pod", err.msg);
+    extender_server_feed_pod(xs, p);
     common_pod_free(p);
     json_decref(j);
 }
 
 static void feed_podgroup(const char *name, int min_member)
 {
-    struct common_error err = {0};
-    struct gang_podgroup pg;
+    json_t *pg =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:i}}", "apiVersion",
+                  "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name", name,
+                  "namespace", NS, "resourceVersion", "1", "spec", "minMember", min_member);
 
-    memset(&pg, 0, sizeof(pg));
-    pg.namespace = NS;
-    pg.name = name;
-    pg.min_member = min_member;
-    pg.phased_jobs = "";
-    if (gang_podgroup_upsert(gs, &pg, &err))
-        die("podgroup", err.msg);
+    if (!pg)
+        die("podgroup", "no memory");
+    extender_server_feed_podgroup(xs, pg);
+    json_decref(pg);
 }
 
 /* a pending gang of 8 */
@@ -502,19 +391,26 @@ static long plan_gangs; /* fresh gangs for filter-plan */
 
 static void build_cluster(void)
 {
-    static const char *const ignored[] = {EXTENDER_GANG_RESOURCE};
+    struct common_kubeconfig kc = {0};
+    struct extender_server_opts xo = {0};
     struct common_error err = {0};
-    struct gang_config gc;
     struct common_buf b;
     long per_node = cfg.pods / cfg.nodes, k = 0;
     char name[128], group[64], node[64];
     double t0 = mono();
 
-    gang_config_default(&gc); /* as extender_server_create with default options */
-    gc.ignored_resources = ignored;
-    gc.n_ignored_resources = 1;
-    if (gang_state_create(&gc, &gs, &err))
-        die("gang state", err.msg);
+    /* the options cmd/serve.c passes by default; the client is never used (nothing starts) */
+    kc.server = "https://127.0.0.1:9";
+    kc.insecure = 1;
+    if (!(kube = common_kube_client_create(&kc, NULL, &err)))
+        die("kube client", err.msg);
+    if (!(metrics = common_metrics_create()))
+        die("metrics", "no memory");
+    xo.kube = kube;
+    xo.metrics = metrics;
+    xo.max_body = MAX_BODY;
+    if (!(xs = extender_server_create(&xo, &err)))
+        die("extender server", err.msg);
     common_buf_init(&b, 1 << 20);
     for (long i = 0; i < cfg.nodes; i++)
         feed_node(i, &b);
@@ -567,7 +463,7 @@ struct variant {
     long closed_n, closed_errors;
     double closed_rate, closed_cpu, closed_cpu_client;
     /* floors, µs per request */
-    struct samples pure, codec, decode, jans;
+    struct samples pure, codec, decode, decode_full, jans;
 };
 
 #define NVARIANTS 8
@@ -800,7 +696,7 @@ static void floors(struct variant *v, double seconds)
         struct common_arena *ra = common_arena_create(ARENA_MAX);
         struct extender_args *x = NULL;
         common_buf_reset(&out);
-        if (!ra || extender_decode_args(ra, v->body.data, v->body.len, &lim, &x, &err))
+        if (!ra || extender_decode_args_meta(ra, v->body.data, v->body.len, &lim, &x, &err))
             die(v->name, err.msg);
         if ((v->kind == K_FILTER ? extender_encode_filter_result(&out, x, verdict, reason, &err)
                                  : extender_encode_priorities(&out, x, scores, &err)))
@@ -810,15 +706,18 @@ static void floors(struct variant *v, double seconds)
         if (out.len != v->want.len)
             die(v->name, "the codec floor answers other bytes than the handler");
     }
-    t_end = mono() + seconds / 2;
-    while (v->kind <= K_PRIO && mono() < t_end) {
+    /* the decode alone, the route's (the Pod's metadata) and the whole Pod's, turn about */
+    t_end = mono() + seconds;
+    for (long i = 0; v->kind <= K_PRIO && mono() < t_end; i++) {
         double t0 = bench_thread_cpu();
         struct common_arena *ra = common_arena_create(ARENA_MAX);
         struct extender_args *x = NULL;
-        if (!ra || extender_decode_args(ra, v->body.data, v->body.len, &lim, &x, &err))
+        if (!ra ||
+            (i % 2 ? extender_decode_args(ra, v->body.data, v->body.len, &lim, &x, &err)
+                   : extender_decode_args_meta(ra, v->body.data, v->body.len, &lim, &x, &err)))
             die(v->name, err.msg);
         common_arena_destroy(ra);
-        samples_add(&v->decode, (bench_thread_cpu() - t0) * 1e6);
+        samples_add(i % 2 ? &v->decode_full : &v->decode, (bench_thread_cpu() - t0) * 1e6);
     }
     /* 3. jansson: parse the request, dump the answer's tree */
     t_end = mono() + seconds;
@@ -836,6 +735,7 @@ static void floors(struct variant *v, double seconds)
     samples_sort(&v->pure);
     samples_sort(&v->codec);
     samples_sort(&v->decode);
+    samples_sort(&v->decode_full);
     samples_sort(&v->jans);
     json_decref(ans);
     free(verdict);
@@ -1095,6 +995,7 @@ static void usage(FILE *f)
             "  --rate R     open-loop requests per second (default 200)\n"
             "  --plan-rate Q  open-loop rate of filter-plan, one fresh gang per request (default "
             "50)\n"
+            "  --floors-only  only the no-HTTP floors, one line per verb (to profile a change)\n"
             "Filter and prioritize of the extender's handler stack over HTTP on loopback, beside "
             "an\nempty handler on the same server and the codec / jansson floors; see "
             "docs/benchmarks-extender.md.\n");
@@ -1116,6 +1017,8 @@ static void parse_flags(int argc, char **argv)
             cfg.conns = bench_flag_long("bench_extender", argc, argv, &i, 1, MAX_CONNS);
         } else if (strcmp(argv[i], "--rate") == 0) {
             cfg.rate = bench_flag_long("bench_extender", argc, argv, &i, 1, 100000);
+        } else if (strcmp(argv[i], "--floors-only") == 0) {
+            cfg.floors_only = 1;
         } else if (strcmp(argv[i], "--plan-rate") == 0) {
             cfg.plan_rate = bench_flag_long("bench_extender", argc, argv, &i, 1, 100000);
         } else {
@@ -1169,33 +1072,40 @@ static void report(const char *load_start, const char *load_end, double others_c
     printf("\n## Closed loop: %ld connections always busy, %.0f s per variant\n\n", cfg.conns,
            cfg.seconds / 2.0 < 2 ? 2.0 : cfg.seconds / 2.0);
     printf("| variant | requests/s | / empty | / echo | p50 µs | p99 µs | server CPU µs/request | "
-           "generator CPU µs/request | errors |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+           "generator CPU µs/request | CPU / empty's | errors |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         if (!v->closed)
             continue;
-        printf("| %s | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %ld |\n", v->name,
+        printf("| %s | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f | %.2f | %ld |\n", v->name,
                v->closed_rate, v->closed_rate / e->closed_rate,
                v->closed_rate / variants[V_ECHO].closed_rate, pct(&v->closed_lat, 0.5),
                pct(&v->closed_lat, 0.99),
                (v->closed_cpu - v->closed_cpu_client) / (double)v->closed_n * 1e6,
-               v->closed_cpu_client / (double)v->closed_n * 1e6, v->closed_errors);
+               v->closed_cpu_client / (double)v->closed_n * 1e6,
+               (e->closed_cpu / (double)e->closed_n) / (v->closed_cpu / (double)v->closed_n),
+               v->closed_errors);
     }
+    printf("\n(CPU / empty's: the process CPU, server and generator, of one empty request over one "
+           "of this variant: the throughput ratio when the run has the cores to itself and is "
+           "CPU-bound, as the closed loop is on a quiet machine.)\n");
 
     printf("\n## Floors: the same bodies in one thread, no HTTP (thread CPU µs per request: p50 / "
            "p99)\n\n");
-    printf("| variant | handler (decode + core + encode) | codec (decode + encode) | decode | "
-           "jansson (parse request + dump answer) | core + mapping p50 (handler - codec) | encode "
-           "p50 (codec - decode) | handler / jansson (p50) |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+    printf(
+        "| variant | handler (decode + core + encode) | codec (decode + encode) | decode | "
+        "decode, whole Pod | jansson (parse request + dump answer) | core + mapping p50 (handler "
+        "- codec) | encode p50 (codec - decode) | handler / jansson (p50) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k <= V_PNON; k++) {
         struct variant *v = &variants[k];
-        printf("| %s | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | %.2f "
-               "|\n",
+        printf("| %s | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f "
+               "| %.0f | %.2f |\n",
                v->name, pct(&v->pure, 0.5), pct(&v->pure, 0.99), pct(&v->codec, 0.5),
                pct(&v->codec, 0.99), pct(&v->decode, 0.5), pct(&v->decode, 0.99),
-               pct(&v->jans, 0.5), pct(&v->jans, 0.99), pct(&v->pure, 0.5) - pct(&v->codec, 0.5),
+               pct(&v->decode_full, 0.5), pct(&v->decode_full, 0.99), pct(&v->jans, 0.5),
+               pct(&v->jans, 0.99), pct(&v->pure, 0.5) - pct(&v->codec, 0.5),
                pct(&v->codec, 0.5) - pct(&v->decode, 0.5), pct(&v->pure, 0.5) / pct(&v->jans, 0.5));
     }
     printf("\nTargets: open-loop p99 filter-steady %.0f µs, prio-steady %.0f µs (target <= 1000; "
@@ -1236,8 +1146,7 @@ int main(int argc, char **argv)
     ho.max_body = MAX_BODY; /* as cmd/serve.c gives the extender */
     ho.threads = SERVER_THREADS;
     h = common_httpd_create(&ho, &err);
-    if (!h || common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/filter", h_filter, NULL) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/prioritize", h_prioritize, NULL) ||
+    if (!h || extender_server_install(xs, h, &err) ||
         common_httpd_route(h, "POST", "/empty", h_empty, NULL) ||
         common_httpd_route(h, "POST", "/echo", h_echo, NULL) || common_httpd_start(h, &err))
         die("server", err.msg);
@@ -1256,6 +1165,18 @@ int main(int argc, char **argv)
     fprintf(stderr, "bench_extender: floors, 3.5 s per verb\n");
     for (int k = 0; k <= V_PNON; k++)
         floors(&variants[k], 1.0);
+    if (cfg.floors_only) {
+        for (int k = 0; k <= V_PNON; k++)
+            printf("%-15s handler p50 %6.0f p99 %6.0f  codec p50 %6.0f  decode p50 %6.0f  whole "
+                   "Pod %6.0f µs\n",
+                   variants[k].name, pct(&variants[k].pure, 0.5), pct(&variants[k].pure, 0.99),
+                   pct(&variants[k].codec, 0.5), pct(&variants[k].decode, 0.5),
+                   pct(&variants[k].decode_full, 0.5));
+        gen_free(&g);
+        common_httpd_destroy(h);
+        extender_server_destroy(xs);
+        return 0;
+    }
 
     /* 2. warm-up */
     fprintf(stderr, "bench_extender: warm-up, 1 s per variant\n");
@@ -1318,7 +1239,9 @@ int main(int argc, char **argv)
 
     gen_free(&g);
     common_httpd_destroy(h);
-    gang_state_destroy(gs);
+    extender_server_destroy(xs);
+    common_metrics_destroy(metrics);
+    common_kube_client_destroy(kube);
     for (int k = 0; k < NVARIANTS; k++) {
         struct variant *v = &variants[k];
         free(v->lat.v);
@@ -1327,6 +1250,7 @@ int main(int argc, char **argv)
         free(v->pure.v);
         free(v->codec.v);
         free(v->decode.v);
+        free(v->decode_full.v);
         free(v->jans.v);
         common_buf_free(&v->body);
         common_buf_free(&v->want);

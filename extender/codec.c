@@ -139,8 +139,19 @@ static enum common_rc js_string(struct js *s, struct jstr *out)
         size_t n;
         long u, lo;
 
-        while (end - p >= 8 && !special8(p))
-            p += 8;
+        while (end - p >= 8) {
+            uint64_t m = special8(p);
+            if (!m) {
+                p += 8;
+                continue;
+            }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* borrows only flag bytes after a flagged one: the lowest flag is the first
+             * special byte */
+            p += (unsigned)__builtin_ctzll(m) >> 3;
+#endif
+            break;
+        }
         while (p < end && !str_special[*p])
             p++;
         if (p >= end) {
@@ -475,6 +486,9 @@ struct dec {
     size_t pool_left;
     size_t max_body;
     uint32_t max_nodes, max_victims;
+    int meta_only; /* the top-level Pod: its metadata only (extender_decode_args_meta) */
+    struct extender_raw pod_raw; /* the top-level Pod's bytes (in the body) */
+    size_t base_off;             /* where s.base lies in the original body (messages) */
 };
 
 static enum common_rc d_nomem(struct dec *d)
@@ -664,7 +678,7 @@ static enum common_rc jansson_fail(struct dec *d, const json_error_t *je,
         return common_error_set(d->err, COMMON_ENOMEM, "%s: out of memory (jansson: %s)", path,
                                 je->text);
     return common_error_set(d->err, COMMON_EINVAL, "%s: %s at byte %zu", path, je->text,
-                            (size_t)(start - d->s.base) + (size_t)je->position);
+                            (size_t)(start - d->s.base) + d->base_off + (size_t)je->position);
 }
 
 static enum common_rc prefixed(struct dec *d, enum common_rc rc, const char *path,
@@ -677,6 +691,7 @@ static enum common_rc prefixed(struct dec *d, enum common_rc rc, const char *pat
 
 /* d_pod - the value ahead is a v1.Pod: decode it with coretypes (owned by the arena). */
 static enum common_rc d_pod(struct dec *d, const char *path, struct common_pod **out);
+static enum common_rc d_pod_meta(struct dec *d, struct common_pod **out);
 
 /* d_top_pod - the top-level "Pod": null leaves it unset ("Pod: required" later). */
 static enum common_rc d_top_pod(struct dec *d, int *seen, struct common_pod **out)
@@ -689,15 +704,20 @@ static enum common_rc d_top_pod(struct dec *d, int *seen, struct common_pod **ou
     rc = js_null(&d->s, &is_null);
     if (rc || is_null)
         return rc;
-    return d_pod(d, "Pod", out);
+    d->pod_raw.data = (const char *)d->s.p;
+    rc = d->meta_only ? d_pod_meta(d, out) : d_pod(d, "Pod", out);
+    d->pod_raw.len = (size_t)((const char *)d->s.p - d->pod_raw.data);
+    return rc;
 }
+
+/* d_pod_from - decode the pod object j (borrowed) with coretypes into *out (owned by the
+ * arena), checking what the verbs need of its metadata */
+static enum common_rc d_pod_from(struct dec *d, const char *path, const json_t *j,
+                                 struct common_pod **out);
 
 static enum common_rc d_pod(struct dec *d, const char *path, struct common_pod **out)
 {
     const unsigned char *start;
-    struct common_error inner;
-    struct common_pod *pod = NULL;
-    const json_t *md;
     json_error_t je;
     enum common_rc rc;
     json_t *j;
@@ -713,6 +733,67 @@ static enum common_rc d_pod(struct dec *d, const char *path, struct common_pod *
     j = json_loadb((const char *)start, (size_t)(d->s.p - start), 0, &je);
     if (!j)
         return jansson_fail(d, &je, start, path);
+    rc = d_pod_from(d, path, j, out);
+    json_decref(j);
+    return rc;
+}
+
+/* d_pod_meta - the top-level Pod, checked as JSON to its end, decoded from its metadata
+ * alone (the last "metadata" member, as jansson keeps the last of duplicate keys) */
+static enum common_rc d_pod_meta(struct dec *d, struct common_pod **out)
+{
+    const unsigned char *md = NULL, *md_end = NULL;
+    json_error_t je;
+    struct jstr k;
+    enum common_rc rc;
+    json_t *j, *m;
+    int more;
+
+    *out = NULL;
+    if (js_peek(&d->s) != '{')
+        return d_type(d, "expected an object", "Pod");
+    rc = js_open(&d->s, '{', &more);
+    while (rc == COMMON_OK && more) {
+        int is_md;
+        if ((rc = js_key(&d->s, &k)))
+            break;
+        is_md = jstr_eq(&k, "metadata");
+        js_ws(&d->s);
+        if (is_md)
+            md = d->s.p;
+        if ((rc = js_value(&d->s)))
+            break;
+        if (is_md)
+            md_end = d->s.p;
+        rc = js_next(&d->s, '}', &more);
+    }
+    if (rc)
+        return rc;
+    if (!md)
+        return d_fail(d, "required", "Pod.metadata");
+    memset(&je, 0, sizeof(je));
+    m = json_loadb((const char *)md, (size_t)(md_end - md), JSON_DECODE_ANY, &je);
+    if (!m)
+        return jansson_fail(d, &je, md, "Pod.metadata");
+    j = json_object();
+    if (!j || json_object_set_new(j, "metadata", m)) {
+        json_decref(j);
+        return d_nomem(d);
+    }
+    rc = d_pod_from(d, "Pod", j, out);
+    json_decref(j);
+    return rc;
+}
+
+static enum common_rc d_pod_from(struct dec *d, const char *path, const json_t *j,
+                                 struct common_pod **out)
+{
+    struct common_error inner;
+    struct common_pod *pod = NULL;
+    const json_t *md;
+    enum common_rc rc;
+
+    *out = NULL;
     md = json_object_get(j, "metadata");
     if (!md || json_is_null(md)) {
         rc = d_fail(d, "required", "%s.metadata", path);
@@ -746,7 +827,6 @@ static enum common_rc d_pod(struct dec *d, const char *path, struct common_pod *
     else
         *out = pod;
 out:
-    json_decref(j);
     return rc;
 }
 
@@ -919,9 +999,9 @@ static enum common_rc d_node_list(struct dec *d, struct extender_args *x, int *s
     return COMMON_OK;
 }
 
-enum common_rc extender_decode_args(struct common_arena *a, const char *body, size_t len,
-                                    const struct extender_limits *lim, struct extender_args **out,
-                                    struct common_error *err)
+static enum common_rc decode_args(struct common_arena *a, const char *body, size_t len,
+                                  const struct extender_limits *lim, int meta_only,
+                                  struct extender_args **out, struct common_error *err)
 {
     struct extender_args *x = NULL;
     struct dec d;
@@ -934,6 +1014,7 @@ enum common_rc extender_decode_args(struct common_arena *a, const char *body, si
     rc = d_begin(&d, a, body, len, lim, "ExtenderArgs", err);
     if (rc)
         return rc;
+    d.meta_only = meta_only;
     x = common_arena_alloc(a, sizeof(*x));
     if (!x)
         return d_nomem(&d);
@@ -970,6 +1051,17 @@ enum common_rc extender_decode_args(struct common_arena *a, const char *body, si
                                 "ExtenderArgs: neither Nodes nor NodeNames is set");
     x->cache_capable = names_set;
     x->pod_group = pod_group(x->pod);
+    x->pod_meta_only = meta_only;
+    if (meta_only) { /* the body is borrowed: keep the Pod's bytes for extender_decode_args_pod */
+        char *copy = common_arena_alloc(a, d.pod_raw.len + 1);
+        if (!copy)
+            return d_nomem(&d);
+        memcpy(copy, d.pod_raw.data, d.pod_raw.len);
+        copy[d.pod_raw.len] = '\0';
+        x->pod_json.data = copy;
+        x->pod_json.len = d.pod_raw.len;
+        x->pod_offset = (size_t)((const unsigned char *)d.pod_raw.data - d.s.base);
+    }
     if (!x->node_names) {
         x->node_names = common_arena_alloc(a, sizeof(char *));
         if (!x->node_names)
@@ -977,6 +1069,40 @@ enum common_rc extender_decode_args(struct common_arena *a, const char *body, si
     }
     if (out)
         *out = x;
+    return COMMON_OK;
+}
+
+enum common_rc extender_decode_args(struct common_arena *a, const char *body, size_t len,
+                                    const struct extender_limits *lim, struct extender_args **out,
+                                    struct common_error *err)
+{
+    return decode_args(a, body, len, lim, 0, out, err);
+}
+
+enum common_rc extender_decode_args_meta(struct common_arena *a, const char *body, size_t len,
+                                         const struct extender_limits *lim,
+                                         struct extender_args **out, struct common_error *err)
+{
+    return decode_args(a, body, len, lim, 1, out, err);
+}
+
+enum common_rc extender_decode_args_pod(struct common_arena *a, struct extender_args *args,
+                                        struct common_error *err)
+{
+    struct common_pod *pod = NULL;
+    struct dec d;
+    enum common_rc rc;
+
+    if (!args->pod_meta_only)
+        return COMMON_OK;
+    rc = d_begin(&d, a, args->pod_json.data, args->pod_json.len, NULL, "ExtenderArgs", err);
+    d.base_off = args->pod_offset;
+    if (rc == COMMON_OK)
+        rc = d_pod(&d, "Pod", &pod);
+    if (rc)
+        return rc;
+    args->pod = pod;
+    args->pod_meta_only = 0;
     return COMMON_OK;
 }
 

@@ -99,8 +99,13 @@ struct extender_raw {
  */
 struct extender_args {
     struct common_pod *pod; /* the pod being scheduled */
-    const char *pod_group;  /* its EXTENDER_POD_GROUP_LABEL value, "" when absent */
-    int cache_capable;      /* 1: the request carried NodeNames; 0: a full NodeList */
+    int pod_meta_only;      /* 1: pod holds its metadata only (extender_decode_args_meta) */
+    /* extender_decode_args_meta only: a copy of the Pod's bytes as the request carried them
+     * (in the arena), and where they began in the body */
+    struct extender_raw pod_json;
+    size_t pod_offset;
+    const char *pod_group; /* its EXTENDER_POD_GROUP_LABEL value, "" when absent */
+    int cache_capable;     /* 1: the request carried NodeNames; 0: a full NodeList */
     uint32_t n_nodes;
     const char **node_names;         /* [n_nodes], request order, in both modes */
     struct common_node **nodes;      /* [n_nodes] when !cache_capable, else NULL */
@@ -180,6 +185,25 @@ struct extender_preempt_choice {
 enum common_rc extender_decode_args(struct common_arena *a, const char *body, size_t len,
                                     const struct extender_limits *lim, struct extender_args **out,
                                     struct common_error *err);
+
+/*
+ * extender_decode_args_meta - extender_decode_args, but args->pod is decoded from the Pod's
+ * metadata alone (name, namespace, uid, labels, annotations, owners: spec and status empty)
+ * and args->pod_meta_only is 1: for a verb whose core already knows the pod by uid (the
+ * informers put it in the books), which needs only its identity and PodGroup label. The whole
+ * body is still checked as JSON (the same "invalid JSON" errors); errors coretypes would find in
+ * the spec are not looked for. extender_decode_args_pod completes the pod when it is needed.
+ *
+ * extender_decode_args_pod - decode args->pod in full from args->pod_json (in arena a, as the
+ * first decode did) after extender_decode_args_meta; a no-op for a pod decoded in full.
+ * Errors as for extender_decode_args about the Pod ("Pod.spec....", "Pod.metadata.uid:
+ * required"); args is unchanged on error.
+ */
+enum common_rc extender_decode_args_meta(struct common_arena *a, const char *body, size_t len,
+                                         const struct extender_limits *lim,
+                                         struct extender_args **out, struct common_error *err);
+enum common_rc extender_decode_args_pod(struct common_arena *a, struct extender_args *args,
+                                        struct common_error *err);
 
 /*
  * extender_decode_bind_args - decode an ExtenderBindingArgs body into *out (in arena a). All

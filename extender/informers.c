@@ -215,6 +215,21 @@ static void on_pg_delete(void *ctx, const void *old_item)
     pthread_mutex_unlock(&x->mu);
 }
 
+void extender_server_feed_node(struct extender_server *x, const struct common_node *n)
+{
+    node_upsert(x, n);
+}
+
+void extender_server_feed_pod(struct extender_server *x, const struct common_pod *p)
+{
+    pod_upsert(x, p);
+}
+
+void extender_server_feed_podgroup(struct extender_server *x, const json_t *obj)
+{
+    pg_upsert(x, obj);
+}
+
 /* ---- Kueue and KAI Topology objects (spec.levels[].nodeLabel) ---- */
 
 static void on_topo_upsert(void *ctx, const void *item)

@@ -70,6 +70,27 @@ static void verb_finish(struct extender_server *x, struct common_httpd_response 
     count(x, v, rc ? "error" : "ok", t0);
 }
 
+/*
+ * args_for_core - decode an ExtenderArgs body for filter or prioritize: the Pod's metadata only
+ * (extender_decode_args_meta), then, for a gang pod the books do not know yet (the informer
+ * has not seen it), the whole Pod, which the core adds to its books. Known pods and pods
+ * without the PodGroup label never need more than their identity and labels here.
+ */
+static enum common_rc args_for_core(struct extender_server *x, struct common_arena *a,
+                                    const struct common_httpd_request *req,
+                                    struct extender_args **args, struct common_error *e)
+{
+    enum common_rc rc = extender_decode_args_meta(a, req->body, req->body_len, &x->lim, args, e);
+    int known;
+
+    if (rc || !(*args)->pod_group[0])
+        return rc;
+    pthread_mutex_lock(&x->mu);
+    known = gang_pod_known(x->gs, (*args)->pod->uid);
+    pthread_mutex_unlock(&x->mu);
+    return known ? COMMON_OK : extender_decode_args_pod(a, *args, e);
+}
+
 static void h_filter(void *ctx, const struct common_httpd_request *req,
                      struct common_httpd_response *resp)
 {
@@ -94,7 +115,7 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
         goto fail;
     }
-    rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    rc = args_for_core(x, a, req, &args, &e);
     if (rc)
         goto fail;
     verdict = common_arena_alloc(a, args->n_nodes + 1);
@@ -177,7 +198,7 @@ static void h_prioritize(void *ctx, const struct common_httpd_request *req,
         rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
         goto out;
     }
-    rc = extender_decode_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    rc = args_for_core(x, a, req, &args, &e);
     if (rc)
         goto out;
     scores = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*scores));
@@ -367,15 +388,49 @@ out:
     verb_finish(x, resp, &b, a, V_PREEMPT, rc, &e, t0);
 }
 
+/* the routes, all POST under EXTENDER_URL_PREFIX; inline: may be answered without HTTP */
+static const struct {
+    const char *path;
+    common_httpd_handler fn;
+    int inline_ok; /* extender_server_answer may call it (bind holds its HTTP request) */
+} routes[] = {
+    {EXTENDER_URL_PREFIX "/filter", h_filter, 1},
+    {EXTENDER_URL_PREFIX "/prioritize", h_prioritize, 1},
+    {EXTENDER_URL_PREFIX "/bind", h_bind, 0},
+    {EXTENDER_URL_PREFIX "/preempt", h_preempt, 1},
+};
+
 enum common_rc extender_server_install(struct extender_server *x, struct common_httpd *h,
                                        struct common_error *err)
 {
-    if (common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/filter", h_filter, x) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/prioritize", h_prioritize, x) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/bind", h_bind, x) ||
-        common_httpd_route(h, "POST", EXTENDER_URL_PREFIX "/preempt", h_preempt, x))
-        return common_error_set(err, COMMON_EINVAL,
-                                "extender server: cannot add the " EXTENDER_URL_PREFIX
-                                "/* routes (server started, or a path taken)");
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        if (common_httpd_route(h, "POST", routes[i].path, routes[i].fn, x))
+            return common_error_set(err, COMMON_EINVAL,
+                                    "extender server: cannot add the " EXTENDER_URL_PREFIX
+                                    "/* routes (server started, or a path taken)");
     return COMMON_OK;
+}
+
+enum common_rc extender_server_answer(struct extender_server *x, const char *path, const char *body,
+                                      size_t len, struct common_httpd_response *resp,
+                                      struct common_error *err)
+{
+    struct common_httpd_request req = {0};
+
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        if (!routes[i].inline_ok || strcmp(routes[i].path, path) != 0)
+            continue;
+        req.method = "POST";
+        req.path = path;
+        req.content_type = JSON_CT;
+        req.body = body;
+        req.body_len = len;
+        req.remote_addr = "inline";
+        routes[i].fn(x, &req, resp);
+        return COMMON_OK;
+    }
+    return common_error_set(err, COMMON_EINVAL,
+                            "extender server: no route %s answers without HTTP (filter, "
+                            "prioritize and preempt do)",
+                            path ? path : "(null)");
 }

@@ -47,16 +47,61 @@ void extender_copy_str(char *dst, size_t size, const char *src)
 
 /* ------------------------------------------------------------ dirty sets (x->mu held) -- */
 
+/* FNV-1a of a gang key, never 0 */
+static uint32_t dirty_hash(const char *key)
+{
+    uint32_t h = 2166136261u;
+
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* the slot of key in x->dirty_ix: its entry, or the empty slot where it would go */
+static size_t dirty_slot(const struct extender_server *x, const char *key)
+{
+    size_t mask = x->cap_dirty_ix - 1, j = dirty_hash(key) & mask;
+
+    while (x->dirty_ix[j] && strcmp(x->dirty[x->dirty_ix[j] - 1], key) != 0)
+        j = (j + 1) & mask;
+    return j;
+}
+
+/* make room in the index for one more key (load at most 1/2); 0, -1 without memory */
+static int dirty_ix_reserve(struct extender_server *x)
+{
+    size_t cap = x->cap_dirty_ix ? x->cap_dirty_ix : 64;
+    uint32_t *ix;
+
+    if ((x->n_dirty + 1) * 2 <= x->cap_dirty_ix)
+        return 0;
+    while ((x->n_dirty + 1) * 2 > cap)
+        cap *= 2;
+    if (!(ix = common_calloc(cap, sizeof(*ix))))
+        return -1;
+    common_free(x->dirty_ix);
+    x->dirty_ix = ix;
+    x->cap_dirty_ix = cap;
+    for (size_t i = 0; i < x->n_dirty; i++)
+        x->dirty_ix[dirty_slot(x, x->dirty[i])] = (uint32_t)i + 1;
+    return 0;
+}
+
 void extender_mark_dirty(struct extender_server *x, const char *ns, const char *name)
 {
     char key[KEY_MAX];
+    size_t j;
 
     if (!ns || !name || !*name)
         return;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
-    for (size_t i = 0; i < x->n_dirty; i++)
-        if (strcmp(x->dirty[i], key) == 0)
-            return;
+    if (dirty_ix_reserve(x))
+        return;
+    j = dirty_slot(x, key);
+    if (x->dirty_ix[j])
+        return;
     if (x->n_dirty == x->cap_dirty) {
         size_t nc = x->cap_dirty ? x->cap_dirty * 2 : 16;
         char **nd = common_realloc(x->dirty, nc * sizeof(*nd));
@@ -65,8 +110,17 @@ void extender_mark_dirty(struct extender_server *x, const char *ns, const char *
         x->dirty = nd;
         x->cap_dirty = nc;
     }
-    if ((x->dirty[x->n_dirty] = common_strdup(key)))
+    if ((x->dirty[x->n_dirty] = common_strdup(key))) {
         x->n_dirty++;
+        x->dirty_ix[j] = (uint32_t)x->n_dirty;
+    }
+}
+
+void extender_dirty_taken(struct extender_server *x)
+{
+    x->n_dirty = 0;
+    if (x->dirty_ix)
+        memset(x->dirty_ix, 0, x->cap_dirty_ix * sizeof(*x->dirty_ix));
 }
 
 const char *extender_pod_group_of(const struct common_pod *p)
@@ -342,6 +396,7 @@ void extender_server_destroy(struct extender_server *x)
     for (size_t i = 0; i < x->n_dirty; i++)
         common_free(x->dirty[i]);
     common_free(x->dirty);
+    common_free(x->dirty_ix);
     common_free(x->todo);
     common_free(x->holds);
     common_free(x->recs);

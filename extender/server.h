@@ -85,6 +85,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/coretypes.h"
 #include "common/error.h"
 #include "common/events.h"
 #include "common/httpd.h"
@@ -152,6 +153,19 @@ struct extender_server *extender_server_create(const struct extender_server_opts
 enum common_rc extender_server_install(struct extender_server *x, struct common_httpd *h,
                                        struct common_error *err);
 
+/*
+ * extender_server_answer - answer one request for path (EXTENDER_URL_PREFIX "/filter",
+ * "/prioritize" or "/preempt") in this thread, without HTTP, through the handler its route runs
+ * (metrics and stats included): what the route costs without the HTTP stack, for benchmarks and
+ * tests. body: len bytes, NUL-terminated, as the HTTP server passes them. resp: zeroed by the
+ * caller with common_buf_init(&resp->body, answer cap); gets status (0 = 200), content_type
+ * and body; the caller frees resp->body. COMMON_OK, or COMMON_EINVAL naming a path that has no
+ * such route (bind holds its HTTP request, so it has none).
+ */
+enum common_rc extender_server_answer(struct extender_server *x, const char *path, const char *body,
+                                      size_t len, struct common_httpd_response *resp,
+                                      struct common_error *err);
+
 /* extender_server_start - start the informers, the timer and the binder threads. COMMON_OK,
  * COMMON_ECONFLICT (already started), COMMON_ENOMEM / COMMON_EIO (no thread). */
 enum common_rc extender_server_start(struct extender_server *x, struct common_error *err);
@@ -175,5 +189,19 @@ void extender_server_stop(struct extender_server *x);
 
 /* extender_server_destroy - stop, then free (after the httpd has stopped). NULL is a no-op. */
 void extender_server_destroy(struct extender_server *x);
+
+/*
+ * extender_server_feed_node / _pod / _podgroup - put one object into the books exactly as an
+ * informer's add or update event does (x->mu taken; same side effects: the node queued for the
+ * gang resource patch, the gang marked for the timer's status pass, touches of waiting members
+ * when a PodGroup change unblocks them). For benchmarks and tests that drive the routes without
+ * an API server (filter, prioritize and preempt answer without extender_server_start). n and p
+ * are decoded by common_node_from_json / common_pod_from_json; obj is the PodGroup's API JSON
+ * (scheduling.x-k8s.io/v1alpha1). Borrowed: the books copy what they keep. A refused object is
+ * logged as the informer would log it.
+ */
+void extender_server_feed_node(struct extender_server *x, const struct common_node *n);
+void extender_server_feed_pod(struct extender_server *x, const struct common_pod *p);
+void extender_server_feed_podgroup(struct extender_server *x, const json_t *obj);
 
 #endif

@@ -76,8 +76,10 @@ struct extender_server {
     int tick_req, stopping, started, stopped;
     struct held *holds;
     size_t n_holds, cap_holds;
-    char **dirty; /* gang keys "ns/name" */
+    char **dirty; /* gang keys "ns/name", in marking order */
     size_t n_dirty, cap_dirty;
+    uint32_t *dirty_ix; /* open addressing over dirty: index + 1, 0 = empty */
+    size_t cap_dirty_ix;
     struct node_todo *todo;
     size_t n_todo, cap_todo;
     struct extender_server_stats st;
@@ -114,8 +116,11 @@ struct extender_server {
 int64_t extender_mono_ms(void);
 /* copy src (NULL = "") into dst of size bytes, cut to fit, always terminated */
 void extender_copy_str(char *dst, size_t size, const char *src);
-/* mark gang ns/name for a status and Event pass of the timer (x->mu held) */
+/* mark gang ns/name for a status and Event pass of the timer (x->mu held); O(1) whatever the
+ * number of gangs already marked */
 void extender_mark_dirty(struct extender_server *x, const char *ns, const char *name);
+/* the timer took (and freed) every key of x->dirty: empty the set (x->mu held) */
+void extender_dirty_taken(struct extender_server *x);
 /* the pod's GANG_POD_GROUP_LABEL value, NULL when none */
 const char *extender_pod_group_of(const struct common_pod *p);
 

@@ -296,7 +296,7 @@ void *extender_timer_main(void *arg)
                 }
                 common_free(x->dirty[i]);
             }
-            x->n_dirty = 0;
+            extender_dirty_taken(x);
         }
         if (x->n_todo) {
             size_t keep = 0;

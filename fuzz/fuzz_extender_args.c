@@ -191,6 +191,28 @@ static void check_priorities(const struct extender_args *x, const uint8_t *data,
     free(score);
 }
 
+/* the metadata-first decode (then the rest of the Pod) accepts exactly what the full decode
+ * accepts (full_rc), with the same pod identity */
+static void meta_first(const uint8_t *data, size_t size, const struct extender_limits *lim,
+                       enum common_rc full_rc)
+{
+    struct common_arena *a = common_arena_create(0);
+    struct extender_args *x = NULL;
+    struct common_error err;
+    enum common_rc rc;
+
+    CHECK(a);
+    rc = extender_decode_args_meta(a, (const char *)data, size, lim, &x, &err);
+    if (rc == COMMON_OK) {
+        CHECK(x && x->pod && x->pod_meta_only && x->pod->uid[0]);
+        rc = extender_decode_args_pod(a, x, &err);
+    }
+    CHECK((rc == COMMON_OK) == (full_rc == COMMON_OK));
+    if (rc == COMMON_OK)
+        CHECK(!x->pod_meta_only && x->pod->name[0] && x->pod->namespace[0]);
+    common_arena_destroy(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int ready;
@@ -236,6 +258,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     common_arena_destroy(a);
+    meta_first(data, size, &lim, rc);
     differential(data, size);
     return 0;
 }

@@ -161,6 +161,7 @@ void gang_state_destroy(struct gang_state *s)
     gdra_reasons_reset(s);
     common_free(s->dra_why);
     topos_free(s);
+    prio_memo_free(s);
     gmap_free(&s->node_by_name);
     gmap_free(&s->pod_by_uid);
     gmap_free(&s->gang_by_key);
@@ -180,6 +181,11 @@ int32_t node_slot_find(const struct gang_state *s, const char *name)
 struct gpod *pod_find(const struct gang_state *s, const char *uid)
 {
     return uid && *uid ? gmap_get(&s->pod_by_uid, uid, strlen(uid)) : NULL;
+}
+
+int gang_pod_known(const struct gang_state *s, const char *uid)
+{
+    return pod_find(s, uid) != NULL;
 }
 
 struct gang *gang_find(const struct gang_state *s, const char *ns, const char *name)
@@ -242,6 +248,8 @@ static int32_t node_slot_get(struct gang_state *s, const char *name)
         if (!nn)
             return -1;
         s->nodes = nn;
+        if (node_gen_reserve(s, cap))
+            return -1;
         s->cap_nodes = s->cap_free = s->cap_gc = cap;
     }
     n = common_calloc(1, sizeof(*n));
@@ -258,6 +266,8 @@ static int32_t node_slot_get(struct gang_state *s, const char *name)
     n->idx = idx;
     s->nodes[idx] = n;
     gmap_put(&s->node_by_name, n->name, strlen(n->name), n);
+    node_touch(s, idx);
+    s->names_gen++;
     return idx;
 }
 
@@ -272,6 +282,8 @@ void node_gc(struct gang_state *s)
         if (n->refs || n->present)
             continue;
         gmap_del(&s->node_by_name, n->name, strlen(n->name));
+        node_touch(s, n->idx);
+        s->names_gen++;
         s->nodes[n->idx] = NULL;
         s->free_slots[s->n_free++] = n->idx;
         node_free(n);
@@ -403,6 +415,7 @@ static void vec_apply(struct gang_state *s, int32_t idx, const struct gpod *p, i
     if (idx < 0)
         return;
     n = s->nodes[idx];
+    node_touch(s, idx);
     for (uint32_t i = 0; i < p->n_req; i++) {
         int64_t v = sign * p->req[i].v;
         uint16_t id = p->req[i].id;
@@ -828,6 +841,7 @@ enum common_rc gang_node_upsert(struct gang_state *s, const struct common_node *
         }
     }
     n->present = 1;
+    node_touch(s, idx);
     memcpy(n->alloc, alloc, sizeof(alloc));
     for (int i = 0; i < NRES; i++)
         s->tot_alloc[i] += n->alloc[i];
@@ -874,6 +888,7 @@ void gang_node_delete(struct gang_state *s, const char *name)
     if (n->present)
         presence(s, n, -1);
     n->present = 0;
+    node_touch(s, idx);
     gc_push(s, n);
     node_gc(s);
 }

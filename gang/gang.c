@@ -457,64 +457,79 @@ done:
 
 /* ---- prioritize ---- */
 
-/* 0..4: mean over the requested resources (pods left out) of the room left after the pod */
-static int64_t least_allocated(const struct gnode *n, const struct gpod *p)
+/* the pod of a prioritize call, added to the books when its uid is unknown */
+static enum common_rc prio_pod(struct gang_state *s, const struct common_pod *pod,
+                               struct gpod **out, struct common_error *err)
 {
-    __int128 sum = 0;
-    int64_t k = 0;
+    enum common_rc rc;
 
-    for (uint32_t i = 0; i < p->n_req; i++) {
-        uint16_t id = p->req[i].id;
-        int64_t alloc = n->alloc[id], left;
-        if (id == RES_PODS || p->req[i].v <= 0)
-            continue;
-        k++;
-        if (alloc <= 0)
-            continue;
-        left = alloc - n->used[id] - n->resv[id] - p->req[i].v;
-        if (left <= 0)
-            continue;
-        if (left > alloc)
-            left = alloc;
-        sum += (__int128)left * 4000 / alloc;
+    if (!(*out = pod_find(s, pod->uid))) {
+        if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)
+            return rc;
+        *out = pod_find(s, pod->uid);
     }
-    return k ? (int64_t)(sum / k / 1000) : 0;
+    return COMMON_OK;
+}
+
+/* the score of slot idx (present, la its least-allocated part) for member p of gang g: 10 on
+ * its own node, 5 + la where siblings are (or in the gang's domain), la elsewhere */
+static int64_t prio_score(const struct gang_state *s, const struct gang *g, const struct gpod *p,
+                          int32_t idx, int64_t la)
+{
+    int32_t mine = p->held >= 0 ? p->held : p->planned;
+    uint32_t sib;
+
+    if (idx == mine)
+        return 10;
+    sib = imap_get(&g->place, (uint32_t)idx) - (p->a_place == idx ? 1 : 0);
+    /* a node of the gang's topology domain ranks with the siblings' nodes */
+    if (!sib && g->dom_path[0] && !(p->a_flags & F_PHASED) &&
+        gang_node_in_domain(s, g, s->nodes[idx]) == 1)
+        sib = 1;
+    return (sib ? 5 : 0) + la;
+}
+
+enum common_rc gang_prioritize_plain(struct gang_state *s, const struct common_pod *pod,
+                                     const char *const *nodes, size_t n_nodes, int64_t *scores,
+                                     struct common_error *err)
+{
+    struct gpod *p;
+    enum common_rc rc;
+
+    if ((rc = prio_pod(s, pod, &p, err)) != COMMON_OK)
+        return rc;
+    for (size_t i = 0; i < n_nodes; i++) {
+        int32_t idx = p->gang ? node_slot_find(s, nodes[i]) : -1;
+        scores[i] =
+            idx < 0 || !s->nodes[idx]->present
+                ? 0
+                : prio_score(s, p->gang, p, idx, least_allocated(s->nodes[idx], p->req, p->n_req));
+    }
+    return COMMON_OK;
 }
 
 enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *pod,
                                const char *const *nodes, size_t n_nodes, int64_t *scores,
                                struct common_error *err)
 {
-    struct gpod *p = pod_find(s, pod->uid);
-    struct gang *g;
-    int32_t mine;
+    struct gpod *p;
+    const int32_t *slot;
+    struct la_memo *m;
     enum common_rc rc;
-    int in_dom;
 
-    if (!p) {
-        if ((rc = gang_pod_upsert(s, pod, err)) != COMMON_OK)
-            return rc;
-        p = pod_find(s, pod->uid);
+    if ((rc = prio_pod(s, pod, &p, err)) != COMMON_OK)
+        return rc;
+    if (!p->gang) {
+        memset(scores, 0, n_nodes * sizeof(*scores));
+        return COMMON_OK;
     }
-    g = p->gang;
-    mine = p->held >= 0 ? p->held : p->planned;
-    in_dom = g && g->dom_path[0] && !(p->a_flags & F_PHASED);
+    /* the memos change no score (gang_prioritize_plain is the same without them); without
+     * memory for them, the plain way */
+    if (!(slot = prio_slots(s, nodes, n_nodes)) || !(m = prio_memo(s, p->req, p->n_req)))
+        return gang_prioritize_plain(s, pod, nodes, n_nodes, scores, err);
     for (size_t i = 0; i < n_nodes; i++) {
-        int32_t idx = g ? node_slot_find(s, nodes[i]) : -1;
-        uint32_t sib;
-        if (idx < 0 || !s->nodes[idx]->present) {
-            scores[i] = 0;
-            continue;
-        }
-        if (idx == mine) {
-            scores[i] = 10;
-            continue;
-        }
-        sib = imap_get(&g->place, (uint32_t)idx) - (p->a_place == idx ? 1 : 0);
-        /* a node of the gang's topology domain ranks with the siblings' nodes */
-        if (!sib && in_dom && gang_node_in_domain(s, g, s->nodes[idx]) == 1)
-            sib = 1;
-        scores[i] = (sib ? 5 : 0) + least_allocated(s->nodes[idx], p);
+        int64_t la = slot[i] < 0 ? -1 : prio_la(s, m, slot[i]);
+        scores[i] = la < 0 ? 0 : prio_score(s, p->gang, p, slot[i], la);
     }
     return COMMON_OK;
 }

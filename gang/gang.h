@@ -172,6 +172,11 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *po
  */
 void gang_pod_delete(struct gang_state *s, const char *uid);
 
+/* gang_pod_known - nonzero when the books hold a pod with this uid: gang_filter and
+ * gang_prioritize then read only its uid of the pod they are given (the books' copy is the
+ * informer's); zero for NULL or "". */
+int gang_pod_known(const struct gang_state *s, const char *uid);
+
 /* A decoded PodGroup (scheduling.x-k8s.io/v1alpha1). Strings are borrowed. */
 struct gang_podgroup {
     const char *namespace;
@@ -326,11 +331,24 @@ enum common_rc gang_filter(struct gang_state *s, const struct common_pod *pod,
  * (for a pod that is not phased) the other nodes of the gang's topology domain, 5..9;
  * other nodes 0..4; inside a band, least-allocated (more room left after the pod is higher)
  * over the resources the pod requests. Unknown nodes and pods without the label score 0.
- * Deterministic. COMMON_OK or COMMON_ENOMEM.
+ * Deterministic. COMMON_OK or COMMON_ENOMEM. Cost: one sequential pass over the names when
+ * they are the previous call's list (kube-scheduler sends its list in the same order), and the
+ * least-allocated sums only for nodes that changed since a call with the same requests.
  */
 enum common_rc gang_prioritize(struct gang_state *s, const struct common_pod *pod,
                                const char *const *nodes, size_t n_nodes, int64_t *scores,
                                struct common_error *err);
+
+/*
+ * gang_prioritize_plain - the same scores as gang_prioritize, computed the plain way: a name
+ * lookup and the least-allocated sums for every node on every call. gang_prioritize keeps the
+ * slots of the last NodeNames list and the least-allocated part per request and node until
+ * that node changes (allocatable, used, reserved, presence); this is the reference tests hold
+ * it to. Same arguments, results and errors.
+ */
+enum common_rc gang_prioritize_plain(struct gang_state *s, const struct common_pod *pod,
+                                     const char *const *nodes, size_t n_nodes, int64_t *scores,
+                                     struct common_error *err);
 
 /* ---- bind ---- */
 

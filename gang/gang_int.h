@@ -240,6 +240,28 @@ struct gang {
     char *dra_match;
 };
 
+/* prioritize's memo of least-allocated scores for one request vector (score.c): score[slot]
+ * (0..4, -1 for a node not present) is valid while gen[slot] == s->node_gen[slot] */
+struct la_memo {
+    struct gang_rq *req;
+    uint32_t n_req;
+    uint64_t *gen;
+    int8_t *score;
+    uint32_t cap;
+};
+#define LA_MEMOS 4
+
+/* the last NodeNames list (NUL-separated in blob) and its slots, valid while ok and gen ==
+ * s->names_gen (no name added to or dropped from the books since) */
+struct names_memo {
+    char *blob;
+    size_t len, cap;
+    int32_t *slots;
+    size_t n, cap_slots;
+    uint64_t gen;
+    int ok;
+};
+
 struct gang_state {
     struct gang_config cfg;
     char **ignored;
@@ -290,6 +312,15 @@ struct gang_state {
     /* named topologies (gang_topology_set), in the order set; the first is the default */
     struct gtopo *topos;
     uint32_t n_topos;
+    /* prioritize's memos (score.c): node_gen[slot] changes whenever the slot's node changes
+     * (allocatable, used, reserved, presence, the slot freed or reused); names_gen whenever a
+     * name enters or leaves node_by_name */
+    uint64_t *node_gen;
+    uint32_t cap_gen;
+    uint64_t node_clock, names_gen;
+    struct la_memo la[LA_MEMOS];
+    uint32_t la_next;
+    struct names_memo names;
 };
 
 /* A named topology: levels (node label keys, widest first). */
@@ -336,6 +367,23 @@ void gang_drop_plan(struct gang_state *s, struct gang *g);
 int gang_completable(const struct gang *g);
 void gang_maybe_free(struct gang_state *s, struct gang *g);
 void set_why(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- score.c ---- */
+
+/* the node in slot idx changed: its memoized scores are stale */
+void node_touch(struct gang_state *s, int32_t idx);
+/* room in s->node_gen for cap slots; 0 or -1 */
+int node_gen_reserve(struct gang_state *s, uint32_t cap);
+/* 0..4: least-allocated over req (pods left out): room left after the request, averaged */
+int64_t least_allocated(const struct gnode *n, const struct gang_rq *req, uint32_t n_req);
+/* the slot of each of nodes[0..n_nodes) (-1: unknown), through the memo of the last list; the
+ * array lives until the next call; NULL without memory */
+const int32_t *prio_slots(struct gang_state *s, const char *const *nodes, size_t n_nodes);
+/* the memo of least-allocated scores for req; NULL without memory */
+struct la_memo *prio_memo(struct gang_state *s, const struct gang_rq *req, uint32_t n_req);
+/* least_allocated of slot idx for m's request, -1 when no node is present there */
+int64_t prio_la(const struct gang_state *s, struct la_memo *m, int32_t idx);
+void prio_memo_free(struct gang_state *s);
 
 /* ---- gang.c ---- */
 

@@ -383,6 +383,45 @@ static enum common_rc encode_preempt(const json_t *dec, const struct extender_pr
 
 /* ---------------------------------------------------------- fixture cases -- */
 
+/*
+ * The metadata-first decode (extender_decode_args_meta, then extender_decode_args_pod) ends
+ * where extender_decode_args does: the same error message, from one or the other step, or the
+ * same decoded args once the pod is complete; before completion the pod has the same identity
+ * and PodGroup label.
+ */
+static void meta_agrees(const char *cname, const char *req, size_t len,
+                        const struct extender_limits *lim, const char *want_err,
+                        const json_t *decoded)
+{
+    struct common_arena *a = common_arena_create(0);
+    struct extender_args *args = NULL;
+    struct common_error err;
+    char got[COMMON_ERROR_MSG_MAX + 32], want[COMMON_ERROR_MSG_MAX + 32];
+    enum common_rc rc;
+
+    ck_assert_ptr_nonnull(a);
+    rc = extender_decode_args_meta(a, req, len, lim, &args, &err);
+    if (rc == COMMON_OK) {
+        ck_assert_int_eq(args->pod_meta_only, 1);
+        ck_assert_ptr_nonnull(args->pod);
+        rc = extender_decode_args_pod(a, args, &err);
+    }
+    if (want_err) {
+        snprintf(want, sizeof(want), "%s", want_err);
+        chomp(want);
+        ck_assert_msg(rc != COMMON_OK, "%s: the metadata-first decode took it, expected %s", cname,
+                      want);
+        snprintf(got, sizeof(got), "%s: %s", common_rc_name(rc), err.msg);
+        ck_assert_str_eq(got, want);
+    } else {
+        ck_assert_msg(rc == COMMON_OK, "%s: metadata-first: %s", cname, err.msg);
+        ck_assert_int_eq(args->pod_meta_only, 0);
+        if (decoded)
+            check_args(cname, decoded, args);
+    }
+    common_arena_destroy(a);
+}
+
 START_TEST(test_fixture)
 {
     const char *cname = case_names[_i];
@@ -434,6 +473,8 @@ START_TEST(test_fixture)
         out = pargs;
     }
 
+    if (args || ((strcmp(verb, "filter") == 0 || strcmp(verb, "prioritize") == 0) && want_err))
+        meta_agrees(cname, req, len, &lim, want_err, decoded);
     if (want_err) {
         char got[COMMON_ERROR_MSG_MAX + 32];
 

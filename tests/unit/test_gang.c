@@ -1339,6 +1339,122 @@ START_TEST(interleaved_gangs_never_deadlock)
 }
 END_TEST
 
+/* ---- prioritize's memos change no score ---- */
+
+/* a running pod without a PodGroup on node (NULL: deleted), cpu cores and gpus */
+static void put_plain_pod(struct gang_state *s, int i, const char *node, int cpu, int gpus)
+{
+    char name[32], uid[48], c[16], g[16];
+    struct common_pod *cp = NULL;
+    struct common_error e;
+    json_t *p;
+
+    snprintf(name, sizeof(name), "plain-%d", i);
+    snprintf(uid, sizeof(uid), "uid-ml-plain-%d", i);
+    if (!node) {
+        gang_pod_delete(s, uid);
+        return;
+    }
+    snprintf(c, sizeof(c), "%d", cpu);
+    snprintf(g, sizeof(g), "%d", gpus);
+    p = json_pack("{s:{s:s, s:s, s:s}, s:{s:s, s:[{s:s, s:{s:{s:s, s:s, s:s}}}]}, s:{s:s}}",
+                  "metadata", "name", name, "namespace", "ml", "uid", uid, "spec", "nodeName", node,
+                  "containers", "name", "c", "resources", "requests", "cpu", c, "memory", "8Gi",
+                  "nvidia.com/gpu", g, "status", "phase", "Running");
+    ck_assert_msg(common_pod_from_json(p, &cp, &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(gang_pod_upsert(s, cp, &e) == COMMON_OK, "%s", e.msg);
+    common_pod_free(cp);
+    json_decref(p);
+}
+
+/* Nodes come, change and go, plain pods are bound and deleted, gangs plan and hold, and node
+ * lists repeat, shuffle, shrink and name unknown nodes: after each change gang_prioritize (with
+ * its memos of the last list and of least-allocated scores) answers exactly what
+ * gang_prioritize_plain computes from scratch. */
+START_TEST(prioritize_memo_matches_plain)
+{
+    enum { NODES = 24, GANGS = 3, MEMBERS = 4, PLAIN = 40, LIST = 32 };
+    static char names[NODES + 4][16];
+    const char *list[LIST], *prev[LIST];
+    struct common_pod *members[GANGS * MEMBERS];
+    int64_t got[LIST], want[LIST];
+    struct gang_node_verdict out[LIST];
+    struct gang_state *s = NULL;
+    struct common_error e;
+    size_t n = 0, n_prev = 0;
+    int64_t now = 0;
+
+    rng = 0x243f6a8885a308d3ull * (uint64_t)(_i + 1);
+    ck_assert_int_eq(gang_state_create(NULL, &s, &e), COMMON_OK);
+    for (int i = 0; i < NODES + 4; i++) /* the last 4 never join the books */
+        snprintf(names[i], sizeof(names[i]), "node-%02d", i);
+    for (int i = 0; i < NODES; i++)
+        add_node(s, names[i], 8, 64);
+    for (int g = 0; g < GANGS; g++) {
+        char gname[8];
+        snprintf(gname, sizeof(gname), "g%d", g);
+        add_pg(s, "ml", gname, MEMBERS, 600);
+        for (int m = 0; m < MEMBERS; m++) {
+            char pname[16];
+            snprintf(pname, sizeof(pname), "g%d-%d", g, m);
+            members[g * MEMBERS + m] = make_pod("ml", pname, gname, 1 + g % 2);
+            ck_assert_int_eq(gang_pod_upsert(s, members[g * MEMBERS + m], &e), COMMON_OK);
+        }
+    }
+    for (n = 0; n < NODES; n++)
+        list[n] = names[n];
+    for (int round = 0; round < 3000; round++) {
+        int op = (int)rnd(12);
+        struct common_pod *mp = members[rnd(GANGS * MEMBERS)];
+        if (op == 0) { /* a node changes size */
+            add_node(s, names[rnd(NODES)], (int)rnd(9), 16 + (int)rnd(64));
+        } else if (op == 1 && rnd(3) == 0) { /* a node goes */
+            gang_node_delete(s, names[rnd(NODES)]);
+        } else if (op <= 4) { /* a plain pod is bound or deleted */
+            int i = (int)rnd(PLAIN);
+            put_plain_pod(s, i, rnd(4) ? names[rnd(NODES)] : NULL, 1 + (int)rnd(8), (int)rnd(3));
+        } else if (op == 5) { /* a member's filter (plans its gang) */
+            struct gang_filter_result res;
+            ck_assert_int_eq(gang_filter(s, mp, (const char *const *)list, n, now, out, &res, &e),
+                             COMMON_OK);
+        } else if (op == 6) { /* a member's bind on some node (held, rejected or released) */
+            struct gang_bind_result br;
+            ck_assert_int_eq(gang_bind(s, "ml", mp->name, mp->uid, names[rnd(NODES)], now, &br, &e),
+                             COMMON_OK);
+        } else if (op == 7) { /* time passes */
+            const struct gang_answer *a;
+            size_t na;
+            now += rnd(200000);
+            ck_assert_int_eq(gang_tick(s, now, &a, &na, &e), COMMON_OK);
+        } else if (op == 8) { /* a new list: some nodes, in some order, some unknown */
+            n = 1 + rnd(LIST);
+            for (size_t i = 0; i < n; i++)
+                list[i] = names[rnd(NODES + 4)];
+        } else if (op == 9 && n_prev) { /* the previous list again */
+            n = n_prev;
+            memcpy(list, prev, n * sizeof(*list));
+        } else if (op == 10 && n > 1) { /* the same list, two names swapped */
+            size_t a = rnd((uint32_t)n), b = rnd((uint32_t)n);
+            const char *t = list[a];
+            list[a] = list[b];
+            list[b] = t;
+        }
+        ck_assert_msg(gang_check(s, &e) == COMMON_OK, "%s", e.msg);
+        ck_assert_int_eq(gang_prioritize(s, mp, (const char *const *)list, n, got, &e), COMMON_OK);
+        ck_assert_int_eq(gang_prioritize_plain(s, mp, (const char *const *)list, n, want, &e),
+                         COMMON_OK);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(got[i] == want[i], "round %d op %d, pod %s, node %s: %lld, plain %lld",
+                          round, op, mp->name, list[i], (long long)got[i], (long long)want[i]);
+        memcpy(prev, list, n * sizeof(*list));
+        n_prev = n;
+    }
+    for (int i = 0; i < GANGS * MEMBERS; i++)
+        common_pod_free(members[i]);
+    gang_state_destroy(s);
+}
+END_TEST
+
 /* ---- scale: the filter with a plan at 5,000 nodes and a 1,000-pod gang ---- */
 
 static double ms_since(const struct timespec *t0)
@@ -1659,6 +1775,7 @@ static Suite *suite(void)
     tcase_set_timeout(direct, 300);
     tcase_add_loop_test(direct, interleaved_gangs_never_deadlock, 0, 64);
     tcase_add_test(direct, filter_fast_path_at_scale);
+    tcase_add_loop_test(direct, prioritize_memo_matches_plain, 0, 4);
     tcase_add_test(direct, allocation_failures_are_clean);
     tcase_add_loop_test(direct, podgroup_decode_errors, 0,
                         (int)(sizeof(bad_pgs) / sizeof(bad_pgs[0])));
