@@ -68,9 +68,9 @@ struct rc_opts {
     const char *trainer_status_url;
     enum common_rc (*trainer_status_ca)(void *ctx, char **pem, struct common_error *err);
     void *trainer_status_ca_ctx;
-    struct slurm_sync *slurm;        /* borrowed; NULL: no Slurm backend. TrainJobs whose
-                                        runtime says trainsched.io/backend: slurm get one Slurm
-                                        job per gang (integrations/slurm_sync.h) */
+    struct slurm_sync *slurm; /* borrowed; NULL: no Slurm backend. TrainJobs whose
+                                 runtime says trainsched.io/backend: slurm get one Slurm
+                                 job per gang (integrations/slurm_sync.h) */
 };
 
 /* What one reconcile did (for tests, the bench and logs). */
