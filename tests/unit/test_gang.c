@@ -1517,7 +1517,11 @@ START_TEST(filter_fast_path_at_scale)
     }
     fprintf(stderr, "gang filter at %d nodes, %d-pod gang: plan %.2f ms, planned filter %.4f ms\n",
             NODES, PODS, plan_ms, per_call);
-    ck_assert_msg(per_call < 1.0, "filter with a plan took %.3f ms per call", per_call);
+    /* the fast path: a planned member's filter looks its node up instead of planning again, so
+     * one call costs a small part of the plan (about 1/200 here; a replan per call would cost
+     * about as much as the plan: both measured in this run, whatever the machine's speed) */
+    ck_assert_msg(per_call * 10 < plan_ms,
+                  "filter with a plan took %.3f ms per call, the plan %.3f ms", per_call, plan_ms);
     /* the bind of the first member reserves the plan; the last releases all 1,000 */
     for (int i = 0; i < PODS; i++) {
         ck_assert_int_eq(
