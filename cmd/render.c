@@ -13,8 +13,10 @@
 #include <sys/stat.h>
 
 #include "cmd/cli.h"
+#include "cmd/trainerstatus.h"
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/certs.h"
 #include "common/names.h"
 #include "common/sshkey.h"
 #include "common/yaml.h"
@@ -30,11 +32,15 @@
 static const char usage[] =
     "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
     "                         [-n NAMESPACE] [--existing FILE]... [--backend NAME]\n"
+    "                         [--extender-wired=true|false] [--trainjob-status\n"
+    "                         [--trainjob-status-url URL] [--trainjob-status-ca-file FILE]]\n"
+    "       trainsched render --list-builtin\n"
     "\n"
     "Print every object the trainsched reconciler would create for the TrainJobs in FILE:\n"
     "the runtime snapshot ConfigMap, the MPI Secret and hostfile ConfigMap or the Flux\n"
     "entrypoint ConfigMap and CURVE Secret, the JobSet and the\n"
-    "gang object (coscheduling or Volcano PodGroup), as one v1 List. No cluster is needed.\n"
+    "gang object (a coscheduling, Volcano or native scheduling.k8s.io PodGroup, or a preview\n"
+    "of the Kueue Workload or Slurm job), as one v1 List. No cluster is needed.\n"
     "\n"
     "Files may hold several YAML or JSON documents: TrainJobs, TrainingRuntimes and\n"
     "ClusterTrainingRuntimes together. A TrainJob's runtime is looked up among the given\n"
@@ -830,7 +836,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     int opt, status = 0, stdin_seen = 0, no_marks = 0, trainer_status = 0;
     const char *status_url = RENDER_STATUS_URL, *status_ca_file = NULL;
     struct trainjob_status_server ss = {0};
-    struct common_buf ca = {0};
+    char *ca = NULL, why[128];
     size_t i;
     json_t *tj;
 
@@ -921,16 +927,15 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if ((status_ca_file || status_url != (const char *)RENDER_STATUS_URL) && !trainer_status) {
-        fprintf(err, "error: --trainjob-status-url and --trainjob-status-ca-file need "
-                     "--trainjob-status\n");
+        int has_url = status_url != (const char *)RENDER_STATUS_URL;
+        fprintf(err, "error: %s%s%s need%s --trainjob-status\n",
+                has_url ? "--trainjob-status-url" : "", has_url && status_ca_file ? " and " : "",
+                status_ca_file ? "--trainjob-status-ca-file" : "",
+                has_url && status_ca_file ? "" : "s");
         return 2;
     }
-    if (trainer_status && (strncmp(status_url, "https://", 8) != 0 || !status_url[8] ||
-                           status_url[strlen(status_url) - 1] == '/')) {
-        fprintf(err,
-                "error: --trainjob-status-url \"%s\": want https://HOST[:PORT] without a "
-                "path\n",
-                status_url);
+    if (trainer_status && trainer_status_check_url(status_url, why, sizeof(why))) {
+        fprintf(err, "error: --trainjob-status-url \"%s\": %s\n", status_url, why);
         return 2;
     }
     l = common_calloc(1, sizeof(*l));
@@ -943,15 +948,12 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         struct common_error e;
         ss.url_base = status_url;
         if (status_ca_file) {
-            common_buf_init(&ca, 1u << 20);
-            if (common_buf_read_file(&ca, status_ca_file, &e) != COMMON_OK ||
-                !strstr(ca.data ? ca.data : "", "-----BEGIN CERTIFICATE-----")) {
-                fprintf(err, "error: --trainjob-status-ca-file: %s\n",
-                        e.code ? e.msg : "no PEM certificate in the file");
+            if (common_certs_ca_file_read(status_ca_file, &ca, &e) != COMMON_OK) {
+                fprintf(err, "error: --trainjob-status-ca-file: %s\n", e.msg);
                 status = 2;
                 goto out;
             }
-            ss.ca_crt = ca.data;
+            ss.ca_crt = ca;
         }
         l->status_server = &ss;
     }
@@ -1021,7 +1023,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
     }
 out:
-    common_buf_free(&ca);
+    common_free(ca);
     free_paths(paths, np);
     free_paths(rtpaths, nrp);
     json_decref(list);

@@ -27,6 +27,7 @@
 #include "cmd/trainerdetect.h"
 #include "cmd/trainerstatus.h"
 #include "common/alloc.h"
+#include "common/certs.h"
 #include "common/events.h"
 #include "common/health.h"
 #include "common/httpd.h"
@@ -420,6 +421,16 @@ static int load_topologies(struct serve_config *c, const char *file, const json_
     return 0;
 }
 
+/* k is a section of nested keys: some cfg_keys path is "k.<key>" */
+static int cfg_section(const char *k)
+{
+    size_t n = strlen(k);
+    for (size_t i = 0; i < sizeof(cfg_keys) / sizeof(cfg_keys[0]); i++)
+        if (strncmp(cfg_keys[i].path, k, n) == 0 && cfg_keys[i].path[n] == '.')
+            return 1;
+    return 0;
+}
+
 static int load_object(struct serve_config *c, const char *file, const json_t *obj,
                        const char *prefix, FILE *err)
 {
@@ -430,12 +441,9 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
     {
         char path[256], val[PATH_MAX];
         size_t i;
+        int rc;
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
-        if (json_is_object(v) && !*prefix &&
-            (strcmp(k, "leaderElection") == 0 || strcmp(k, "reconciler") == 0 ||
-             strcmp(k, "tls") == 0 || strcmp(k, "webhook") == 0 || strcmp(k, "extender") == 0 ||
-             strcmp(k, "trainerCheck") == 0 || strcmp(k, "trainerStatus") == 0 ||
-             strcmp(k, "slurm") == 0)) {
+        if (json_is_object(v) && !*prefix && cfg_section(k)) {
             if (load_object(c, file, v, k, err))
                 return -1;
             continue;
@@ -475,10 +483,14 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
                     path);
             return -1;
         }
-        if (apply_setting(c, cfg_keys[i].flag, val, err)) {
+        rc = apply_setting(c, cfg_keys[i].flag, val, err);
+        if (rc == -1)
             fprintf(err, "trainsched serve: %s: %s: invalid value \"%s\"\n", file, path, val);
+        else if (rc == -3)
+            fprintf(err, "trainsched serve: %s: %s: that value (\"%s\") is the one refused above\n",
+                    file, path, val);
+        if (rc)
             return -1;
-        }
     }
     return 0;
 }
@@ -504,7 +516,8 @@ static int load_config(struct serve_config *c, const char *file, FILE *err)
     return rc;
 }
 
-/* One setting by flag name (also what the file's keys map to). Returns 0 or -1 (bad value). */
+/* One setting by flag name (also what the file's keys map to). Returns 0, -1 (bad value), -3 (bad
+ * value, already reported naming the flag) or -2 (unknown flag, reported). */
 static int apply_setting(struct serve_config *c, const char *flag, const char *v, FILE *err)
 {
     double d;
@@ -641,8 +654,8 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         const struct backend *b;
         struct common_error be;
         if (backend_select(NULL, NULL, v, &b, NULL, &be) != COMMON_OK) {
-            fprintf(err, "trainsched serve: %s\n", be.msg);
-            return -1;
+            fprintf(err, "trainsched serve: --default-backend: %s\n", be.msg);
+            return -3;
         }
         return set_str(c->default_backend, sizeof(c->default_backend), v, "default backend", err);
     }
@@ -1151,6 +1164,30 @@ static int check_listen(const char *what, const char *address, const char *cert,
 }
 
 /*
+ * two listen addresses HOST:PORT (HOST "", "0.0.0.0", "::" or "[::]" = every address) would
+ * take the same port: same port (not 0, a free one each), and the same host or either is every
+ * address
+ */
+static int same_listener(const char *a, const char *b)
+{
+    const char *pa = strrchr(a, ':'), *pb = strrchr(b, ':');
+    size_t ha, hb;
+    int wa, wb;
+
+    if (!pa || !pb || strcmp(pa, pb) != 0 || strcmp(pa, ":0") == 0) /* :0 = any free port */
+        return 0;
+    ha = (size_t)(pa - a);
+    hb = (size_t)(pb - b);
+#define WILD(s, n)                                                                                 \
+    ((n) == 0 || ((n) == 7 && strncmp(s, "0.0.0.0", 7) == 0) ||                                    \
+     ((n) == 2 && strncmp(s, "::", 2) == 0) || ((n) == 4 && strncmp(s, "[::]", 4) == 0))
+    wa = WILD(a, ha);
+    wb = WILD(b, hb);
+#undef WILD
+    return wa || wb || (ha == hb && strncmp(a, b, ha) == 0);
+}
+
+/*
  * --check-config beyond the settings themselves: what serve would fail on at once. Each
  * address it listens on can be bound (with the TLS pair loaded when one is given and not
  * managed: managed files appear only once the leader writes them), and the kubeconfig can be
@@ -1172,6 +1209,36 @@ static int check_environment(const struct serve_config *c, FILE *err)
                                       c->certs.managed ? NULL : c->tls_cert_file,
                                       c->certs.managed ? NULL : c->tls_key_file, err))
         problems++;
+    if (c->ts.enabled && same_listener(c->ts.address, c->http_address)) {
+        fprintf(err,
+                "trainsched serve: --check-config: --trainjob-status-address %s and "
+                "--http-address %s are the same address\n",
+                c->ts.address, c->http_address);
+        problems++;
+    }
+    if (c->ts.enabled && https && same_listener(c->ts.address, c->https_address)) {
+        fprintf(err,
+                "trainsched serve: --check-config: --trainjob-status-address %s and "
+                "--https-address %s are the same address\n",
+                c->ts.address, c->https_address);
+        problems++;
+    }
+    if (https && same_listener(c->https_address, c->http_address)) {
+        fprintf(err,
+                "trainsched serve: --check-config: --https-address %s and --http-address %s are "
+                "the same address\n",
+                c->https_address, c->http_address);
+        problems++;
+    }
+    if (c->ts.enabled && c->ts.ca_file[0]) {
+        char *pem = NULL;
+        if (common_certs_ca_file_read(c->ts.ca_file, &pem, &e) != COMMON_OK) {
+            fprintf(err, "trainsched serve: --check-config: --trainjob-status-ca-file: %s\n",
+                    e.msg);
+            problems++;
+        }
+        common_free(pem);
+    }
     memset(&kc, 0, sizeof(kc));
     if (load_kubeconfig(c, &kc, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: --check-config: kubeconfig: %s\n", e.msg);
@@ -1333,7 +1400,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     struct common_error e;
     enum common_log_level level;
     sigset_t sigs;
-    int status = 1, i, check_only = 0;
+    int status = 1, i, check_only = 0, bad_flags = 0;
     long long cert_mtime = 0;
     double next_cert_check = 0, next_cert_sync = 0;
     int64_t cert_next_step = 0;
@@ -1394,8 +1461,10 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         if (rc == -1)
             fprintf(err, "trainsched serve: %s: invalid value \"%s\"\n", flag, v);
         if (rc)
-            return 2;
+            bad_flags++; /* go on: every bad flag is reported */
     }
+    if (bad_flags)
+        return 2;
     if (d.cfg.certs.managed) {
         if (certmgr_settings_check(&d.cfg.certs, &e) != COMMON_OK) {
             fprintf(err, "trainsched serve: %s\n", e.msg);

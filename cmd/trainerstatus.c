@@ -12,7 +12,6 @@
 
 #include "common/alloc.h"
 #include "common/arena.h"
-#include "common/buf.h"
 #include "common/certs.h"
 
 #define CA_REFRESH_S 30
@@ -53,10 +52,10 @@ int trainer_status_apply_setting(struct trainer_status_settings *s, const char *
     if (strcmp(flag, "--trainjob-status-ca-file") == 0)
         return copy(s->ca_file, sizeof(s->ca_file), v);
     if (strcmp(flag, "--trainjob-status-url") == 0) {
-        if (*v && (strncmp(v, "https://", 8) != 0 || !v[8] || strchr(v + 8, '/'))) {
-            fprintf(err, "trainsched serve: --trainjob-status-url: want https://HOST[:PORT] "
-                         "without a path\n");
-            return -1;
+        char why[128];
+        if (*v && trainer_status_check_url(v, why, sizeof(why))) {
+            fprintf(err, "trainsched serve: --trainjob-status-url \"%s\": %s\n", v, why);
+            return -3;
         }
         return copy(s->url, sizeof(s->url), v);
     }
@@ -75,6 +74,51 @@ int trainer_status_apply_setting(struct trainer_status_settings *s, const char *
         return 0;
     }
     return -2;
+}
+
+int trainer_status_check_url(const char *v, char *why, size_t size)
+{
+    const char *host = v + 8, *end, *colon;
+    char *pend;
+    long port;
+
+    if (strncmp(v, "https://", 8) != 0) {
+        snprintf(why, size, "want https://HOST[:PORT] (scheme https)");
+        return -1;
+    }
+    end = host + strcspn(host, "/?#");
+    if (*end) {
+        snprintf(why, size, "want https://HOST[:PORT] without a path, query or fragment");
+        return -1;
+    }
+    if (*host == '[') { /* [IPv6]:PORT */
+        const char *close = strchr(host, ']');
+        if (!close || close == host + 1) {
+            snprintf(why, size, "want https://HOST[:PORT]: bad [IPv6] host");
+            return -1;
+        }
+        colon = close[1] == ':' ? close + 1 : close[1] ? host : NULL;
+        if (colon == host) {
+            snprintf(why, size, "want https://HOST[:PORT]: junk after the [IPv6] host");
+            return -1;
+        }
+    } else {
+        colon = strchr(host, ':');
+        if (colon == host || !*host || strchr(host, '@')) {
+            snprintf(why, size, "want https://HOST[:PORT]: no host");
+            return -1;
+        }
+    }
+    if (colon) {
+        errno = 0;
+        port = strtol(colon + 1, &pend, 10);
+        if (errno || pend == colon + 1 || *pend || colon[1] == '+' || colon[1] == '-' || port < 1 ||
+            port > 65535) {
+            snprintf(why, size, "want https://HOST[:PORT]: port must be 1-65535");
+            return -1;
+        }
+    }
+    return 0;
 }
 
 void trainer_status_print_settings(const struct trainer_status_settings *s, FILE *out)
@@ -144,15 +188,7 @@ static enum common_rc read_ca(struct trainer_status_ca *ca, char **pem, struct c
     enum common_rc rc;
 
     if (ca->ca_file[0]) {
-        struct common_buf b;
-        common_buf_init(&b, 1u << 20);
-        rc = common_buf_read_file(&b, ca->ca_file, err);
-        if (rc == COMMON_OK && !strstr(b.data ? b.data : "", "-----BEGIN CERTIFICATE-----"))
-            rc = common_error_set(err, COMMON_EINVAL, "%s: no PEM certificate", ca->ca_file);
-        if (rc == COMMON_OK && !(*pem = common_strdup(b.data)))
-            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
-        common_buf_free(&b);
-        return rc;
+        return common_certs_ca_file_read(ca->ca_file, pem, err);
     } else {
         json_t *secret = NULL;
         struct common_arena *a = common_arena_create(0);

@@ -37,11 +37,20 @@ void trainer_status_settings_default(struct trainer_status_settings *s);
 /*
  * trainer_status_apply_setting - one setting by serve's flag name: --trainjob-status
  * (true|false|1|0), --trainjob-status-address, --trainjob-status-ca-file, --trainjob-status-url
- * (https://HOST[:PORT], no path), --trainjob-status-qps (0.1..100000), --trainjob-status-burst
- * (1..100000). Returns 0, -1 for a bad value, or -2 when flag is not one of these.
+ * (trainer_status_check_url), --trainjob-status-qps (0.1..100000), --trainjob-status-burst
+ * (1..100000). Returns 0, -1 for a bad value, -3 for a bad value already reported on err
+ * (naming the flag), or -2 when flag is not one of these.
  */
 int trainer_status_apply_setting(struct trainer_status_settings *s, const char *flag, const char *v,
                                  FILE *err);
+
+/*
+ * trainer_status_check_url - v is a status-server URL base trainer pods can use:
+ * "https://HOST[:PORT]" (HOST a name, an IPv4 address or a [IPv6] address; PORT 1..65535),
+ * without path, query or fragment (the client appends /apis/...). Returns 0, or -1 with the
+ * reason in why (size bytes; the caller names the flag and the value).
+ */
+int trainer_status_check_url(const char *v, char *why, size_t size);
 
 /* trainer_status_print_settings - the "trainerStatus:" mapping of serve's settings as YAML. */
 void trainer_status_print_settings(const struct trainer_status_settings *s, FILE *out);

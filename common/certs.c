@@ -18,6 +18,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/alloc.h"
+#include "common/buf.h"
 #include "common/leader.h"
 #include "common/names.h"
 
@@ -194,6 +196,75 @@ char *common_certs_x509_to_pem(struct common_arena *a, X509 *x)
     BIO_free(bio);
     ERR_clear_error();
     return s;
+}
+
+enum common_rc common_certs_ca_file_read(const char *path, char **pem, struct common_error *err)
+{
+    struct common_buf b;
+    BIO *in = NULL, *out = BIO_new(BIO_s_mem());
+    char *name = NULL, *header = NULL;
+    unsigned char *data = NULL;
+    long len;
+    int n = 0;
+    enum common_rc rc;
+
+    *pem = NULL;
+    common_buf_init(&b, 1u << 20);
+    rc = common_buf_read_file(&b, path, err);
+    if (rc != COMMON_OK)
+        goto out;
+    if (!out || !(in = BIO_new_mem_buf(b.data ? b.data : "", (int)b.len))) {
+        rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        unsigned long e;
+        ERR_clear_error();
+        if (!PEM_read_bio(in, &name, &header, &data, &len)) {
+            e = ERR_peek_last_error();
+            if (ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+                break;
+            rc = common_error_set(err, COMMON_EINVAL, "%s: block %d: not valid PEM: %s", path,
+                                  n + 1, e ? ERR_reason_error_string(e) : "unreadable");
+            goto out;
+        }
+        n++;
+        if (strcmp(name, "CERTIFICATE") == 0) {
+            const unsigned char *p = data;
+            X509 *x = d2i_X509(NULL, &p, len);
+            int ok = x && p == data + len && PEM_write_bio_X509(out, x);
+            X509_free(x);
+            if (!ok) {
+                rc = common_error_set(err, COMMON_EINVAL,
+                                      "%s: block %d: not a valid X.509 certificate", path, n);
+                goto out;
+            }
+        }
+        OPENSSL_free(name);
+        OPENSSL_free(header);
+        OPENSSL_free(data);
+        name = header = NULL;
+        data = NULL;
+    }
+    if (BIO_pending(out) == 0) {
+        rc = common_error_set(err, COMMON_EINVAL, "%s: no PEM certificate in the file", path);
+        goto out;
+    }
+    if (!(*pem = common_calloc(1, (size_t)BIO_pending(out) + 1)) ||
+        BIO_read(out, *pem, BIO_pending(out)) <= 0) {
+        common_free(*pem);
+        *pem = NULL;
+        rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+out:
+    OPENSSL_free(name);
+    OPENSSL_free(header);
+    OPENSSL_free(data);
+    BIO_free(in);
+    BIO_free(out);
+    ERR_clear_error();
+    common_buf_free(&b);
+    return rc;
 }
 
 char *common_certs_key_to_pem(struct common_arena *a, EVP_PKEY *key)

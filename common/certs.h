@@ -161,6 +161,17 @@ char *common_certs_x509_to_pem(struct common_arena *a, X509 *x);
 char *common_certs_key_to_pem(struct common_arena *a, EVP_PKEY *key);
 
 /*
+ * common_certs_ca_file_read - the CA certificates of the PEM file path, for handing to others
+ * (the TrainJob status CA that trainer pods trust): every "CERTIFICATE" block decoded with
+ * OpenSSL and written back as PEM into *pem (common_malloc'd, caller frees); every other block
+ * (a PRIVATE KEY kept beside the certificate) is left out. Returns COMMON_OK; the
+ * common_buf_read_file codes when the file cannot be read; COMMON_EINVAL when a block is not
+ * valid PEM (bad base64, no END line) or a CERTIFICATE block is not an X.509 certificate, or the
+ * file has no certificate (every message names path); COMMON_ENOMEM.
+ */
+enum common_rc common_certs_ca_file_read(const char *path, char **pem, struct common_error *err);
+
+/*
  * common_certs_pair_check - the pair decodes, the key belongs to the certificate, and, when
  * want_ca, the certificate is a CA (basicConstraints CA:TRUE). what names the pair in messages.
  * Returns COMMON_OK or COMMON_EINVAL (message says which check failed).

@@ -253,6 +253,32 @@ START_TEST(check_config_checks_addresses_files_and_the_kubeconfig)
 }
 END_TEST
 
+/* a CA and serving pair (tls.crt, tls.key, ca.crt) for 127.0.0.1 in a new folder dir */
+static void make_certs(char *dir)
+{
+    char cmd[512];
+
+    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(cmd, sizeof(cmd),
+             "'%s' certs --service trainsched-controller --namespace trainsched-system --ip "
+             "127.0.0.1 --out '%s' >/dev/null 2>&1",
+             TS_BINARY, dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* --trainjob-status-url url (TLS pair in dir) is refused with want in the output */
+static void url_refused(const char *dir, const char *url, const char *want)
+{
+    char out[8192], args[1024];
+
+    snprintf(args, sizeof(args),
+             "--check-config --tls-cert-file '%s/tls.crt' --tls-key-file '%s/tls.key' "
+             "--trainjob-status --trainjob-status-url '%s'",
+             dir, dir, url);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+}
+
 /* --trainjob-status (docs/trainer-status.md): off by default, needs the TLS pair, its settings
  * from the file and flags, bad values named, its address bound by --check-config */
 START_TEST(trainer_status_settings)
@@ -266,12 +292,7 @@ START_TEST(trainer_status_settings)
     ck_assert_int_eq(run("--check-config --trainjob-status", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "trainerStatus: --tls-cert-file and --tls-key-file") != NULL, "%s",
                   out);
-    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp");
-    snprintf(args, sizeof(args),
-             "'%s' certs --service trainsched-controller --namespace trainsched-system --ip "
-             "127.0.0.1 --out '%s' >/dev/null 2>&1",
-             TS_BINARY, dir);
-    ck_assert_int_eq(system(args), 0);
+    make_certs(dir);
     fd = mkstemp(path);
     ck_assert(fd >= 0);
     close(fd);
@@ -286,13 +307,13 @@ START_TEST(trainer_status_settings)
                               "  url: \"https://status.example:8443\"\n  caFile: \"\"\n"
                               "  qps: 7\n  burst: 20\n") != NULL,
                   "%s", out);
-    snprintf(args, sizeof(args),
-             "--check-config --tls-cert-file '%s/tls.crt' --tls-key-file '%s/tls.key' "
-             "--trainjob-status --trainjob-status-url https://x.example/path",
-             dir, dir);
-    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, "--trainjob-status-url: want https://HOST[:PORT] without a path"),
-                  "%s", out);
+    /* the same check as render's: no path, query or fragment; a port in range */
+    url_refused(dir, "https://x.example/path",
+                "--trainjob-status-url \"https://x.example/path\": want https://HOST[:PORT] "
+                "without a path, query or fragment");
+    url_refused(dir, "https://x.example:99999",
+                "--trainjob-status-url \"https://x.example:99999\": want https://HOST[:PORT]: "
+                "port must be 1-65535");
     ck_assert_int_eq(run("--check-config --trainjob-status-burst 0.5", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "--trainjob-status-burst: invalid value \"0.5\""), "%s", out);
     /* its address is bound like the others: a bad port is found */
@@ -303,6 +324,90 @@ START_TEST(trainer_status_settings)
     ck_assert_int_eq(run(args, out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "--trainjob-status-address 127.0.0.1:99999"), "%s", out);
     unlink(path);
+    snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
+/* what --check-config prints is a settings file --config takes back unchanged, backends
+ * section included (docs/serve.md's table) */
+START_TEST(check_config_output_round_trips_through_config)
+{
+    char out[16384], again[16384], args[512], path[] = "/tmp/ts-config-XXXXXX";
+    int fd = mkstemp(path);
+
+    ck_assert(fd >= 0);
+    close(fd);
+    write_file(path, "backends:\n  default: native\n");
+    snprintf(args, sizeof(args), "--config '%s' --check-config", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "backends:\n  default: \"native\"\n") != NULL, "%s", out);
+    write_file(path, out);
+    ck_assert_int_eq(run(args, again, sizeof(again)), 0);
+    ck_assert_str_eq(again, out);
+    unlink(path);
+}
+END_TEST
+
+/* every bad flag is reported, each once (the backend's message names the flag itself) */
+START_TEST(check_config_reports_each_bad_flag_once)
+{
+    char out[8192];
+    const char *p;
+    int n = 0;
+
+    ck_assert_int_eq(
+        run("--check-config --default-backend bogus --trainjob-status-burst x", out, sizeof(out)),
+        2);
+    for (p = out; (p = strstr(p, "bogus")) != NULL; p++)
+        n++;
+    ck_assert_msg(n == 1, "%s", out);
+    ck_assert_msg(strstr(out, "--default-backend: backends.default: Unsupported value: \"bogus\""),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "--trainjob-status-burst: invalid value \"x\""), "%s", out);
+}
+END_TEST
+
+/* --trainjob-status-ca-file is read and checked as serve would: a missing file, a file without
+ * a certificate are refused naming the flag and the file; the listeners' addresses differ */
+START_TEST(check_config_checks_the_trainer_status_ca_file_and_addresses)
+{
+    char out[8192], args[1024], dir[] = "/tmp/ts-certs-XXXXXX", tls[600];
+
+    make_certs(dir);
+    snprintf(tls, sizeof(tls),
+             "--tls-cert-file '%s/tls.crt' --tls-key-file '%s/tls.key' --trainjob-status "
+             "--trainjob-status-address 127.0.0.1:0",
+             dir, dir);
+    snprintf(args, sizeof(args), "--check-config %s --trainjob-status-ca-file /nonexistent", tls);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-ca-file: ") && strstr(out, "/nonexistent"), "%s",
+                  out);
+    snprintf(args, sizeof(args), "--check-config %s --trainjob-status-ca-file '%s/tls.key'", tls,
+             dir);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-ca-file: ") &&
+                      strstr(out, "/tls.key: no PEM certificate in the file"),
+                  "%s", out);
+    snprintf(args, sizeof(args), "--check-config %s --trainjob-status-ca-file '%s/tls.crt'", tls,
+             dir);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    /* its own address equal to the HTTPS or the HTTP one */
+    snprintf(args, sizeof(args),
+             "--check-config %s --components webhook --trainjob-status-address 127.0.0.1:18443 "
+             "--https-address 127.0.0.1:18443",
+             tls);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-address 127.0.0.1:18443 and --https-address "
+                              "127.0.0.1:18443 are the same address"),
+                  "%s", out);
+    snprintf(args, sizeof(args),
+             "--check-config %s --trainjob-status-address :18444 --http-address 127.0.0.1:18444",
+             tls);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--trainjob-status-address :18444 and --http-address "
+                              "127.0.0.1:18444 are the same address"),
+                  "%s", out);
     snprintf(args, sizeof(args), "rm -rf '%s'", dir);
     ck_assert_int_eq(system(args), 0);
 }
@@ -346,6 +451,9 @@ int main(void)
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
     tcase_add_test(tc, check_config_finds_a_port_in_use);
     tcase_add_test(tc, trainer_status_settings);
+    tcase_add_test(tc, check_config_output_round_trips_through_config);
+    tcase_add_test(tc, check_config_reports_each_bad_flag_once);
+    tcase_add_test(tc, check_config_checks_the_trainer_status_ca_file_and_addresses);
     /* each case starts `trainsched serve --check-config` as a process */
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
