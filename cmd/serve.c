@@ -42,6 +42,7 @@
 #include "extender/server.h"
 #include "gang/gang.h"
 #include "integrations/backend.h"
+#include "integrations/slurmrest.h"
 #include "reconciler/reconciler.h"
 #include "statusserver/server.h"
 #include "topology/topology.h"
@@ -1248,6 +1249,51 @@ static int check_environment(const struct serve_config *c, FILE *err)
     return problems;
 }
 
+/*
+ * The Slurm settings (docs/slurm.md), at --check-config and at start: slurm.url, its
+ * credentials and API version as slurmrest_settings_check wants them; backends.default slurm
+ * needs slurm.url. Slurm's pods reach the extender only with the gang marks, which the
+ * reconciler writes only with webhook.extenderWired true: a warning says so when it is false.
+ * Returns 0, or -1 after printing why serve must not start.
+ */
+static int check_slurm(const struct serve_config *c, FILE *err)
+{
+    struct slurmrest_opts so = {0};
+    struct common_error e = {0};
+
+    if (!c->slurm_url[0]) {
+        if (strcmp(c->default_backend, "slurm") == 0) {
+            fprintf(err, "trainsched serve: backends.default (--default-backend) is slurm but "
+                         "slurm.url (--slurm-url) is not set: nothing could submit the Slurm "
+                         "jobs\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (!c->slurm_user[0] || (!c->slurm_token_file[0] && !c->slurm_key_file[0])) {
+        fprintf(err, "trainsched serve: slurm.url needs slurm.user and one of slurm.tokenFile or "
+                     "slurm.jwtKeyFile (--slurm-user, --slurm-token-file, "
+                     "--slurm-jwt-key-file)\n");
+        return -1;
+    }
+    so.url = c->slurm_url;
+    so.user = c->slurm_user;
+    so.token_file = c->slurm_token_file;
+    so.key_file = c->slurm_key_file;
+    so.api_version = c->slurm_api_version;
+    if (slurmrest_settings_check(&so, &e) != COMMON_OK) {
+        fprintf(err, "trainsched serve: %s\n", e.msg);
+        return -1;
+    }
+    if (!c->extender_wired)
+        fprintf(err, "trainsched serve: warning: slurm.url is set but webhook.extenderWired "
+                     "(--webhook-extender-wired) is false: the reconciler does not mark the "
+                     "gang's pods, so they never reach the extender and are not bound to the "
+                     "nodes of their Slurm job; wire kube-scheduler to call the extender and "
+                     "set webhook.extenderWired true (docs/slurm.md)\n");
+    return 0;
+}
+
 static int connect_api(struct daemon *d, FILE *err)
 {
     struct common_kubeconfig kc;
@@ -1496,13 +1542,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                 d.cfg.ext_backoff_max_s, d.cfg.ext_backoff_initial_s);
         return 2;
     }
-    if (d.cfg.slurm_url[0] &&
-        (!d.cfg.slurm_user[0] || (!d.cfg.slurm_token_file[0] && !d.cfg.slurm_key_file[0]))) {
-        fprintf(err, "trainsched serve: slurm.url needs slurm.user and one of slurm.tokenFile or "
-                     "slurm.jwtKeyFile (--slurm-user, --slurm-token-file, "
-                     "--slurm-jwt-key-file)\n");
+    if (check_slurm(&d.cfg, err))
         return 2;
-    }
     if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook && !d.cfg.comp_extender) {
         fprintf(err, "trainsched serve: components: nothing to run\n");
         return 2;

@@ -70,6 +70,47 @@ struct gang_need {
     int64_t pods, cpu_milli, mem_bytes, gpus;
 };
 
+/* a copy of podspec where each container's and init container's requests carry, for every
+ * resource named in its limits but not in its requests, the limit: the API server's defaulting
+ * of a pod (a request absent -> equal to the limit, per resource name), so a template with
+ * limits only asks Slurm for what its pods will request. NULL: no memory. */
+static json_t *limits_defaulted(const json_t *podspec)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    json_t *copy = json_deep_copy(podspec ? podspec : json_object());
+    json_t *c;
+    size_t i;
+
+    if (!copy)
+        return NULL;
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+        json_array_foreach(json_object_get(copy, lists[l]), i, c)
+        {
+            json_t *res = json_object_get(c, "resources");
+            json_t *lim = json_object_get(res, "limits"), *req, *v;
+            const char *k;
+
+            if (!json_is_object(lim) || json_object_size(lim) == 0)
+                continue;
+            req = json_object_get(res, "requests");
+            if (!json_is_object(req)) {
+                req = json_object();
+                if (!req || json_object_set_new(res, "requests", req)) {
+                    json_decref(copy);
+                    return NULL;
+                }
+            }
+            json_object_foreach(lim, k, v)
+            {
+                if (!json_object_get(req, k) && json_object_set(req, k, v)) {
+                    json_decref(copy);
+                    return NULL;
+                }
+            }
+        }
+    return copy;
+}
+
 static enum common_rc need_of(const json_t *jobset, const char *gpu_resource,
                               struct gang_need *need, struct common_error *err)
 {
@@ -90,13 +131,17 @@ static enum common_rc need_of(const json_t *jobset, const char *gpu_resource,
                      *p = json_object_get(jspec, "parallelism");
         int64_t replicas = json_is_integer(r) ? json_integer_value(r) : 1;
         int64_t parallelism = json_is_integer(p) ? json_integer_value(p) : 1;
-        json_t *req = NULL;
+        json_t *req = NULL, *defaulted;
         const char *k;
         json_t *v;
 
         if (replicas > 0 && parallelism > 0 && replicas * parallelism > need->pods)
             need->pods = replicas * parallelism;
-        rc = trainjob_pod_requests(podspec, &req, err);
+        defaulted = limits_defaulted(podspec);
+        if (!defaulted)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        rc = trainjob_pod_requests(defaulted, &req, err);
+        json_decref(defaulted);
         if (rc) {
             common_error_prefix(err, "JobSet spec.replicatedJobs[%zu]", i);
             return rc;
@@ -224,7 +269,12 @@ enum common_rc slurm_submission(const json_t *trainjob, const json_t *runtime, c
                            json_string(common_arena_printf(a, "gres/%s:%" PRId64, gres, need.gpus)),
                            err);
     if (!rc && deadline) {
-        int64_t minutes = (json_integer_value(deadline) + 59) / 60;
+        /* minutes rounded up, without overflow; Slurm reads 4294967295 (INFINITE) as no limit,
+         * so a longer deadline is capped at the largest finite limit, never sent as INFINITE */
+        int64_t secs = json_integer_value(deadline);
+        int64_t minutes = secs / 60 + (secs % 60 != 0);
+        if (minutes > SLURM_TIME_LIMIT_MAX)
+            minutes = SLURM_TIME_LIMIT_MAX;
         rc =
             set_new(job, "time_limit", minor == 38 ? json_integer(minutes) : wrapped(minutes), err);
     }

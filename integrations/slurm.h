@@ -34,6 +34,8 @@
 #define SLURM_ANNOTATION_JOB_ID "trainsched.io/slurm-job-id"
 /* prefix of the Slurm job comment; the whole comment is "trainsched:<ns>/<name>/<uid>" */
 #define SLURM_COMMENT_PREFIX "trainsched:"
+/* the largest finite Slurm time limit in minutes: Slurm's INFINITE is 0xffffffff (uint32) */
+#define SLURM_TIME_LIMIT_MAX INT64_C(4294967294)
 
 struct slurm_config {
     const char *api_version;   /* "v0.0.38" (default when NULL), "v0.0.39", ... "v0.0.44" */
@@ -59,8 +61,10 @@ struct slurm_config {
  *             "tres_per_node": "gres/gpu:G"; from v0.0.41 the script is job.script.
  * N = pods of the largest replicated job (one pod per Slurm node); C = the largest pod CPU
  * request rounded up (at least 1); MB = largest pod memory request in MiB rounded up (left out
- * when no pod asks for memory); G = largest pod request of cfg->gpu_resource (left out when 0);
- * minutes = activeDeadlineSeconds rounded up (left out when unset).
+ * when no pod asks for memory); G = largest pod request of cfg->gpu_resource (left out when 0).
+ * A container's request of a resource it gives only a limit for is that limit, as the API
+ * server defaults it. minutes = activeDeadlineSeconds rounded up (left out when unset), capped
+ * at SLURM_TIME_LIMIT_MAX so Slurm's INFINITE is never sent.
  * Returns COMMON_OK; COMMON_EINVAL naming the field (no pods, a request that is not a
  * quantity, a missing metadata.name); COMMON_EUNSUPPORTED for an API version it does not know;
  * COMMON_ENOMEM.

@@ -4,7 +4,8 @@
  * binds the gang's pods, to the nodes Slurm gave the job only); translate previews the job
  * submission body (slurm.h, slurm_submission, API v0.0.38 with no partition: Slurm's default),
  * which the reconciler submits through slurmrestd (slurm_sync.h) with the serve config's
- * defaults and the server's API version.
+ * defaults and the server's API version. A suspended TrainJob gets no preview: the reconciler
+ * submits nothing while spec.suspend is true (slurm_gang_decide), so render shows no job.
  */
 #include <string.h>
 
@@ -27,6 +28,8 @@ static enum common_rc slurm_translate(const struct backend_in *in, json_t *objec
             jobset = o;
     }
     if (!jobset || !preview)
+        return COMMON_OK;
+    if (json_is_true(json_object_get(json_object_get(in->trainjob, "spec"), "suspend")))
         return COMMON_OK;
     rc = slurm_submission(in->trainjob, in->runtime, jobset, NULL, &body, err);
     if (rc)

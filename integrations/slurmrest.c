@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -50,6 +51,136 @@ static char *dup_opt(const char *s, int *oom)
     if (!d)
         *oom = 1;
     return d;
+}
+
+/* "http://host[:port][/path]" or https: 0, else -1 with why */
+static int url_ok(const char *url, const char **why)
+{
+    const char *p = url, *host, *end;
+    size_t i;
+
+    for (i = 0; url[i]; i++)
+        if ((unsigned char)url[i] <= ' ' || url[i] == 0x7f) {
+            *why = "blanks or control characters in it";
+            return -1;
+        }
+    if (strncasecmp(p, "http://", 7) == 0)
+        p += 7;
+    else if (strncasecmp(p, "https://", 8) == 0)
+        p += 8;
+    else {
+        *why = "must start with http:// or https://";
+        return -1;
+    }
+    host = p;
+    end = p + strcspn(p, "/?#");
+    if (memchr(host, '@', (size_t)(end - host))) {
+        *why = "a user name or password in the URL is not supported (use slurm.user and a token)";
+        return -1;
+    }
+    if (*p == '[') { /* an IPv6 literal */
+        const char *close = memchr(p, ']', (size_t)(end - p));
+        if (!close || close == p + 1) {
+            *why = "an IPv6 host must be a [address]";
+            return -1;
+        }
+        p = close + 1;
+    } else {
+        while (p < end && *p != ':')
+            p++;
+        if (p == host) {
+            *why = "no host";
+            return -1;
+        }
+    }
+    if (p < end && *p != ':') {
+        *why = "text after the host that is not a :port";
+        return -1;
+    }
+    if (p < end) {
+        long port = 0;
+        const char *q = p + 1;
+        if (q == end) {
+            *why = "an empty port";
+            return -1;
+        }
+        for (; q < end; q++) {
+            if (*q < '0' || *q > '9' || port > 65535) {
+                *why = "the port is not a number from 1 to 65535";
+                return -1;
+            }
+            port = port * 10 + (*q - '0');
+        }
+        if (port < 1 || port > 65535) {
+            *why = "the port is not a number from 1 to 65535";
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* a file that holds something once blanks (and a token's SLURM_JWT= prefix) are set aside */
+static enum common_rc file_ok(const char *path, size_t max, int token, const char *what,
+                              struct common_error *err)
+{
+    struct common_buf b;
+    const char *t;
+    enum common_rc rc;
+
+    if (strcmp(path, "-") == 0)
+        return common_error_set(err, COMMON_EINVAL, "%s \"-\": must name a file", what);
+    common_buf_init(&b, max);
+    rc = common_buf_read_file(&b, path, err);
+    if (rc) {
+        common_buf_free(&b);
+        common_error_prefix(err, "%s \"%s\"", what, path);
+        return COMMON_EINVAL;
+    }
+    t = b.data ? b.data : "";
+    if (token && strncmp(t, "SLURM_JWT=", 10) == 0)
+        t += 10;
+    if (token)
+        t += strspn(t, " \t\r\n");
+    if ((token && !*t) || b.len == 0)
+        rc = common_error_set(err, COMMON_EINVAL, "%s \"%s\": the file is empty", what, path);
+    common_buf_free(&b);
+    return rc;
+}
+
+enum common_rc slurmrest_settings_check(const struct slurmrest_opts *o, struct common_error *err)
+{
+    const char *why = NULL;
+    int tf = o && o->token_file && *o->token_file, kf = o && o->key_file && *o->key_file;
+
+    if (!o || !o->url || !*o->url)
+        return common_error_set(err, COMMON_EINVAL, "slurm.url (--slurm-url): Required value");
+    if (url_ok(o->url, &why))
+        return common_error_set(err, COMMON_EINVAL, "slurm.url (--slurm-url) \"%s\": %s", o->url,
+                                why);
+    if (!o->user || !*o->user)
+        return common_error_set(err, COMMON_EINVAL,
+                                "slurm.user (--slurm-user): Required value with slurm.url");
+    if (tf == kf)
+        return common_error_set(err, COMMON_EINVAL,
+                                "slurm.tokenFile (--slurm-token-file) and slurm.jwtKeyFile "
+                                "(--slurm-jwt-key-file): give exactly one with slurm.url (%s)",
+                                tf ? "both are set" : "neither is set");
+    if (o->api_version && *o->api_version) {
+        const char *v = o->api_version;
+        char *end = NULL;
+        long minor = strncmp(v, "v0.0.", 5) == 0 && v[5] >= '0' && v[5] <= '9'
+                         ? strtol(v + 5, &end, 10)
+                         : -1;
+        if (minor < SLURMREST_MINOR_MIN || minor > SLURMREST_MINOR_MAX || !end || *end)
+            return common_error_set(err, COMMON_EINVAL,
+                                    "slurm.apiVersion (--slurm-api-version) \"%s\": not a version "
+                                    "this client speaks (v0.0.%d to v0.0.%d)",
+                                    v, SLURMREST_MINOR_MIN, SLURMREST_MINOR_MAX);
+    }
+    if (tf)
+        return file_ok(o->token_file, TOKEN_MAX - 1, 1, "slurm.tokenFile (--slurm-token-file)",
+                       err);
+    return file_ok(o->key_file, 1 << 16, 0, "slurm.jwtKeyFile (--slurm-jwt-key-file)", err);
 }
 
 struct slurmrest *slurmrest_create(const struct slurmrest_opts *o, struct common_error *err)
@@ -299,6 +430,14 @@ static enum common_rc exchange(struct slurmrest *s, const char *method, const ch
         common_buf_reset(resp);
         curl_easy_reset(s->h);
         curl_easy_setopt(s->h, CURLOPT_URL, url);
+        /* slurmrestd speaks HTTP(S) only: no other scheme, on a request or a redirect */
+#if LIBCURL_VERSION_NUM >= 0x075500
+        curl_easy_setopt(s->h, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(s->h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+        curl_easy_setopt(s->h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+        curl_easy_setopt(s->h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
         curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, hdrs);
         curl_easy_setopt(s->h, CURLOPT_CUSTOMREQUEST, method);
@@ -387,7 +526,7 @@ static enum common_rc version_locked(struct slurmrest *s, struct common_error *e
             continue;
         if (used + 12 < sizeof(found))
             snprintf(found + used, sizeof(found) - used, "%sv0.0.%d", used ? " " : "", minor);
-        if (minor >= 38 && minor <= 44 && minor > best)
+        if (minor >= SLURMREST_MINOR_MIN && minor <= SLURMREST_MINOR_MAX && minor > best)
             best = minor;
     }
     json_decref(doc);

@@ -43,6 +43,22 @@ struct slurmrest_opts {
     struct common_metrics *metrics; /* MAY: where the request metrics go */
 };
 
+/* the API versions this client speaks: v0.0.<MIN> .. v0.0.<MAX> */
+#define SLURMREST_MINOR_MIN 38
+#define SLURMREST_MINOR_MAX 44
+
+/*
+ * slurmrest_settings_check - the settings of opts as serve reads them, checked before anything
+ * is sent: url is http:// or https:// with a host and, when given, a port 1..65535 (no user
+ * name or password in it); user is set; exactly one of token_file and key_file is set (token
+ * is not a serve setting and counts as neither), is readable and holds a token / key (a token
+ * file's "SLURM_JWT=" prefix and blanks do not count); api_version, when set, is one this client
+ * speaks. Reads the files; no network. Returns COMMON_OK, or COMMON_EINVAL with err naming the
+ * setting as the serve config and flags spell it ("slurm.url (--slurm-url)") and the value.
+ */
+enum common_rc slurmrest_settings_check(const struct slurmrest_opts *opts,
+                                        struct common_error *err);
+
 /*
  * slurmrest_create - a client for opts (strings copied). Needs url, user and one of token,
  * token_file, key_file. Returns NULL with err set: COMMON_EINVAL naming the missing option,

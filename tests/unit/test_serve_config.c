@@ -191,15 +191,23 @@ START_TEST(slurm_settings_from_file_and_flags)
     ck_assert(fd >= 0);
     close(fd);
 
-    write_file(path, "slurm:\n  url: http://127.0.0.1:6820\n  user: trainer\n"
-                     "  tokenFile: /var/run/slurm/token\n  nodeLabel: example.com/slurm-node\n"
-                     "  partition: gpu\n");
+    char token[] = "/tmp/ts-token-XXXXXX", text[1024];
+    fd = mkstemp(token);
+    ck_assert(fd >= 0);
+    close(fd);
+    write_file(token, "SLURM_JWT=eyJ.a.b\n");
+    snprintf(text, sizeof(text),
+             "slurm:\n  url: http://127.0.0.1:6820\n  user: trainer\n"
+             "  tokenFile: %s\n  nodeLabel: example.com/slurm-node\n  partition: gpu\n",
+             token);
+    write_file(path, text);
     snprintf(args, sizeof(args),
              "--config '%s' --check-config --components extender --slurm-qos high", path);
     ck_assert_int_eq(run(args, out, sizeof(out)), 0);
-    ck_assert_msg(strstr(out, "slurm:\n  url: \"http://127.0.0.1:6820\"\n  user: \"trainer\"\n"
-                              "  tokenFile: \"/var/run/slurm/token\"") != NULL,
-                  "%s", out);
+    snprintf(text, sizeof(text),
+             "slurm:\n  url: \"http://127.0.0.1:6820\"\n  user: \"trainer\"\n  tokenFile: \"%s\"",
+             token);
+    ck_assert_msg(strstr(out, text) != NULL, "%s", out);
     ck_assert_msg(strstr(out, "  nodeLabel: \"example.com/slurm-node\"\n  partition: \"gpu\"\n"
                               "  account: \"\"\n  qos: \"high\"\n") != NULL,
                   "%s", out);
@@ -213,6 +221,97 @@ START_TEST(slurm_settings_from_file_and_flags)
     ck_assert_int_eq(run(args, out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "slurm.uri: unknown setting") != NULL, "%s", out);
     unlink(path);
+    unlink(token);
+}
+END_TEST
+
+/* the Slurm settings are checked before serve starts: each bad one named with its value, exit
+ * 2; a Slurm backend without the extender wired is a warning; backends.default slurm needs a
+ * slurm.url */
+START_TEST(slurm_settings_are_checked_before_start)
+{
+    static const struct {
+        const char *flags; /* after the URL, user and token file flags */
+        const char *url;
+        const char *want;
+    } bad[] = {
+        {"", "ftp://127.0.0.1:6820",
+         "slurm.url (--slurm-url) \"ftp://127.0.0.1:6820\": must start "
+         "with http:// or https://"},
+        {"", "127.0.0.1:6820", "must start with http:// or https://"},
+        {"", "http://:6820", "slurm.url (--slurm-url) \"http://:6820\": no host"},
+        {"", "http://127.0.0.1:99999", "the port is not a number from 1 to 65535"},
+        {"", "http://127.0.0.1:68x0", "the port is not a number from 1 to 65535"},
+        {"", "http://127.0.0.1:0", "the port is not a number from 1 to 65535"},
+        {"", "https://root:pw@127.0.0.1:6820", "a user name or password in the URL"},
+        {"--slurm-api-version v0.0.37", "http://127.0.0.1:6820",
+         "slurm.apiVersion (--slurm-api-version) \"v0.0.37\": not a version this client speaks "
+         "(v0.0.38 to v0.0.44)"},
+        {"--slurm-api-version v0.0.45", "http://127.0.0.1:6820", "\"v0.0.45\": not a version"},
+        {"--slurm-api-version 0.0.40", "http://127.0.0.1:6820", "\"0.0.40\": not a version"},
+        {"--slurm-jwt-key-file /etc/hostname", "http://127.0.0.1:6820",
+         "give exactly one with slurm.url (both are set)"},
+    };
+    char token[] = "/tmp/ts-token-XXXXXX", args[1024], out[8192];
+    int fd = mkstemp(token);
+
+    ck_assert(fd >= 0);
+    close(fd);
+    write_file(token, "SLURM_JWT=eyJ.a.b\n");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(args, sizeof(args),
+                 "--check-config --webhook-extender-wired --slurm-url '%s' --slurm-user trainer "
+                 "--slurm-token-file '%s' %s",
+                 bad[i].url, token, bad[i].flags);
+        ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+        ck_assert_msg(strstr(out, bad[i].want) != NULL, "%s: %s", args, out);
+    }
+    /* valid: IPv6 host, https, a path; with the extender wired no warning */
+    snprintf(args, sizeof(args),
+             "--check-config --webhook-extender-wired --slurm-url https://[::1]:6820/ "
+             "--slurm-user trainer --slurm-token-file '%s' --slurm-api-version v0.0.44",
+             token);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "warning") == NULL, "%s", out);
+    /* without it: a warning naming the setting, still accepted */
+    snprintf(args, sizeof(args),
+             "--check-config --slurm-url http://127.0.0.1:6820 --slurm-user trainer "
+             "--slurm-token-file '%s'",
+             token);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "warning: slurm.url is set but webhook.extenderWired "
+                              "(--webhook-extender-wired) is false") != NULL,
+                  "%s", out);
+    /* the token file: missing, empty, only the prefix */
+    ck_assert_int_eq(run("--check-config --slurm-url http://127.0.0.1:6820 --slurm-user trainer "
+                         "--slurm-token-file /nonexistent/token",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "slurm.tokenFile (--slurm-token-file) \"/nonexistent/token\"") !=
+                      NULL,
+                  "%s", out);
+    write_file(token, "SLURM_JWT=\n");
+    snprintf(args, sizeof(args),
+             "--check-config --slurm-url http://127.0.0.1:6820 --slurm-user trainer "
+             "--slurm-token-file '%s'",
+             token);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "the file is empty") != NULL, "%s", out);
+    write_file(token, "");
+    snprintf(args, sizeof(args),
+             "--check-config --slurm-url http://127.0.0.1:6820 --slurm-user trainer "
+             "--slurm-jwt-key-file '%s'",
+             token);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "slurm.jwtKeyFile (--slurm-jwt-key-file)") != NULL &&
+                      strstr(out, "the file is empty") != NULL,
+                  "%s", out);
+    /* backends.default slurm without slurm.url: refused naming both */
+    ck_assert_int_eq(run("--check-config --default-backend slurm", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "backends.default (--default-backend) is slurm but slurm.url "
+                              "(--slurm-url) is not set") != NULL,
+                  "%s", out);
+    unlink(token);
 }
 END_TEST
 
@@ -448,6 +547,7 @@ int main(void)
     tcase_add_test(tc, bad_settings_name_the_key);
     tcase_add_test(tc, topologies_from_file_and_flags);
     tcase_add_test(tc, slurm_settings_from_file_and_flags);
+    tcase_add_test(tc, slurm_settings_are_checked_before_start);
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
     tcase_add_test(tc, check_config_finds_a_port_in_use);
     tcase_add_test(tc, trainer_status_settings);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -288,6 +289,48 @@ START_TEST(slurmrestd_down_is_a_transport_error_not_a_crash)
 }
 END_TEST
 
+/* libcurl is held to HTTP(S): a file:// URL reads no file (it would, with libcurl's defaults,
+ * answer the file's text as if slurmrestd had sent it) */
+START_TEST(a_url_that_is_not_http_reads_nothing)
+{
+    struct slurmrest_opts o = {0};
+    struct common_error err = {0};
+    struct slurmrest *s;
+    char tmp[] = "/tmp/ts-slurmfile-XXXXXX", path[512], base[600];
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    snprintf(path, sizeof(path), "%s/slurm", tmp);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/slurm/v0.0.38", tmp);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/slurm/v0.0.38/ping", tmp);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"errors\": []}", f);
+    fclose(f);
+    snprintf(base, sizeof(base), "file://%s", tmp);
+    o.url = base;
+    o.user = "root";
+    o.token = "x";
+    o.api_version = "v0.0.38";
+    o.timeout_ms = 3000;
+    o.max_retries = 1;
+    s = slurmrest_create(&o, &err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(slurmrest_call(s, "GET", "/ping", NULL, NULL, &err), COMMON_EIO);
+    ck_assert_msg(strstr(err.msg, "nsupported protocol") || strstr(err.msg, "not supported"), "%s",
+                  err.msg);
+    slurmrest_destroy(s);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/slurm/v0.0.38", tmp);
+    rmdir(path);
+    snprintf(path, sizeof(path), "%s/slurm", tmp);
+    rmdir(path);
+    rmdir(tmp);
+}
+END_TEST
+
 START_TEST(minted_tokens_have_slurms_claims)
 {
     char tok[1024];
@@ -322,6 +365,7 @@ static Suite *suite(void)
     tc = tcase_create("offline");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, slurmrestd_down_is_a_transport_error_not_a_crash);
+    tcase_add_test(tc, a_url_that_is_not_http_reads_nothing);
     tcase_add_test(tc, minted_tokens_have_slurms_claims);
     tcase_add_test(tc, a_missing_user_name_or_token_is_a_config_error);
     suite_add_tcase(s, tc);
