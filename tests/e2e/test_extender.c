@@ -883,12 +883,12 @@ END_TEST
  * of 2 x 1 cpu arrives with 1 cpu free. Each member fits alone, so kube-scheduler's preemption
  * would never find a victim for it; the extender holds the member that fits, the second fails
  * the scheduler's own filters, its preemption (through the extender's preempt verb) evicts one
- * low-priority pod (7 >= 3 stay), and the high gang binds whole, never 1 of 2. */
+ * low-priority pod (7 >= 3 stay), and the high gang binds whole, never left 1 of 2. */
 START_TEST(a_gang_whose_members_fit_alone_preempts_for_the_rest)
 {
     struct extender_server_stats st;
     char name[32];
-    double t0;
+    double t0, partial_since = 0;
     int n;
 
     if (!kwok()) {
@@ -909,7 +909,11 @@ START_TEST(a_gang_whose_members_fit_alone_preempts_for_the_rest)
     make_pod_pc("hi-1", "hi", "1", 0, "trainsched-e2e-high");
     for (t0 = e2e_now_s();; usleep(100 * 1000)) {
         n = bound("hi", NULL);
-        ck_assert_msg(n == 0 || n == 2, "gang hi: %d of 2 bound", n);
+        /* the binder releases a gang's held binds one Binding after another, so a poll may see
+         * the first member bound before the second; a gang left partial stays so */
+        if (n == 1 && partial_since == 0)
+            partial_since = e2e_now_s();
+        ck_assert_msg(n != 1 || e2e_now_s() - partial_since < 30, "gang hi: 1 of 2 bound for 30 s");
         if (n == 2)
             break;
         ck_assert_msg(e2e_now_s() - t0 < 90, "gang hi not bound after 90 s");
