@@ -835,6 +835,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     json_t *list = NULL, *items = NULL;
     int opt, status = 0, stdin_seen = 0, no_marks = 0, trainer_status = 0;
     const char *status_url = RENDER_STATUS_URL, *status_ca_file = NULL;
+    int has_url = 0; /* --trainjob-status-url given */
     struct trainjob_status_server ss = {0};
     char *ca = NULL, why[128];
     size_t i;
@@ -892,6 +893,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             break;
         case 'u':
             status_url = optarg;
+            has_url = 1;
             break;
         case 'c':
             status_ca_file = optarg;
@@ -926,8 +928,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "error: --output \"%s\": use yaml or json\n", format);
         return 2;
     }
-    if ((status_ca_file || status_url != (const char *)RENDER_STATUS_URL) && !trainer_status) {
-        int has_url = status_url != (const char *)RENDER_STATUS_URL;
+    if ((status_ca_file || has_url) && !trainer_status) {
         fprintf(err, "error: %s%s%s need%s --trainjob-status\n",
                 has_url ? "--trainjob-status-url" : "", has_url && status_ca_file ? " and " : "",
                 status_ca_file ? "--trainjob-status-ca-file" : "",
