@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/log.h"
 
 const struct common_kube_resource common_kube_pods = {"", "v1", "pods", 1};
 const struct common_kube_resource common_kube_nodes = {"", "v1", "nodes", 0};
@@ -619,6 +620,41 @@ static enum common_rc request(struct common_kube *k, const char *method, const c
     }
     common_free(url);
     return rc;
+}
+
+enum common_rc common_kube_served(struct common_kube *k, const char *path, long timeout_ms,
+                                  int *served, struct common_error *err)
+{
+    struct timespec t0, now;
+    struct common_error e;
+    enum common_rc rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct common_buf resp;
+        long status = 0;
+        long waited;
+
+        common_error_clear(&e);
+        common_buf_init(&resp, 1 << 20);
+        rc = common_kube_request(k, "GET", path, NULL, NULL, 0, NULL, &resp, &status, &e);
+        common_buf_free(&resp);
+        if (rc == COMMON_OK || (rc == COMMON_ENOTFOUND && status == 404)) {
+            *served = rc == COMMON_OK;
+            return COMMON_OK;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        waited = (long)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (waited >= timeout_ms)
+            return common_error_set(err, rc,
+                                    "cannot tell whether the API server serves %s "
+                                    "(asked for %ld ms): %s",
+                                    path, waited, e.msg);
+        common_log(COMMON_LOG_WARN,
+                   "cannot tell whether the API server serves a path; retrying in 1 s", "path",
+                   path, "error", e.msg, NULL);
+        sleep(1);
+    }
 }
 
 char *common_kube_escape(const char *s)

@@ -88,6 +88,18 @@ enum common_rc common_kube_request(struct common_kube *k, const char *method, co
                                    const char *accept, struct common_buf *resp, long *status,
                                    struct common_error *err);
 
+/*
+ * common_kube_served - whether the API server serves the resource or discovery path `path`
+ * (e.g. "/apis/resource.k8s.io/v1/resourceclaims?limit=1"): *served = 1 on a 2xx answer, 0 on
+ * 404 (the group/version or resource is not installed). Any other outcome (connection refused,
+ * timeout, 401/403, 5xx) is not an answer to the question: it is retried every 1 s (after the
+ * client's own retries) until timeout_ms has passed, then returned (COMMON_ETIMEOUT or the last
+ * request's code) with a message naming the path and the last error, *served untouched.
+ * Source: Kubernetes API discovery (a missing group/version or resource answers 404).
+ */
+enum common_rc common_kube_served(struct common_kube *k, const char *path, long timeout_ms,
+                                  int *served, struct common_error *err);
+
 /* common_kube_escape - s percent-encoded for a query value (common_malloc'd; NULL on no
  * memory). */
 char *common_kube_escape(const char *s);

@@ -1442,6 +1442,13 @@ static enum common_rc on_scalar(struct loader *L, const yaml_event_t *ev)
     rc = resolve_scalar(L, ev, tk, &r);
     if (rc)
         return rc;
+    /* a NUL would cut the value short wherever it is read back as a C string */
+    if (!L->lim.allow_nul && n && memchr(s, '\0', n))
+        return fail(
+            L, COMMON_EINVAL, m->line + 1, m->column + 1,
+            "%s holds a NUL character (\\0 or \\u0000): refused, a value cut short there would "
+            "change its meaning",
+            key_position(L) ? "a key" : "a string");
     if (ev->data.scalar.anchor &&
         anchor_define(&L->anchors, (const char *)ev->data.scalar.anchor, &def))
         return nomem(L);
@@ -1782,6 +1789,7 @@ static struct common_yaml_limits effective_limits(const struct common_yaml_limit
             l.max_depth = in->max_depth;
         if (in->max_nodes)
             l.max_nodes = in->max_nodes;
+        l.allow_nul = in->allow_nul;
     }
     if (l.max_depth > HARD_MAX_DEPTH)
         l.max_depth = HARD_MAX_DEPTH;

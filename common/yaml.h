@@ -57,6 +57,9 @@ struct common_yaml_limits {
     size_t max_doc_bytes; /* one document's source bytes; default 3 MiB (API server limit) */
     size_t max_depth;     /* nesting of mappings/sequences; default 100, at most 10,000 */
     size_t max_nodes;     /* nodes after alias expansion, per document; default 1,000,000 */
+    int allow_nul;        /* keep NUL (\0, \u0000) inside strings; default 0: refused, since
+                             every consumer reads strings back as C strings and would see them
+                             cut short */
 };
 
 /* One loaded file: docs[i] is the i-th non-empty document (a new reference), owned by the
@@ -77,10 +80,10 @@ struct common_yaml_limits common_yaml_limits_default(void);
  * into out (it is zeroed first; free with common_yaml_docs_free even after a failure). limits
  * may be NULL for the defaults. Returns COMMON_OK; COMMON_EINVAL with "name:line:col: what" for
  * malformed YAML, duplicate keys, unsupported tags, bad integers, too deep nesting, binary or
- * invalid UTF-8 input; COMMON_ETOOBIG with "name:line:col: document N is larger than the limit
- * of 3145728 bytes" (the position and number of the document, counting empty ones), the nodes
- * cap, or "name: larger than the limit of N bytes" for the whole input (64 documents' worth);
- * COMMON_ENOMEM. On failure out holds no documents.
+ * invalid UTF-8 input, a key or string holding NUL (unless limits->allow_nul); COMMON_ETOOBIG with
+ * "name:line:col: document N is larger than the limit of 3145728 bytes" (the position and number of
+ * the document, counting empty ones), the nodes cap, or "name: larger than the limit of N bytes"
+ * for the whole input (64 documents' worth); COMMON_ENOMEM. On failure out holds no documents.
  */
 enum common_rc common_yaml_load(const char *data, size_t len, const char *name,
                                 const struct common_yaml_limits *limits,

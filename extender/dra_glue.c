@@ -62,27 +62,23 @@ void extender_dra_pod_changed(struct extender_server *x, const struct common_pod
         x->dra_dirty = 1;
 }
 
-/* 1 when resource.k8s.io/v1 is served with resourceclaims */
-static int dra_served(struct extender_server *x)
+/* *served = 1 when resource.k8s.io/v1 serves resourceclaims, 0 when the API server answers
+ * 404; an API server that cannot be asked is an error, never "DRA off" */
+static enum common_rc dra_served(struct extender_server *x, int *served, struct common_error *err)
 {
-    struct common_buf resp;
-    struct common_error e;
-    long status = 0;
-    int found;
-
-    common_buf_init(&resp, (size_t)4 << 20);
-    found = common_kube_request(x->kube, "GET", "/apis/resource.k8s.io/v1", NULL, NULL, 0, NULL,
-                                &resp, &status, &e) == COMMON_OK &&
-            status == 200 && resp.data && strstr(resp.data, "\"resourceclaims\"") != NULL;
-    common_buf_free(&resp);
-    return found;
+    return common_kube_served(x->kube, "/apis/resource.k8s.io/v1/resourceclaims?limit=1", 60000,
+                              served, err);
 }
 
 enum common_rc extender_dra_watch(struct extender_server *x, struct common_error *err)
 {
     struct common_informer_handlers h = {on_add, on_update, on_delete, x};
+    int served = 0;
+    enum common_rc rc;
 
-    if (!dra_served(x)) {
+    if ((rc = dra_served(x, &served, err)))
+        return rc;
+    if (!served) {
         common_log(COMMON_LOG_INFO, "extender: resource.k8s.io/v1 not served; DRA is off", NULL);
         return COMMON_OK;
     }

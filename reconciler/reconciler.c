@@ -384,22 +384,19 @@ static enum common_rc cm_from_json(const json_t *obj, void **item, struct common
     return COMMON_OK;
 }
 
-/* 1 when the CRD's resource is served (a list with limit=1 answers), 0 when 404. */
-static int resource_served(struct common_kube *k, const struct common_kube_resource *res)
+/* *served = 1 when the CRD's resource is served (a list with limit=1 answers), 0 when the API
+ * server answers 404; an API server that cannot be asked is an error (retried up to the
+ * cache sync timeout), never taken for "not served" */
+static enum common_rc resource_served(struct rc_reconciler *r,
+                                      const struct common_kube_resource *res, int *served,
+                                      struct common_error *err)
 {
     char path[512];
-    struct common_buf resp;
-    struct common_error err;
-    long status = 0;
-    enum common_rc rc;
 
     if (common_kube_path(res, NULL, NULL, NULL, path, sizeof(path) - 16) != 0)
-        return 0;
+        return common_error_set(err, COMMON_EINVAL, "reconciler: no path for %s", res->resource);
     strncat(path, "?limit=1", sizeof(path) - strlen(path) - 1);
-    common_buf_init(&resp, 1 << 20);
-    rc = common_kube_request(k, "GET", path, NULL, NULL, 0, NULL, &resp, &status, &err);
-    common_buf_free(&resp);
-    return rc == COMMON_OK;
+    return common_kube_served(r->o.kube, path, r->o.sync_timeout_ms, served, err);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1392,16 +1389,26 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
         (rc = start_informer(r, INF_JS, "jobsets", &common_kube_jobsets, err)) ||
         (rc = start_informer(r, INF_CM, "configmaps", &common_kube_configmaps, err)))
         goto fail;
-    if (resource_served(r->o.kube, &common_kube_podgroups) &&
-        (rc = start_informer(r, INF_PG, "podgroups", &common_kube_podgroups, err)))
-        goto fail;
-    if (resource_served(r->o.kube, &volcano_podgroups) &&
-        (rc = start_informer(r, INF_VPG, "volcano-podgroups", &volcano_podgroups, err)))
-        goto fail;
-    /* the native backend's PodGroups: only where the alpha API is switched on */
-    if (resource_served(r->o.kube, &backend_native_podgroups) &&
-        (rc = start_informer(r, INF_NPG, "native-podgroups", &backend_native_podgroups, err)))
-        goto fail;
+    {
+        /* gang objects' informers: only for the APIs this cluster serves */
+        static const struct {
+            int slot;
+            const char *name;
+            const struct common_kube_resource *res;
+        } opt[] = {
+            {INF_PG, "podgroups", &common_kube_podgroups},
+            {INF_VPG, "volcano-podgroups", &volcano_podgroups},
+            /* the native backend's PodGroups: only where the alpha API is switched on */
+            {INF_NPG, "native-podgroups", &backend_native_podgroups},
+        };
+        for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
+            int served = 0;
+            if ((rc = resource_served(r, opt[i].res, &served, err)))
+                goto fail;
+            if (served && (rc = start_informer(r, opt[i].slot, opt[i].name, opt[i].res, err)))
+                goto fail;
+        }
+    }
     for (int i = 0; i < INF_N; i++) {
         long left = r->o.sync_timeout_ms - (long)((mono_s() - t0) * 1000);
         if (r->inf[i].inf && !common_informer_wait_synced(r->inf[i].inf, left > 0 ? left : 1)) {

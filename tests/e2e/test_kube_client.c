@@ -345,6 +345,39 @@ START_TEST(bind_a_pod_through_the_binding_subresource)
 }
 END_TEST
 
+/* A served resource is 1, a group the API server does not have is 0 (its 404), and a server that
+ * cannot be reached is an error after the timeout, never "not served" (a startup check that took
+ * a connection failure for "no such API" turned DRA off for the life of the process). */
+START_TEST(served_tells_absent_apart_from_unreachable)
+{
+    struct common_kubeconfig cfg;
+    struct common_error err;
+    struct common_kube *dead;
+    int served = -1;
+
+    ck_assert_int_eq(common_kube_served(kube, "/api/v1/configmaps?limit=1", 30000, &served, &err),
+                     COMMON_OK);
+    ck_assert_int_eq(served, 1);
+    served = -1;
+    ck_assert_int_eq(common_kube_served(kube, "/apis/nothing.example.com/v1/things?limit=1", 30000,
+                                        &served, &err),
+                     COMMON_OK);
+    ck_assert_int_eq(served, 0);
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.server = "https://127.0.0.1:1";
+    cfg.insecure = 1;
+    dead = common_kube_client_create(&cfg, NULL, &err);
+    ck_assert_msg(dead != NULL, "%s", err.msg);
+    served = -1;
+    ck_assert_int_ne(common_kube_served(dead, "/api/v1/configmaps?limit=1", 1000, &served, &err),
+                     COMMON_OK);
+    ck_assert_int_eq(served, -1);
+    ck_assert_msg(strstr(err.msg, "/api/v1/configmaps?limit=1") != NULL, "%s", err.msg);
+    common_kube_client_destroy(dead);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kube client (real API server)");
@@ -362,6 +395,7 @@ int main(void)
     tcase_add_test(tc, watch_events_in_order);
     tcase_add_test(tc, watch_from_a_compacted_version_is_gone);
     tcase_add_test(tc, bind_a_pod_through_the_binding_subresource);
+    tcase_add_test(tc, served_tells_absent_apart_from_unreachable);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

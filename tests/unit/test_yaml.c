@@ -157,6 +157,9 @@ static int same(json_t *a, json_t *b)
     }
 }
 
+/* the emitter writes NUL as "\0"; loading it back asks to keep it */
+static const struct common_yaml_limits keep_nul = {0, 0, 0, 1};
+
 /* Emit v and load it back: must give exactly v. Returns the emitted text (caller frees). */
 static char *round_trip(json_t *v)
 {
@@ -169,7 +172,7 @@ static char *round_trip(json_t *v)
     common_buf_init(&out, 64 * MIB);
     rc = common_yaml_emit(v, &out, &err);
     ck_assert_msg(rc == COMMON_OK, "emit failed: %s", err.msg);
-    rc = common_yaml_load(out.data, out.len, "emitted", NULL, &back, &err);
+    rc = common_yaml_load(out.data, out.len, "emitted", &keep_nul, &back, &err);
     ck_assert_msg(rc == COMMON_OK, "reload failed: %s\n--- emitted ---\n%s", err.msg, out.data);
     if (back.n != 1 || !same(back.docs[0], v)) {
         char *want = json_dumps(v, JSON_ENCODE_ANY | JSON_ALLOW_NUL);
@@ -212,7 +215,7 @@ START_TEST(load_case)
     char rel[512];
     enum common_rc rc;
 
-    rc = common_yaml_load(in.data, in.len, fname, NULL, &docs, &err);
+    rc = common_yaml_load(in.data, in.len, fname, &keep_nul, &docs, &err);
     ck_assert_msg(rc == COMMON_OK, "%s: %s", name, err.msg);
     snprintf(rel, sizeof(rel), "yaml/load/%s/expected.json", name);
     want = json_load_file(testutil_path(rel), JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
@@ -464,7 +467,7 @@ END_TEST
 
 START_TEST(aliases_count_toward_depth)
 {
-    struct common_yaml_limits lim = {0, 5, 0};
+    struct common_yaml_limits lim = {0, 5, 0, 0};
     struct common_error err = {0};
     const char *fits = "a: &a [[1]]\nb: [[*a]]\n";
     const char *deep = "a: &a [[1]]\nb: [[[*a]]]\n";
@@ -479,7 +482,7 @@ END_TEST
 START_TEST(document_limit_counts_source_bytes)
 {
     /* 3 + 48 * 2 + 1 = 100 bytes of two-byte characters: exactly at a 100-byte limit */
-    struct common_yaml_limits lim = {100, 0, 0};
+    struct common_yaml_limits lim = {100, 0, 0, 0};
     struct common_error err = {0};
     char at[128], over[160];
     size_t i, n = 0;
@@ -591,7 +594,7 @@ END_TEST
 
 START_TEST(the_whole_input_is_capped_at_64_documents_worth)
 {
-    struct common_yaml_limits lim = {1000, 0, 0};
+    struct common_yaml_limits lim = {1000, 0, 0, 0};
     struct common_buf b;
     struct common_error err = {0};
     int i;
@@ -607,7 +610,7 @@ END_TEST
 
 START_TEST(a_billion_laughs_fails_fast_at_the_node_cap)
 {
-    struct common_yaml_limits lim = {0, 0, 1000};
+    struct common_yaml_limits lim = {0, 0, 1000, 0};
     struct common_yaml_docs d;
     struct common_error err = {0};
 
