@@ -91,6 +91,7 @@ struct loaded {
     json_t *trainjobs;
     json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
     const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
+    const char *ns;      /* -n: the namespace of TrainJobs and TrainingRuntimes naming none */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
 };
 
@@ -283,7 +284,7 @@ static const json_t *find_runtime(struct loaded *l, const struct trainjob_ref *r
             json_string_value(json_object_get(json_object_get(rt, "metadata"), "namespace"));
         if (!name || strcmp(name, ref->name) != 0 || strcmp(kind_of(rt), ref->kind) != 0)
             continue;
-        if (ref->namespace && strcmp(ns ? ns : "default", ref->namespace) != 0)
+        if (ref->namespace && strcmp(ns ? ns : l->ns, ref->namespace) != 0)
             continue;
         return rt;
     }
@@ -682,44 +683,53 @@ out:
     return status;
 }
 
-/* The same TrainJob twice would render every object twice: refuse it. One hash lookup per
- * TrainJob ("namespace/name" keys in a jansson object), so 20,000 TrainJobs cost 20,000
- * lookups, not 200 million comparisons. Returns 0 or the exit status after printing why. */
+/* The same TrainJob twice would render every object twice, the same runtime twice would leave
+ * which one counts to the order of the files: refuse both. One hash lookup per object
+ * ("Kind/namespace/name" keys in a jansson object), so 20,000 TrainJobs cost 20,000 lookups,
+ * not 200 million comparisons. Returns 0 or the exit status after printing why. */
 static int check_duplicates(struct loaded *l, const char *ns, FILE *err)
 {
     json_t *seen = json_object();
-    json_t *tj;
-    size_t i;
+    json_t *lists[2] = {l->trainjobs, l->runtimes};
     int status = 0;
 
     if (!seen)
         return oom(err);
-    json_array_foreach(l->trainjobs, i, tj)
-    {
-        const json_t *m = json_object_get(tj, "metadata");
-        const char *n = json_string_value(json_object_get(m, "name"));
-        const char *s = json_string_value(json_object_get(m, "namespace"));
-        char key[600];
-        int len;
+    for (int k = 0; k < 2 && !status; k++) {
+        json_t *o;
+        size_t i;
+        json_array_foreach(lists[k], i, o)
+        {
+            const json_t *m = json_object_get(o, "metadata");
+            const char *n = json_string_value(json_object_get(m, "name"));
+            const char *s = json_string_value(json_object_get(m, "namespace"));
+            const char *kind = k == 0 ? "TrainJob" : kind_of(o);
+            int cluster = strcmp(kind, "ClusterTrainingRuntime") == 0;
+            char key[700];
+            int len;
 
-        if (!n)
-            continue;
-        len = snprintf(key, sizeof(key), "%s/%s", s ? s : ns, n);
-        if (len < 0 || (size_t)len >= sizeof(key))
-            continue; /* too long a name: validation names it later */
-        if (json_object_get(seen, key)) {
-            char pos[600];
-            where(l, json_object_get(m, "name"), tj, pos, sizeof(pos));
-            fprintf(err,
-                    "error: %sTrainJob %s/%s: metadata.name: Duplicate: the same TrainJob "
-                    "is given twice (names are unique in a namespace)\n",
-                    pos, s ? s : ns, n);
-            status = 2;
-            break;
-        }
-        if (json_object_set_new(seen, key, json_true())) {
-            status = oom(err);
-            break;
+            if (!n)
+                continue;
+            if (cluster)
+                s = "";
+            len = snprintf(key, sizeof(key), "%s/%s/%s", kind, s ? s : ns, n);
+            if (len < 0 || (size_t)len >= sizeof(key))
+                continue; /* too long a name: validation names it later */
+            if (json_object_get(seen, key)) {
+                char pos[600];
+                where(l, json_object_get(m, "name"), o, pos, sizeof(pos));
+                fprintf(err,
+                        "error: %s%s %s%s%s: metadata.name: Duplicate: the same %s is given twice "
+                        "(names are unique %s)\n",
+                        pos, kind, cluster ? "" : (s ? s : ns), cluster ? "" : "/", n, kind,
+                        cluster ? "in a cluster" : "in a namespace");
+                status = 2;
+                break;
+            }
+            if (json_object_set_new(seen, key, json_true())) {
+                status = oom(err);
+                break;
+            }
         }
     }
     json_decref(seen);
@@ -945,6 +955,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         return 1;
     }
     l->backend = backend;
+    l->ns = ns;
     if (trainer_status) {
         struct common_error e;
         ss.url_base = status_url;

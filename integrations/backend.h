@@ -160,4 +160,15 @@ enum common_rc backend_render(const struct backend *b, struct common_arena *a,
                               struct trainjob_output *out, json_t **preview,
                               struct common_error *err);
 
+/*
+ * backend_trainjob_as_created - the TrainJob as the API server holds it once its objects exist,
+ * for previews that quote its uid or namespace (pure). In: trainjob and jobset (the rendered
+ * JobSet), both borrowed. Out: *out a new reference: trainjob itself when it has a non-empty
+ * metadata.uid and a metadata.namespace, else a copy given the uid of the JobSet's first
+ * ownerReference (render's placeholder uid) and the JobSet's namespace (render's -n).
+ * Errors: COMMON_ENOMEM.
+ */
+enum common_rc backend_trainjob_as_created(const json_t *trainjob, const json_t *jobset,
+                                           json_t **out, struct common_error *err);
+
 #endif

@@ -179,3 +179,37 @@ enum common_rc backend_render(const struct backend *b, struct common_arena *a,
         json_decref(pv);
     return COMMON_OK;
 }
+
+enum common_rc backend_trainjob_as_created(const json_t *trainjob, const json_t *jobset,
+                                           json_t **out, struct common_error *err)
+{
+    const json_t *meta = json_object_get(trainjob, "metadata");
+    const json_t *jmeta = json_object_get(jobset, "metadata");
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    json_t *tj, *m;
+
+    if (uid && *uid && ns) {
+        *out = json_incref((json_t *)trainjob);
+        return COMMON_OK;
+    }
+    tj = json_deep_copy(trainjob);
+    m = json_object_get(tj, "metadata");
+    if (!json_is_object(m))
+        goto oom;
+    if (!uid || !*uid) {
+        const json_t *ref = json_array_get(json_object_get(jmeta, "ownerReferences"), 0);
+        uid = json_string_value(json_object_get(ref, "uid"));
+        if (json_object_set_new(m, "uid", json_string(uid ? uid : "")))
+            goto oom;
+    }
+    if (!ns && (ns = json_string_value(json_object_get(jmeta, "namespace"))) &&
+        json_object_set_new(m, "namespace", json_string(ns)))
+        goto oom;
+    *out = tj;
+    return COMMON_OK;
+oom:
+    json_decref(tj);
+    *out = NULL;
+    return common_error_set(err, COMMON_ENOMEM, "out of memory");
+}

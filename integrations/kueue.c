@@ -459,7 +459,7 @@ static enum common_rc kueue_translate(const struct backend_in *in, json_t *objec
 {
     const json_t *js = NULL, *o;
     json_t *tj = NULL, *wl = NULL;
-    const char *note = NULL, *uid;
+    const char *note = NULL;
     enum common_rc rc;
     size_t i;
 
@@ -471,24 +471,9 @@ static enum common_rc kueue_translate(const struct backend_in *in, json_t *objec
     }
     if (!js)
         return common_error_set(err, COMMON_EINVAL, "kueue: the TrainJob rendered no JobSet");
-    uid = str2(in->trainjob, "metadata", "uid");
-    if (!uid || !*uid) {
-        uid = str2(json_array_get(get2(js, "metadata", "ownerReferences"), 0), "uid", NULL);
-        tj = json_deep_copy(in->trainjob);
-        if (!tj || !json_is_object(json_object_get(tj, "metadata")) ||
-            json_object_set_new(json_object_get(tj, "metadata"), "uid",
-                                json_string(uid ? uid : "")))
-            goto oom;
-    }
-    if (!str2(tj ? tj : in->trainjob, "metadata", "namespace")) {
-        const char *ns = str2(js, "metadata", "namespace");
-        if (!tj && !(tj = json_deep_copy(in->trainjob)))
-            goto oom;
-        if (ns &&
-            json_object_set_new(json_object_get(tj, "metadata"), "namespace", json_string(ns)))
-            goto oom;
-    }
-    rc = kueue_workload_preview(tj ? tj : in->trainjob, js, NULL, &wl, &note, err);
+    if ((rc = backend_trainjob_as_created(in->trainjob, js, &tj, err)))
+        return rc;
+    rc = kueue_workload_preview(tj, js, NULL, &wl, &note, err);
     json_decref(tj);
     if (rc)
         return rc;
@@ -496,9 +481,6 @@ static enum common_rc kueue_translate(const struct backend_in *in, json_t *objec
     return json_array_append_new(preview, wl)
                ? common_error_set(err, COMMON_ENOMEM, "kueue: out of memory")
                : COMMON_OK;
-oom:
-    json_decref(tj);
-    return common_error_set(err, COMMON_ENOMEM, "kueue: out of memory");
 }
 
 const struct backend backend_kueue = {

@@ -16,7 +16,7 @@ static enum common_rc slurm_translate(const struct backend_in *in, json_t *objec
                                       struct common_error *err)
 {
     const json_t *jobset = NULL, *o;
-    json_t *body = NULL, *wrap;
+    json_t *body = NULL, *wrap, *tj = NULL;
     const char *ns;
     size_t i;
     enum common_rc rc;
@@ -31,16 +31,22 @@ static enum common_rc slurm_translate(const struct backend_in *in, json_t *objec
         return COMMON_OK;
     if (json_is_true(json_object_get(json_object_get(in->trainjob, "spec"), "suspend")))
         return COMMON_OK;
-    rc = slurm_submission(in->trainjob, in->runtime, jobset, NULL, &body, err);
-    if (rc)
+    /* the uid and namespace the comment names are the created TrainJob's */
+    if ((rc = backend_trainjob_as_created(in->trainjob, jobset, &tj, err)))
         return rc;
+    rc = slurm_submission(tj, in->runtime, jobset, NULL, &body, err);
+    if (rc) {
+        json_decref(tj);
+        return rc;
+    }
     /* the body as slurmrestd takes it, wrapped so the List says what and where it goes */
-    ns = json_string_value(json_object_get(json_object_get(in->trainjob, "metadata"), "namespace"));
+    ns = json_string_value(json_object_get(json_object_get(tj, "metadata"), "namespace"));
     wrap =
         json_pack("{s:s,s:s,s:{s:O,s:s},s:s,s:o}", "apiVersion", "slurmrestd/v0.0.38", "kind",
                   "SlurmJobSubmission", "metadata", "name",
                   json_object_get(json_object_get(body, "job"), "name"), "namespace",
                   ns ? ns : "default", "request", "POST /slurm/v0.0.38/job/submit", "body", body);
+    json_decref(tj);
     if (!wrap || json_array_append_new(preview, wrap))
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     return COMMON_OK;
