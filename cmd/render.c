@@ -672,6 +672,16 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         goto out;
     }
     note_claims(out.objects, tns ? tns : ns, name ? name : "?", err);
+    {
+        /* the reconciler's rule for a queue label that Kueue never saw (reconciler/core.h) */
+        char qmsg[512];
+        if (rc_queue_without_kueue(tj, qmsg, sizeof(qmsg)))
+            fprintf(err,
+                    "note: TrainJob %s/%s: %s. Offline, render cannot tell whether Kueue is "
+                    "installed: the "
+                    "objects below are what is created once Kueue has admitted it\n",
+                    tns ? tns : ns, name ? name : "?", qmsg);
+    }
     if (json_array_extend(items, out.objects) || json_array_extend(items, preview)) {
         fprintf(err, "error: out of memory\n");
         status = 1;
