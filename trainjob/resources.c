@@ -12,7 +12,9 @@
  *    extended resource (nvidia.com/gpu), and "requests.<name>" must be a qualified name too;
  *  - every quantity is >= 0; an extended resource's quantity is a whole number;
  *  - a request is at most its limit; an extended resource cannot be overcommitted: its request
- *    equals its limit, and a request needs a limit.
+ *    equals its limit, and a request needs a limit;
+ *  - DRA: the pod's resourceClaims entries and the containers' resources.claims that name them
+ *    (check_pod_claims).
  */
 #include <string.h>
 
@@ -169,6 +171,82 @@ void tj_check_resources_trainjob(const json_t *tj, struct trainjob_errors *e)
                        "spec.trainer.resourcesPerNode", NULL, e);
 }
 
+/*
+ * A pod's DRA claims as the API server checks them (ValidatePodSpec: validatePodResourceClaims
+ * and the containers' resources.claims): each spec.resourceClaims entry has a DNS label name,
+ * unique, and exactly one of resourceClaimName and resourceClaimTemplateName; each container's
+ * resources.claims[].name names one of them.
+ */
+static void check_pod_claims(const json_t *rt, const json_t *ps, const char *base,
+                             struct trainjob_errors *e)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    const json_t *claims = json_object_get(ps, "resourceClaims");
+    size_t i, j, k;
+    json_t *rc, *ct, *cl;
+
+    json_array_foreach((json_t *)claims, i, rc)
+    {
+        const json_t *nm = json_object_get(rc, "name");
+        const char *name = json_string_value(nm);
+        int by_name = json_object_get(rc, "resourceClaimName") != NULL &&
+                      !json_is_null(json_object_get(rc, "resourceClaimName"));
+        int by_tmpl = json_object_get(rc, "resourceClaimTemplateName") != NULL &&
+                      !json_is_null(json_object_get(rc, "resourceClaimTemplateName"));
+        const char *bad;
+        char path[400];
+
+        if (!json_is_object(rc))
+            continue;
+        if (!name || !*name) {
+            snprintf(path, sizeof(path), "%s.resourceClaims[%zu].name", base, i);
+            tj_err(e, rt, rc, "Required", path, "Required value");
+        } else if ((bad = common_names_dns1123_label(name))) {
+            snprintf(path, sizeof(path), "%s.resourceClaims[%zu].name", base, i);
+            tj_err(e, rt, nm, "Invalid", path, "Invalid value: \"%s\": %s", name, bad);
+        } else {
+            for (k = 0; k < i; k++)
+                if (json_equal(json_object_get(json_array_get(claims, k), "name"), nm))
+                    break;
+            if (k < i) {
+                snprintf(path, sizeof(path), "%s.resourceClaims[%zu].name", base, i);
+                tj_err(e, rt, nm, "Duplicate", path, "Duplicate value: \"%s\"", name);
+            }
+        }
+        if (by_name == by_tmpl) {
+            snprintf(path, sizeof(path), "%s.resourceClaims[%zu]", base, i);
+            tj_err(e, rt, rc, by_name ? "Forbidden" : "Required", path,
+                   "%s: must specify exactly one of: `resourceClaimName`, "
+                   "`resourceClaimTemplateName`",
+                   by_name ? "Forbidden" : "Required value");
+        }
+    }
+    for (size_t l = 0; l < 2; l++)
+        json_array_foreach(json_object_get(ps, lists[l]), j, ct)
+        {
+            json_array_foreach(json_object_get(json_object_get(ct, "resources"), "claims"), k, cl)
+            {
+                const json_t *cn = json_object_get(cl, "name");
+                int found = 0;
+                char path[400];
+
+                if (!json_is_string(cn))
+                    continue; /* the schema names a missing or non-string name */
+                json_array_foreach((json_t *)claims, i,
+                                   rc) if (json_equal(json_object_get(rc, "name"), cn)) found = 1;
+                if (found)
+                    continue;
+                snprintf(path, sizeof(path), "%s.%s[%zu].resources.claims[%zu].name", base,
+                         lists[l], j, k);
+                tj_err(e, rt, cn, "NotSupported", path,
+                       "Unsupported value: \"%s\": must be one of the names in "
+                       "pod.spec.resourceClaims%s",
+                       json_string_value(cn),
+                       json_array_size(claims) ? "" : " which are currently empty");
+            }
+        }
+}
+
 void tj_check_resources_runtime(const json_t *rt, struct trainjob_errors *e)
 {
     static const char *const lists[] = {"initContainers", "containers"};
@@ -179,6 +257,11 @@ void tj_check_resources_runtime(const json_t *rt, struct trainjob_errors *e)
     json_array_foreach((json_t *)rjobs, i, rj)
     {
         const json_t *ps = tj_get(rj, "template.spec.template.spec");
+        char base[200];
+
+        snprintf(base, sizeof(base),
+                 "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec", i);
+        check_pod_claims(rt, ps, base, e);
         for (size_t l = 0; l < 2; l++) {
             json_array_foreach(json_object_get(ps, lists[l]), j, ct)
             {
