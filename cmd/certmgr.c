@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "cmd/cli.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -181,15 +182,16 @@ int certmgr_apply_setting(struct certmgr_settings *s, const char *flag, const ch
 void certmgr_print_settings(const struct certmgr_settings *s, FILE *out)
 {
     fprintf(out,
-            "  managed: %s\n  certDir: \"%s\"\n  secretName: \"%s\"\n  secretNamespace: \"%s\"\n"
-            "  serviceName: \"%s\"\n  extraDNS: \"%s\"\n  extraIPs: \"%s\"\n"
-            "  webhookConfigurations: \"%s\"\n  caLifetime: %llds\n  servingLifetime: %llds\n"
+            "  managed: %s\n  certDir: %s\n  secretName: %s\n  secretNamespace: %s\n"
+            "  serviceName: %s\n  extraDNS: %s\n  extraIPs: %s\n"
+            "  webhookConfigurations: %s\n  caLifetime: %llds\n  servingLifetime: %llds\n"
             "  publishGrace: %llds\n  switchGrace: %llds\n  renewFraction: \"%d/%d\"\n",
-            s->managed ? "true" : "false", s->cert_dir, s->secret_name, s->secret_namespace,
-            s->service, s->extra_dns, s->extra_ips, s->webhook_configurations,
-            (long long)s->ca_lifetime_s, (long long)s->serving_lifetime_s,
-            (long long)s->publish_grace_s, (long long)s->switch_grace_s, s->renew_num,
-            s->renew_den);
+            s->managed ? "true" : "false", cli_yaml_quote(s->cert_dir),
+            cli_yaml_quote(s->secret_name), cli_yaml_quote(s->secret_namespace),
+            cli_yaml_quote(s->service), cli_yaml_quote(s->extra_dns), cli_yaml_quote(s->extra_ips),
+            cli_yaml_quote(s->webhook_configurations), (long long)s->ca_lifetime_s,
+            (long long)s->serving_lifetime_s, (long long)s->publish_grace_s,
+            (long long)s->switch_grace_s, s->renew_num, s->renew_den);
 }
 
 static void policy_of(const struct certmgr_settings *s, struct common_certs_policy *p)

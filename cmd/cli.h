@@ -25,4 +25,14 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err);
 /* trainsched version: name, version and git revision. */
 int cmd_version(int argc, char **argv, FILE *out, FILE *err);
 
+/*
+ * cli_yaml_quote - s as a YAML double-quoted scalar (JSON string syntax, which YAML 1.1 and 1.2
+ * both read back as s: quotes, backslashes and control characters escaped), for printing
+ * settings files that `--config` must read back. In: a NUL-terminated string (NULL prints "").
+ * Out: a pointer into one of 32 rotating buffers of 4 KiB (valid until 32 more calls; not
+ * thread-safe: for single-threaded printing only); a string that does not fit is cut at a
+ * character boundary and closed. Never fails.
+ */
+const char *cli_yaml_quote(const char *s);
+
 #endif

@@ -697,31 +697,30 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
 /* the settings in effect, in the config file's own keys */
 static void print_config(const struct serve_config *c, FILE *out)
 {
-    fprintf(out, "kubeconfig: \"%s\"\ncontext: \"%s\"\ncomponents: [", c->kubeconfig, c->context);
+#define Q cli_yaml_quote
+    fprintf(out, "kubeconfig: %s\ncontext: %s\ncomponents: [", Q(c->kubeconfig), Q(c->context));
     fprintf(out, "%s%s%s%s%s]\n", c->comp_reconciler ? "reconciler" : "",
             c->comp_reconciler && (c->comp_webhook || c->comp_extender) ? ", " : "",
             c->comp_webhook ? "webhook" : "", c->comp_webhook && c->comp_extender ? ", " : "",
             c->comp_extender ? "extender" : "");
-    fprintf(out,
-            "httpAddress: \"%s\"\nhttpsAddress: \"%s\"\nlogLevel: %s\nkubeQPS: %g\n"
-            "kubeBurst: %d\n",
-            c->http_address, c->https_address, c->log_level, c->qps, c->burst);
+    fprintf(out, "httpAddress: %s\nhttpsAddress: %s\nlogLevel: %s\nkubeQPS: %g\nkubeBurst: %d\n",
+            Q(c->http_address), Q(c->https_address), Q(c->log_level), c->qps, c->burst);
     fprintf(out,
             "leaderElection:\n  enabled: %s\n  leaseName: %s\n  leaseNamespace: %s\n"
             "  leaseDurationSeconds: %d\n  renewDeadlineSeconds: %g\n  retryPeriodSeconds: %g\n"
-            "  identity: \"%s\"\n",
-            c->leader_elect ? "true" : "false", c->lease_name, c->lease_namespace,
+            "  identity: %s\n",
+            c->leader_elect ? "true" : "false", Q(c->lease_name), Q(c->lease_namespace),
             c->timing.lease_duration_s, c->timing.renew_deadline_s, c->timing.retry_period_s,
-            c->identity);
-    fprintf(out, "reconciler:\n  workers: %d\n  namespace: \"%s\"\n  fieldManager: %s\n",
-            c->workers, c->namespace, c->field_manager);
-    fprintf(out, "tls:\n  certFile: \"%s\"\n  keyFile: \"%s\"\n  reloadSeconds: %g\n",
-            c->tls_cert_file, c->tls_key_file, c->tls_reload_s);
+            Q(c->identity));
+    fprintf(out, "reconciler:\n  workers: %d\n  namespace: %s\n  fieldManager: %s\n", c->workers,
+            Q(c->namespace), Q(c->field_manager));
+    fprintf(out, "tls:\n  certFile: %s\n  keyFile: %s\n  reloadSeconds: %g\n", Q(c->tls_cert_file),
+            Q(c->tls_key_file), c->tls_reload_s);
     certmgr_print_settings(&c->certs, out);
-    fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n  extenderWired: %s\n",
-            c->gang_scheduler_name, c->extender_wired ? "true" : "false");
-    fprintf(out, "backends:\n  default: \"%s\"\n",
-            c->default_backend[0] ? c->default_backend : "none");
+    fprintf(out, "webhook:\n  gangSchedulerName: %s\n  extenderWired: %s\n",
+            Q(c->gang_scheduler_name), c->extender_wired ? "true" : "false");
+    fprintf(out, "backends:\n  default: %s\n",
+            Q(c->default_backend[0] ? c->default_backend : "none"));
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -733,23 +732,23 @@ static void print_config(const struct serve_config *c, FILE *out)
         struct common_error e;
         if (topo_spec_parse(c->topo_specs[i], &ts, &e) != COMMON_OK)
             continue;
-        fprintf(out, "  - name: \"%s\"\n    levels: [", ts.name);
+        fprintf(out, "  - name: %s\n    levels: [", Q(ts.name));
         for (size_t j = 0; j < ts.n_levels; j++)
-            fprintf(out, "%s\"%s\"", j ? ", " : "", ts.levels[j]);
+            fprintf(out, "%s%s", j ? ", " : "", Q(ts.levels[j]));
         fputs("]\n", out);
     }
     fprintf(out, "trainerCheck:\n  allowRunning: %s\n  leaseNamespace: %s\n",
-            c->allow_trainer ? "true" : "false", c->trainer_lease_namespace);
+            c->allow_trainer ? "true" : "false", Q(c->trainer_lease_namespace));
     trainer_status_print_settings(&c->ts, out);
     if (c->slurm_url[0])
-        fprintf(
-            out,
-            "slurm:\n  url: \"%s\"\n  user: \"%s\"\n  tokenFile: \"%s\"\n  jwtKeyFile: \"%s\"\n"
-            "  apiVersion: \"%s\"\n  nodeLabel: \"%s\"\n  partition: \"%s\"\n  account: \"%s\"\n"
-            "  qos: \"%s\"\n",
-            c->slurm_url, c->slurm_user, c->slurm_token_file, c->slurm_key_file,
-            c->slurm_api_version, c->slurm_node_label, c->slurm_partition, c->slurm_account,
-            c->slurm_qos);
+        fprintf(out,
+                "slurm:\n  url: %s\n  user: %s\n  tokenFile: %s\n  jwtKeyFile: %s\n"
+                "  apiVersion: %s\n  nodeLabel: %s\n  partition: %s\n  account: %s\n"
+                "  qos: %s\n",
+                Q(c->slurm_url), Q(c->slurm_user), Q(c->slurm_token_file), Q(c->slurm_key_file),
+                Q(c->slurm_api_version), Q(c->slurm_node_label), Q(c->slurm_partition),
+                Q(c->slurm_account), Q(c->slurm_qos));
+#undef Q
 }
 
 /* ---- the daemon ---- */
@@ -1262,6 +1261,32 @@ static int check_slurm(const struct serve_config *c, FILE *err)
     struct common_error e = {0};
 
     if (!c->slurm_url[0]) {
+        static const struct {
+            const char *key, *flag;
+            size_t off;
+        } others[] = {
+            {"slurm.user", "--slurm-user", offsetof(struct serve_config, slurm_user)},
+            {"slurm.tokenFile", "--slurm-token-file",
+             offsetof(struct serve_config, slurm_token_file)},
+            {"slurm.jwtKeyFile", "--slurm-jwt-key-file",
+             offsetof(struct serve_config, slurm_key_file)},
+            {"slurm.apiVersion", "--slurm-api-version",
+             offsetof(struct serve_config, slurm_api_version)},
+            {"slurm.nodeLabel", "--slurm-node-label",
+             offsetof(struct serve_config, slurm_node_label)},
+            {"slurm.partition", "--slurm-partition",
+             offsetof(struct serve_config, slurm_partition)},
+            {"slurm.account", "--slurm-account", offsetof(struct serve_config, slurm_account)},
+            {"slurm.qos", "--slurm-qos", offsetof(struct serve_config, slurm_qos)},
+        };
+        for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+            if (((const char *)c + others[i].off)[0]) {
+                fprintf(err,
+                        "trainsched serve: %s (%s) is set but slurm.url (--slurm-url) is not: the "
+                        "Slurm settings take effect only with slurm.url\n",
+                        others[i].key, others[i].flag);
+                return -1;
+            }
         if (strcmp(c->default_backend, "slurm") == 0) {
             fprintf(err, "trainsched serve: backends.default (--default-backend) is slurm but "
                          "slurm.url (--slurm-url) is not set: nothing could submit the Slurm "

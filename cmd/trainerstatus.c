@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmd/cli.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/certs.h"
@@ -124,9 +125,10 @@ int trainer_status_check_url(const char *v, char *why, size_t size)
 void trainer_status_print_settings(const struct trainer_status_settings *s, FILE *out)
 {
     fprintf(out,
-            "trainerStatus:\n  enabled: %s\n  address: \"%s\"\n  url: \"%s\"\n  caFile: \"%s\"\n"
+            "trainerStatus:\n  enabled: %s\n  address: %s\n  url: %s\n  caFile: %s\n"
             "  qps: %g\n  burst: %d\n",
-            s->enabled ? "true" : "false", s->address, s->url, s->ca_file, s->qps, s->burst);
+            s->enabled ? "true" : "false", cli_yaml_quote(s->address), cli_yaml_quote(s->url),
+            cli_yaml_quote(s->ca_file), s->qps, s->burst);
 }
 
 int trainer_status_url(const struct trainer_status_settings *s, const char *service, const char *ns,

@@ -66,7 +66,7 @@ START_TEST(shipped_configmap_is_valid)
     common_yaml_docs_free(&d);
     snprintf(args, sizeof(args), "--config '%s' --check-config", path);
     ck_assert_int_eq(run(args, out, sizeof(out)), 0);
-    ck_assert_msg(strstr(out, "leaseNamespace: trainsched-system") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "leaseNamespace: \"trainsched-system\"") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "workers: 4") != NULL, "%s", out);
     /* a flag wins over the file, whatever the order */
     snprintf(args, sizeof(args), "--workers 7 --config '%s' --check-config", path);
@@ -266,6 +266,11 @@ START_TEST(slurm_settings_are_checked_before_start)
         ck_assert_int_eq(run(args, out, sizeof(out)), 2);
         ck_assert_msg(strstr(out, bad[i].want) != NULL, "%s: %s", args, out);
     }
+    /* a Slurm setting without slurm.url was accepted and silently dropped */
+    ck_assert_int_eq(run("--check-config --slurm-partition gpu", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "slurm.partition (--slurm-partition) is set but slurm.url "
+                              "(--slurm-url) is not") != NULL,
+                  "%s", out);
     /* valid: IPv6 host, https, a path; with the extender wired no warning */
     snprintf(args, sizeof(args),
              "--check-config --webhook-extender-wired --slurm-url https://[::1]:6820/ "
@@ -448,6 +453,28 @@ START_TEST(check_config_output_round_trips_through_config)
 }
 END_TEST
 
+/* strings with quotes, a backslash, ": " and " #" are printed so that --config reads back the
+ * same values (they were printed raw: the file did not parse, or a comment ate the rest) */
+START_TEST(check_config_output_quotes_strings_that_need_it)
+{
+    char out[16384], again[16384], args[512], path[] = "/tmp/ts-config-XXXXXX";
+    int fd = mkstemp(path);
+
+    ck_assert(fd >= 0);
+    close(fd);
+    ck_assert_int_eq(run("--check-config --identity 'id\"x\\' --field-manager 'fm: x #y'", out,
+                         sizeof(out)),
+                     0);
+    ck_assert_msg(strstr(out, "  identity: \"id\\\"x\\\\\"\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "  fieldManager: \"fm: x #y\"\n") != NULL, "%s", out);
+    write_file(path, out);
+    snprintf(args, sizeof(args), "--config '%s' --check-config", path);
+    ck_assert_int_eq(run(args, again, sizeof(again)), 0);
+    ck_assert_str_eq(again, out);
+    unlink(path);
+}
+END_TEST
+
 /* every bad flag is reported, each once (the backend's message names the flag itself) */
 START_TEST(check_config_reports_each_bad_flag_once)
 {
@@ -552,6 +579,7 @@ int main(void)
     tcase_add_test(tc, check_config_finds_a_port_in_use);
     tcase_add_test(tc, trainer_status_settings);
     tcase_add_test(tc, check_config_output_round_trips_through_config);
+    tcase_add_test(tc, check_config_output_quotes_strings_that_need_it);
     tcase_add_test(tc, check_config_reports_each_bad_flag_once);
     tcase_add_test(tc, check_config_checks_the_trainer_status_ca_file_and_addresses);
     /* each case starts `trainsched serve --check-config` as a process */
