@@ -462,9 +462,8 @@ START_TEST(check_config_output_quotes_strings_that_need_it)
 
     ck_assert(fd >= 0);
     close(fd);
-    ck_assert_int_eq(run("--check-config --identity 'id\"x\\' --field-manager 'fm: x #y'", out,
-                         sizeof(out)),
-                     0);
+    ck_assert_int_eq(
+        run("--check-config --identity 'id\"x\\' --field-manager 'fm: x #y'", out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "  identity: \"id\\\"x\\\\\"\n") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "  fieldManager: \"fm: x #y\"\n") != NULL, "%s", out);
     write_file(path, out);
