@@ -35,6 +35,7 @@
 #include "common/kubeconfig.h"
 #include "common/leader.h"
 #include "common/log.h"
+#include "common/names.h"
 #include "common/metrics.h"
 #include "common/yaml.h"
 #include "common/informer.h"
@@ -519,6 +520,24 @@ static int load_config(struct serve_config *c, const char *file, FILE *err)
 
 /* One setting by flag name (also what the file's keys map to). Returns 0, -1 (bad value), -3 (bad
  * value, already reported naming the flag) or -2 (unknown flag, reported). */
+/* 1 when apply_setting knows flag: tried with an empty value on a scratch config, its messages
+ * dropped (so an unknown flag never takes the next argument as its value) */
+static int flag_known(const char *flag)
+{
+    struct serve_config *scratch = common_calloc(1, sizeof(*scratch));
+    FILE *sink = fopen("/dev/null", "w");
+    int known = 1;
+
+    if (scratch && sink) {
+        config_defaults(scratch);
+        known = apply_setting(scratch, flag, "", sink) != -2;
+    }
+    if (sink)
+        fclose(sink);
+    common_free(scratch);
+    return known;
+}
+
 static int apply_setting(struct serve_config *c, const char *flag, const char *v, FILE *err)
 {
     double d;
@@ -1249,6 +1268,47 @@ static int check_environment(const struct serve_config *c, FILE *err)
 }
 
 /*
+ * The object names and namespaces the daemon puts into API paths, checked as the API server
+ * checks them (a namespace is a DNS-1123 label, a Lease or Secret name a DNS-1123 subdomain), so
+ * a typo stops the start with the setting named instead of a request retried forever. The
+ * defaults come from $POD_NAMESPACE, which is checked the same way. Returns 0, or -1 after
+ * printing every bad one.
+ */
+static int check_names(const struct serve_config *c, FILE *err)
+{
+    const struct {
+        const char *key, *flag, *value;
+        int subdomain, may_be_empty;
+    } names[] = {
+        {"leaderElection.leaseName", "--leader-elect-lease-name", c->lease_name, 1, 0},
+        {"leaderElection.leaseNamespace", "--leader-elect-namespace; default $POD_NAMESPACE",
+         c->lease_namespace, 0, 0},
+        {"reconciler.namespace", "--namespace", c->namespace, 0, 1},
+        {"tls.secretName", "--tls-secret-name", c->certs.secret_name, 1, 0},
+        {"tls.secretNamespace", "--tls-secret-namespace; default $POD_NAMESPACE",
+         c->certs.secret_namespace, 0, 0},
+        {"tls.serviceName", "--tls-service-name", c->certs.service, 0, 0},
+        {"trainerCheck.leaseNamespace", "--trainer-lease-namespace", c->trainer_lease_namespace, 0,
+         0},
+    };
+    int bad = 0;
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = names[i].value, *why;
+        if (!v[0] && names[i].may_be_empty)
+            continue;
+        why =
+            names[i].subdomain ? common_names_dns1123_subdomain(v) : common_names_dns1123_label(v);
+        if (why) {
+            fprintf(err, "trainsched serve: %s (%s) \"%s\": %s\n", names[i].key, names[i].flag, v,
+                    why);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+/*
  * The Slurm settings (docs/slurm.md), at --check-config and at start: slurm.url, its
  * credentials and API version as slurmrest_settings_check wants them; backends.default slurm
  * needs slurm.url. Slurm's pods reach the extender only with the gang marks, which the
@@ -1487,6 +1547,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             usage(out);
             return 0;
         }
+        if (strcmp(argv[i], "--version") == 0)
+            return cmd_version(1, argv + i, out, err);
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config = argv[++i];
         else if (strncmp(argv[i], "--config=", 9) == 0)
@@ -1515,6 +1577,10 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                 v = "true";
             } else if (strcmp(flag, "--check-config") == 0) {
                 v = "";
+            } else if (strcmp(flag, "--config") != 0 && !flag_known(flag)) {
+                fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
+                bad_flags++;
+                continue;
             } else if (i + 1 < argc) {
                 v = argv[++i];
             } else {
@@ -1567,7 +1633,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
                 d.cfg.ext_backoff_max_s, d.cfg.ext_backoff_initial_s);
         return 2;
     }
-    if (check_slurm(&d.cfg, err))
+    if (check_slurm(&d.cfg, err) || check_names(&d.cfg, err))
         return 2;
     if (!d.cfg.comp_reconciler && !d.cfg.comp_webhook && !d.cfg.comp_extender) {
         fprintf(err, "trainsched serve: components: nothing to run\n");

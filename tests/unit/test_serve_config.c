@@ -474,6 +474,45 @@ START_TEST(check_config_output_quotes_strings_that_need_it)
 }
 END_TEST
 
+/* names and namespaces that go into API paths are checked at --check-config (they were accepted
+ * and the daemon retried a malformed URL forever), $POD_NAMESPACE too; an unknown flag never
+ * swallows the next argument; serve --version prints the version */
+START_TEST(names_unknown_flags_and_version)
+{
+    char out[16384];
+
+    ck_assert_int_eq(
+        run("--check-config --leader-elect-lease-name '../../x y' --namespace 'Bad NS' "
+            "--tls-secret-namespace x/y",
+            out, sizeof(out)),
+        2);
+    ck_assert_msg(strstr(out, "leaderElection.leaseName (--leader-elect-lease-name) \"../../x y\": "
+                              "a lowercase RFC 1123 subdomain") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "reconciler.namespace (--namespace) \"Bad NS\": a lowercase RFC 1123 "
+                              "label") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out,
+                         "tls.secretNamespace (--tls-secret-namespace; default $POD_NAMESPACE) "
+                         "\"x/y\"") != NULL,
+                  "%s", out);
+    ck_assert_int_eq(run("--check-config --namespace ''", out, sizeof(out)), 0);
+    ck_assert_int_eq(run("--check-config --not-a-flag --workers 3", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "unknown option --not-a-flag (see --help)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "unexpected argument") == NULL, "%s", out);
+    ck_assert_int_eq(run("--check-config --not-a-flag", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "needs a value") == NULL, "%s", out);
+    ck_assert_int_eq(run("--version", out, sizeof(out)), 0);
+    ck_assert_msg(strncmp(out, "trainsched ", 11) == 0, "%s", out);
+    ck_assert_int_eq(setenv("POD_NAMESPACE", "Bad_NS!", 1), 0);
+    ck_assert_int_eq(run("--check-config", out, sizeof(out)), 2);
+    unsetenv("POD_NAMESPACE");
+    ck_assert_msg(strstr(out, "leaderElection.leaseNamespace (--leader-elect-namespace; default "
+                              "$POD_NAMESPACE) \"Bad_NS!\"") != NULL,
+                  "%s", out);
+}
+END_TEST
+
 /* every bad flag is reported, each once (the backend's message names the flag itself) */
 START_TEST(check_config_reports_each_bad_flag_once)
 {
@@ -579,6 +618,7 @@ int main(void)
     tcase_add_test(tc, trainer_status_settings);
     tcase_add_test(tc, check_config_output_round_trips_through_config);
     tcase_add_test(tc, check_config_output_quotes_strings_that_need_it);
+    tcase_add_test(tc, names_unknown_flags_and_version);
     tcase_add_test(tc, check_config_reports_each_bad_flag_once);
     tcase_add_test(tc, check_config_checks_the_trainer_status_ca_file_and_addresses);
     /* each case starts `trainsched serve --check-config` as a process */
