@@ -119,6 +119,13 @@ const struct backend *const *backend_table(size_t *n);
  */
 const struct backend *backend_lookup(const char *name);
 
+/*
+ * backend_phased_job - 1 when some replicated job of rjobs (a JobSet's spec.replicatedJobs)
+ * dependsOn the one called name: a phased job (an initializer) that runs before the others,
+ * alone; else 0. Pure.
+ */
+int backend_phased_job(const json_t *rjobs, const char *name);
+
 /* backend_names - "coscheduling, volcano, ..." (static) for error messages. */
 const char *backend_names(void);
 
