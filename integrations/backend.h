@@ -6,7 +6,8 @@
  * the TrainJob becomes besides its JobSet:
  *   coscheduling  scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1), gang enforced by
  *                 trainsched's extender (trainjob/podgroup.c builds it)
- *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c)
+ *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c as
+ *                 Trainer builds it, plus integrations/volcano.c: queue, topology, tasks)
  *   kai           KAI Scheduler (not built yet)
  *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c when built)
  *   native        kube-scheduler 1.36's own gang scheduling: scheduling.k8s.io/v1alpha2
