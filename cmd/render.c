@@ -21,6 +21,7 @@
 #include "common/sshkey.h"
 #include "common/yaml.h"
 #include "integrations/backend.h"
+#include "integrations/volcano.h"
 #include "reconciler/core.h"
 #include "trainjob/builtin.h"
 #include "trainjob/trainjob.h"
@@ -32,7 +33,8 @@
 static const char usage[] =
     "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
     "                         [-n NAMESPACE] [--existing FILE]... [--backend NAME]\n"
-    "                         [--extender-wired=true|false] [--trainjob-status\n"
+    "                         [--extender-wired=true|false] [--volcano-queue NAME]\n"
+    "                         [--volcano-tiers LEVEL=TIER,...] [--trainjob-status\n"
     "                         [--trainjob-status-url URL] [--trainjob-status-ca-file FILE]]\n"
     "       trainsched render --list-builtin\n"
     "\n"
@@ -69,6 +71,13 @@ static const char usage[] =
     "                        none): coscheduling, volcano, kueue, native, none, ... (see\n"
     "                        docs/backends.md); what only the backend's own controller creates\n"
     "                        (a Kueue Workload, a Slurm job) is printed as a preview\n"
+    "      --volcano-queue NAME\n"
+    "                        the volcano backend's queue for TrainJobs whose TrainJob and runtime\n"
+    "                        name none (serve's backends.volcano.queue; default: none, Volcano\n"
+    "                        uses \"default\")\n"
+    "      --volcano-tiers LEVEL=TIER,...\n"
+    "                        the Volcano HyperNode tier of each topology level (serve's\n"
+    "                        backends.volcano.tiers; default: docs/backends.md \"volcano\")\n"
     "      --trainjob-status render for a daemon serving Kubeflow Trainer's TrainJobStatus\n"
     "                        feature (serve --trainjob-status): trainer containers get the status\n"
     "                        server's URL, CA and token (env and a projected volume) and the\n"
@@ -93,6 +102,7 @@ struct loaded {
     const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
     const char *ns;      /* -n: the namespace of TrainJobs and TrainingRuntimes naming none */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
+    const char *volcano_queue, *volcano_tiers; /* --volcano-queue, --volcano-tiers, or NULL */
 };
 
 static void where(struct loaded *l, const json_t *node, const json_t *doc, char *buf, size_t n)
@@ -573,7 +583,9 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     struct trainjob_options opts = {.default_namespace = ns,
                                     .keygen = common_sshkey_ecdsa_p521,
                                     .no_gang_marks = no_marks,
-                                    .status_server = l->status_server};
+                                    .status_server = l->status_server,
+                                    .volcano_queue = l->volcano_queue,
+                                    .volcano_tiers = l->volcano_tiers};
     struct trainjob_output out;
     const struct backend *backend = NULL;
     json_t *preview = NULL;
@@ -846,11 +858,14 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         {"trainjob-status", no_argument, NULL, 's'},
         {"trainjob-status-url", required_argument, NULL, 'u'},
         {"trainjob-status-ca-file", required_argument, NULL, 'c'},
+        {"volcano-queue", required_argument, NULL, 'Q'},
+        {"volcano-tiers", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
     size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
     const char *format = "yaml", *ns = "default", *backend = NULL;
+    const char *volcano_queue = NULL, *volcano_tiers = NULL;
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
     int opt, status = 0, stdin_seen = 0, no_marks = 0, trainer_status = 0;
@@ -908,6 +923,18 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             }
             backend = optarg;
             break;
+        case 'Q':
+            volcano_queue = optarg;
+            break;
+        case 'T': {
+            struct common_error e;
+            if (volcano_tiers_check("--volcano-tiers", optarg, &e) != COMMON_OK) {
+                fprintf(err, "error: %s\n", e.msg);
+                return 2;
+            }
+            volcano_tiers = optarg;
+            break;
+        }
         case 's':
             trainer_status = 1;
             break;
@@ -966,6 +993,8 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     }
     l->backend = backend;
     l->ns = ns;
+    l->volcano_queue = volcano_queue;
+    l->volcano_tiers = volcano_tiers;
     if (trainer_status) {
         struct common_error e;
         ss.url_base = status_url;

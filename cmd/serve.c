@@ -44,6 +44,7 @@
 #include "gang/gang.h"
 #include "integrations/backend.h"
 #include "integrations/slurmrest.h"
+#include "integrations/volcano.h"
 #include "reconciler/reconciler.h"
 #include "statusserver/server.h"
 #include "topology/topology.h"
@@ -73,6 +74,8 @@ struct serve_config {
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
     char default_backend[64]; /* backends.default (integrations/backend.h) */
+    /* backends.volcano.queue, backends.volcano.tiers (integrations/volcano.h) */
+    char volcano_queue[254], volcano_tiers[1024];
     int extender_wired;
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
@@ -176,6 +179,11 @@ static void usage(FILE *f)
         "  --default-backend NAME           backend of runtimes with neither the annotation\n"
         "                                   trainsched.io/backend nor a podGroupPolicy\n"
         "                                   (docs/backends.md; default none)\n"
+        "  --volcano-queue NAME             volcano backend: the queue of TrainJobs whose\n"
+        "                                   TrainJob and runtime name none (default: none,\n"
+        "                                   Volcano uses \"default\")\n"
+        "  --volcano-tiers LEVEL=TIER,...   volcano backend: the HyperNode tier of each\n"
+        "                                   topology level (default " VOLCANO_DEFAULT_TIERS ")\n"
         "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
         "                                   extender, so route gang pods to it (the\n"
         "                                   trainsched.io/gang request); default false: gang\n"
@@ -353,6 +361,8 @@ static const struct {
     {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
     {"backends.default", "--default-backend"},
+    {"backends.volcano.queue", "--volcano-queue"},
+    {"backends.volcano.tiers", "--volcano-tiers"},
     {"webhook.extenderWired", "--webhook-extender-wired"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
@@ -445,8 +455,8 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         size_t i;
         int rc;
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
-        if (json_is_object(v) && !*prefix && cfg_section(k)) {
-            if (load_object(c, file, v, k, err))
+        if (json_is_object(v) && cfg_section(path)) {
+            if (load_object(c, file, v, path, err))
                 return -1;
             continue;
         }
@@ -679,6 +689,16 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         }
         return set_str(c->default_backend, sizeof(c->default_backend), v, "default backend", err);
     }
+    if (strcmp(flag, "--volcano-queue") == 0)
+        return set_str(c->volcano_queue, sizeof(c->volcano_queue), v, "volcano queue", err);
+    if (strcmp(flag, "--volcano-tiers") == 0) {
+        struct common_error ve;
+        if (volcano_tiers_check("backends.volcano.tiers", v, &ve) != COMMON_OK) {
+            fprintf(err, "trainsched serve: --volcano-tiers: %s\n", ve.msg);
+            return -3;
+        }
+        return set_str(c->volcano_tiers, sizeof(c->volcano_tiers), v, "volcano tiers", err);
+    }
     {
         static const struct {
             const char *flag, *what;
@@ -740,6 +760,8 @@ static void print_config(const struct serve_config *c, FILE *out)
             Q(c->gang_scheduler_name), c->extender_wired ? "true" : "false");
     fprintf(out, "backends:\n  default: %s\n",
             Q(c->default_backend[0] ? c->default_backend : "none"));
+    fprintf(out, "  volcano:\n    queue: %s\n    tiers: %s\n", Q(c->volcano_queue),
+            Q(c->volcano_tiers[0] ? c->volcano_tiers : VOLCANO_DEFAULT_TIERS));
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -964,6 +986,7 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
     wo.extender_wired = d->cfg.extender_wired;
     wo.default_backend = d->cfg.default_backend[0] ? d->cfg.default_backend : NULL;
+    wo.volcano_tiers = d->cfg.volcano_tiers[0] ? d->cfg.volcano_tiers : NULL;
     wo.metrics = d->metrics;
     {
         /* the extender's cap on gang timeouts, from the same setting it uses */
@@ -1101,6 +1124,8 @@ static int start_reconciler(struct daemon *d)
     o.gang_scheduler_name = d->cfg.gang_scheduler_name; /* the webhook's, for the same pods */
     o.gang_marks = d->cfg.extender_wired; /* the same setting decides for the pod webhook */
     o.default_backend = d->cfg.default_backend;
+    o.volcano_queue = d->cfg.volcano_queue;
+    o.volcano_tiers = d->cfg.volcano_tiers;
     if (d->ts_ca) {
         o.trainer_status_url = d->ts_url;
         o.trainer_status_ca = trainer_status_ca_get;

@@ -6,7 +6,8 @@
  * the TrainJob becomes besides its JobSet:
  *   coscheduling  scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1), gang enforced by
  *                 trainsched's extender (trainjob/podgroup.c builds it)
- *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c)
+ *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c as
+ *                 Trainer builds it, plus integrations/volcano.c: queue, topology, tasks)
  *   kai           KAI Scheduler (not built yet)
  *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c when built)
  *   native        kube-scheduler 1.36's own gang scheduling: scheduling.k8s.io/v1alpha2
@@ -118,6 +119,13 @@ const struct backend *const *backend_table(size_t *n);
  * backend has that name. A found backend may be unbuilt (b->built == 0).
  */
 const struct backend *backend_lookup(const char *name);
+
+/*
+ * backend_phased_job - 1 when some replicated job of rjobs (a JobSet's spec.replicatedJobs)
+ * dependsOn the one called name: a phased job (an initializer) that runs before the others,
+ * alone; else 0. Pure.
+ */
+int backend_phased_job(const json_t *rjobs, const char *name);
 
 /* backend_names - "coscheduling, volcano, ..." (static) for error messages. */
 const char *backend_names(void);

@@ -8,7 +8,7 @@
 
 #include "integrations/backend.h"
 
-/* coscheduling and volcano: the PodGroups of Trainer's podGroupPolicy (trainjob/podgroup.c) */
+/* coscheduling: the PodGroup of Trainer's podGroupPolicy (trainjob/podgroup.c) */
 const struct backend backend_coscheduling = {
     .name = "coscheduling",
     .built = 1,
@@ -17,12 +17,7 @@ const struct backend backend_coscheduling = {
     .core_gang = TRAINJOB_GANG_COSCHEDULING,
 };
 
-const struct backend backend_volcano = {
-    .name = "volcano",
-    .built = 1,
-    .what = "Volcano PodGroup (scheduling.volcano.sh/v1beta1), gang enforced by Volcano",
-    .core_gang = TRAINJOB_GANG_VOLCANO,
-};
+/* volcano: integrations/volcano.c (Trainer's PodGroup from trainjob/podgroup.c, plus ours) */
 
 const struct backend backend_none = {
     .name = "none",
@@ -55,6 +50,23 @@ const struct backend *backend_lookup(const char *name)
         if (strcmp(table[i]->name, name) == 0)
             return table[i];
     return NULL;
+}
+
+int backend_phased_job(const json_t *rjobs, const char *name)
+{
+    size_t i, k;
+    const json_t *rj, *dep;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
+        {
+            const char *dn = json_string_value(json_object_get(dep, "name"));
+            if (dn && name && strcmp(dn, name) == 0)
+                return 1;
+        }
+    }
+    return 0;
 }
 
 const char *backend_names(void)

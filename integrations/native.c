@@ -36,24 +36,6 @@ static json_t *find_jobset(json_t *objects)
     return NULL;
 }
 
-/* 1 when some replicated job of rjobs dependsOn the one called name */
-static int depended_on(const json_t *rjobs, const char *name)
-{
-    size_t i, k;
-    const json_t *rj, *dep;
-
-    json_array_foreach(rjobs, i, rj)
-    {
-        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
-        {
-            const char *dn = json_string_value(json_object_get(dep, "name"));
-            if (dn && strcmp(dn, name) == 0)
-                return 1;
-        }
-    }
-    return 0;
-}
-
 static json_int_t int_or(const json_t *v, json_int_t dflt)
 {
     return json_is_integer(v) ? json_integer_value(v) : dflt;
@@ -87,7 +69,7 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         json_t *ps = json_object_get(tmpl, "spec");
         const char *s = json_string_value(json_object_get(ps, "schedulerName"));
 
-        if (!rname || !json_is_object(ps) || depended_on(rjobs, rname))
+        if (!rname || !json_is_object(ps) || backend_phased_job(rjobs, rname))
             continue;
         if (!s || !*s)
             s = DEFAULT_SCHEDULER;
@@ -110,7 +92,7 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         json_t *ps = json_object_get(json_object_get(jspec, "template"), "spec");
         json_int_t pods;
 
-        if (!rname || !json_is_object(ps) || depended_on(rjobs, rname))
+        if (!rname || !json_is_object(ps) || backend_phased_job(rjobs, rname))
             continue;
         pods = int_or(json_object_get(rj, "replicas"), 1) *
                int_or(json_object_get(jspec, "parallelism"), 1);

@@ -16,6 +16,7 @@
 #include "common/sshkey.h"
 #include "integrations/backend.h"
 #include "integrations/slurm_sync.h"
+#include "integrations/volcano.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
 #include "trainjob/status.h"
@@ -26,7 +27,24 @@
 static const struct common_kube_resource volcano_podgroups = {"scheduling.volcano.sh", "v1beta1",
                                                               "podgroups", 1};
 
-enum inf_kind { INF_TJ, INF_TR, INF_CTR, INF_JS, INF_CM, INF_PG, INF_VPG, INF_NPG, INF_N };
+/* PriorityClasses (INF_PC) and Volcano Queues (INF_VQ, where served): what a gang object names
+ * must exist before it is written (Trainer's Volcano rule; integrations/volcano.c) */
+static const struct common_kube_resource priorityclasses = {"scheduling.k8s.io", "v1",
+                                                            "priorityclasses", 0};
+
+enum inf_kind {
+    INF_TJ,
+    INF_TR,
+    INF_CTR,
+    INF_JS,
+    INF_CM,
+    INF_PG,
+    INF_VPG,
+    INF_NPG,
+    INF_PC,
+    INF_VQ,
+    INF_N
+};
 
 /*
  * The memo of applies: per child ("kind/namespace/name"), a hash of the body last applied and
@@ -185,6 +203,7 @@ struct rc_reconciler {
     char gang_scheduler_name[254];
     char default_backend[64];
     char trainer_status_url[512];
+    char volcano_queue[254], volcano_tiers[1024];
     struct rc_queue *q;
     struct inf_slot inf[INF_N];
     pthread_t *threads;
@@ -266,6 +285,31 @@ static void runtime_changed(struct rc_reconciler *r, enum inf_kind kind, const j
     }
 }
 
+static int blocked_visit(const char *key, void *item, void *ctx)
+{
+    const json_t *cond =
+        trainjob_status_condition(json_object_get(item, "status"), RC_COND_CREATED);
+    const char *st = json_string_value(json_object_get(cond, "status"));
+    if (st && strcmp(st, "False") == 0)
+        rc_queue_add(((struct rc_reconciler *)ctx)->q, key);
+    return 0;
+}
+
+/* A PriorityClass or a Volcano Queue appeared: queue the TrainJobs that could not be built
+ * (ResourcesCreated=False), one of which may have named it. */
+static void enqueue_blocked(struct rc_reconciler *r)
+{
+    struct common_pmap_snap *snap;
+
+    if (!r->inf[INF_TJ].inf)
+        return;
+    snap = common_informer_snapshot(r->inf[INF_TJ].inf);
+    if (snap) {
+        common_pmap_snap_foreach(snap, blocked_visit, r);
+        common_pmap_snap_release(snap);
+    }
+}
+
 /* A ConfigMap named <name>-runtime-snapshot concerns TrainJob <name> whoever controls it: a
  * hand-made one blocks the TrainJob (InvalidRuntimeSnapshot) until it is deleted. */
 static void enqueue_snapshot_name(struct rc_reconciler *r, const json_t *cm)
@@ -301,6 +345,10 @@ static void on_add(void *ctx, const void *item)
         enqueue_snapshot_name(s->r, item);
         enqueue_owner(s->r, item);
         break;
+    case INF_PC:
+    case INF_VQ:
+        enqueue_blocked(s->r);
+        break;
     default:
         enqueue_owner(s->r, item);
     }
@@ -310,6 +358,8 @@ static void on_update(void *ctx, const void *old_item, const void *new_item)
 {
     struct inf_slot *s = ctx;
     (void)old_item;
+    if (s->kind == INF_PC || s->kind == INF_VQ)
+        return; /* only appearing matters (a Queue's status changes often) */
     on_add(s, new_item);
 }
 
@@ -331,7 +381,8 @@ static void on_delete(void *ctx, const void *old_item)
         memo_key(old_item, mkey, sizeof(mkey));
         memo_del(&s->r->memo, mkey);
     }
-    if (s->kind != INF_TJ && s->kind != INF_TR && s->kind != INF_CTR)
+    if (s->kind != INF_TJ && s->kind != INF_TR && s->kind != INF_CTR && s->kind != INF_PC &&
+        s->kind != INF_VQ)
         enqueue_owner(s->r, old_item);
 }
 
@@ -946,6 +997,24 @@ static enum common_rc slurm_after(struct rctx *c, const json_t *jobset, struct c
     return rc;
 }
 
+/* trainjob_exists_fn over this reconcile's caches: PriorityClass, Queue (Volcano) */
+static enum common_rc cached_exists(void *ctx, const char *kind, const char *name,
+                                    struct common_error *err)
+{
+    struct rctx *c = ctx;
+    enum inf_kind k;
+
+    if (strcmp(kind, "PriorityClass") == 0)
+        k = INF_PC;
+    else if (strcmp(kind, "Queue") == 0)
+        k = INF_VQ;
+    else
+        return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s", kind);
+    if (!c->r->inf[k].inf)
+        return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s (API not served)", kind);
+    return cache_get(c, k, NULL, name) ? COMMON_OK : COMMON_ENOTFOUND;
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -954,7 +1023,9 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     struct trainjob_output out = {0};
     struct trainjob_options topts = {.keygen = r->o.keygen,
                                      .gang_scheduler_name = r->o.gang_scheduler_name,
-                                     .no_gang_marks = !r->o.gang_marks};
+                                     .no_gang_marks = !r->o.gang_marks,
+                                     .volcano_queue = r->o.volcano_queue,
+                                     .volcano_tiers = r->o.volcano_tiers};
     struct trainjob_status_server tss = {0};
     struct trainjob_status_result sres = {0};
     struct trainjob_deadline_result dl;
@@ -1056,6 +1127,14 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             rc = fail(c, RC_REASON_INVALID_RUNTIME, err->msg, rc, err);
             json_decref(runtime);
             return rc;
+        }
+        /* what the gang object names (PriorityClass, Volcano Queue) must exist before it is
+         * written: checked while the JobSet does not exist yet or the TrainJob is suspended
+         * (the gang object is then written anew), never against a running TrainJob */
+        if (!cache_get(c, INF_JS, c->ns, c->name) ||
+            json_is_true(json_object_get(json_object_get(c->tj, "spec"), "suspend"))) {
+            topts.exists = cached_exists;
+            topts.exists_ctx = c;
         }
         rc = backend_render(backend, c->a, c->tj, runtime, &topts, NULL, &out, NULL, err);
         if (rc == COMMON_EINVAL) {
@@ -1323,6 +1402,12 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
     snprintf(r->trainer_status_url, sizeof(r->trainer_status_url), "%s",
              opts->trainer_status_url ? opts->trainer_status_url : "");
     r->o.trainer_status_url = r->trainer_status_url;
+    snprintf(r->volcano_queue, sizeof(r->volcano_queue), "%s",
+             opts->volcano_queue ? opts->volcano_queue : "");
+    r->o.volcano_queue = r->volcano_queue;
+    snprintf(r->volcano_tiers, sizeof(r->volcano_tiers), "%s",
+             opts->volcano_tiers ? opts->volcano_tiers : "");
+    r->o.volcano_tiers = r->volcano_tiers;
     if (r->o.workers <= 0)
         r->o.workers = 4;
     if (!r->o.keygen)
@@ -1389,8 +1474,10 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
         (rc = start_informer(r, INF_JS, "jobsets", &common_kube_jobsets, err)) ||
         (rc = start_informer(r, INF_CM, "configmaps", &common_kube_configmaps, err)))
         goto fail;
+    if ((rc = start_informer(r, INF_PC, "priorityclasses", &priorityclasses, err)))
+        goto fail;
     {
-        /* gang objects' informers: only for the APIs this cluster serves */
+        /* gang objects' and queues' informers: only for the APIs this cluster serves */
         static const struct {
             int slot;
             const char *name;
@@ -1398,6 +1485,7 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
         } opt[] = {
             {INF_PG, "podgroups", &common_kube_podgroups},
             {INF_VPG, "volcano-podgroups", &volcano_podgroups},
+            {INF_VQ, "volcano-queues", &volcano_queues},
             /* the native backend's PodGroups: only where the alpha API is switched on */
             {INF_NPG, "native-podgroups", &backend_native_podgroups},
         };

@@ -68,6 +68,11 @@ struct rc_opts {
     const char *trainer_status_url;
     enum common_rc (*trainer_status_ca)(void *ctx, char **pem, struct common_error *err);
     void *trainer_status_ca_ctx;
+    /* the volcano backend (integrations/volcano.h; serve config backends.volcano): the queue
+     * of TrainJobs whose TrainJob and runtime name none, and the level -> HyperNode tier
+     * mapping "LEVEL=TIER,..." (both copied; NULL or "": none / the built-in mapping) */
+    const char *volcano_queue;
+    const char *volcano_tiers;
     struct slurm_sync *slurm; /* borrowed; NULL: no Slurm backend. TrainJobs whose
                                  runtime says trainsched.io/backend: slurm get one Slurm
                                  job per gang (integrations/slurm_sync.h) */

@@ -124,6 +124,12 @@ struct trainjob_options {
                                         runtime's podGroupPolicy, as Trainer does */
     const struct trainjob_status_server *status_server; /* MAY: NULL = the TrainJobStatus
                                                            feature is off (Trainer's default) */
+    /* the volcano backend's settings (integrations/volcano.h; serve config backends.volcano):
+     * queue: the queue of a TrainJob whose TrainJob and runtime name none (NULL or "": none,
+     * Volcano then uses its queue "default"); tiers: "LEVEL=TIER,..." the topology levels'
+     * HyperNode tiers (NULL or "": the built-in mapping VOLCANO_DEFAULT_TIERS) */
+    const char *volcano_queue;
+    const char *volcano_tiers;
 };
 
 /*

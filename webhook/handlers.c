@@ -474,7 +474,7 @@ static enum common_rc placeholder_keygen(struct common_arena *a, char **private_
     return COMMON_OK;
 }
 
-/* trainjob_exists_fn over the caller's lookup (cluster-scoped kinds: PriorityClass) */
+/* trainjob_exists_fn over the caller's lookup (cluster-scoped kinds: PriorityClass only) */
 static enum common_rc cluster_object_exists(void *ctx, const char *kind, const char *name,
                                             struct common_error *err)
 {
@@ -482,7 +482,9 @@ static enum common_rc cluster_object_exists(void *ctx, const char *kind, const c
     json_t *obj = NULL;
     enum common_rc rc;
 
-    if (!o || !o->lookup)
+    /* admission checks PriorityClasses only; a Volcano Queue is the reconciler's to check
+     * (it watches Queues where Volcano is installed) */
+    if (!o || !o->lookup || strcmp(kind, "PriorityClass") != 0)
         return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of %s", kind);
     rc = o->lookup(o->lookup_ctx, kind, NULL, name, &obj, err);
     json_decref(obj);
@@ -575,6 +577,7 @@ static enum common_rc validate_trainjob(struct call *c)
     topts.keygen = placeholder_keygen;
     topts.exists = cluster_object_exists;
     topts.exists_ctx = (void *)c->o;
+    topts.volcano_tiers = c->o ? c->o->volcano_tiers : NULL;
     memset(&out, 0, sizeof(out));
     rc = backend_select(rt, NULL, c->o ? c->o->default_backend : NULL, &backend, NULL, &e);
     if (rc == COMMON_EINVAL) {

@@ -93,6 +93,10 @@ struct webhook_options {
     /* validate-trainjob renders through the runtime's backend (integrations/backend.h); this
      * is serve's backends.default for runtimes that name none. NULL: "none" */
     const char *default_backend;
+    /* the volcano backend's level -> HyperNode tier mapping (serve's backends.volcano.tiers,
+     * integrations/volcano.h), so that admission maps topology as the reconciler does. NULL:
+     * the built-in mapping */
+    const char *volcano_tiers;
 };
 
 enum webhook_id {

@@ -18,7 +18,7 @@ struct webhook_route {
 
 struct webhook_server {
     struct webhook_options o;
-    char *scheduler_name, *gang_resource, *default_backend;
+    char *scheduler_name, *gang_resource, *default_backend, *volcano_tiers;
     size_t arena_max;
     struct common_metric *requests, *duration;
     int64_t (*now)(void *ctx);
@@ -36,6 +36,7 @@ void webhook_server_destroy(struct webhook_server *w)
     common_free(w->scheduler_name);
     common_free(w->gang_resource);
     common_free(w->default_backend);
+    common_free(w->volcano_tiers);
     common_free(w);
 }
 
@@ -59,11 +60,14 @@ struct webhook_server *webhook_server_create(const struct webhook_server_opts *o
         goto nomem;
     if (opts->default_backend && !(w->default_backend = common_strdup(opts->default_backend)))
         goto nomem;
+    if (opts->volcano_tiers && !(w->volcano_tiers = common_strdup(opts->volcano_tiers)))
+        goto nomem;
     w->o.lookup = opts->lookup;
     w->o.lookup_ctx = opts->lookup_ctx;
     w->o.scheduler_name = w->scheduler_name;
     w->o.gang_resource = w->gang_resource;
     w->o.default_backend = w->default_backend;
+    w->o.volcano_tiers = w->volcano_tiers;
     w->o.extender_wired = opts->extender_wired;
     w->o.max_body = opts->max_body ? opts->max_body : WEBHOOK_MAX_BODY_DEFAULT;
     w->o.max_schedule_timeout_ms = opts->max_schedule_timeout_ms;

@@ -45,6 +45,7 @@ struct webhook_server_opts {
     const char *gang_resource;  /* NULL = WEBHOOK_GANG_RESOURCE (copied) */
     int extender_wired;         /* mutate-pod routes gang pods (webhook_options.extender_wired) */
     const char *default_backend;     /* webhook_options.default_backend (copied) */
+    const char *volcano_tiers;       /* webhook_options.volcano_tiers (copied) */
     size_t max_body;                 /* request body cap in bytes; 0 = WEBHOOK_MAX_BODY_DEFAULT */
     int64_t max_schedule_timeout_ms; /* webhook_options.max_schedule_timeout_ms; 0 = no warning */
     size_t arena_max;                /* per-request memory cap in bytes; 0 = 512 MiB */

@@ -513,6 +513,31 @@ START_TEST(names_unknown_flags_and_version)
 }
 END_TEST
 
+/* the volcano backend's settings sit under backends.volcano in the settings file; a bad tier
+ * mapping is refused naming the setting and the item */
+START_TEST(volcano_settings_load_from_their_section_and_a_bad_mapping_is_refused)
+{
+    char out[16384], args[512], path[] = "/tmp/ts-config-XXXXXX";
+    int fd = mkstemp(path);
+
+    ck_assert(fd >= 0);
+    close(fd);
+    write_file(path,
+               "backends:\n  volcano:\n    queue: team-a\n    tiers: \"example.com/rack=1\"\n");
+    snprintf(args, sizeof(args), "--config '%s' --check-config", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "  volcano:\n    queue: \"team-a\"\n    tiers: "
+                              "\"example.com/rack=1\"\n") != NULL,
+                  "%s", out);
+    write_file(path, "backends:\n  volcano:\n    tiers: \"example.com/rack=0\"\n");
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "backends.volcano.tiers: Invalid value: \"example.com/rack=0\"") !=
+                      NULL,
+                  "%s", out);
+    unlink(path);
+}
+END_TEST
+
 /* every bad flag is reported, each once (the backend's message names the flag itself) */
 START_TEST(check_config_reports_each_bad_flag_once)
 {
@@ -620,6 +645,7 @@ int main(void)
     tcase_add_test(tc, check_config_output_quotes_strings_that_need_it);
     tcase_add_test(tc, names_unknown_flags_and_version);
     tcase_add_test(tc, check_config_reports_each_bad_flag_once);
+    tcase_add_test(tc, volcano_settings_load_from_their_section_and_a_bad_mapping_is_refused);
     tcase_add_test(tc, check_config_checks_the_trainer_status_ca_file_and_addresses);
     /* each case starts `trainsched serve --check-config` as a process */
     tcase_set_timeout(tc, 120);
