@@ -642,6 +642,82 @@ size_t gang_dra_planned(const struct gang_state *s, const char *uid, struct gang
     return n;
 }
 
+int gang_dra_pod_placed(const struct gang_state *s, const char *uid, const char *node)
+{
+    const struct gpod *p = pod_find(s, uid);
+    int32_t slot;
+
+    if (!p || !p->gang)
+        return -1;
+    if (p->node >= 0)
+        return 1;
+    slot = node ? node_slot_find(s, node) : -1;
+    return slot >= 0 && (p->planned == slot || p->held == slot || p->released == slot);
+}
+
+/* 1 when the results a[0..n) and b[0..n) name the same devices (any order) */
+static int same_devices(const struct dra_result *a, const struct dra_result *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < n &&
+               !(strcmp(a[i].device, b[k].device) == 0 && strcmp(a[i].pool, b[k].pool) == 0 &&
+                 strcmp(a[i].driver, b[k].driver) == 0))
+            k++;
+        if (k == n)
+            return 0;
+    }
+    return 1;
+}
+
+int gang_dra_first_fit_differs(const struct gang_state *s, const char *uid)
+{
+    const struct gpod *p = pod_find(s, uid);
+    struct common_arena *a;
+    struct dra_claim *cl;
+    struct dra_claim_alloc *out;
+    struct common_error err;
+    size_t n = 0;
+    int differs = 1;
+
+    if (!p || !p->dra || !s->dra || !p->dra->n_claims || p->dra->node < 0)
+        return 0;
+    /* several pools on the node: kube-scheduler visits them in Go map order, so its choice
+     * cannot be foretold; write the plan */
+    if (dra_node_pools(s->dra->ix, s->nodes[p->dra->node]->name) != 1)
+        return 1;
+    if (!(a = common_arena_create(0)))
+        return 1;
+    cl = common_arena_alloc(a, p->dra->n_claims * sizeof(*cl));
+    out = common_arena_alloc(a, p->dra->n_claims * sizeof(*out));
+    if (!cl || !out)
+        goto out;
+    for (size_t i = 0; i < p->dra->n_claims; i++) {
+        const struct dra_view_claim *vc =
+            dra_view_claim_find(s->dra, p->dra->claims[i].ns, p->dra->claims[i].name);
+        if (!vc || vc->error)
+            goto out;
+        if (vc->claim.is_allocated)
+            continue; /* written already: nothing for the scheduler to choose */
+        cl[n++] = vc->claim;
+    }
+    if (dra_allocate_opts(a, s->dra->ix, s->nodes[p->dra->node]->name, cl, n, NULL, out, &err) !=
+        COMMON_OK)
+        goto out;
+    differs = 0;
+    for (size_t i = 0, k = 0; i < p->dra->n_claims && k < n && !differs; i++) {
+        const struct gdra_claim *pc = &p->dra->claims[i];
+        if (strcmp(pc->ns, cl[k].ns) != 0 || strcmp(pc->name, cl[k].name) != 0)
+            continue;
+        differs = out[k].n_results != pc->n_results ||
+                  !same_devices(out[k].results, pc->results, pc->n_results);
+        k++;
+    }
+out:
+    common_arena_destroy(a);
+    return differs;
+}
+
 #define DRA_WHY_MAX 20000 /* reasons kept per filter call; a generic one past it */
 
 const char *gang_reason_keep(struct gang_state *s, const char *r)

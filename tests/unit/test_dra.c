@@ -389,6 +389,11 @@ START_TEST(one_index_serves_every_node)
         ck_assert_str_eq(out.results[1].pool, want[i].pool1);
         ck_assert_str_eq(out.results[1].device, want[i].dev1);
     }
+    /* pools with devices for a node (kube-scheduler's first fit is foretold only with one):
+     * n1 and n2 have their own pool and the allNodes one, n3 only the allNodes one */
+    ck_assert_uint_eq(dra_node_pools(ix, "n1"), 2);
+    ck_assert_uint_eq(dra_node_pools(ix, "n2"), 2);
+    ck_assert_uint_eq(dra_node_pools(ix, "n3"), 1);
     /* a node with no slices of its own has only the allNodes pool: 1 device, 2 wanted */
     ck_assert_int_eq(dra_allocate_indexed(a, ix, "n3", claims, 1, &out, &e), COMMON_ECONFLICT);
     ck_assert_ptr_nonnull(strstr(e.msg, "node n3 has 1 matching"));
