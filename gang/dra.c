@@ -13,6 +13,7 @@
  * trainsched, before a restart) is pinned to the allocation's node and its devices are in use
  * for everyone through the snapshot. Reasons name the claim, the request and the counts.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -126,6 +127,80 @@ static int split_attr(struct common_arena *a, const char *q, const char **dom, c
     return *dom && *name ? 0 : -1;
 }
 
+/* a value of an attribute as text, for reasons */
+static const char *attr_text(const struct dra_attr *at, char *buf, size_t size)
+{
+    switch (at->type) {
+    case DRA_ATTR_INT:
+        snprintf(buf, size, "%lld", (long long)at->i);
+        return buf;
+    case DRA_ATTR_BOOL:
+        return at->b ? "true" : "false";
+    default:
+        snprintf(buf, size, "\"%s\"", at->s ? at->s : "");
+        return buf;
+    }
+}
+
+/*
+ * The gang asks one value of d->mdom/d->mname and some members' claims are allocated already
+ * (pinned): their devices decide the value. Only that value's round is kept; devices without
+ * the attribute or with two values among them make the gang wait with a reason (d->why).
+ */
+static void pinned_value(struct gdra_ctx *d)
+{
+    const struct dra_attr *pv = NULL;
+    const char *pv_where = NULL;
+    char b1[128], b2[128];
+
+    for (uint32_t i = 0; i < d->n_e; i++) {
+        const struct mem *m = &d->m[i];
+        if (m->pin == -1 || !m->pc)
+            continue;
+        for (size_t k = 0; k < m->pc->n_refs; k++) {
+            const struct dra_claim *c = m->pc->refs[k].claim;
+            if (!c || !c->is_allocated)
+                continue;
+            for (size_t r = 0; r < c->n_allocated; r++) {
+                const struct dra_attr *at = dra_device_attr(d->s->dra->ix, c->alloc_node,
+                                                            &c->allocated[r], d->mdom, d->mname);
+                if (!at) {
+                    set_why(d->why,
+                            "PodGroup %s asks that its devices agree on %s, but claim %s/%s of "
+                            "pod %s/%s is allocated with device %s/%s, which has no such "
+                            "attribute",
+                            d->g->key, d->g->dra_match, c->ns, c->name, d->e[i]->ns, d->e[i]->name,
+                            c->allocated[r].pool, c->allocated[r].device);
+                    return;
+                }
+                if (!pv) {
+                    pv = at;
+                    pv_where = c->name;
+                } else if (!dra_attr_equal(pv, at)) {
+                    set_why(d->why,
+                            "PodGroup %s asks that its devices agree on %s, but its allocated "
+                            "claims already differ: %s in claim %s, %s in claim %s/%s",
+                            d->g->key, d->g->dra_match, attr_text(pv, b1, sizeof(b1)), pv_where,
+                            attr_text(at, b2, sizeof(b2)), c->ns, c->name);
+                    return;
+                }
+            }
+        }
+    }
+    if (!pv)
+        return;
+    for (size_t v = 0; v < d->n_vals; v++)
+        if (dra_attr_equal(d->vals[v], pv)) {
+            d->vals = &d->vals[v];
+            d->n_vals = 1;
+            return;
+        }
+    set_why(d->why,
+            "PodGroup %s asks that its devices agree on %s; its allocated claims hold %s, which "
+            "no usable device has any more",
+            d->g->key, d->g->dra_match, attr_text(pv, b1, sizeof(b1)));
+}
+
 int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint32_t n_e,
                struct gdra_ctx **out)
 {
@@ -206,6 +281,8 @@ int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint
         } else if (!d->n_vals) {
             set_why(d->why, "PodGroup %s asks that its devices agree on %s, which no device has",
                     g->key, g->dra_match);
+        } else {
+            pinned_value(d);
         }
     }
     *out = d;
@@ -230,7 +307,7 @@ size_t gdra_rounds(const struct gdra_ctx *d)
 {
     if (!d->g->dra_match)
         return 1;
-    return d->mname ? d->n_vals : 0;
+    return d->mname && !d->why[0] ? d->n_vals : 0; /* why: set by gdra_begin, no value can do */
 }
 
 void gdra_round(struct gdra_ctx *d, size_t k)
