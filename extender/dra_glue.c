@@ -26,10 +26,14 @@ static const struct common_kube_resource dra_res[3] = {
 };
 static const char *const dra_what[3] = {"resourceslices", "deviceclasses", "resourceclaims"};
 
-static void dra_changed(struct extender_server *x)
+/* x->dra_dirty bits: the claims (or gang pods) changed; the devices (slices, classes) changed */
+#define DIRTY_CLAIMS 1
+#define DIRTY_DEVICES 2
+
+static void dra_changed(struct extender_server *x, int what)
 {
     pthread_mutex_lock(&x->mu);
-    x->dra_dirty = 1;
+    x->dra_dirty |= what;
     x->tick_req = 1;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
@@ -38,20 +42,39 @@ static void dra_changed(struct extender_server *x)
 static void on_add(void *ctx, const void *item)
 {
     (void)item;
-    dra_changed(ctx);
+    dra_changed(ctx, DIRTY_CLAIMS);
 }
 
 static void on_update(void *ctx, const void *old_item, const void *new_item)
 {
     (void)old_item;
     (void)new_item;
-    dra_changed(ctx);
+    dra_changed(ctx, DIRTY_CLAIMS);
 }
 
 static void on_delete(void *ctx, const void *old_item)
 {
     (void)old_item;
-    dra_changed(ctx);
+    dra_changed(ctx, DIRTY_CLAIMS);
+}
+
+static void on_dev_add(void *ctx, const void *item)
+{
+    (void)item;
+    dra_changed(ctx, DIRTY_CLAIMS | DIRTY_DEVICES);
+}
+
+static void on_dev_update(void *ctx, const void *old_item, const void *new_item)
+{
+    (void)old_item;
+    (void)new_item;
+    dra_changed(ctx, DIRTY_CLAIMS | DIRTY_DEVICES);
+}
+
+static void on_dev_delete(void *ctx, const void *old_item)
+{
+    (void)old_item;
+    dra_changed(ctx, DIRTY_CLAIMS | DIRTY_DEVICES);
 }
 
 void extender_dra_pod_changed(struct extender_server *x, const struct common_pod *p)
@@ -59,7 +82,7 @@ void extender_dra_pod_changed(struct extender_server *x, const struct common_pod
     /* a bound pod's claims are allocated: the claims' own events carry what changes */
     if (x->dra_inf[2] && p->n_resource_claims && extender_pod_group_of(p) &&
         !(p->node_name && *p->node_name))
-        x->dra_dirty = 1;
+        x->dra_dirty |= DIRTY_CLAIMS;
 }
 
 /* 1 when resource.k8s.io/v1 is served with resourceclaims */
@@ -80,7 +103,8 @@ static int dra_served(struct extender_server *x)
 
 enum common_rc extender_dra_watch(struct extender_server *x, struct common_error *err)
 {
-    struct common_informer_handlers h = {on_add, on_update, on_delete, x};
+    struct common_informer_handlers hc = {on_add, on_update, on_delete, x};
+    struct common_informer_handlers hd = {on_dev_add, on_dev_update, on_dev_delete, x};
 
     if (!dra_served(x)) {
         common_log(COMMON_LOG_INFO, "extender: resource.k8s.io/v1 not served; DRA is off", NULL);
@@ -88,7 +112,8 @@ enum common_rc extender_dra_watch(struct extender_server *x, struct common_error
     }
     for (int k = 0; k < 3; k++) {
         common_informer_json_ops(&x->dra_ops[k], dra_what[k], &dra_res[k]);
-        if (common_informer_create(x->kube, &x->dra_ops[k], &h, NULL, &x->dra_inf[k], err) ||
+        if (common_informer_create(x->kube, &x->dra_ops[k], k == 2 ? &hc : &hd, NULL,
+                                   &x->dra_inf[k], err) ||
             common_informer_start(x->dra_inf[k], err))
             return err ? err->code : COMMON_ENOMEM;
     }
@@ -115,6 +140,8 @@ void extender_dra_destroy(struct extender_server *x)
         common_informer_destroy(x->dra_inf[k]);
     common_arena_destroy(x->dra_arena);
     x->dra_arena = NULL;
+    common_arena_destroy(x->dra_dev_arena);
+    x->dra_dev_arena = NULL;
     json_decref(x->dra_stale);
     x->dra_stale = NULL;
 }
@@ -170,15 +197,21 @@ static void collect_all(struct common_informer *inf, struct collect *c,
         common_pmap_snap_foreach(*snap, collect_one, c);
 }
 
+/*
+ * The devices (slices, classes) are decoded again only when one of them changed; a claim or
+ * gang pod change builds the claims, the pods' claims and the index on the devices decoded
+ * before (dra_view_build_on), which is what changes while gangs are placed.
+ */
 void extender_dra_refresh(struct extender_server *x)
 {
-    struct common_arena *a, *old;
+    struct common_arena *a, *old, *dev_a = NULL, *old_dev = NULL;
     struct dra_view *v;
+    struct dra_view_devices *dev = NULL;
     struct dra_view_input in;
     struct collect c[4];
     struct common_pmap_snap *snaps[4] = {NULL, NULL, NULL, NULL};
     struct common_error e = {0};
-    int dirty;
+    int dirty, decode;
 
     if (!x->dra_inf[2])
         return;
@@ -195,12 +228,14 @@ void extender_dra_refresh(struct extender_server *x)
     pthread_mutex_unlock(&x->mu);
     if (!dirty)
         return;
+    /* the timer thread alone sets dra_dev and dra_dev_arena: read without x->mu */
+    decode = (dirty & DIRTY_DEVICES) || !x->dra_dev;
     if (!(a = common_arena_create(0)) || !(v = common_arena_alloc(a, sizeof(*v)))) {
         common_arena_destroy(a);
-        return;
+        goto retry;
     }
     memset(c, 0, sizeof(c));
-    for (int k = 0; k < 3; k++) {
+    for (int k = decode ? 0 : 2; k < 3; k++) {
         c[k].a = a;
         collect_all(x->dra_inf[k], &c[k], &snaps[k]);
     }
@@ -216,36 +251,61 @@ void extender_dra_refresh(struct extender_server *x)
     in.n_claims = c[2].n;
     in.pods = (const struct common_pod *const *)c[3].items;
     in.n_pods = c[3].n;
-    if (dra_view_build(a, &in, v, &e) != COMMON_OK) {
-        common_log(COMMON_LOG_WARN, "extender: DRA view not built", "error", e.msg, NULL);
+    if (decode) {
+        if (!(dev_a = common_arena_create(0)) || !(dev = common_arena_alloc(dev_a, sizeof(*dev))) ||
+            dra_view_devices_decode(dev_a, &in, dev, &e) != COMMON_OK) {
+            common_arena_destroy(dev_a);
+            dev_a = NULL;
+            dev = NULL;
+        }
+    } else {
+        dev = x->dra_dev;
+    }
+    if (!dev || dra_view_build_on(a, &in, dev, v, &e) != COMMON_OK) {
+        common_log(COMMON_LOG_WARN, "extender: DRA view not built", "error",
+                   e.msg[0] ? e.msg : "no memory", NULL);
         common_arena_destroy(a);
+        common_arena_destroy(dev_a);
         a = NULL;
-        pthread_mutex_lock(&x->mu);
-        x->dra_dirty = 1; /* try again on the next pass */
-        pthread_mutex_unlock(&x->mu);
     }
     for (int k = 0; k < 4; k++)
         if (snaps[k])
             common_pmap_snap_release(snaps[k]);
     if (!a)
-        return;
-    for (size_t i = 0; i < v->n_bad; i++)
+        goto retry;
+    if (decode)
+        for (size_t i = 0; i < dev->n_bad; i++)
+            common_log(COMMON_LOG_WARN, "extender: DRA object left out", "kind", dev->bad[i].kind,
+                       "name", dev->bad[i].name, "error", dev->bad[i].reason, NULL);
+    for (size_t i = dev->n_bad; i < v->n_bad; i++)
         common_log(COMMON_LOG_WARN, "extender: DRA object left out", "kind", v->bad[i].kind, "name",
                    v->bad[i].name, "error", v->bad[i].reason, NULL);
     {
-        char b[128];
-        snprintf(b, sizeof(b), "%zu slices, %zu classes, %zu claims, %zu pods with claims",
-                 v->snap.n_slices, v->snap.n_classes, v->n_claims, v->n_pods);
+        char b[160];
+        snprintf(b, sizeof(b), "%zu slices, %zu classes, %zu claims, %zu pods with claims%s",
+                 v->snap.n_slices, v->snap.n_classes, v->n_claims, v->n_pods,
+                 decode ? " (devices decoded)" : "");
         common_log(COMMON_LOG_DEBUG, "extender: DRA view", "objects", b, NULL);
     }
     pthread_mutex_lock(&x->mu);
     gang_dra_set(x->gs, v);
     old = x->dra_arena;
     x->dra_arena = a;
+    if (decode) {
+        old_dev = x->dra_dev_arena;
+        x->dra_dev_arena = dev_a;
+        x->dra_dev = dev;
+    }
     x->tick_req = 1;
     pthread_mutex_unlock(&x->mu);
-    common_arena_destroy(old);
+    common_arena_destroy(old); /* the old view first: it borrows the old devices */
+    common_arena_destroy(old_dev);
     extender_dra_metrics(x, v);
+    return;
+retry:
+    pthread_mutex_lock(&x->mu);
+    x->dra_dirty |= dirty; /* try again on the next pass */
+    pthread_mutex_unlock(&x->mu);
 }
 
 /* ---- metrics ---- */

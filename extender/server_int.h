@@ -106,6 +106,10 @@ struct extender_server {
     struct common_informer *dra_inf[3]; /* resourceslices, deviceclasses, resourceclaims */
     struct common_informer_ops dra_ops[3];
     struct common_arena *dra_arena;
+    /* the decoded slices and classes the view is built on (dra/view.h), in their own arena,
+     * decoded again only when one of them changed (timer thread; swapped under mu) */
+    struct common_arena *dra_dev_arena;
+    struct dra_view_devices *dra_dev;
     int dra_dirty;
     /* the sweep of stale claim allocations (dra_glue.c, timer thread only): claim uid ->
      * first time (ms) it was seen stale, and when the last sweep ran */
