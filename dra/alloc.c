@@ -757,6 +757,49 @@ size_t dra_node_devices(const struct dra_index *ix, const char *node)
     return n;
 }
 
+const struct dra_attr *dra_device_attr(const struct dra_index *ix, const char *node,
+                                       const struct dra_result *r, const char *domain,
+                                       const char *name)
+{
+    size_t lo[2], hi[2];
+
+    node_range(ix, "", &lo[0], &hi[0]);
+    node_range(ix, node ? node : "", &lo[1], &hi[1]);
+    for (int k = 0; k < (node && node[0] ? 2 : 1); k++)
+        for (size_t i = lo[k]; i < hi[k]; i++) {
+            const struct dra_slice *sl = ix->slices[i];
+            if (strcmp(sl->driver, r->driver) != 0 || strcmp(sl->pool, r->pool) != 0 ||
+                !dra_slice_current(ix, sl))
+                continue;
+            for (size_t d = 0; d < sl->n_devices; d++)
+                if (strcmp(sl->devices[d].name, r->device) == 0)
+                    return find_attr(&sl->devices[d], domain, name);
+        }
+    return NULL;
+}
+
+size_t dra_node_pools(const struct dra_index *ix, const char *node)
+{
+    size_t lo[2], hi[2], n = 0;
+    const struct pool_info *last = NULL;
+
+    node_range(ix, "", &lo[0], &hi[0]);
+    node_range(ix, node, &lo[1], &hi[1]);
+    for (int r = 0; r < (node[0] ? 2 : 1); r++)
+        for (size_t i = lo[r]; i < hi[r]; i++) {
+            const struct dra_slice *sl = ix->slices[i];
+            struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
+            const struct pool_info *p =
+                bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+            if (p && !p->incomplete && !p->invalid && sl->generation == p->gen && p != last &&
+                sl->n_devices) {
+                n++;
+                last = p;
+            }
+        }
+    return n;
+}
+
 int dra_device_in_use(const struct dra_index *ix, const char *driver, const char *pool,
                       const char *device)
 {

@@ -245,6 +245,19 @@ enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *i
  * allocation on it. */
 size_t dra_node_devices(const struct dra_index *ix, const char *node);
 
+/* dra_device_attr - attribute domain/name of the device r names (driver, pool, device) in the
+ * newest generation of its pool among the slices of node (NULL: allNodes slices only), or NULL
+ * when the device or the attribute is absent. O(slices of the node x devices). */
+const struct dra_attr *dra_device_attr(const struct dra_index *ix, const char *node,
+                                       const struct dra_result *r, const char *domain,
+                                       const char *name);
+
+/* dra_node_pools - how many distinct usable pools (newest generation, complete, valid) have
+ * devices for node (its own slices and allNodes ones); a pool whose slices are not adjacent
+ * in the index may count twice, so 1 means exactly one pool. kube-scheduler visits the pools
+ * of a node in Go map order, so its first fit is predictable only when this is 1. */
+size_t dra_node_pools(const struct dra_index *ix, const char *node);
+
 /* dra_device_in_use - 1 when the device is in an allocated claim's results of ix's snapshot
  * (adminAccess results left out), else 0. O(log devices in use). */
 int dra_device_in_use(const struct dra_index *ix, const char *driver, const char *pool,

@@ -139,43 +139,79 @@ static int owner_of(struct common_arena *a, const json_t *obj, struct dra_view_c
     return 0;
 }
 
+enum common_rc dra_view_devices_decode(struct common_arena *a, const struct dra_view_input *in,
+                                       struct dra_view_devices *d, struct common_error *err)
+{
+    struct common_error e;
+    enum common_rc rc;
+    struct dra_view tmp; /* add_bad's list */
+
+    memset(d, 0, sizeof(*d));
+    memset(&tmp, 0, sizeof(tmp));
+    d->slices = common_arena_alloc(a, (in->n_slices + 1) * sizeof(*d->slices));
+    d->classes = common_arena_alloc(a, (in->n_classes + 1) * sizeof(*d->classes));
+    tmp.bad = common_arena_alloc(a, (in->n_slices + in->n_classes + 1) * sizeof(*tmp.bad));
+    if (!d->slices || !d->classes || !tmp.bad)
+        goto nomem;
+    for (size_t i = 0; i < in->n_slices; i++) {
+        if ((rc = dra_slice_decode(a, in->slices[i], &d->slices[d->n_slices], &e))) {
+            if (rc == COMMON_ENOMEM ||
+                add_bad(a, &tmp, "ResourceSlice", meta_str(in->slices[i], "name"), e.msg))
+                goto nomem;
+            continue;
+        }
+        d->n_slices++;
+    }
+    for (size_t i = 0; i < in->n_classes; i++) {
+        if ((rc = dra_class_decode(a, in->classes[i], &d->classes[d->n_classes], &e))) {
+            if (rc == COMMON_ENOMEM ||
+                add_bad(a, &tmp, "DeviceClass", meta_str(in->classes[i], "name"), e.msg))
+                goto nomem;
+            continue;
+        }
+        d->n_classes++;
+    }
+    d->bad = tmp.bad;
+    d->n_bad = tmp.n_bad;
+    return COMMON_OK;
+nomem:
+    return common_error_set(err, COMMON_ENOMEM, "out of memory decoding DRA devices");
+}
+
 enum common_rc dra_view_build(struct common_arena *a, const struct dra_view_input *in,
                               struct dra_view *v, struct common_error *err)
 {
+    struct dra_view_devices d;
+    enum common_rc rc = dra_view_devices_decode(a, in, &d, err);
+
+    if (rc) {
+        memset(v, 0, sizeof(*v));
+        return rc;
+    }
+    return dra_view_build_on(a, in, &d, v, err);
+}
+
+enum common_rc dra_view_build_on(struct common_arena *a, const struct dra_view_input *in,
+                                 const struct dra_view_devices *d, struct dra_view *v,
+                                 struct common_error *err)
+{
     struct common_error e;
     size_t n_alloc = 0;
-    struct dra_slice *slices;
-    struct dra_class *classes;
     struct dra_claim *allocated;
     enum common_rc rc;
 
     memset(v, 0, sizeof(*v));
-    slices = common_arena_alloc(a, (in->n_slices + 1) * sizeof(*slices));
-    classes = common_arena_alloc(a, (in->n_classes + 1) * sizeof(*classes));
     v->claims = common_arena_alloc(a, (in->n_claims + 1) * sizeof(*v->claims));
-    v->bad =
-        common_arena_alloc(a, (in->n_slices + in->n_classes + in->n_claims + 1) * sizeof(*v->bad));
+    v->bad = common_arena_alloc(a, (d->n_bad + in->n_claims + 1) * sizeof(*v->bad));
     v->pods = common_arena_alloc(a, (in->n_pods + 1) * sizeof(*v->pods));
-    if (!slices || !classes || !v->claims || !v->bad || !v->pods)
+    if (!v->claims || !v->bad || !v->pods)
         goto nomem;
-    for (size_t i = 0; i < in->n_slices; i++) {
-        if ((rc = dra_slice_decode(a, in->slices[i], &slices[v->snap.n_slices], &e))) {
-            if (rc == COMMON_ENOMEM ||
-                add_bad(a, v, "ResourceSlice", meta_str(in->slices[i], "name"), e.msg))
-                goto nomem;
-            continue;
-        }
-        v->snap.n_slices++;
-    }
-    for (size_t i = 0; i < in->n_classes; i++) {
-        if ((rc = dra_class_decode(a, in->classes[i], &classes[v->snap.n_classes], &e))) {
-            if (rc == COMMON_ENOMEM ||
-                add_bad(a, v, "DeviceClass", meta_str(in->classes[i], "name"), e.msg))
-                goto nomem;
-            continue;
-        }
-        v->snap.n_classes++;
-    }
+    for (size_t i = 0; i < d->n_bad; i++)
+        v->bad[v->n_bad++] = d->bad[i];
+    v->snap.slices = d->slices;
+    v->snap.n_slices = d->n_slices;
+    v->snap.classes = d->classes;
+    v->snap.n_classes = d->n_classes;
     for (size_t i = 0; i < in->n_claims; i++) {
         struct dra_view_claim *vc = &v->claims[v->n_claims];
         memset(vc, 0, sizeof(*vc));
@@ -203,8 +239,6 @@ enum common_rc dra_view_build(struct common_arena *a, const struct dra_view_inpu
     for (size_t i = 0; i < v->n_claims; i++)
         if (v->claims[i].claim.is_allocated && !v->claims[i].error)
             allocated[v->snap.n_allocated++] = v->claims[i].claim;
-    v->snap.slices = slices;
-    v->snap.classes = classes;
     v->snap.allocated = allocated;
     for (size_t i = 0; i < in->n_pods; i++) {
         if (resolve_pod(a, v, in->pods[i], &v->pods[v->n_pods]))

@@ -76,6 +76,36 @@ struct dra_view_input {
 enum common_rc dra_view_build(struct common_arena *a, const struct dra_view_input *in,
                               struct dra_view *v, struct common_error *err);
 
+/* The decoded devices of a view (ResourceSlices and DeviceClasses, with the ones that failed
+ * to decode): what changes seldom, decoded once and shared by the views built on it. */
+struct dra_view_devices {
+    struct dra_slice *slices;
+    size_t n_slices;
+    struct dra_class *classes;
+    size_t n_classes;
+    struct dra_bad *bad; /* "ResourceSlice" and "DeviceClass" entries */
+    size_t n_bad;
+};
+
+/*
+ * dra_view_devices_decode - decode in's slices and classes (its claims and pods are not read)
+ * into *d (arena a). A malformed object goes to d->bad with the decoder's reason. COMMON_OK or
+ * COMMON_ENOMEM.
+ */
+enum common_rc dra_view_devices_decode(struct common_arena *a, const struct dra_view_input *in,
+                                       struct dra_view_devices *d, struct common_error *err);
+
+/*
+ * dra_view_build_on - dra_view_build with the slices and classes taken from d (decoded
+ * earlier from the same objects; in's slices and classes are not read): only the claims, the
+ * pods' claims and the index are built (arena a). The view borrows d, whose arena must outlive
+ * it. The result is the one dra_view_build gives for the same objects (tests/unit/test_dra.c
+ * compares them over random changes). COMMON_OK or COMMON_ENOMEM.
+ */
+enum common_rc dra_view_build_on(struct common_arena *a, const struct dra_view_input *in,
+                                 const struct dra_view_devices *d, struct dra_view *v,
+                                 struct common_error *err);
+
 /* the claims of pod uid, NULL when the pod has no spec.resourceClaims (or v is NULL) */
 const struct dra_pod_claims *dra_view_pod(const struct dra_view *v, const char *uid);
 

@@ -26,10 +26,14 @@ static const struct common_kube_resource dra_res[3] = {
 };
 static const char *const dra_what[3] = {"resourceslices", "deviceclasses", "resourceclaims"};
 
-static void dra_changed(struct extender_server *x)
+/* x->dra_dirty bits: the claims (or gang pods) changed; the devices (slices, classes) changed */
+#define DIRTY_CLAIMS 1
+#define DIRTY_DEVICES 2
+
+static void dra_changed(struct extender_server *x, int what)
 {
     pthread_mutex_lock(&x->mu);
-    x->dra_dirty = 1;
+    x->dra_dirty |= what;
     x->tick_req = 1;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
@@ -38,20 +42,39 @@ static void dra_changed(struct extender_server *x)
 static void on_add(void *ctx, const void *item)
 {
     (void)item;
-    dra_changed(ctx);
+    dra_changed(ctx, DIRTY_CLAIMS);
 }
 
 static void on_update(void *ctx, const void *old_item, const void *new_item)
 {
     (void)old_item;
     (void)new_item;
-    dra_changed(ctx);
+    dra_changed(ctx, DIRTY_CLAIMS);
 }
 
 static void on_delete(void *ctx, const void *old_item)
 {
     (void)old_item;
-    dra_changed(ctx);
+    dra_changed(ctx, DIRTY_CLAIMS);
+}
+
+static void on_dev_add(void *ctx, const void *item)
+{
+    (void)item;
+    dra_changed(ctx, DIRTY_CLAIMS | DIRTY_DEVICES);
+}
+
+static void on_dev_update(void *ctx, const void *old_item, const void *new_item)
+{
+    (void)old_item;
+    (void)new_item;
+    dra_changed(ctx, DIRTY_CLAIMS | DIRTY_DEVICES);
+}
+
+static void on_dev_delete(void *ctx, const void *old_item)
+{
+    (void)old_item;
+    dra_changed(ctx, DIRTY_CLAIMS | DIRTY_DEVICES);
 }
 
 void extender_dra_pod_changed(struct extender_server *x, const struct common_pod *p)
@@ -59,7 +82,7 @@ void extender_dra_pod_changed(struct extender_server *x, const struct common_pod
     /* a bound pod's claims are allocated: the claims' own events carry what changes */
     if (x->dra_inf[2] && p->n_resource_claims && extender_pod_group_of(p) &&
         !(p->node_name && *p->node_name))
-        x->dra_dirty = 1;
+        x->dra_dirty |= DIRTY_CLAIMS;
 }
 
 /* *served = 1 when resource.k8s.io/v1 serves resourceclaims, 0 when the API server answers
@@ -72,7 +95,8 @@ static enum common_rc dra_served(struct extender_server *x, int *served, struct 
 
 enum common_rc extender_dra_watch(struct extender_server *x, struct common_error *err)
 {
-    struct common_informer_handlers h = {on_add, on_update, on_delete, x};
+    struct common_informer_handlers hc = {on_add, on_update, on_delete, x};
+    struct common_informer_handlers hd = {on_dev_add, on_dev_update, on_dev_delete, x};
     int served = 0;
     enum common_rc rc;
 
@@ -84,7 +108,8 @@ enum common_rc extender_dra_watch(struct extender_server *x, struct common_error
     }
     for (int k = 0; k < 3; k++) {
         common_informer_json_ops(&x->dra_ops[k], dra_what[k], &dra_res[k]);
-        if (common_informer_create(x->kube, &x->dra_ops[k], &h, NULL, &x->dra_inf[k], err) ||
+        if (common_informer_create(x->kube, &x->dra_ops[k], k == 2 ? &hc : &hd, NULL,
+                                   &x->dra_inf[k], err) ||
             common_informer_start(x->dra_inf[k], err))
             return err ? err->code : COMMON_ENOMEM;
     }
@@ -111,7 +136,21 @@ void extender_dra_destroy(struct extender_server *x)
         common_informer_destroy(x->dra_inf[k]);
     common_arena_destroy(x->dra_arena);
     x->dra_arena = NULL;
+    common_arena_destroy(x->dra_dev_arena);
+    x->dra_dev_arena = NULL;
+    json_decref(x->dra_stale);
+    x->dra_stale = NULL;
 }
+
+/* the finalizer kube-scheduler puts on a claim it allocates, and our mark on the claims whose
+ * allocation trainsched wrote (the pod uid it was written for) */
+#define DELETE_PROTECTION "resource.kubernetes.io/delete-protection"
+#define DRA_WRITER_ANNOTATION "trainsched.io/dra-allocated-for"
+
+/* the stale-allocation sweep (below): how often, and how long an allocation must stay stale */
+#define SWEEP_PERIOD_MS 2000
+#define SWEEP_GRACE_MS 10000
+static void sweep_stale(struct extender_server *x, int64_t now);
 
 /* ---- the view ---- */
 
@@ -154,30 +193,45 @@ static void collect_all(struct common_informer *inf, struct collect *c,
         common_pmap_snap_foreach(*snap, collect_one, c);
 }
 
+/*
+ * The devices (slices, classes) are decoded again only when one of them changed; a claim or
+ * gang pod change builds the claims, the pods' claims and the index on the devices decoded
+ * before (dra_view_build_on), which is what changes while gangs are placed.
+ */
 void extender_dra_refresh(struct extender_server *x)
 {
-    struct common_arena *a, *old;
+    struct common_arena *a, *old, *dev_a = NULL, *old_dev = NULL;
     struct dra_view *v;
+    struct dra_view_devices *dev = NULL;
     struct dra_view_input in;
     struct collect c[4];
     struct common_pmap_snap *snaps[4] = {NULL, NULL, NULL, NULL};
     struct common_error e = {0};
-    int dirty;
+    int dirty, decode;
 
     if (!x->dra_inf[2])
         return;
+    {
+        int64_t now = extender_mono_ms();
+        if (now - x->dra_sweep_at >= SWEEP_PERIOD_MS) {
+            x->dra_sweep_at = now;
+            sweep_stale(x, now);
+        }
+    }
     pthread_mutex_lock(&x->mu);
     dirty = x->dra_dirty;
     x->dra_dirty = 0;
     pthread_mutex_unlock(&x->mu);
     if (!dirty)
         return;
+    /* the timer thread alone sets dra_dev and dra_dev_arena: read without x->mu */
+    decode = (dirty & DIRTY_DEVICES) || !x->dra_dev;
     if (!(a = common_arena_create(0)) || !(v = common_arena_alloc(a, sizeof(*v)))) {
         common_arena_destroy(a);
-        return;
+        goto retry;
     }
     memset(c, 0, sizeof(c));
-    for (int k = 0; k < 3; k++) {
+    for (int k = decode ? 0 : 2; k < 3; k++) {
         c[k].a = a;
         collect_all(x->dra_inf[k], &c[k], &snaps[k]);
     }
@@ -193,36 +247,61 @@ void extender_dra_refresh(struct extender_server *x)
     in.n_claims = c[2].n;
     in.pods = (const struct common_pod *const *)c[3].items;
     in.n_pods = c[3].n;
-    if (dra_view_build(a, &in, v, &e) != COMMON_OK) {
-        common_log(COMMON_LOG_WARN, "extender: DRA view not built", "error", e.msg, NULL);
+    if (decode) {
+        if (!(dev_a = common_arena_create(0)) || !(dev = common_arena_alloc(dev_a, sizeof(*dev))) ||
+            dra_view_devices_decode(dev_a, &in, dev, &e) != COMMON_OK) {
+            common_arena_destroy(dev_a);
+            dev_a = NULL;
+            dev = NULL;
+        }
+    } else {
+        dev = x->dra_dev;
+    }
+    if (!dev || dra_view_build_on(a, &in, dev, v, &e) != COMMON_OK) {
+        common_log(COMMON_LOG_WARN, "extender: DRA view not built", "error",
+                   e.msg[0] ? e.msg : "no memory", NULL);
         common_arena_destroy(a);
+        common_arena_destroy(dev_a);
         a = NULL;
-        pthread_mutex_lock(&x->mu);
-        x->dra_dirty = 1; /* try again on the next pass */
-        pthread_mutex_unlock(&x->mu);
     }
     for (int k = 0; k < 4; k++)
         if (snaps[k])
             common_pmap_snap_release(snaps[k]);
     if (!a)
-        return;
-    for (size_t i = 0; i < v->n_bad; i++)
+        goto retry;
+    if (decode)
+        for (size_t i = 0; i < dev->n_bad; i++)
+            common_log(COMMON_LOG_WARN, "extender: DRA object left out", "kind", dev->bad[i].kind,
+                       "name", dev->bad[i].name, "error", dev->bad[i].reason, NULL);
+    for (size_t i = dev->n_bad; i < v->n_bad; i++)
         common_log(COMMON_LOG_WARN, "extender: DRA object left out", "kind", v->bad[i].kind, "name",
                    v->bad[i].name, "error", v->bad[i].reason, NULL);
     {
-        char b[128];
-        snprintf(b, sizeof(b), "%zu slices, %zu classes, %zu claims, %zu pods with claims",
-                 v->snap.n_slices, v->snap.n_classes, v->n_claims, v->n_pods);
+        char b[160];
+        snprintf(b, sizeof(b), "%zu slices, %zu classes, %zu claims, %zu pods with claims%s",
+                 v->snap.n_slices, v->snap.n_classes, v->n_claims, v->n_pods,
+                 decode ? " (devices decoded)" : "");
         common_log(COMMON_LOG_DEBUG, "extender: DRA view", "objects", b, NULL);
     }
     pthread_mutex_lock(&x->mu);
     gang_dra_set(x->gs, v);
     old = x->dra_arena;
     x->dra_arena = a;
+    if (decode) {
+        old_dev = x->dra_dev_arena;
+        x->dra_dev_arena = dev_a;
+        x->dra_dev = dev;
+    }
     x->tick_req = 1;
     pthread_mutex_unlock(&x->mu);
-    common_arena_destroy(old);
+    common_arena_destroy(old); /* the old view first: it borrows the old devices */
+    common_arena_destroy(old_dev);
     extender_dra_metrics(x, v);
+    return;
+retry:
+    pthread_mutex_lock(&x->mu);
+    x->dra_dirty |= dirty; /* try again on the next pass */
+    pthread_mutex_unlock(&x->mu);
 }
 
 /* ---- metrics ---- */
@@ -311,9 +390,10 @@ static json_t *cached_claim(struct extender_server *x, const char *ns, const cha
     return obj;
 }
 
-/* PUT the claim's status subresource with obj (its metadata.resourceVersion the precondition) */
-static enum common_rc put_status(struct extender_server *x, const char *ns, const char *name,
-                                 json_t *obj, struct common_error *e)
+/* PUT the claim (status: its status subresource) with obj, its metadata.resourceVersion the
+ * precondition; *out (when out is set) gets the claim the API server returned */
+static enum common_rc put_claim(struct extender_server *x, const char *ns, const char *name,
+                                int status_sub, json_t *obj, json_t **out, struct common_error *e)
 {
     char path[KEY_MAX + 96];
     char *body = json_dumps(obj, JSON_COMPACT);
@@ -321,15 +401,67 @@ static enum common_rc put_status(struct extender_server *x, const char *ns, cons
     long status = 0;
     enum common_rc rc;
 
+    if (out)
+        *out = NULL;
     if (!body)
-        return common_error_set(e, COMMON_ENOMEM, "no memory for a claim status");
-    snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status",
-             ns, name);
+        return common_error_set(e, COMMON_ENOMEM, "no memory for a claim");
+    snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s%s", ns,
+             name, status_sub ? "/status" : "");
     common_buf_init(&resp, (size_t)4 << 20);
     rc = common_kube_request(x->kube, "PUT", path, "application/json", body, strlen(body), NULL,
                              &resp, &status, e);
+    if (rc == COMMON_OK && out &&
+        !(*out = json_loadb(resp.data ? resp.data : "", resp.len, 0, NULL)))
+        rc = common_error_set(e, COMMON_EINVAL, "PUT %s: the answer is not JSON", path);
     common_buf_free(&resp);
     free(body);
+    return rc;
+}
+
+static enum common_rc put_status(struct extender_server *x, const char *ns, const char *name,
+                                 json_t *obj, struct common_error *e)
+{
+    return put_claim(x, ns, name, 1, obj, NULL, e);
+}
+
+/*
+ * mark_claim - what kube-scheduler's PreBind does before it writes an allocation: the finalizer
+ * resource.kubernetes.io/delete-protection (kube-controller-manager's resourceclaim controller
+ * deallocates a claim whose reservedFor became empty only when it carries it), added with a
+ * normal update; with it the annotation DRA_WRITER_ANNOTATION naming the pod the allocation is
+ * for, so the stale-allocation sweep knows the allocations trainsched wrote. *obj is replaced
+ * by the updated claim.
+ */
+static enum common_rc mark_claim(struct extender_server *x, const char *ns, const char *name,
+                                 const char *pod_uid, json_t **obj, struct common_error *e)
+{
+    json_t *md = json_object_get(*obj, "metadata"), *fin, *ann, *f, *upd;
+    size_t i;
+    int has = 0;
+    enum common_rc rc;
+
+    if (!json_is_object(md))
+        return common_error_set(e, COMMON_EINVAL, "claim %s/%s has no metadata", ns, name);
+    fin = json_object_get(md, "finalizers");
+    if (!json_is_array(fin)) {
+        fin = json_array();
+        json_object_set_new(md, "finalizers", fin);
+    }
+    json_array_foreach(fin, i, f) has |=
+        json_is_string(f) && strcmp(json_string_value(f), DELETE_PROTECTION) == 0;
+    if (!has)
+        json_array_append_new(fin, json_string(DELETE_PROTECTION));
+    ann = json_object_get(md, "annotations");
+    if (!json_is_object(ann)) {
+        ann = json_object();
+        json_object_set_new(md, "annotations", ann);
+    }
+    json_object_set_new(ann, DRA_WRITER_ANNOTATION, json_string(pod_uid));
+    rc = put_claim(x, ns, name, 0, *obj, &upd, e);
+    if (rc == COMMON_OK) {
+        json_decref(*obj);
+        *obj = upd;
+    }
     return rc;
 }
 
@@ -355,17 +487,28 @@ static json_t *allocation_json(const struct gang_dra_claim *c)
 
 #define DRA_CLAIMS_MAX 16
 
-void extender_dra_before_bind(struct extender_server *x, const struct gang_answer *a)
+/*
+ * write_planned - status.allocation (the planned devices) and status.reservedFor (the pod) of
+ * pod uid's claims that the plan covers and the claim cache shows unallocated, one status PUT
+ * per claim with the cached resourceVersion as precondition. only_node (the filter's answer):
+ * when set, nothing is written unless the plan's node is that one and kube-scheduler's own
+ * first fit there would not be the planned devices. Returns how many claims were written.
+ */
+static size_t write_planned(struct extender_server *x, const char *uid, const char *pod_name,
+                            const char *only_node, const char *when)
 {
     struct gang_dra_claim c[DRA_CLAIMS_MAX];
     json_t *allocs[DRA_CLAIMS_MAX];
     char ns[DRA_CLAIMS_MAX][64], name[DRA_CLAIMS_MAX][254];
-    size_t n;
+    size_t n, written = 0;
 
     if (!x->dra_inf[2])
-        return;
+        return 0;
     pthread_mutex_lock(&x->mu);
-    n = gang_dra_planned(x->gs, a->uid, c, DRA_CLAIMS_MAX);
+    n = gang_dra_planned(x->gs, uid, c, DRA_CLAIMS_MAX);
+    if (n && only_node &&
+        (strcmp(c[0].node, only_node) != 0 || !gang_dra_first_fit_differs(x->gs, uid)))
+        n = 0;
     for (size_t i = 0; i < n; i++) {
         allocs[i] = allocation_json(&c[i]);
         extender_copy_str(ns[i], sizeof(ns[i]), c[i].ns);
@@ -378,31 +521,66 @@ void extender_dra_before_bind(struct extender_server *x, const struct gang_answe
         struct common_error e = {0};
         enum common_rc rc;
         if (!obj || !allocs[i] || json_object_get(json_object_get(obj, "status"), "allocation")) {
-            /* already allocated (kube-scheduler's PreBind runs before the extender's bind) or
+            /* already allocated (by an earlier write, or by kube-scheduler's PreBind) or
              * unknown: nothing of ours to write */
             json_decref(obj);
             json_decref(allocs[i]);
             continue;
         }
+        rc = mark_claim(x, ns[i], name[i], uid, &obj, &e);
         st = json_object_get(obj, "status");
         if (!json_is_object(st)) {
             st = json_object();
             json_object_set_new(obj, "status", st);
         }
         json_object_set_new(st, "allocation", allocs[i]);
+        allocs[i] = NULL;
         json_object_set_new(
             st, "reservedFor",
-            json_pack("[{s:s, s:s, s:s}]", "resource", "pods", "name", a->name, "uid", a->uid));
-        rc = put_status(x, ns[i], name[i], obj, &e);
+            json_pack("[{s:s, s:s, s:s}]", "resource", "pods", "name", pod_name, "uid", uid));
+        if (rc == COMMON_OK)
+            rc = put_status(x, ns[i], name[i], obj, &e);
         json_decref(obj);
         pthread_mutex_lock(&x->mu);
         if (rc == COMMON_OK)
             x->st.dra_claims_written++;
         pthread_mutex_unlock(&x->mu);
-        if (rc != COMMON_OK)
-            common_log(COMMON_LOG_WARN, "extender: claim allocation not written", "claim", name[i],
-                       "namespace", ns[i], "pod", a->name, "error", e.msg, NULL);
+        if (rc == COMMON_OK) {
+            written++;
+            common_log(COMMON_LOG_DEBUG, "extender: claim allocation written", "claim", name[i],
+                       "namespace", ns[i], "pod", pod_name, "at", when, NULL);
+        } else {
+            /* a conflict: the cache lags an allocation written meanwhile (ours or the
+             * scheduler's); the next pass sees it */
+            common_log(rc == COMMON_ECONFLICT ? COMMON_LOG_DEBUG : COMMON_LOG_WARN,
+                       "extender: claim allocation not written", "claim", name[i], "namespace",
+                       ns[i], "pod", pod_name, "at", when, "error", e.msg, NULL);
+        }
     }
+    return written;
+}
+
+void extender_dra_before_bind(struct extender_server *x, const struct gang_answer *a)
+{
+    (void)write_planned(x, a->uid, a->name, NULL, "bind");
+}
+
+void extender_dra_at_filter(struct extender_server *x, const struct common_pod *pod,
+                            const char *const *node_names, const uint8_t *verdict, size_t n)
+{
+    const char *only = NULL;
+
+    if (!x->dra_inf[2] || !pod->uid || !pod->name)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (verdict[i] != EXTENDER_PASS)
+            continue;
+        if (only)
+            return; /* more than one node left: the plan does not pin the pod */
+        only = node_names[i];
+    }
+    if (only)
+        (void)write_planned(x, pod->uid, pod->name, only, "filter");
 }
 
 struct owned {
@@ -483,6 +661,122 @@ void extender_dra_release(struct extender_server *x, const struct gang_answer *a
                        name, "namespace", ns, "pod", a->name, NULL);
     }
     json_decref(o.found);
+}
+
+/* ---- stale allocations ---- */
+
+/* the one node of status.allocation.nodeSelector (matchFields metadata.name In [node]) */
+static const char *alloc_node_of(const json_t *alloc)
+{
+    const json_t *term = json_array_get(
+        json_object_get(json_object_get(alloc, "nodeSelector"), "nodeSelectorTerms"), 0);
+    const json_t *mf = json_array_get(json_object_get(term, "matchFields"), 0);
+    return json_string_value(json_array_get(json_object_get(mf, "values"), 0));
+}
+
+struct stale_ctx {
+    struct extender_server *x;
+    struct common_pmap_snap *pods;
+    json_t *found; /* array of claim copies that look stale now */
+};
+
+/*
+ * A claim allocation trainsched wrote (annotation DRA_WRITER_ANNOTATION naming the pod of
+ * reservedFor), reserved for one gang pod that is not bound and that the
+ * books no longer plan, hold or release on the allocation's node: the pod's attempt ended
+ * while kube-scheduler had it in backoff (after its PreBind found the claim allocated), so no
+ * held bind carries the release.
+ */
+static int stale_one(const char *key, void *item, void *ctx)
+{
+    struct stale_ctx *c = ctx;
+    const json_t *obj = item, *st = json_object_get(obj, "status"), *rf;
+    const json_t *md = json_object_get(obj, "metadata");
+    const json_t *alloc = json_object_get(st, "allocation");
+    const struct common_pod *p;
+    const char *ns, *pod, *uid, *node, *mark;
+    char pkey[KEY_MAX];
+    int placed;
+    (void)key;
+
+    rf = json_object_get(st, "reservedFor");
+    if (!alloc || json_array_size(rf) != 1)
+        return 0;
+    ns = json_string_value(json_object_get(md, "namespace"));
+    mark = json_string_value(
+        json_object_get(json_object_get(md, "annotations"), DRA_WRITER_ANNOTATION));
+    pod = json_string_value(json_object_get(json_array_get(rf, 0), "name"));
+    uid = json_string_value(json_object_get(json_array_get(rf, 0), "uid"));
+    node = alloc_node_of(alloc);
+    if (!ns || !mark || !pod || !uid || !node || strcmp(mark, uid) != 0)
+        return 0;
+    snprintf(pkey, sizeof(pkey), "%s/%s", ns, pod);
+    p = common_pmap_snap_get(c->pods, pkey);
+    if (!p || !p->uid || strcmp(p->uid, uid) != 0 || (p->node_name && *p->node_name) ||
+        !extender_pod_group_of(p))
+        return 0;
+    pthread_mutex_lock(&c->x->mu);
+    placed = gang_dra_pod_placed(c->x->gs, uid, node);
+    pthread_mutex_unlock(&c->x->mu);
+    if (placed == 0)
+        json_array_append_new(c->found, json_deep_copy(obj));
+    return 0;
+}
+
+/* release (one status PUT) the allocations that stayed stale for SWEEP_GRACE_MS */
+static void sweep_stale(struct extender_server *x, int64_t now)
+{
+    struct stale_ctx c = {x, NULL, json_array()};
+    struct common_pmap_snap *snap;
+    json_t *seen = json_object(), *obj;
+    size_t i;
+
+    if (!c.found || !seen || !(snap = common_informer_snapshot(x->dra_inf[2])))
+        goto out;
+    if ((c.pods = common_informer_snapshot(x->pods_inf)))
+        common_pmap_snap_foreach(snap, stale_one, &c);
+    if (c.pods)
+        common_pmap_snap_release(c.pods);
+    common_pmap_snap_release(snap);
+    json_array_foreach(c.found, i, obj)
+    {
+        const json_t *md = json_object_get(obj, "metadata");
+        const char *cuid = json_string_value(json_object_get(md, "uid"));
+        const char *ns = json_string_value(json_object_get(md, "namespace"));
+        const char *name = json_string_value(json_object_get(md, "name"));
+        json_t *st = json_object_get(obj, "status");
+        json_int_t first;
+        struct common_error e = {0};
+        if (!cuid || !ns || !name)
+            continue;
+        first = x->dra_stale ? json_integer_value(json_object_get(x->dra_stale, cuid)) : 0;
+        if (!first) {
+            json_object_set_new(seen, cuid, json_integer(now));
+            continue;
+        }
+        if (now - first < SWEEP_GRACE_MS) {
+            json_object_set_new(seen, cuid, json_integer(first));
+            continue;
+        }
+        json_object_del(st, "allocation");
+        json_object_del(st, "reservedFor");
+        json_object_del(st, "devices");
+        if (put_status(x, ns, name, obj, &e) == COMMON_OK) {
+            pthread_mutex_lock(&x->mu);
+            x->st.dra_claims_released++;
+            pthread_mutex_unlock(&x->mu);
+            common_log(COMMON_LOG_INFO,
+                       "extender: stale claim allocation released (the pod's gang attempt "
+                       "ended before its bind)",
+                       "claim", name, "namespace", ns, NULL);
+        } else {
+            json_object_set_new(seen, cuid, json_integer(first)); /* next sweep again */
+        }
+    }
+out:
+    json_decref(c.found);
+    json_decref(x->dra_stale);
+    x->dra_stale = seen;
 }
 
 void extender_dra_release_job(struct extender_server *x, const char *ns, const char *name,

@@ -149,6 +149,8 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
         pthread_mutex_unlock(&x->mu);
         if (rc)
             goto fail;
+        if (!wait_msg) /* a planned member: its claims get the planned devices now */
+            extender_dra_at_filter(x, args->pod, args->node_names, verdict, args->n_nodes);
     }
     if (wait_msg) {
         /* an Error, not node lists: kube-scheduler retries it after its error backoff, where a

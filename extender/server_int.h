@@ -106,7 +106,15 @@ struct extender_server {
     struct common_informer *dra_inf[3]; /* resourceslices, deviceclasses, resourceclaims */
     struct common_informer_ops dra_ops[3];
     struct common_arena *dra_arena;
+    /* the decoded slices and classes the view is built on (dra/view.h), in their own arena,
+     * decoded again only when one of them changed (timer thread; swapped under mu) */
+    struct common_arena *dra_dev_arena;
+    struct dra_view_devices *dra_dev;
     int dra_dirty;
+    /* the sweep of stale claim allocations (dra_glue.c, timer thread only): claim uid ->
+     * first time (ms) it was seen stale, and when the last sweep ran */
+    json_t *dra_stale;
+    int64_t dra_sweep_at;
     struct common_metric *m_dra_devices, *m_dra_waiting;
 };
 
@@ -189,6 +197,15 @@ void extender_dra_count_waiting(struct extender_server *x, double waiting);
  * devices, nodeSelector on the node) and status.reservedFor (the pod) of each of its claims
  * that is not allocated yet, one status update per claim */
 void extender_dra_before_bind(struct extender_server *x, const struct gang_answer *a);
+/* the filter answered pod with node_names[i] where verdict[i] is EXTENDER_PASS: when exactly one
+ * node passes, it is the node the gang plan gave the pod, and kube-scheduler's own first fit
+ * there would take other devices than planned (gang_dra_first_fit_differs), write the plan's
+ * devices into the pod's unallocated claims (delete-protection finalizer and our annotation,
+ * then status.allocation + reservedFor) now, before kube-scheduler's Reserve/PreBind allocate
+ * them (docs/dra.md "Who writes the allocation"); nothing when DRA is off or the pod has no
+ * planned claims */
+void extender_dra_at_filter(struct extender_server *x, const struct common_pod *pod,
+                            const char *const *node_names, const uint8_t *verdict, size_t n);
 /* binder, x->mu not held: member a's attempt ended (an error answer to a held bind): clear
  * status.allocation and reservedFor of its claims reserved for no other pod */
 void extender_dra_release(struct extender_server *x, const struct gang_answer *a);

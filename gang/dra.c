@@ -13,6 +13,7 @@
  * trainsched, before a restart) is pinned to the allocation's node and its devices are in use
  * for everyone through the snapshot. Reasons name the claim, the request and the counts.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -126,6 +127,80 @@ static int split_attr(struct common_arena *a, const char *q, const char **dom, c
     return *dom && *name ? 0 : -1;
 }
 
+/* a value of an attribute as text, for reasons */
+static const char *attr_text(const struct dra_attr *at, char *buf, size_t size)
+{
+    switch (at->type) {
+    case DRA_ATTR_INT:
+        snprintf(buf, size, "%lld", (long long)at->i);
+        return buf;
+    case DRA_ATTR_BOOL:
+        return at->b ? "true" : "false";
+    default:
+        snprintf(buf, size, "\"%s\"", at->s ? at->s : "");
+        return buf;
+    }
+}
+
+/*
+ * The gang asks one value of d->mdom/d->mname and some members' claims are allocated already
+ * (pinned): their devices decide the value. Only that value's round is kept; devices without
+ * the attribute or with two values among them make the gang wait with a reason (d->why).
+ */
+static void pinned_value(struct gdra_ctx *d)
+{
+    const struct dra_attr *pv = NULL;
+    const char *pv_where = NULL;
+    char b1[128], b2[128];
+
+    for (uint32_t i = 0; i < d->n_e; i++) {
+        const struct mem *m = &d->m[i];
+        if (m->pin == -1 || !m->pc)
+            continue;
+        for (size_t k = 0; k < m->pc->n_refs; k++) {
+            const struct dra_claim *c = m->pc->refs[k].claim;
+            if (!c || !c->is_allocated)
+                continue;
+            for (size_t r = 0; r < c->n_allocated; r++) {
+                const struct dra_attr *at = dra_device_attr(d->s->dra->ix, c->alloc_node,
+                                                            &c->allocated[r], d->mdom, d->mname);
+                if (!at) {
+                    set_why(d->why,
+                            "PodGroup %s asks that its devices agree on %s, but claim %s/%s of "
+                            "pod %s/%s is allocated with device %s/%s, which has no such "
+                            "attribute",
+                            d->g->key, d->g->dra_match, c->ns, c->name, d->e[i]->ns, d->e[i]->name,
+                            c->allocated[r].pool, c->allocated[r].device);
+                    return;
+                }
+                if (!pv) {
+                    pv = at;
+                    pv_where = c->name;
+                } else if (!dra_attr_equal(pv, at)) {
+                    set_why(d->why,
+                            "PodGroup %s asks that its devices agree on %s, but its allocated "
+                            "claims already differ: %s in claim %s, %s in claim %s/%s",
+                            d->g->key, d->g->dra_match, attr_text(pv, b1, sizeof(b1)), pv_where,
+                            attr_text(at, b2, sizeof(b2)), c->ns, c->name);
+                    return;
+                }
+            }
+        }
+    }
+    if (!pv)
+        return;
+    for (size_t v = 0; v < d->n_vals; v++)
+        if (dra_attr_equal(d->vals[v], pv)) {
+            d->vals = &d->vals[v];
+            d->n_vals = 1;
+            return;
+        }
+    set_why(d->why,
+            "PodGroup %s asks that its devices agree on %s; its allocated claims hold %s, which "
+            "no usable device has any more",
+            d->g->key, d->g->dra_match, attr_text(pv, b1, sizeof(b1)));
+}
+
 int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint32_t n_e,
                struct gdra_ctx **out)
 {
@@ -206,6 +281,8 @@ int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint
         } else if (!d->n_vals) {
             set_why(d->why, "PodGroup %s asks that its devices agree on %s, which no device has",
                     g->key, g->dra_match);
+        } else {
+            pinned_value(d);
         }
     }
     *out = d;
@@ -230,7 +307,7 @@ size_t gdra_rounds(const struct gdra_ctx *d)
 {
     if (!d->g->dra_match)
         return 1;
-    return d->mname ? d->n_vals : 0;
+    return d->mname && !d->why[0] ? d->n_vals : 0; /* why: set by gdra_begin, no value can do */
 }
 
 void gdra_round(struct gdra_ctx *d, size_t k)
@@ -640,6 +717,82 @@ size_t gang_dra_planned(const struct gang_state *s, const char *uid, struct gang
         out[n].n_results = p->dra->claims[i].n_results;
     }
     return n;
+}
+
+int gang_dra_pod_placed(const struct gang_state *s, const char *uid, const char *node)
+{
+    const struct gpod *p = pod_find(s, uid);
+    int32_t slot;
+
+    if (!p || !p->gang)
+        return -1;
+    if (p->node >= 0)
+        return 1;
+    slot = node ? node_slot_find(s, node) : -1;
+    return slot >= 0 && (p->planned == slot || p->held == slot || p->released == slot);
+}
+
+/* 1 when the results a[0..n) and b[0..n) name the same devices (any order) */
+static int same_devices(const struct dra_result *a, const struct dra_result *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < n &&
+               !(strcmp(a[i].device, b[k].device) == 0 && strcmp(a[i].pool, b[k].pool) == 0 &&
+                 strcmp(a[i].driver, b[k].driver) == 0))
+            k++;
+        if (k == n)
+            return 0;
+    }
+    return 1;
+}
+
+int gang_dra_first_fit_differs(const struct gang_state *s, const char *uid)
+{
+    const struct gpod *p = pod_find(s, uid);
+    struct common_arena *a;
+    struct dra_claim *cl;
+    struct dra_claim_alloc *out;
+    struct common_error err;
+    size_t n = 0;
+    int differs = 1;
+
+    if (!p || !p->dra || !s->dra || !p->dra->n_claims || p->dra->node < 0)
+        return 0;
+    /* several pools on the node: kube-scheduler visits them in Go map order, so its choice
+     * cannot be foretold; write the plan */
+    if (dra_node_pools(s->dra->ix, s->nodes[p->dra->node]->name) != 1)
+        return 1;
+    if (!(a = common_arena_create(0)))
+        return 1;
+    cl = common_arena_alloc(a, p->dra->n_claims * sizeof(*cl));
+    out = common_arena_alloc(a, p->dra->n_claims * sizeof(*out));
+    if (!cl || !out)
+        goto out;
+    for (size_t i = 0; i < p->dra->n_claims; i++) {
+        const struct dra_view_claim *vc =
+            dra_view_claim_find(s->dra, p->dra->claims[i].ns, p->dra->claims[i].name);
+        if (!vc || vc->error)
+            goto out;
+        if (vc->claim.is_allocated)
+            continue; /* written already: nothing for the scheduler to choose */
+        cl[n++] = vc->claim;
+    }
+    if (dra_allocate_opts(a, s->dra->ix, s->nodes[p->dra->node]->name, cl, n, NULL, out, &err) !=
+        COMMON_OK)
+        goto out;
+    differs = 0;
+    for (size_t i = 0, k = 0; i < p->dra->n_claims && k < n && !differs; i++) {
+        const struct gdra_claim *pc = &p->dra->claims[i];
+        if (strcmp(pc->ns, cl[k].ns) != 0 || strcmp(pc->name, cl[k].name) != 0)
+            continue;
+        differs = out[k].n_results != pc->n_results ||
+                  !same_devices(out[k].results, pc->results, pc->n_results);
+        k++;
+    }
+out:
+    common_arena_destroy(a);
+    return differs;
 }
 
 #define DRA_WHY_MAX 20000 /* reasons kept per filter call; a generic one past it */

@@ -250,6 +250,26 @@ struct gang_dra_claim {
 size_t gang_dra_planned(const struct gang_state *s, const char *uid, struct gang_dra_claim *out,
                         size_t cap);
 
+/*
+ * gang_dra_pod_placed - for a claim allocation the extender wrote itself: 1 when pod uid is
+ * planned, held or released by the books on node (its name), or bound; 0 when the books know
+ * the pod as a gang member that is none of these (its attempt ended: the allocation is stale);
+ * -1 when the books do not know the pod (nothing can be said).
+ */
+int gang_dra_pod_placed(const struct gang_state *s, const char *uid, const char *node);
+
+/*
+ * gang_dra_first_fit_differs - 1 when kube-scheduler's own allocation of pod uid's unallocated
+ * claims on its planned node would not be the planned devices: the allocator's first fit on
+ * that node with only the devices of allocated claims in use (what the scheduler's structured
+ * allocator sees; same pool, slice and device order) gives other devices than the plan, or
+ * fails. 0 when it gives the planned devices (then the scheduler's PreBind writes exactly the
+ * plan) or the pod has no planned claims. A node whose devices come from more than one pool
+ * is always 1 (kube-scheduler visits pools in Go map order). Costs one allocation on one
+ * node.
+ */
+int gang_dra_first_fit_differs(const struct gang_state *s, const char *uid);
+
 /* ---- topology (docs/topology.md; the core is topology/topology.h) ---- */
 
 /*

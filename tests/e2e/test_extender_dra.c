@@ -19,6 +19,12 @@
  *       nodes alternate H100 and A100 in name order; the PodGroup asks
  *       trainsched.io/dra-match-attribute: gpu.example.com/productName: both members' devices
  *       are of one model;
+ *   on_nodes_mixing_two_models_the_claims_get_the_planned_devices
+ *       two nodes each list four h100 then four a100 GPUs; a gang of two 4-GPU pods asks
+ *       dra-match-attribute productName: the plan takes "a100" (values in order), kube-scheduler's
+ *       own first fit would take the h100 listed first; every claim's status.allocation holds
+ *       the node's four a100 (trainsched writes the plan's devices when its filter answers the
+ *       planned node, before kube-scheduler's Reserve/PreBind);
  *   a_gang_short_of_a_member_holds_no_device_after_its_timeout
  *       a gang of 3 whose third pod is gated: two binds are held (kube-scheduler's PreBind has
  *       allocated their claims), the gang times out, and within seconds no claim of the gang
@@ -133,6 +139,14 @@ static void setup(void)
                      "        exactly: {deviceClassName: %s, allocationMode: ExactCount, "
                      "count: 8}\n",
                      ns, cls));
+    create(&r_templates, ns,
+           e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+                     "metadata: {name: gpu-4, namespace: %s}\n"
+                     "spec:\n  spec:\n    devices:\n      requests:\n"
+                     "      - name: gpu\n"
+                     "        exactly: {deviceClassName: %s, allocationMode: ExactCount, "
+                     "count: 4}\n",
+                     ns, cls));
     start_extender();
 }
 
@@ -173,8 +187,9 @@ static void teardown(void)
     common_kube_client_destroy(kube);
 }
 
-/* a kwok node in clique c and its ResourceSlice: 8 GPUs of model (named <model>-<i>) */
-static void make_gpu_node(const char *model, const char *clique)
+/* a kwok node in clique c and its ResourceSlice: 8 GPUs, named <model>-<i>; the first four
+ * of model, the last four of model2 (model when NULL), listed in that order */
+static void make_node(const char *model, const char *model2, const char *clique)
 {
     struct common_error err;
     json_t *n, *devs = json_array();
@@ -193,11 +208,12 @@ static void make_gpu_node(const char *model, const char *clique)
     json_decref(n);
     ck_assert_msg(rc == COMMON_OK, "node %s: %s", nodes[n_nodes], err.msg);
     for (int d = 0; d < 8; d++) {
+        const char *m = d >= 4 && model2 ? model2 : model;
         char dn[32];
-        snprintf(dn, sizeof(dn), "%s-%d", model, d);
+        snprintf(dn, sizeof(dn), "%s-%d", m, d);
         json_array_append_new(devs, json_pack("{s:s, s:{s:{s:s}}, s:{s:{s:s}}}", "name", dn,
-                                              "attributes", "productName", "string", model,
-                                              "capacity", "memory", "value", "80Gi"));
+                                              "attributes", "productName", "string", m, "capacity",
+                                              "memory", "value", "80Gi"));
     }
     n = e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\n"
                   "metadata: {name: %s-gpus}\n"
@@ -207,6 +223,11 @@ static void make_gpu_node(const char *model, const char *clique)
     json_object_set_new(json_object_get(n, "spec"), "devices", devs);
     n_nodes++;
     create(&r_slices, NULL, n);
+}
+
+static void make_gpu_node(const char *model, const char *clique)
+{
+    make_node(model, NULL, clique);
 }
 
 /* a claim of another pod holding device <dev> of node i's pool */
@@ -258,7 +279,7 @@ static void make_podgroup(const char *name, int min_member, int timeout_s, const
     create(&common_kube_podgroups, ns, pg);
 }
 
-static void make_pod(const char *name, const char *gang, int gated)
+static void make_pod_claiming(const char *name, const char *gang, int gated, const char *tmpl)
 {
     create(&common_kube_pods, ns,
            e2e_yamlf("apiVersion: v1\nkind: Pod\n"
@@ -267,7 +288,7 @@ static void make_pod(const char *name, const char *gang, int gated)
                      "  nodeSelector: {%s: '%s'}\n"
                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
                      "effect: NoSchedule}]\n"
-                     "  resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu-8}]\n"
+                     "  resourceClaims: [{name: gpu, resourceClaimTemplateName: %s}]\n"
                      "  containers:\n"
                      "  - name: c\n"
                      "    image: registry.k8s.io/pause:3.10\n"
@@ -276,8 +297,13 @@ static void make_pod(const char *name, const char *gang, int gated)
                      "      limits: {trainsched.io/gang: '1'}\n"
                      "      claims: [{name: gpu}]\n"
                      "%s",
-                     name, ns, GANG_LABEL, gang, RUN_LABEL, run,
+                     name, ns, GANG_LABEL, gang, RUN_LABEL, run, tmpl,
                      gated ? "  schedulingGates: [{name: trainsched.io/e2e-later}]\n" : ""));
+}
+
+static void make_pod(const char *name, const char *gang, int gated)
+{
+    make_pod_claiming(name, gang, gated, "gpu-8");
 }
 
 static json_t *list(const struct common_kube_resource *r)
@@ -334,7 +360,7 @@ static void wait_bound(const char *gang, int want, double secs)
 
 /* the claims of pods of gang: each must be allocated on its pod's node with 8 devices of the
  * node's pool; models[] gets each claim's device-name prefix (the model); returns how many */
-static int check_claims(const char *gang, char models[][16], int max)
+static int check_claims_n(const char *gang, char models[][16], int max, size_t want_devices)
 {
     json_t *pods = list(&common_kube_pods), *claims = list(&r_claims), *p, *c;
     size_t i, k;
@@ -364,8 +390,9 @@ static int check_claims(const char *gang, char models[][16], int max)
             found = 1;
             ck_assert_msg(alloc != NULL, "claim of %s not allocated",
                           str_at(p, "metadata", "name"));
-            ck_assert_msg(json_array_size(res) == 8, "claim of %s has %zu devices",
-                          str_at(p, "metadata", "name"), json_array_size(res));
+            ck_assert_msg(json_array_size(res) == want_devices,
+                          "claim of %s has %zu devices, want %zu", str_at(p, "metadata", "name"),
+                          json_array_size(res), want_devices);
             ck_assert_str_eq(json_string_value(json_array_get(json_object_get(mf, "values"), 0)),
                              node);
             json_array_foreach(res, r, x)
@@ -374,6 +401,10 @@ static int check_claims(const char *gang, char models[][16], int max)
                 ck_assert_str_eq(json_string_value(json_object_get(x, "pool")), node);
                 if (n < max && r == 0)
                     snprintf(models[n], sizeof(models[0]), "%.*s", (int)strcspn(dev, "-"), dev);
+                /* one model per claim: every device has the first one's name prefix */
+                ck_assert_msg(n >= max || strncmp(dev, models[n], strlen(models[n])) == 0,
+                              "claim of %s mixes models: %s and %s", str_at(p, "metadata", "name"),
+                              models[n], dev);
             }
         }
         ck_assert_msg(found, "pod %s has no claim", str_at(p, "metadata", "name"));
@@ -382,6 +413,11 @@ static int check_claims(const char *gang, char models[][16], int max)
     json_decref(pods);
     json_decref(claims);
     return n;
+}
+
+static int check_claims(const char *gang, char models[][16], int max)
+{
+    return check_claims_n(gang, models, max, 8);
 }
 
 /* claims of the namespace that are allocated, other than busy-* */
@@ -467,6 +503,43 @@ START_TEST(a_gang_asking_for_one_gpu_model_never_mixes_models)
     ck_assert_int_eq(check_claims("m", models, 4), 2);
     ck_assert_str_eq(models[0], models[1]);
     fprintf(stderr, "one model: both members on %s\n", models[0]);
+}
+END_TEST
+
+START_TEST(on_nodes_mixing_two_models_the_claims_get_the_planned_devices)
+{
+    char models[4][16];
+    struct extender_server_stats st;
+    double t0, took;
+    uint64_t filters0;
+
+    /* each node lists four h100 then four a100: kube-scheduler's first fit takes h100-0..3;
+     * the gang's plan tries productName values in order, "a100" first, and it fits (4 a100 on
+     * each node), so the plan gives each member the four a100 of its node */
+    make_node("h100", "a100", "c1.A");
+    make_node("h100", "a100", "c1.A");
+    make_podgroup("x", 2, 30, DRIVER "/productName");
+    extender_server_stats(ext, &st);
+    filters0 = st.filter;
+    t0 = e2e_now_s();
+    make_pod_claiming("x-0", "x", 0, "gpu-4");
+    make_pod_claiming("x-1", "x", 0, "gpu-4");
+    wait_bound("x", 2, 90);
+    ck_assert_int_eq(check_claims_n("x", models, 4, 4), 2);
+    took = e2e_now_s() - t0;
+    /* the figures of the note: kube-scheduler's PreBind finds each claim allocated by
+     * trainsched's filter-time write, fails the cycle ("got allocated elsewhere in the
+     * meantime") and retries the pod after its backoff: a second filter call per member */
+    extender_server_stats(ext, &st);
+    fprintf(stderr,
+            "mixed models: bound in %.1f s; claims written by trainsched: %llu; filter calls "
+            "for the 2 members: %llu; models %s %s\n",
+            took, (unsigned long long)st.dra_claims_written,
+            (unsigned long long)(st.filter - filters0), models[0], models[1]);
+    ck_assert_msg(strcmp(models[0], "a100") == 0 && strcmp(models[1], "a100") == 0,
+                  "claims hold %s and %s devices; the plan gave a100 (kube-scheduler's own "
+                  "first fit would take h100)",
+                  models[0], models[1]);
 }
 END_TEST
 
@@ -625,6 +698,7 @@ int main(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, a_gang_of_8_gpu_pods_binds_whole_with_its_claims_allocated_on_its_nodes);
     tcase_add_test(tc, a_gang_asking_for_one_gpu_model_never_mixes_models);
+    tcase_add_test(tc, on_nodes_mixing_two_models_the_claims_get_the_planned_devices);
     tcase_add_test(tc, a_gang_short_of_a_member_holds_no_device_after_its_timeout);
     tcase_add_test(tc, two_gangs_racing_for_the_same_gpus_never_both_hold);
     tcase_add_test(tc, a_restart_mid_gang_rebuilds_from_the_claims);

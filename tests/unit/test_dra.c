@@ -17,6 +17,7 @@
 #include "common/arena.h"
 #include "dra/cel.h"
 #include "dra/dra.h"
+#include "dra/view.h"
 #include "testutil.h"
 
 /* ---- CEL ---- */
@@ -389,11 +390,221 @@ START_TEST(one_index_serves_every_node)
         ck_assert_str_eq(out.results[1].pool, want[i].pool1);
         ck_assert_str_eq(out.results[1].device, want[i].dev1);
     }
+    /* pools with devices for a node (kube-scheduler's first fit is foretold only with one):
+     * n1 and n2 have their own pool and the allNodes one, n3 only the allNodes one */
+    ck_assert_uint_eq(dra_node_pools(ix, "n1"), 2);
+    ck_assert_uint_eq(dra_node_pools(ix, "n2"), 2);
+    ck_assert_uint_eq(dra_node_pools(ix, "n3"), 1);
     /* a node with no slices of its own has only the allNodes pool: 1 device, 2 wanted */
     ck_assert_int_eq(dra_allocate_indexed(a, ix, "n3", claims, 1, &out, &e), COMMON_ECONFLICT);
     ck_assert_ptr_nonnull(strstr(e.msg, "node n3 has 1 matching"));
     json_decref(root);
     common_arena_destroy(a);
+}
+END_TEST
+
+/* ---- a view built on devices decoded earlier equals a full rebuild ---- */
+
+#define VN_NODES 4
+#define VN_DEVS 4
+#define VN_CLAIMS 6
+
+/* slice of node n at generation gen; bad: a repeated device name (left out with a reason) */
+static json_t *vn_slice(int n, int gen, int bad)
+{
+    json_t *devs = json_array();
+    for (int d = 0; d < VN_DEVS; d++) {
+        char name[16];
+        snprintf(name, sizeof(name), "g%d", bad && d == 1 ? 0 : d);
+        json_array_append_new(devs, json_pack("{s:s, s:{s:{s:s}}}", "name", name, "attributes",
+                                              "model", "string", d % 2 ? "a" : "b"));
+    }
+    char node[8];
+    snprintf(node, sizeof(node), "n%d", n);
+    return json_pack("{s:{s:s}, s:{s:s, s:s, s:{s:s, s:i, s:i}, s:o}}", "metadata", "name", node,
+                     "spec", "driver", "gpu.example.com", "nodeName", node, "pool", "name", node,
+                     "generation", gen, "resourceSliceCount", 1, "devices", devs);
+}
+
+/* claim c: unallocated, or allocated on node n with devices d0 (and d0+1) */
+static json_t *vn_claim(int c, int n, int d0, int two)
+{
+    char name[16], pod[16], uid[16], node[8], pool[8], dev[2][8];
+    json_t *o;
+    snprintf(name, sizeof(name), "c%d", c);
+    snprintf(pod, sizeof(pod), "p%d", c);
+    snprintf(uid, sizeof(uid), "uid-p%d", c);
+    o = json_pack("{s:{s:s, s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s}]}, s:{s:{s:[{s:s, "
+                  "s:{s:s, s:i}}]}}}",
+                  "metadata", "name", name, "namespace", "ml", "uid", name, "annotations",
+                  DRA_POD_CLAIM_NAME_ANNOTATION, "gpu", "ownerReferences", "kind", "Pod", "name",
+                  pod, "uid", uid, "spec", "devices", "requests", "name", "gpu", "exactly",
+                  "deviceClassName", "gpu.example.com", "count", two ? 2 : 1);
+    if (n < 0)
+        return o;
+    snprintf(node, sizeof(node), "n%d", n);
+    snprintf(pool, sizeof(pool), "n%d", n);
+    snprintf(dev[0], sizeof(dev[0]), "g%d", d0);
+    snprintf(dev[1], sizeof(dev[1]), "g%d", (d0 + 1) % VN_DEVS);
+    json_t *res = json_array();
+    for (int k = 0; k < (two ? 2 : 1); k++)
+        json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s}", "request", "gpu", "driver",
+                                             "gpu.example.com", "pool", pool, "device", dev[k]));
+    json_object_set_new(o, "status",
+                        json_pack("{s:{s:{s:o}, s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}", "allocation",
+                                  "devices", "results", res, "nodeSelector", "nodeSelectorTerms",
+                                  "matchFields", "key", "metadata.name", "operator", "In", "values",
+                                  node));
+    return o;
+}
+
+/* everything the planner reads from a view, as text */
+static char *vn_dump(const struct dra_view *v)
+{
+    struct common_arena *a = common_arena_create(0);
+    json_t *o = json_object(), *bad = json_array(), *pods = json_array(), *nodes = json_object();
+    char *txt;
+    struct common_error e;
+
+    json_object_set_new(o, "counts",
+                        json_pack("[i, i, i, i]", (json_int_t)v->snap.n_slices,
+                                  (json_int_t)v->snap.n_classes, (json_int_t)v->n_claims,
+                                  (json_int_t)v->snap.n_allocated));
+    for (size_t i = 0; i < v->n_bad; i++)
+        json_array_append_new(
+            bad, json_pack("[s, s, s]", v->bad[i].kind, v->bad[i].name, v->bad[i].reason));
+    for (size_t i = 0; i < v->n_pods; i++)
+        for (size_t k = 0; k < v->pods[i].n_refs; k++) {
+            const struct dra_claim_ref *r = &v->pods[i].refs[k];
+            json_array_append_new(pods, json_pack("[s, s, s]", v->pods[i].uid, r->entry,
+                                                  r->claim ? r->claim->name : r->why));
+        }
+    for (int n = 0; n < VN_NODES; n++) {
+        char node[8];
+        struct dra_claim_alloc out;
+        json_t *got = json_array();
+        snprintf(node, sizeof(node), "n%d", n);
+        /* a probe claim of two devices, and each device's in-use state */
+        for (size_t c = 0; c < v->n_claims; c++)
+            if (!v->claims[c].error && !v->claims[c].claim.is_allocated) {
+                if (dra_allocate_indexed(a, v->ix, node, &v->claims[c].claim, 1, &out, &e) ==
+                    COMMON_OK)
+                    for (size_t r = 0; r < out.n_results; r++)
+                        json_array_append_new(got, json_string(out.results[r].device));
+                else
+                    json_array_append_new(got, json_string(e.msg));
+                break;
+            }
+        for (int d = 0; d < VN_DEVS; d++) {
+            char dev[8];
+            snprintf(dev, sizeof(dev), "g%d", d);
+            json_array_append_new(
+                got, json_integer(dra_device_in_use(v->ix, "gpu.example.com", node, dev)));
+        }
+        json_object_set_new(nodes, node, got);
+    }
+    json_object_set_new(o, "bad", bad);
+    json_object_set_new(o, "pods", pods);
+    json_object_set_new(o, "nodes", nodes);
+    txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    common_arena_destroy(a);
+    return txt;
+}
+
+START_TEST(a_view_on_devices_decoded_before_equals_a_full_rebuild)
+{
+    json_t *slices[VN_NODES], *claims[VN_CLAIMS];
+    json_t *cls =
+        json_pack("{s:{s:s}, s:{s:[{s:{s:s}}]}}", "metadata", "name", "gpu.example.com", "spec",
+                  "selectors", "cel", "expression", "device.driver == 'gpu.example.com'");
+    struct common_pod pods[VN_CLAIMS];
+    struct common_pod_claim pc[VN_CLAIMS];
+    char uids[VN_CLAIMS][16], names[VN_CLAIMS][16];
+    const struct common_pod *pp[VN_CLAIMS];
+    struct common_arena *dev_a = NULL;
+    struct dra_view_devices dev;
+    unsigned seed = 16;
+    int decoded = 0, reused = 0;
+
+    for (int n = 0; n < VN_NODES; n++)
+        slices[n] = vn_slice(n, 1, 0);
+    for (int c = 0; c < VN_CLAIMS; c++) {
+        claims[c] = vn_claim(c, -1, 0, 0);
+        memset(&pods[c], 0, sizeof(pods[c]));
+        snprintf(uids[c], sizeof(uids[c]), "uid-p%d", c);
+        snprintf(names[c], sizeof(names[c]), "p%d", c);
+        pc[c].name = "gpu";
+        pc[c].resource_claim_name = NULL;
+        pc[c].resource_claim_template_name = "t";
+        pods[c].uid = uids[c];
+        pods[c].name = names[c];
+        pods[c].namespace = "ml";
+        pods[c].resource_claims = &pc[c];
+        pods[c].n_resource_claims = 1;
+        pp[c] = &pods[c];
+    }
+    for (int step = 0; step < 300; step++) {
+        int r = rand_r(&seed) % 10, k;
+        int devices_changed = 0;
+        struct dra_view_input in;
+        struct common_arena *fa = common_arena_create(0), *ia = common_arena_create(0);
+        struct dra_view fv, iv;
+        struct common_error e;
+        char *fd, *id;
+
+        if (r == 0) { /* a slice changes: new generation, or a repeated device name */
+            k = rand_r(&seed) % VN_NODES;
+            json_decref(slices[k]);
+            slices[k] = vn_slice(k, 1 + rand_r(&seed) % 3, rand_r(&seed) % 4 == 0);
+            devices_changed = 1;
+        } else if (r < 8) { /* a claim is allocated or released */
+            k = rand_r(&seed) % VN_CLAIMS;
+            json_decref(claims[k]);
+            claims[k] = vn_claim(k, rand_r(&seed) % 3 ? rand_r(&seed) % VN_NODES : -1,
+                                 rand_r(&seed) % VN_DEVS, rand_r(&seed) % 2);
+        } else { /* a pod names its claim directly, by template, or a missing one */
+            k = rand_r(&seed) % VN_CLAIMS;
+            pc[k].resource_claim_name =
+                rand_r(&seed) % 2 ? (rand_r(&seed) % 2 ? "c0" : "nope") : NULL;
+            pc[k].resource_claim_template_name = pc[k].resource_claim_name ? NULL : "t";
+        }
+        memset(&in, 0, sizeof(in));
+        in.slices = (const json_t *const *)slices;
+        in.n_slices = VN_NODES;
+        in.classes = (const json_t *const *)&cls;
+        in.n_classes = 1;
+        in.claims = (const json_t *const *)claims;
+        in.n_claims = VN_CLAIMS;
+        in.pods = pp;
+        in.n_pods = VN_CLAIMS;
+        /* the extender's rule: decode the devices again only when a slice or class changed */
+        if (!dev_a || devices_changed) {
+            common_arena_destroy(dev_a);
+            dev_a = common_arena_create(0);
+            ck_assert_int_eq(dra_view_devices_decode(dev_a, &in, &dev, &e), COMMON_OK);
+            decoded++;
+        } else {
+            reused++;
+        }
+        ck_assert_int_eq(dra_view_build(fa, &in, &fv, &e), COMMON_OK);
+        ck_assert_int_eq(dra_view_build_on(ia, &in, &dev, &iv, &e), COMMON_OK);
+        fd = vn_dump(&fv);
+        id = vn_dump(&iv);
+        ck_assert_msg(strcmp(fd, id) == 0, "step %d: full %s\nincremental %s", step, fd, id);
+        free(fd);
+        free(id);
+        common_arena_destroy(fa);
+        common_arena_destroy(ia);
+    }
+    ck_assert_int_gt(reused, 200); /* most steps built on the devices decoded before */
+    ck_assert_int_gt(decoded, 10);
+    for (int n = 0; n < VN_NODES; n++)
+        json_decref(slices[n]);
+    for (int c = 0; c < VN_CLAIMS; c++)
+        json_decref(claims[c]);
+    json_decref(cls);
+    common_arena_destroy(dev_a);
 }
 END_TEST
 
@@ -406,6 +617,7 @@ int main(void)
     tcase_add_test(tc, allocator_fixtures);
     tcase_add_test(tc, allocation_failures_are_clean);
     tcase_add_test(tc, one_index_serves_every_node);
+    tcase_add_test(tc, a_view_on_devices_decoded_before_equals_a_full_rebuild);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }

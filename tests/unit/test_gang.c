@@ -318,6 +318,11 @@ static void step_devices(struct run *r, const json_t *op, const json_t *exp)
         free(g);
         free(x);
     }
+    if ((w = json_object_get(exp, "firstFitDiffers"))) /* the filter-time write's test */
+        ck_assert_msg(gang_dra_first_fit_differs(r->s, uid) == json_is_true(w),
+                      "%s step %d: %s: kube-scheduler's first fit %s the plan, want %s", r->name,
+                      r->step, key, json_is_true(w) ? "is" : "is not",
+                      json_is_true(w) ? "not" : "the same");
     if ((w = json_object_get(exp, "prefix"))) /* every device name starts with it */
         for (size_t i = 0; i < json_array_size(got); i++) {
             const char *d = strchr(json_string_value(json_array_get(got, i)), '/') + 1;
