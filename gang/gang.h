@@ -23,7 +23,14 @@
  * - Gates (filter: every node FAILED_AND_UNRESOLVABLE with the reason; bind: REJECT): no
  *   PodGroup; the gang in backoff; fewer than minMember member pods exist (a wait, never a
  *   failure: no backoff, C10); member pods labelled trainsched.io/gang-min-member with a value
- *   other than the cached minMember (the PodGroup or its pods are stale, C14).
+ *   other than the cached minMember (the PodGroup or its pods are stale, C14); members with
+ *   spec.schedulingGates are not planned, and while the others (plus held and bound ones) are
+ *   fewer than minMember the gang waits with the first gate named (Kueue's topology-aware
+ *   scheduling writes each pod's domain as it removes kueue.x-k8s.io/topology).
+ * - Kueue's placement: when a member labelled kueue.x-k8s.io/podset has a nodeSelector on a
+ *   level of the gang's topology or on kubernetes.io/hostname, the PodGroup's own topology
+ *   request is set aside (gang_info's topology_note says so); each member's nodeSelector keeps
+ *   it where Kueue put it.
  * - Whole gang first: before the first member is held, every member that still needs a node
  *   must fit at once in free capacity (allocatable minus non-terminal pods bound there minus
  *   what other gangs have reserved), with per-node fit (every requested resource, nodeSelector,
