@@ -20,6 +20,10 @@
  * a suspended JobSet, Kueue makes the Workload from the TrainJob (rendering Trainer's JobSet),
  * admits it, writes its runtimePatches entry and unsuspends the TrainJob, and trainsched applies
  * the JobSet unsuspended. Timed the same way, on the JobSets trainsched wrote.
+ * Per job the benchmark stamps when its create returned and when its polls (every 250 ms) first
+ * saw Kueue's Workload, the Workload Admitted, the owner (TrainJob or JobSet) unsuspended and
+ * the JobSet unsuspended; printed per phase and stage: when the last job got there and the
+ * median per-job time from the stage before, which shows where the time goes.
  * The order of the phases alternates between rounds. Printed per phase: wall time, CPU seconds
  * of kueue-controller, kube-apiserver and etcd (from /proc, pids from $TESTBED_RUN/pids/) and of
  * this process (trainsched's reconciler); then the ratio trainjobs/jobsets.
@@ -46,7 +50,8 @@
 #define KQ "kueue.x-k8s.io"
 static const struct common_kube_resource rflavors = {KQ, "v1beta2", "resourceflavors", 0},
                                          cqueues = {KQ, "v1beta2", "clusterqueues", 0},
-                                         lqueues = {KQ, "v1beta2", "localqueues", 1};
+                                         lqueues = {KQ, "v1beta2", "localqueues", 1},
+                                         workloads = {KQ, "v1beta2", "workloads", 1};
 
 static struct common_kube *kube;
 static long njobs = 1000, nworkers = 8;
@@ -93,7 +98,16 @@ static void create(const struct common_kube_resource *r, const char *ns, json_t 
 struct phase {
     const char *ns, *kind; /* "jobsets" or "trainjobs" */
     atomic_long next;
+    double t0;
 };
+
+/* Per job (index = the number in its name), seconds after the phase started when the benchmark
+ * first saw each stage: created (the create call returned), Workload made by Kueue, Workload
+ * Admitted, owner (TrainJob or JobSet) unsuspended by Kueue, JobSet unsuspended. 0: not yet. */
+enum { ST_CREATED, ST_WORKLOAD, ST_ADMITTED, ST_OWNER, ST_JOBSET, NSTAGES };
+static const char *const stage_names[NSTAGES] = {"created", "Workload created", "Workload Admitted",
+                                                 "owner unsuspended", "JobSet unsuspended"};
+static double (*stage_t)[NSTAGES];
 
 static void *creator(void *arg)
 {
@@ -121,12 +135,25 @@ static void *creator(void *arg)
                          name, p->ns);
         create(strcmp(p->kind, "jobsets") == 0 ? &common_kube_jobsets : &common_kube_trainjobs,
                p->ns, o);
+        stage_t[i][ST_CREATED] = now_s() - p->t0;
     }
     return NULL;
 }
 
-/* objects of resource r in ns with spec.suspend false (or unset) */
-static long admitted(const struct common_kube_resource *r, const char *ns)
+/* the job index of name "j%05ld", -1 for anything else */
+static long job_index(const char *name)
+{
+    char *end;
+    long i;
+    if (!name || name[0] != 'j')
+        return -1;
+    i = strtol(name + 1, &end, 10);
+    return *end == '\0' && i >= 0 && i < njobs ? i : -1;
+}
+
+/* objects of resource r in ns with spec.suspend false (or unset); stage st of their jobs is
+ * stamped with t when first seen */
+static long admitted(const struct common_kube_resource *r, const char *ns, int st, double t)
 {
     json_t *items = NULL, *it;
     struct common_error err;
@@ -137,10 +164,69 @@ static long admitted(const struct common_kube_resource *r, const char *ns)
     json_array_foreach(items, i, it)
     {
         const json_t *s = json_object_get(json_object_get(it, "spec"), "suspend");
-        n += json_is_false(s) || !s;
+        long j =
+            job_index(json_string_value(json_object_get(json_object_get(it, "metadata"), "name")));
+        if (json_is_false(s) || !s) {
+            n++;
+            if (j >= 0 && !stage_t[j][st])
+                stage_t[j][st] = t;
+        }
     }
     json_decref(items);
     return n;
+}
+
+/* Kueue's Workloads in ns: stamp Workload created and Admitted (condition Admitted True) on
+ * the job that owns each */
+static void workloads_seen(const char *ns, double t)
+{
+    json_t *items = NULL, *it, *c;
+    struct common_error err;
+    size_t i, k;
+    if (common_kube_list(kube, &workloads, ns, NULL, &items, NULL, &err) != COMMON_OK)
+        die("workloads", &err);
+    json_array_foreach(items, i, it)
+    {
+        const json_t *owner =
+            json_array_get(json_object_get(json_object_get(it, "metadata"), "ownerReferences"), 0);
+        long j = job_index(json_string_value(json_object_get(owner, "name")));
+        if (j < 0)
+            continue;
+        if (!stage_t[j][ST_WORKLOAD])
+            stage_t[j][ST_WORKLOAD] = t;
+        json_array_foreach(json_object_get(json_object_get(it, "status"), "conditions"), k, c)
+        {
+            const char *type = json_string_value(json_object_get(c, "type"));
+            const char *status = json_string_value(json_object_get(c, "status"));
+            if (type && status && strcmp(type, "Admitted") == 0 && strcmp(status, "True") == 0 &&
+                !stage_t[j][ST_ADMITTED])
+                stage_t[j][ST_ADMITTED] = t;
+        }
+    }
+    json_decref(items);
+}
+
+/* per stage: when the last job reached it, and the median per-job time from the stage before */
+static void print_stages(const char *kind)
+{
+    double *d = malloc((size_t)njobs * sizeof(*d));
+    if (!d)
+        die("stages", NULL);
+    for (int st = 0; st < NSTAGES; st++) {
+        double last = 0;
+        long n = 0;
+        for (long j = 0; j < njobs; j++) {
+            double a = st ? stage_t[j][st - 1] : 0, b = stage_t[j][st];
+            if (b > last)
+                last = b;
+            if (b)
+                d[n++] = b - a;
+        }
+        printf("  %-9s %-20s all %ld by %7.2f s; median per job %6.2f s after %s\n", kind,
+               stage_names[st], n, last, n ? bench_median(d, n) : 0.0,
+               st ? stage_names[st - 1] : "the phase start");
+    }
+    free(d);
 }
 
 static const char *const procs[] = {"kueue-controller", "kube-apiserver", "etcd"};
@@ -160,17 +246,22 @@ static double run_phase(const char *ns, const char *kind, double cpu[NPROCS + 1]
         before[k] = bench_proc_cpu(bench_bed_pid(procs[k]));
     before[NPROCS] = bench_process_cpu();
     atomic_init(&p.next, 0);
+    memset(stage_t, 0, (size_t)njobs * sizeof(*stage_t));
     t0 = now_s();
+    p.t0 = t0;
     for (long w = 0; w < nworkers; w++)
         pthread_create(&th[w], NULL, creator, &p);
     for (long w = 0; w < nworkers; w++)
         pthread_join(th[w], NULL);
     *t_owner = 0;
     for (;;) {
-        n = admitted(&common_kube_jobsets, ns);
         t = now_s() - t0;
+        workloads_seen(ns, t);
+        n = admitted(&common_kube_jobsets, ns, ST_JOBSET, t);
         /* the owners' list, in both phases (the same polling cost) */
-        if (!*t_owner && admitted(tj ? &common_kube_trainjobs : &common_kube_jobsets, ns) >= njobs)
+        if (admitted(tj ? &common_kube_trainjobs : &common_kube_jobsets, ns, ST_OWNER, t) >=
+                njobs &&
+            !*t_owner)
             *t_owner = t;
         if (n >= njobs)
             break;
@@ -188,6 +279,7 @@ static double run_phase(const char *ns, const char *kind, double cpu[NPROCS + 1]
     for (int k = 0; k < NPROCS; k++)
         cpu[k] = bench_proc_cpu(bench_bed_pid(procs[k])) - before[k];
     cpu[NPROCS] = bench_process_cpu() - before[NPROCS];
+    print_stages(kind);
     return t;
 }
 
@@ -234,6 +326,9 @@ int main(int argc, char **argv)
     common_kubeconfig_free(&kc);
     if (!kube)
         die("client", &err);
+    stage_t = calloc((size_t)njobs, sizeof(*stage_t));
+    if (!stage_t)
+        die("stages", NULL);
     bench_loadavg(load0, sizeof(load0));
     printf("bench_kueue: %ld jobs per phase, %ld creating threads, %ld round(s), %ld cores, "
            "load average %s\n",
@@ -329,5 +424,6 @@ int main(int argc, char **argv)
            "--rounds %ld\n",
            njobs, nworkers, rounds);
     common_kube_client_destroy(kube);
+    free(stage_t);
     return 0;
 }

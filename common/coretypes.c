@@ -717,6 +717,9 @@ static void pod_pack(struct packer *pk, const void *prep, void *obj)
     o->priority = s->priority;
     o->has_priority = s->has_priority ? 1 : 0;
     o->deleting = m->deletiontimestamp ? 1 : 0;
+    o->n_scheduling_gates = (uint32_t)s->n_schedulinggates;
+    o->first_scheduling_gate =
+        s->n_schedulinggates ? pk_str(pk, s->schedulinggates[0]->name) : NULL;
     pk_resources(pk, &pp->requests, &o->requests);
 
     o->labels = pk_kvs(pk, pp->labels, pp->n_labels);
@@ -1715,6 +1718,12 @@ static enum common_rc j_container(struct jctx *jc, const json_t *o, K8s__Core__C
     return rc;
 }
 
+static enum common_rc j_gate(struct jctx *jc, const json_t *o, K8s__Core__PodSchedulingGate *g)
+{
+    k8s__core__pod_scheduling_gate__init(g);
+    return j_string(jc, o, "name", &g->name);
+}
+
 static enum common_rc j_toleration(struct jctx *jc, const json_t *o, K8s__Core__Toleration *t)
 {
     enum common_rc rc;
@@ -1864,6 +1873,9 @@ static enum common_rc j_pod_spec(struct jctx *jc, const json_t *obj, K8s__Core__
     if (rc == COMMON_OK)
         J_REPEATED(rc, jc, o, "tolerations", K8s__Core__Toleration, s->n_tolerations,
                    s->tolerations, j_toleration);
+    if (rc == COMMON_OK)
+        J_REPEATED(rc, jc, o, "schedulingGates", K8s__Core__PodSchedulingGate, s->n_schedulinggates,
+                   s->schedulinggates, j_gate);
     if (rc == COMMON_OK)
         rc = j_string(jc, o, "priorityClassName", &s->priorityclassname);
     if (rc == COMMON_OK)

@@ -143,6 +143,10 @@ struct common_pod {
     uint32_t n_tolerations;
     uint32_t n_affinity_terms;
     uint32_t n_resource_claims;
+    /* spec.schedulingGates: how many, and the first one's name (NULL when none); kube-scheduler
+     * leaves a gated pod alone until the last gate is removed */
+    uint32_t n_scheduling_gates;
+    const char *first_scheduling_gate;
     int32_t priority; /* spec.priority, meaningful when has_priority */
     uint8_t has_priority;
     uint8_t deleting; /* metadata.deletionTimestamp is set */

@@ -289,8 +289,9 @@ void *extender_timer_main(void *arg)
                                gi.has_podgroup;
                     if (v->found) {
                         extender_copy_str(v->phase, sizeof(v->phase), v->s.phase);
-                        snprintf(v->reason, sizeof(v->reason), "%s%s%s", gi.reason,
-                                 gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note);
+                        snprintf(v->reason, sizeof(v->reason), "%s%s%s%s%s", gi.reason,
+                                 gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note,
+                                 gi.reason[0] && gi.topology_note[0] ? "; " : "", gi.topology_note);
                         extender_copy_str(v->level, sizeof(v->level), gi.domain_level);
                     }
                 }

@@ -324,7 +324,8 @@ uint32_t gang_progress(const struct gang *g)
 
 int gang_completable(const struct gang *g)
 {
-    uint64_t could = (uint64_t)gang_progress(g) + g->c.eligible + (g->c.phased_known - g->c.done);
+    uint64_t could =
+        (uint64_t)gang_progress(g) + g->c.eligible + g->c.gated + (g->c.phased_known - g->c.done);
 
     return could >= (uint64_t)(g->min_member > 0 ? g->min_member : 0);
 }
@@ -358,6 +359,8 @@ static uint32_t member_flags(const struct gang *g, const struct gpod *p)
         f |= F_RELEASED;
     else if (p->held >= 0)
         f |= F_HELD;
+    else if (p->phase != PH_SUCCEEDED && p->gate)
+        f |= F_GATED;
     else if (p->phase != PH_SUCCEEDED) {
         f |= F_ELIGIBLE;
         if (p->planned >= 0)
@@ -383,6 +386,7 @@ static void counts_apply(struct gcounts *c, uint32_t f, int sign)
     C(F_RUNNING, running);
     C(F_SUCCEEDED, succeeded);
     C(F_FAILED, failed);
+    C(F_GATED, gated);
 #undef C
 }
 
@@ -938,6 +942,9 @@ static void pod_fill(struct packer *pk, struct gpod *p, const struct common_pod 
     char *uid = pk_str(pk, cp->uid), *ns = pk_str(pk, cp->namespace), *name = pk_str(pk, cp->name);
     char *gn = gang_name ? pk_str(pk, gang_name) : NULL;
     char *rj = pk_str(pk, rjob), *ow = pk_str(pk, gang_name ? cp->controller.name : "");
+    char *gate = gang_name && cp->n_scheduling_gates
+                     ? pk_str(pk, cp->first_scheduling_gate ? cp->first_scheduling_gate : "")
+                     : NULL;
 
     if (!p)
         return;
@@ -950,6 +957,7 @@ static void pod_fill(struct packer *pk, struct gpod *p, const struct common_pod 
     p->gang_name = gn;
     p->rjob = rj;
     p->owner = ow;
+    p->gate = gate;
 }
 
 static int members_reserve(struct gang *g)
@@ -1038,6 +1046,7 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
     p->declared_min = gname ? parse_min(label_of(cp, GANG_MIN_MEMBER_LABEL)) : -1;
     p->priority = cp->has_priority ? cp->priority : 0;
     p->has_claims = cp->n_resource_claims > 0;
+    p->kueue_podset = label_of(cp, GANG_KUEUE_PODSET_LABEL) != NULL;
     p->phase = phase_of(cp->phase);
     p->deleting = cp->deleting;
     p->node = node;

@@ -26,6 +26,14 @@ static int declared_mismatch(const struct gang *g, int32_t *seen)
     return 0;
 }
 
+static const char *first_gate(const struct gang *g)
+{
+    for (uint32_t i = 0; i < g->n_members; i++)
+        if (g->members[i]->a_flags & F_GATED)
+            return g->members[i]->gate;
+    return "";
+}
+
 enum gate gang_quorum_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
                            const char **why)
 {
@@ -60,6 +68,21 @@ enum gate gang_quorum_gate(struct gang_state *s, struct gang *g, const struct gp
     }
     if (g->c.known < (uint32_t)g->min_member) {
         set_why(g->why, "waiting for pods: %u of minMember %d exist", g->c.known, g->min_member);
+        return GATE_WAIT;
+    }
+    if (g->c.gated && (uint64_t)gang_progress(g) + g->c.eligible < (uint64_t)g->min_member) {
+        /* kube-scheduler places a gated pod only once its gates are gone, and Kueue's
+         * topology-aware scheduling writes the pod's domain (nodeSelector) as it ungates it:
+         * a plan made before would place those members blind */
+        const char *gate = first_gate(g);
+        set_why(g->why,
+                "waiting for %u member pod(s) with scheduling gate %s to be ungated%s: %u of "
+                "minMember %d can be placed now",
+                g->c.gated, gate,
+                strcmp(gate, GANG_KUEUE_TOPOLOGY_GATE) == 0
+                    ? " (Kueue's topology-aware scheduling assigns their domain)"
+                    : "",
+                gang_progress(g) + g->c.eligible, g->min_member);
         return GATE_WAIT;
     }
     pending_phased = g->c.phased_known - g->c.done;
@@ -883,6 +906,7 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
     out->domain = g->dom_path;
     out->domain_level = gang_domain_level(s, g);
     out->topology_error = g->topo_err;
+    out->topology_note = g->topo_note;
     out->podgroup_unblocks = g->unblocks;
     return COMMON_OK;
 }

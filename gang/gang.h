@@ -23,7 +23,14 @@
  * - Gates (filter: every node FAILED_AND_UNRESOLVABLE with the reason; bind: REJECT): no
  *   PodGroup; the gang in backoff; fewer than minMember member pods exist (a wait, never a
  *   failure: no backoff, C10); member pods labelled trainsched.io/gang-min-member with a value
- *   other than the cached minMember (the PodGroup or its pods are stale, C14).
+ *   other than the cached minMember (the PodGroup or its pods are stale, C14); members with
+ *   spec.schedulingGates are not planned, and while the others (plus held and bound ones) are
+ *   fewer than minMember the gang waits with the first gate named (Kueue's topology-aware
+ *   scheduling writes each pod's domain as it removes kueue.x-k8s.io/topology).
+ * - Kueue's placement: when a member labelled kueue.x-k8s.io/podset has a nodeSelector on a
+ *   level of the gang's topology or on kubernetes.io/hostname, the PodGroup's own topology
+ *   request is set aside (gang_info's topology_note says so); each member's nodeSelector keeps
+ *   it where Kueue put it.
  * - Whole gang first: before the first member is held, every member that still needs a node
  *   must fit at once in free capacity (allocatable minus non-terminal pods bound there minus
  *   what other gangs have reserved), with per-node fit (every requested resource, nodeSelector,
@@ -83,6 +90,12 @@
 #define GANG_DRA_MATCH_ANNOTATION "trainsched.io/dra-match-attribute"
 /* The JobSet pod label naming the pod's replicatedJob. */
 #define GANG_REPLICATED_JOB_LABEL "jobset.sigs.k8s.io/replicatedjob-name"
+/* Kueue's topology-aware scheduling (sigs.k8s.io/kueue pkg/controller/tas): pods admitted by
+ * Kueue carry the podset label; a TAS pod is created with the topology scheduling gate, which
+ * Kueue's topology ungater removes while writing the assigned domain (the assignment's level
+ * keys, only kubernetes.io/hostname when that is the lowest level) into spec.nodeSelector. */
+#define GANG_KUEUE_PODSET_LABEL "kueue.x-k8s.io/podset"
+#define GANG_KUEUE_TOPOLOGY_GATE "kueue.x-k8s.io/topology"
 
 /* Distinct resource names the books track (cpu, memory, ephemeral-storage, pods and up to 60
  * extended names). A node's resource past the cap is ignored; a pod requesting one fits
@@ -484,6 +497,11 @@ struct gang_info {
     const char *domain;
     const char *domain_level;
     const char *topology_error;
+    /* "" unless Kueue's topology-aware scheduling placed the members (a member labelled
+     * kueue.x-k8s.io/podset has a nodeSelector on a topology level or kubernetes.io/hostname):
+     * then the PodGroup's own topology request is set aside and this sentence says so, for the
+     * PodGroup's Events */
+    const char *topology_note;
     /* PodGroup updates so far that may let members through which kube-scheduler parked (its
      * unschedulable pool is left on a cluster event, never on a PodGroup change): minMember
      * lowered, minResources or the phased jobs changed. The glue compares it around

@@ -128,7 +128,8 @@ enum {
     F_RUNNING = 1u << 9,
     F_SUCCEEDED = 1u << 10,
     F_FAILED = 1u << 11,
-    F_PHASED_KNOWN = 1u << 12
+    F_PHASED_KNOWN = 1u << 12,
+    F_GATED = 1u << 13 /* pending with spec.schedulingGates: not placeable until ungated */
 };
 
 struct gang;
@@ -168,11 +169,16 @@ struct gpod {
     struct gdra *dra;
     /* spec.resourceClaims is not empty */
     uint8_t has_claims;
+    /* labelled kueue.x-k8s.io/podset (admitted by Kueue) */
+    uint8_t kueue_podset;
+    /* the first of spec.schedulingGates, NULL when the pod has none */
+    char *gate;
 };
 
 struct gcounts {
     uint32_t members, known, phased_known, bound, released, held, planned, done, eligible;
     uint32_t running, succeeded, failed;
+    uint32_t gated;
 };
 
 #define DECL_SLOTS 4
@@ -235,6 +241,9 @@ struct gang {
     char topo_err[GANG_REASON_MAX];
     int32_t dom_level;
     char dom_path[GANG_REASON_MAX];
+    /* "" unless the PodGroup's topology request was set aside because Kueue placed the
+     * members (pipeline.c): the sentence saying so */
+    char topo_note[GANG_REASON_MAX];
     /* DRA: the gang-wide attribute its members' devices must agree on (PodGroup annotation
      * GANG_DRA_MATCH_ANNOTATION, "domain/name"), NULL when none */
     char *dra_match;

@@ -100,6 +100,55 @@ static int topo_resolve(const struct gang_state *s, const struct gang *g, const 
     return 0;
 }
 
+/*
+ * kueue_placed - the first member whose domain Kueue's topology-aware scheduling chose: labelled
+ * with Kueue's podset and with a nodeSelector on a level of the gang's topology or on
+ * kubernetes.io/hostname (what Kueue's topology ungater writes as it ungates the pod); NULL
+ * when none. *sel is that nodeSelector entry. Source: sigs.k8s.io/kueue v0.17
+ * pkg/controller/tas/topology_ungater.go.
+ */
+static const struct gpod *kueue_placed(const struct gang_state *s, const struct gang *g,
+                                       const struct common_kv **sel)
+{
+    const struct gtopo *t = topo_of(s, g);
+
+    for (uint32_t i = 0; i < g->n_members; i++) {
+        const struct gpod *p = g->members[i];
+        if (!p->kueue_podset || !p->shape || !(p->a_flags & F_KNOWN))
+            continue;
+        for (uint32_t k = 0; k < p->shape->n_selector; k++) {
+            const char *key = p->shape->selector[k].key;
+            int level = strcmp(key, TOPO_HOSTNAME) == 0;
+            for (uint32_t l = 0; t && !level && l < t->n_levels; l++)
+                level = strcmp(key, t->levels[l]) == 0;
+            if (level) {
+                *sel = &p->shape->selector[k];
+                return p;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Kueue placed g's members: its own topology request is set aside (Kueue's placement wins,
+ * the members' nodeSelectors keep them in their domains) and g->topo_note says so; 1 then */
+static int kueue_wins(const struct gang_state *s, struct gang *g)
+{
+    const struct common_kv *sel = NULL;
+    const struct gpod *p = kueue_placed(s, g, &sel);
+
+    if (!p) {
+        g->topo_note[0] = '\0';
+        return 0;
+    }
+    set_why(g->topo_note,
+            "PodGroup %s: its topology request is not applied: Kueue's topology-aware "
+            "scheduling placed the members (pod %s has nodeSelector %s=%s) and Kueue's "
+            "placement wins",
+            g->key, p->name, sel->key, sel->value);
+    return 1;
+}
+
 static enum gate topo_gate(struct gang_state *s, struct gang *g, const struct gpod *p, int64_t now,
                            const char **why)
 {
@@ -109,6 +158,8 @@ static enum gate topo_gate(struct gang_state *s, struct gang *g, const struct gp
     (void)p;
     (void)now;
     if (!g->topo_err[0] && topo_request_empty(&g->topo))
+        return GATE_PASS;
+    if (kueue_wins(s, g))
         return GATE_PASS;
     if (topo_resolve(s, g, &t, &want, g->why)) {
         *why = g->why;
@@ -126,8 +177,12 @@ static int topo_scopes_hook(struct gang_state *s, struct gang *g, const int64_t 
     int32_t sticky = -1;
     int rc = -1;
 
-    if (!g->topo_err[0] && topo_request_empty(&g->topo))
+    if (!g->topo_err[0] && topo_request_empty(&g->topo)) {
+        g->topo_note[0] = '\0';
         return 0;
+    }
+    if (kueue_wins(s, g))
+        return 0; /* the whole cluster: each member's nodeSelector keeps it where Kueue put it */
     out->topo = 1;
     out->n = 0;
     if (topo_resolve(s, g, &t, &out->want, out->why))

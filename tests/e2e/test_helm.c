@@ -11,7 +11,9 @@
  *                              parsed YAML and the pod template's config checksum annotation
  *                              aside. With components.webhook=true: also manifests/webhook/
  *                              webhooks.yaml and manifests/rbac/webhook-rbac.yaml, and the
- *                              settings say webhook and tls.managed. certificates.mode=provided
+ *                              settings say webhook and tls.managed. backends.default (kueue;
+ *                              slurm with backends.slurm) lands in the settings, which
+ *                              `serve --check-config` accepts. certificates.mode=provided
  *                              without a caBundle is refused, naming the value.
  *   api_server_accepts_them    the default, webhook (managed) and provided-certificate
  *                              renderings pass `kubectl apply --dry-run=server --validate=strict`
@@ -282,6 +284,40 @@ START_TEST(same_objects_as_kustomize)
     json_decref(got);
     json_decref(hooks);
     json_decref(want);
+
+    /* the default backend and the slurm backend's settings reach serve's settings */
+    /* (check_config reads the token file: one is made here) */
+    snprintf(err, sizeof(err), "%s/slurm-token", tmpdir);
+    e2e_write_file(err, "x.y.z\n");
+    snprintf(cmd, sizeof(cmd),
+             "--set backends.default=slurm --set backends.slurm.url=http://slurmrestd.slurm:6820 "
+             "--set backends.slurm.user=slurm --set backends.slurm.tokenFile=%s",
+             err);
+    render("backends", cmd, file, sizeof(file));
+    got = json_array();
+    load_into(got, file);
+    cm = find(got, "ConfigMap", "trainsched-config");
+    ck_assert_ptr_nonnull(cm);
+    settings = settings_of(cm);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(settings, "backends"), "default")),
+        "slurm");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(settings, "slurm"), "url")),
+                     "http://slurmrestd.slurm:6820");
+    json_decref(settings);
+    check_config(cm, "backends.default=slurm");
+    json_decref(got);
+    render("kueue", "--set backends.default=kueue", file, sizeof(file));
+    got = json_array();
+    load_into(got, file);
+    settings = settings_of(find(got, "ConfigMap", "trainsched-config"));
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(settings, "backends"), "default")),
+        "kueue");
+    ck_assert_ptr_null(json_object_get(settings, "slurm"));
+    json_decref(settings);
+    check_config(find(got, "ConfigMap", "trainsched-config"), "backends.default=kueue");
+    json_decref(got);
 
     /* provided certificates: the caBundle is required */
     snprintf(err, sizeof(err), "%s/provided.err", tmpdir);

@@ -22,7 +22,9 @@
  * preemption), runtime_edited_after_admission_keeps_the_snapshot,
  * multikueue_trainjob_is_left_to_multikueue, and
  * queued_coscheduling_trainjob_is_admitted_then_gang_scheduled (Kueue admits, then trainsched's
- * extender, which main() wires into the bed's kube-scheduler, binds the gang).
+ * extender, which main() wires into the bed's kube-scheduler, binds the gang), and
+ * kueue_tas_placement_is_kept_by_the_gang_extender (Kueue's topology-aware scheduling assigns
+ * hosts and ungates the pods; the extender binds the gang exactly there).
  *
  * The suite is labelled "kueue" and runs on a bed started with TESTBED_KUEUE=1 (scripts/test.sh
  * starts one after the other e2e suites). On a bed without Kueue it prints SKIP and passes,
@@ -56,7 +58,8 @@ static const struct common_kube_resource rflavors = {KQ_GROUP, "v1beta2", "resou
                                          cqueues = {KQ_GROUP, "v1beta2", "clusterqueues", 0},
                                          lqueues = {KQ_GROUP, "v1beta2", "localqueues", 1},
                                          workloads = {KQ_GROUP, "v1beta2", "workloads", 1},
-                                         wpcs = {KQ_GROUP, "v1beta2", "workloadpriorityclasses", 0};
+                                         wpcs = {KQ_GROUP, "v1beta2", "workloadpriorityclasses", 0},
+                                         topologies = {KQ_GROUP, "v1beta2", "topologies", 0};
 
 static struct common_kube *admin, *tsk;
 static struct rc_reconciler *rec;
@@ -267,6 +270,31 @@ static json_t *tj_complete(const char *name, const void *arg)
     return NULL;
 }
 
+/* ClusterQueue `cq` on flavor `cq` (gpus GPUs, 8 CPUs and 32Gi per GPU; `extra` more spec
+ * lines) for this namespace, and LocalQueue `lq` pointing at it */
+static void make_cq_lq(const char *cq, const char *lq, int gpus, const char *extra)
+{
+    create(&cqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                               "metadata: {name: %s}\n"
+                               "spec:\n"
+                               "  namespaceSelector:\n"
+                               "    matchLabels: {kubernetes.io/metadata.name: %s}\n"
+                               "%s"
+                               "  resourceGroups:\n"
+                               "  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
+                               "    flavors:\n"
+                               "    - name: %s\n"
+                               "      resources:\n"
+                               "      - {name: cpu, nominalQuota: '%d'}\n"
+                               "      - {name: memory, nominalQuota: %dGi}\n"
+                               "      - {name: nvidia.com/gpu, nominalQuota: '%d'}\n",
+                               cq, ns, extra, cq, gpus * 8, gpus * 32, gpus));
+    create(&lqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                               "metadata: {name: %s, namespace: %s}\n"
+                               "spec: {clusterQueue: %s}\n",
+                               lq, ns, cq));
+}
+
 /* ResourceFlavor, ClusterQueue (8 GPUs; preemption of lower priorities) and LocalQueue `lq` */
 static void make_queues(void)
 {
@@ -274,45 +302,34 @@ static void make_queues(void)
                                 "metadata: {name: %s}\n"
                                 "spec: {nodeLabels: {%s: %s}}\n",
                                 ns, POOL_LABEL, ns));
-    create(&cqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
-                               "metadata: {name: %s}\n"
-                               "spec:\n"
-                               "  namespaceSelector:\n"
-                               "    matchLabels: {kubernetes.io/metadata.name: %s}\n"
-                               "  preemption: {withinClusterQueue: LowerPriority}\n"
-                               "  resourceGroups:\n"
-                               "  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
-                               "    flavors:\n"
-                               "    - name: %s\n"
-                               "      resources:\n"
-                               "      - {name: cpu, nominalQuota: '64'}\n"
-                               "      - {name: memory, nominalQuota: 256Gi}\n"
-                               "      - {name: nvidia.com/gpu, nominalQuota: '8'}\n",
-                               ns, ns, ns));
-    create(&lqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
-                               "metadata: {name: lq, namespace: %s}\n"
-                               "spec: {clusterQueue: %s}\n",
-                               ns, ns));
+    make_cq_lq(ns, "lq", 8, "  preemption: {withinClusterQueue: LowerPriority}\n");
 }
 
-/* a kwok node with 8 GPUs in this test's flavor */
-static void make_node(void)
+/* a kwok node with 8 GPUs in this test's flavor (pool label value `pool`, plus the labels of
+ * `extra`, a YAML flow-map body such as "a: b, " or ""); its name */
+static const char *make_node_in(const char *pool, const char *extra)
 {
-    char name[160];
+    static char name[160];
     struct common_error err;
     json_t *n;
     enum common_rc rc;
     snprintf(name, sizeof(name), "kq-%s-%d", ns, nodes_made++);
     n = e2e_yamlf("apiVersion: v1\nkind: Node\n"
                   "metadata:\n  name: %s\n  annotations: {kwok.x-k8s.io/node: fake}\n"
-                  "  labels: {type: kwok, %s: %s}\n"
+                  "  labels: {%stype: kwok, kubernetes.io/hostname: %s, %s: %s}\n"
                   "status:\n"
                   "  allocatable: {cpu: '32', memory: 256Gi, pods: '110', nvidia.com/gpu: '8'}\n"
                   "  capacity: {cpu: '32', memory: 256Gi, pods: '110', nvidia.com/gpu: '8'}\n",
-                  name, POOL_LABEL, ns);
+                  name, extra, name, POOL_LABEL, pool);
     rc = common_kube_create(admin, &common_kube_nodes, NULL, n, NULL, NULL, &err);
     ck_assert_msg(rc == COMMON_OK, "node %s: %s", name, err.msg);
     json_decref(n);
+    return name;
+}
+
+static void make_node(void)
+{
+    make_node_in(ns, "");
 }
 
 /* a TrainingRuntime whose one pod asks for 8 GPUs; marker goes into its pod-template labels */
@@ -402,6 +419,10 @@ static void teardown(void)
     e2e_drop_ns(admin, ns);
     del(&cqueues, ns);
     del(&rflavors, ns);
+    snprintf(name, sizeof(name), "%s-tas", ns); /* the topology test's queue, flavor, topology */
+    del(&cqueues, name);
+    del(&rflavors, name);
+    del(&topologies, name);
     snprintf(name, sizeof(name), "%s-low", ns);
     del(&wpcs, name);
     snprintf(name, sizeof(name), "%s-high", ns);
@@ -611,8 +632,9 @@ START_TEST(multikueue_trainjob_is_left_to_multikueue)
 }
 END_TEST
 
-/* a TrainingRuntime with a coscheduling PodGroup: num_nodes pods of gpus GPUs each */
-static json_t *gang_runtime(const char *name, int num_nodes, int gpus)
+/* a TrainingRuntime with a coscheduling PodGroup: num_nodes pods of gpus GPUs each, the pod
+ * template annotated with `ann` (a YAML flow-map body, "" for none) */
+static json_t *gang_runtime(const char *name, int num_nodes, int gpus, const char *ann)
 {
     return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
                      "kind: TrainingRuntime\n"
@@ -629,6 +651,7 @@ static json_t *gang_runtime(const char *name, int num_nodes, int gpus)
                      "trainer}}\n"
                      "          spec:\n"
                      "            template:\n"
+                     "              metadata: {annotations: {%s}}\n"
                      "              spec:\n"
                      "                containers:\n"
                      "                - name: node\n"
@@ -638,7 +661,54 @@ static json_t *gang_runtime(const char *name, int num_nodes, int gpus)
                      "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: "
                      "'%d'}\n"
                      "                    limits: {nvidia.com/gpu: '%d'}\n",
-                     name, ns, num_nodes, gpus, gpus);
+                     name, ns, num_nodes, ann, gpus, gpus);
+}
+
+/* trainsched's extender on ext_port, where the bed's kube-scheduler calls it (main) */
+struct ext_run {
+    struct extender_server *ext;
+    struct common_metrics *metrics;
+    struct common_httpd *httpd;
+};
+
+static void ext_start(struct ext_run *r)
+{
+    struct extender_server_opts eo = {0};
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_error err;
+    char addr[64];
+    enum common_rc rc = COMMON_EIO;
+
+    ck_assert_msg(ext_port > 0, "the bed's kube-scheduler has no extender config");
+    r->metrics = common_metrics_create();
+    eo.kube = admin;
+    eo.events = events;
+    eo.metrics = r->metrics;
+    eo.bind_http_timeout_ms = BIND_TIMEOUT_S * 1000;
+    eo.default_schedule_timeout_s = 20;
+    eo.backoff_initial_ms = 2000;
+    eo.backoff_max_ms = 4000;
+    r->ext = extender_server_create(&eo, &err);
+    ck_assert_msg(r->ext != NULL, "%s", err.msg);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ext_port);
+    ho.address = addr;
+    ho.threads = 4;
+    r->httpd = common_httpd_create(&ho, &err);
+    ck_assert_msg(r->httpd != NULL, "%s", err.msg);
+    ck_assert_int_eq(extender_server_install(r->ext, r->httpd, &err), COMMON_OK);
+    ck_assert_msg(extender_server_start(r->ext, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(extender_server_wait_ready(r->ext, 30000), "extender caches not synced in 30 s");
+    for (int i = 0; i < 50 && (rc = common_httpd_start(r->httpd, &err)) != COMMON_OK; i++)
+        e2e_nap(100);
+    ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
+}
+
+static void ext_stop(struct ext_run *r)
+{
+    extender_server_stop(r->ext);
+    common_httpd_destroy(r->httpd);
+    extender_server_destroy(r->ext);
+    common_metrics_destroy(r->metrics);
 }
 
 /* Kueue + coscheduling through the extender: two queued TrainJobs of 2 pods x 4 GPUs on a
@@ -647,44 +717,16 @@ static json_t *gang_runtime(const char *name, int num_nodes, int gpus)
  * waits in the queue and, once the first completes, is admitted and gang-bound the same way. */
 START_TEST(queued_coscheduling_trainjob_is_admitted_then_gang_scheduled)
 {
-    struct extender_server_opts eo = {0};
-    struct common_httpd_opts ho = common_httpd_opts_default();
     struct extender_server_stats st;
-    struct extender_server *ext;
-    struct common_metrics *metrics = common_metrics_create();
-    struct common_httpd *httpd;
-    struct common_error err;
+    struct ext_run er;
     struct want_wl pending = {"QuotaReserved", "False"};
-    char addr[64];
-    enum common_rc rc = COMMON_EIO;
     int no = 0;
     json_t *o;
 
-    ck_assert_msg(ext_port > 0, "the bed's kube-scheduler has no extender config");
-    eo.kube = admin;
-    eo.events = events;
-    eo.metrics = metrics;
-    eo.bind_http_timeout_ms = BIND_TIMEOUT_S * 1000;
-    eo.default_schedule_timeout_s = 20;
-    eo.backoff_initial_ms = 2000;
-    eo.backoff_max_ms = 4000;
-    ext = extender_server_create(&eo, &err);
-    ck_assert_msg(ext != NULL, "%s", err.msg);
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ext_port);
-    ho.address = addr;
-    ho.threads = 4;
-    httpd = common_httpd_create(&ho, &err);
-    ck_assert_msg(httpd != NULL, "%s", err.msg);
-    ck_assert_int_eq(extender_server_install(ext, httpd, &err), COMMON_OK);
-    ck_assert_msg(extender_server_start(ext, &err) == COMMON_OK, "%s", err.msg);
-    ck_assert_msg(extender_server_wait_ready(ext, 30000), "extender caches not synced in 30 s");
-    for (int i = 0; i < 50 && (rc = common_httpd_start(httpd, &err)) != COMMON_OK; i++)
-        e2e_nap(100);
-    ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
-
+    ext_start(&er);
     make_node();
     make_node();
-    create(&common_kube_trainingruntimes, gang_runtime("gang", 2, 4));
+    create(&common_kube_trainingruntimes, gang_runtime("gang", 2, 4, ""));
     create(&common_kube_trainjobs, queued_trainjob("g1", "gang", NULL));
     o = wait_for(60, tj_suspend_is, "g1", &no, "TrainJob g1 admitted by Kueue");
     json_decref(o);
@@ -697,7 +739,7 @@ START_TEST(queued_coscheduling_trainjob_is_admitted_then_gang_scheduled)
     json_decref(o);
     o = wait_for(180, tj_complete, "g1", NULL, "TrainJob g1 Complete");
     json_decref(o);
-    extender_server_stats(ext, &st);
+    extender_server_stats(er.ext, &st);
     fprintf(stderr, "kueue+coscheduling g1: held %llu released %llu bindings %llu\n",
             (unsigned long long)st.held, (unsigned long long)st.released,
             (unsigned long long)st.bindings_ok);
@@ -706,13 +748,180 @@ START_TEST(queued_coscheduling_trainjob_is_admitted_then_gang_scheduled)
     ck_assert_uint_eq(st.bindings_ok, 2);
     o = wait_for(120, tj_complete, "g2", NULL, "TrainJob g2 Complete");
     json_decref(o);
-    extender_server_stats(ext, &st);
+    extender_server_stats(er.ext, &st);
     ck_assert_uint_eq(st.bindings_ok, 4);
     ck_assert_uint_eq(st.bindings_failed, 0);
-    extender_server_stop(ext);
-    common_httpd_destroy(httpd);
-    extender_server_destroy(ext);
-    common_metrics_destroy(metrics);
+    ext_stop(&er);
+}
+END_TEST
+
+/* the pods of JobSet `name` once `*(int *)arg` of them are bound (the pod list, else NULL) */
+static json_t *pods_bound(const char *name, const void *arg)
+{
+    json_t *items = NULL;
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    char sel[256];
+    size_t i, bound = 0;
+    const json_t *p;
+    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", name);
+    lo.label_selector = sel;
+    if (common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) != COMMON_OK)
+        return NULL;
+    json_array_foreach(items, i, p) bound += json_string_value(at(p, "spec.nodeName")) != NULL;
+    if (bound == json_array_size(items) && (int)bound == *(const int *)arg)
+        return items;
+    json_decref(items);
+    return NULL;
+}
+
+/* an Event in the test namespace regarding PodGroup `name` whose note has `arg` in it */
+static json_t *podgroup_event_with(const char *name, const void *arg)
+{
+    json_t *items = NULL;
+    struct common_error err;
+    size_t i;
+    const json_t *e;
+    if (common_kube_list(admin, &common_kube_events, ns, NULL, &items, NULL, &err) != COMMON_OK)
+        return NULL;
+    json_array_foreach(items, i, e)
+    {
+        const char *kind = json_string_value(at(e, "regarding.kind"));
+        const char *who = json_string_value(at(e, "regarding.name"));
+        const char *note = json_string_value(json_object_get(e, "note"));
+        if (kind && who && note && strcmp(kind, "PodGroup") == 0 && strcmp(who, name) == 0 &&
+            strstr(note, (const char *)arg)) {
+            json_t *r = json_incref((json_t *)e);
+            json_decref(items);
+            return r;
+        }
+    }
+    json_decref(items);
+    return NULL;
+}
+
+/* node is a kubernetes.io/hostname value of Kueue's topology assignment ta (v1beta2: slices
+ * whose valuesPerLevel give, per level, one universal value or prefix + root + suffix per
+ * domain) */
+static int assigned_host(const json_t *ta, const char *node)
+{
+    size_t lv, i, k;
+    const json_t *l, *sl, *root;
+    json_array_foreach(json_object_get(ta, "levels"), lv, l)
+    {
+        if (strcmp(json_string_value(l), "kubernetes.io/hostname") != 0)
+            continue;
+        json_array_foreach(json_object_get(ta, "slices"), i, sl)
+        {
+            const json_t *v = json_array_get(json_object_get(sl, "valuesPerLevel"), lv);
+            const char *u = json_string_value(json_object_get(v, "universal"));
+            const json_t *ind = json_object_get(v, "individual");
+            const char *pre = json_string_value(json_object_get(ind, "prefix"));
+            const char *suf = json_string_value(json_object_get(ind, "suffix"));
+            if (u && strcmp(u, node) == 0)
+                return 1;
+            json_array_foreach(json_object_get(ind, "roots"), k, root)
+            {
+                char full[300];
+                snprintf(full, sizeof(full), "%s%s%s", pre ? pre : "", json_string_value(root),
+                         suf ? suf : "");
+                if (strcmp(full, node) == 0)
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Kueue's topology-aware scheduling + coscheduling through the extender. A Topology (block,
+ * rack, hostname) and a ResourceFlavor naming it over four kwok nodes in two racks; a queued
+ * TrainJob of 3 pods x 4 GPUs whose pod template asks Kueue for one rack. Kueue admits it with
+ * a topology assignment, its pods are created gated (kueue.x-k8s.io/topology), Kueue ungates
+ * them with a kubernetes.io/hostname nodeSelector each, and trainsched's extender binds the gang
+ * whole: every pod on the host Kueue assigned it, inside the assignment. The PodGroup carries
+ * the same request (copied by the reconciler) on a topology the extender does not know: the
+ * extender sets it aside for Kueue's placement and the PodGroup's Event says so. */
+START_TEST(kueue_tas_placement_is_kept_by_the_gang_extender)
+{
+    struct extender_server_stats st;
+    struct ext_run er;
+    char pool[160], flavor[160], topo[160];
+    int no = 0, three = 3;
+    size_t i;
+    const json_t *p;
+    json_t *o, *wl, *pods;
+    const json_t *ta;
+
+    snprintf(pool, sizeof(pool), "%s-tas", ns);
+    snprintf(flavor, sizeof(flavor), "%s-tas", ns);
+    snprintf(topo, sizeof(topo), "%s-tas", ns);
+    ext_start(&er);
+    for (int n = 0; n < 4; n++) {
+        char extra[160];
+        snprintf(extra, sizeof(extra), "trainsched.io/kq-block: b0, trainsched.io/kq-rack: r%d, ",
+                 n / 2);
+        make_node_in(pool, extra);
+    }
+    create(&topologies, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\n"
+                                  "metadata: {name: %s}\n"
+                                  "spec:\n"
+                                  "  levels:\n"
+                                  "  - {nodeLabel: trainsched.io/kq-block}\n"
+                                  "  - {nodeLabel: trainsched.io/kq-rack}\n"
+                                  "  - {nodeLabel: kubernetes.io/hostname}\n",
+                                  topo));
+    create(&rflavors, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                                "metadata: {name: %s}\n"
+                                "spec: {nodeLabels: {%s: %s}, topologyName: %s}\n",
+                                flavor, POOL_LABEL, pool, topo));
+    make_cq_lq(flavor, "tlq", 32, "");
+    create(&common_kube_trainingruntimes,
+           gang_runtime("tas", 3, 4,
+                        "kueue.x-k8s.io/podset-required-topology: trainsched.io/kq-rack"));
+    /* setup's LocalQueue lq points at the ClusterQueue without topology: this one is tlq */
+    o = queued_trainjob("t1", "tas", NULL);
+    json_object_set_new(json_object_get(at(o, "metadata"), "labels"), QUEUE_LABEL,
+                        json_string("tlq"));
+    create(&common_kube_trainjobs, o);
+    o = wait_for(90, tj_suspend_is, "t1", &no, "TrainJob t1 admitted by Kueue");
+    json_decref(o);
+    wl = workload_of("t1", NULL);
+    ta = at(wl, "status.admission.podSetAssignments.0.topologyAssignment");
+    ck_assert_msg(ta != NULL, "Kueue admitted t1 without a topology assignment");
+    pods = wait_for(180, pods_bound, "t1", &three, "the 3 pods of t1 bound");
+    extender_server_stats(er.ext, &st);
+    {
+        char *dump = json_dumps(ta, JSON_COMPACT);
+        fprintf(stderr, "kueue TAS t1: held %llu released %llu bindings %llu; assignment %s\n",
+                (unsigned long long)st.held, (unsigned long long)st.released,
+                (unsigned long long)st.bindings_ok, dump ? dump : "?");
+        free(dump);
+    }
+    /* bound through the extender as one gang */
+    ck_assert_uint_ge(st.held, 1);
+    ck_assert_uint_ge(st.released, 1);
+    ck_assert_uint_eq(st.bindings_ok, 3);
+    json_array_foreach(pods, i, p)
+    {
+        const char *node = json_string_value(at(p, "spec.nodeName"));
+        const char *want = json_string_value(
+            json_object_get(at(p, "spec.nodeSelector"), "kubernetes.io/hostname"));
+        int in_assignment;
+        ck_assert_msg(want != NULL, "pod %s was not ungated with a hostname by Kueue",
+                      json_string_value(at(p, "metadata.name")));
+        ck_assert_str_eq(node, want);
+        in_assignment = assigned_host(ta, node);
+        ck_assert_msg(in_assignment, "pod %s on %s, outside Kueue's assignment",
+                      json_string_value(at(p, "metadata.name")), node);
+    }
+    json_decref(pods);
+    json_decref(wl);
+    o = wait_for(60, podgroup_event_with, "t1", "Kueue's placement wins",
+                 "the PodGroup Event naming Kueue's placement");
+    json_decref(o);
+    o = wait_for(180, tj_complete, "t1", NULL, "TrainJob t1 Complete");
+    json_decref(o);
+    ext_stop(&er);
 }
 END_TEST
 
@@ -773,6 +982,8 @@ int main(void)
     add(s, "multikueue_trainjob_is_left_to_multikueue", multikueue_trainjob_is_left_to_multikueue);
     add(s, "queued_coscheduling_trainjob_is_admitted_then_gang_scheduled",
         queued_coscheduling_trainjob_is_admitted_then_gang_scheduled);
+    add(s, "kueue_tas_placement_is_kept_by_the_gang_extender",
+        kueue_tas_placement_is_kept_by_the_gang_extender);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

@@ -749,6 +749,12 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
                       "%s step %d: timeoutNote \"%s\", want \"%s\"", r->name, r->step,
                       in.timeout_note, want ? want : "(not a string)");
     }
+    if (json_object_get(exp, "topologyNote")) {
+        const char *want = json_string_value(json_object_get(exp, "topologyNote"));
+        ck_assert_msg(want && (*want ? contains(in.topology_note, want) : !in.topology_note[0]),
+                      "%s step %d: topologyNote \"%s\", want \"%s\"", r->name, r->step,
+                      in.topology_note, want ? want : "(not a string)");
+    }
 #define STR(field, key)                                                                            \
     if (json_object_get(exp, key))                                                                 \
     ck_assert_msg(strcmp(in.field, json_string_value(json_object_get(exp, key))) == 0,             \
