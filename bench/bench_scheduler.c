@@ -1031,21 +1031,43 @@ static void run_peer(char variant, enum workload wl, long gangs, const char *sch
     r->create_secs = run_parallel(&p, 0, job.pods, create_pod);
     if (p.failed)
         fprintf(stderr, "bench_scheduler: %ld pod creates failed: %s\n", p.failed, p.first_err);
-    for (;;) {
-        long b;
-        double lb, t = now();
-        pthread_mutex_lock(&mu);
-        b = n_bound;
-        lb = last_bind;
-        pthread_mutex_unlock(&mu);
-        if (b >= p.ok)
-            break;
-        if (t - (lb > 0 ? lb : create_t[0]) > (double)cfg.stall_s ||
-            t - create_t[0] > (double)cfg.timeout_s) {
-            r->stalled = 1;
-            break;
+    /* a stall: no bind and no scheduling progress for stall_s. Progress is a bind, a change of
+     * the scheduler's attempts (a gang scheduler holding members at Permit or in the extender's
+     * bind binds nothing until a gang is complete; interleaved, that is most of the run) or of
+     * the extender's held binds, sampled every 2 s */
+    {
+        double progress_t = now(), probe_t = 0, last_sig = -1;
+        for (;;) {
+            long b;
+            double lb, t = now();
+            pthread_mutex_lock(&mu);
+            b = n_bound;
+            lb = last_bind;
+            pthread_mutex_unlock(&mu);
+            if (b >= p.ok)
+                break;
+            if (lb > progress_t)
+                progress_t = lb;
+            if (t - probe_t > 2.0) {
+                char *m = scrape(sched_metrics_url, 1), *x = NULL;
+                double sig = metric(m, "scheduler_schedule_attempts_total", NULL);
+                if (variant == 'B') {
+                    x = scrape(cfg.ext_metrics, 0);
+                    sig += 1e6 * metric(x, "trainsched_extender_held_binds", NULL);
+                }
+                if (sig != last_sig)
+                    progress_t = t;
+                last_sig = sig;
+                probe_t = t;
+                common_free(m);
+                common_free(x);
+            }
+            if (t - progress_t > (double)cfg.stall_s || t - create_t[0] > (double)cfg.timeout_s) {
+                r->stalled = 1;
+                break;
+            }
+            usleep(50000);
         }
-        usleep(50000);
     }
     if (wl == WL_CONTENDED) {
         __atomic_store_n(&reaper.on, 0, __ATOMIC_RELEASE);
