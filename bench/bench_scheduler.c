@@ -20,7 +20,17 @@
  *     scheduler_queue_incoming_pods_total{queue}), the extender's (held binds, requests) and
  *     the timeline of binds (gaps).
  *
- * Both scheduler configs raise clientConnection qps/burst (--sched-qps, default 1000): at the
+ * (p) the peers (--only p): G gangs of 8 (--peer-gangs, default 200) per workload, each run by
+ *     A plain kube-scheduler, B kube-scheduler + trainsched's extender (coscheduling PodGroups),
+ *     C scheduler-plugins' kube-scheduler with Coscheduling (--schedplugins BIN; same PodGroups),
+ *     D kube-scheduler's GangScheduling (scheduling.k8s.io/v1alpha2 PodGroups; needs a bed with
+ *     TESTBED_NATIVE_GANG=1), one scheduler at a time on the bed's port; workloads gang,
+ *     interleaved, mixed (80 % plain pods), contended (whole-Node pods, a pool for half of them,
+ *     created interleaved; a gang's pods are deleted 1 s after its last bind). Per run: pods/s,
+ *     time to all bound, attempts per pod, partial gangs, CPU per pod; a run stops as stalled
+ *     after --stall S (30) without binds or scheduling progress.
+ *
+ * Every scheduler config raises clientConnection qps/burst (--sched-qps, default 1000): at the
  * default 50/100 both variants measure client-go's rate limiter on Bindings, not scheduling.
  * Both use podInitialBackoffSeconds 1, podMaxBackoffSeconds 5 (the shipped config's values).
  *
@@ -29,7 +39,9 @@
  *
  * Run: . $TESTBED_RUN/env; bench_scheduler --extender http://127.0.0.1:PORT
  *      --extender-metrics http://127.0.0.1:PORT2/metrics [--nodes N] [--pods P] [--rounds R]
- *      [--gangs-c G] [--threads T] [--sched-qps Q] [--only b|c] [--c-order gang|interleaved]
+ *      [--gangs-c G] [--threads T] [--sched-qps Q] [--only b,c,p] [--c-order gang|interleaved]
+ *      [--schedplugins BIN] [--variants ABCD] [--workloads gang,interleaved,mixed,contended]
+ *      [--peer-gangs G] [--stall S]
  *      [--ns NAME] [--cleanup-nodes]
  *      (scripts/bench-scheduler.sh does it all)
  */
