@@ -20,7 +20,17 @@
  *     scheduler_queue_incoming_pods_total{queue}), the extender's (held binds, requests) and
  *     the timeline of binds (gaps).
  *
- * Both scheduler configs raise clientConnection qps/burst (--sched-qps, default 1000): at the
+ * (p) the peers (--only p): G gangs of 8 (--peer-gangs, default 200) per workload, each run by
+ *     A plain kube-scheduler, B kube-scheduler + trainsched's extender (coscheduling PodGroups),
+ *     C scheduler-plugins' kube-scheduler with Coscheduling (--schedplugins BIN; same PodGroups),
+ *     D kube-scheduler's GangScheduling (scheduling.k8s.io/v1alpha2 PodGroups; needs a bed with
+ *     TESTBED_NATIVE_GANG=1), one scheduler at a time on the bed's port; workloads gang,
+ *     interleaved, mixed (80 % plain pods), contended (whole-Node pods, a pool for half of them,
+ *     created interleaved; a gang's pods are deleted 1 s after its last bind). Per run: pods/s,
+ *     time to all bound, attempts per pod, partial gangs, CPU per pod; a run stops as stalled
+ *     after --stall S (30) without binds or scheduling progress.
+ *
+ * Every scheduler config raises clientConnection qps/burst (--sched-qps, default 1000): at the
  * default 50/100 both variants measure client-go's rate limiter on Bindings, not scheduling.
  * Both use podInitialBackoffSeconds 1, podMaxBackoffSeconds 5 (the shipped config's values).
  *
@@ -29,7 +39,9 @@
  *
  * Run: . $TESTBED_RUN/env; bench_scheduler --extender http://127.0.0.1:PORT
  *      --extender-metrics http://127.0.0.1:PORT2/metrics [--nodes N] [--pods P] [--rounds R]
- *      [--gangs-c G] [--threads T] [--sched-qps Q] [--only b|c] [--c-order gang|interleaved]
+ *      [--gangs-c G] [--threads T] [--sched-qps Q] [--only b,c,p] [--c-order gang|interleaved]
+ *      [--schedplugins BIN] [--variants ABCD] [--workloads gang,interleaved,mixed,contended]
+ *      [--peer-gangs G] [--stall S]
  *      [--ns NAME] [--cleanup-nodes]
  *      (scripts/bench-scheduler.sh does it all)
  */
@@ -59,18 +71,46 @@
 #define MAX_PODS 20000
 #define MAX_SAMPLES 8192
 #define GANG 8
+#define MAX_GANGS (MAX_PODS / GANG)
+#define GANG_NAME_LABEL "trainsched.io/bench-gang"
+#define BLOCK_LABEL "trainsched-bench-sched-block" /* Node index / 100: the contended pool */
+#define BLOCK 100
 
 static struct {
     const char *ns, *ext_url, *ext_metrics, *sched_ctl, *only, *c_order;
     long nodes, pods, rounds, gangs_c, threads, sched_qps, timeout_s;
     int cleanup_nodes;
-} cfg = {
-    "trainsched-bench-sched", NULL, NULL, NULL, NULL, NULL, 5000, 5000, 2, 500, 4, 1000, 900, 0};
+    /* (p) the peers */
+    const char *schedplugins, *variants, *workloads;
+    long peer_gangs, stall_s;
+} cfg = {"trainsched-bench-sched",
+         NULL,
+         NULL,
+         NULL,
+         NULL,
+         NULL,
+         5000,
+         5000,
+         2,
+         500,
+         4,
+         1000,
+         900,
+         0,
+         NULL,
+         "ABCD",
+         "gang,interleaved,mixed,contended",
+         200,
+         30};
 
 static struct common_kube *kube;
 static char sched_metrics_url[512];
 static char cfg_plain[] = "/tmp/bench-sched-plain-XXXXXX";
 static char cfg_gang[] = "/tmp/bench-sched-gang-XXXXXX";
+static char cfg_cosched[] = "/tmp/bench-sched-cosched-XXXXXX";
+/* kube-scheduler's own gang scheduling (Kubernetes 1.36 alpha): scheduling.k8s.io/v1alpha2 */
+static const struct common_kube_resource native_podgroups = {"scheduling.k8s.io", "v1alpha2",
+                                                             "podgroups", 1};
 static int restored;
 
 static double now(void)
@@ -84,11 +124,19 @@ static void die(const char *what, const struct common_error *err);
 
 /* ---- the bed's scheduler ---- */
 
-static int sched_ctl(const char *verb, const char *file)
+/* scheduler-ctl.sh VERB [FILE [BINARY]] (BINARY: another kube-scheduler build in place of the
+ * bed's, same flags) */
+static int sched_ctl_bin(const char *verb, const char *file, const char *bin)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof(cmd), "'%s' %s %s >&2", cfg.sched_ctl, verb, file ? file : "");
+    snprintf(cmd, sizeof(cmd), "'%s' %s %s %s >&2", cfg.sched_ctl, verb, file ? file : "",
+             bin ? bin : "");
     return system(cmd);
+}
+
+static int sched_ctl(const char *verb, const char *file)
+{
+    return sched_ctl_bin(verb, file, NULL);
 }
 
 static void restore_scheduler(void)
@@ -100,6 +148,7 @@ static void restore_scheduler(void)
         fprintf(stderr, "bench_scheduler: could not restore the bed's kube-scheduler config\n");
     unlink(cfg_plain);
     unlink(cfg_gang);
+    unlink(cfg_cosched);
 }
 
 static void die(const char *what, const struct common_error *err)
@@ -116,6 +165,8 @@ static void on_signal(int sig)
     _exit(1);
 }
 
+/* with_extender: 0 plain (A, and D: GangScheduling is in the default profile once its gate is
+ * on), 1 trainsched as extender (B), 2 scheduler-plugins' Coscheduling (C) */
 static void write_config(const char *path, int with_extender)
 {
     FILE *f = fopen(path, "w");
@@ -135,8 +186,25 @@ static void write_config(const char *path, int with_extender)
             "  burst: %ld\n"
             "profiles:\n"
             "- schedulerName: default-scheduler\n",
-            getenv("TESTBED_SCHEDULER_KUBECONFIG"), cfg.sched_qps, cfg.sched_qps);
-    if (with_extender)
+            /* Coscheduling reads PodGroups (a CRD), which system:kube-scheduler may not */
+            getenv(with_extender == 2 ? "KUBECONFIG" : "TESTBED_SCHEDULER_KUBECONFIG"),
+            cfg.sched_qps, cfg.sched_qps);
+    /* scheduler-plugins' manifests/coscheduling/scheduler-config.yaml, as its docs give it */
+    if (with_extender == 2)
+        fprintf(f, "  plugins:\n"
+                   "    multiPoint:\n"
+                   "      enabled:\n"
+                   "      - name: Coscheduling\n"
+                   "    queueSort:\n"
+                   "      enabled:\n"
+                   "      - name: Coscheduling\n"
+                   "      disabled:\n"
+                   "      - name: \"*\"\n"
+                   "  pluginConfig:\n"
+                   "  - name: Coscheduling\n"
+                   "    args:\n"
+                   "      permitWaitingTimeSeconds: 10\n");
+    if (with_extender == 1)
         fprintf(f,
                 "extenders:\n"
                 "- urlPrefix: %s/scheduler\n"
@@ -230,6 +298,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char cur_prefix[32];
 static double bind_t[MAX_PODS], create_t[MAX_PODS];
 static long n_bound, n_present;
+static double last_bind;
+/* per gang: members bound, first and last bind; gangs complete and not yet reaped (contended) */
+static int gang_bound[MAX_GANGS];
+static double gang_first[MAX_GANGS], gang_last[MAX_GANGS];
+static long full_q[MAX_GANGS], full_n;
+static long pod_gang(long i);
 
 static void seen(const struct common_pod *p)
 {
@@ -243,8 +317,16 @@ static void seen(const struct common_pod *p)
     if (*end || i < 0 || i >= MAX_PODS)
         return;
     if (bind_t[i] == 0) {
-        bind_t[i] = now();
+        long g = pod_gang(i);
+        bind_t[i] = last_bind = now();
         n_bound++;
+        if (g >= 0 && g < MAX_GANGS) {
+            if (gang_bound[g]++ == 0)
+                gang_first[g] = bind_t[i];
+            gang_last[g] = bind_t[i];
+            if (gang_bound[g] == GANG && full_n < MAX_GANGS)
+                full_q[full_n++] = g;
+        }
     }
 }
 
@@ -330,15 +412,16 @@ static int node_status_patch;
 
 static enum common_rc create_node(long i, struct common_error *err)
 {
-    char name[64], zone[16];
+    char name[64], zone[16], block[24];
     json_t *obj;
     enum common_rc rc;
     snprintf(name, sizeof(name), "bsched-node-%05ld", i);
     snprintf(zone, sizeof(zone), "zone-%c", (char)('a' + i % 4));
-    obj =
-        json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}, s:o}", "apiVersion", "v1", "kind", "Node",
-                  "metadata", "name", name, "labels", NODE_LABEL, "1", "kubernetes.io/hostname",
-                  name, "topology.kubernetes.io/zone", zone, "status", node_status());
+    snprintf(block, sizeof(block), "%ld", i / BLOCK);
+    obj = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s}}, s:o}", "apiVersion", "v1", "kind",
+                    "Node", "metadata", "name", name, "labels", NODE_LABEL, "1",
+                    "kubernetes.io/hostname", name, "topology.kubernetes.io/zone", zone,
+                    BLOCK_LABEL, block, "status", node_status());
     rc = common_kube_create(kube, &common_kube_nodes, NULL, obj, NULL, NULL, err);
     if ((rc == COMMON_OK || rc == COMMON_EEXISTS) && node_status_patch) {
         json_t *st = json_pack("{s:O}", "status", json_object_get(obj, "status"));
@@ -353,18 +436,39 @@ static enum common_rc create_node(long i, struct common_error *err)
     return rc;
 }
 
+/* the workloads: the order and shape of the pods created */
+enum workload { WL_GANG, WL_INTERLEAVED, WL_MIXED, WL_CONTENDED, WL_N };
+static const char *const wl_name[WL_N] = {"gang", "interleaved", "mixed", "contended"};
+
 /* which variant the pod workers create */
 static struct {
     char prefix[32];
-    int gang;        /* 0: plain pods */
+    char variant;    /* 'A' plain, 'B' trainsched, 'C' Coscheduling, 'D' native */
+    int gang;        /* 0: plain pods (A) */
     int interleaved; /* gang member order */
-    long pods, gangs;
+    enum workload wl;
+    long pods, gangs, pool_blocks;
 } job;
+
+/* the gang of pod i, or -1 for a plain pod (mixed: every fifth block of 8 pods is a gang;
+ * contended: interleaved, so that a scheduler without a gang rule fills the pool with parts of
+ * every gang and none can finish) */
+static long pod_gang(long i)
+{
+    switch (job.wl) {
+    case WL_INTERLEAVED:
+    case WL_CONTENDED:
+        return job.gangs ? i % job.gangs : -1;
+    case WL_MIXED:
+        return (i / GANG) % 5 == 0 ? (i / GANG) / 5 : -1;
+    default:
+        return i / GANG;
+    }
+}
 
 static void gang_of(long i, char *buf, size_t size)
 {
-    long g = job.interleaved ? i % job.gangs : i / GANG;
-    snprintf(buf, size, "%s-g%04ld", job.prefix, g);
+    snprintf(buf, size, "%s-g%04ld", job.prefix, pod_gang(i));
 }
 
 static enum common_rc create_pod(long i, struct common_error *err)
@@ -374,8 +478,12 @@ static enum common_rc create_pod(long i, struct common_error *err)
     json_t *p;
     enum common_rc rc;
 
+    long g = pod_gang(i);
+
     snprintf(name, sizeof(name), "%s-%05ld", job.prefix, i);
-    if (job.gang) {
+    if (job.wl == WL_CONTENDED)
+        json_object_set_new(req, "cpu", json_string("64")); /* a whole Node */
+    if (job.variant == 'B' && g >= 0) {
         json_object_set_new(req, "trainsched.io/gang", json_string("1"));
         json_object_set_new(lim, "trainsched.io/gang", json_string("1"));
     }
@@ -384,11 +492,29 @@ static enum common_rc create_pod(long i, struct common_error *err)
                   job.prefix, "spec", "automountServiceAccountToken", 0,
                   "terminationGracePeriodSeconds", 0, "containers", "name", "c", "image",
                   "registry.k8s.io/pause:3.10", "resources", "requests", req, "limits", lim);
-    if (job.gang) {
-        char g[64];
-        gang_of(i, g, sizeof(g));
-        json_object_set_new(json_object_get(json_object_get(p, "metadata"), "labels"), GANG_LABEL,
-                            json_string(g));
+    if (g >= 0) {
+        char gn[64];
+        json_t *labels = json_object_get(json_object_get(p, "metadata"), "labels");
+        gang_of(i, gn, sizeof(gn));
+        json_object_set_new(labels, GANG_NAME_LABEL, json_string(gn));
+        if (job.variant == 'B' || job.variant == 'C')
+            json_object_set_new(labels, GANG_LABEL, json_string(gn));
+        else if (job.variant == 'D')
+            json_object_set_new(json_object_get(p, "spec"), "schedulingGroup",
+                                json_pack("{s:s}", "podGroupName", gn));
+    }
+    if (job.wl == WL_CONTENDED) { /* only the pool: the first pool_blocks blocks of Nodes */
+        json_t *vals = json_array();
+        for (long b = 0; b < job.pool_blocks; b++) {
+            char v[24];
+            snprintf(v, sizeof(v), "%ld", b);
+            json_array_append_new(vals, json_string(v));
+        }
+        json_object_set_new(json_object_get(p, "spec"), "affinity",
+                            json_pack("{s:{s:{s:[{s:[{s:s, s:s, s:o}]}]}}}", "nodeAffinity",
+                                      "requiredDuringSchedulingIgnoredDuringExecution",
+                                      "nodeSelectorTerms", "matchExpressions", "key", BLOCK_LABEL,
+                                      "operator", "In", "values", vals));
     }
     create_t[i] = now();
     rc = common_kube_create(kube, &common_kube_pods, cfg.ns, p, NULL, NULL, err);
@@ -402,6 +528,15 @@ static enum common_rc create_podgroup(long g, struct common_error *err)
     json_t *pg;
     enum common_rc rc;
     snprintf(name, sizeof(name), "%s-g%04ld", job.prefix, g);
+    if (job.variant == 'D') { /* k8s.io/api scheduling/v1alpha2 PodGroupSpec */
+        pg = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:{s:i}}}}", "apiVersion",
+                       "scheduling.k8s.io/v1alpha2", "kind", "PodGroup", "metadata", "name", name,
+                       "namespace", cfg.ns, "labels", RUN_LABEL, job.prefix, "spec",
+                       "schedulingPolicy", "gang", "minCount", GANG);
+        rc = common_kube_create(kube, &native_podgroups, cfg.ns, pg, NULL, NULL, err);
+        json_decref(pg);
+        return rc;
+    }
     pg = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:i, s:i}}", "apiVersion",
                    "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name", name,
                    "namespace", cfg.ns, "labels", RUN_LABEL, job.prefix, "spec", "minMember", GANG,
@@ -550,6 +685,19 @@ static double wait_extender_cache(const char *kind, double want, double timeout_
 
 /* ---- one measured variant ---- */
 
+/* forget the last run's binds (callers hold mu) */
+static void reset_books(void)
+{
+    memset(bind_t, 0, sizeof(bind_t));
+    memset(create_t, 0, sizeof(create_t));
+    memset(gang_bound, 0, sizeof(gang_bound));
+    memset(gang_first, 0, sizeof(gang_first));
+    memset(gang_last, 0, sizeof(gang_last));
+    n_bound = 0;
+    full_n = 0;
+    last_bind = 0;
+}
+
 struct result {
     double secs, pods_per_s, first_bind, sched_secs, p50, p99, max_lat;
     double gaps_1s, idle_backoff, idle_held, create_secs;
@@ -575,6 +723,8 @@ static void drop_pods(const char *prefix)
     snprintf(sel, sizeof(sel), RUN_LABEL "=%s", prefix);
     delete_collection(&common_kube_pods, cfg.ns, sel);
     delete_collection(&common_kube_podgroups, cfg.ns, sel);
+    if (job.variant == 'D')
+        delete_collection(&native_podgroups, cfg.ns, sel);
     for (;;) {
         long left;
         pthread_mutex_lock(&mu);
@@ -604,7 +754,9 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
         ext_pid = strtol(e, NULL, 10);
     snprintf(job.prefix, sizeof(job.prefix), "%s", prefix);
     job.gang = gang;
+    job.variant = gang ? 'B' : 'A';
     job.interleaved = interleaved;
+    job.wl = interleaved ? WL_INTERLEAVED : WL_GANG;
     job.pods = pods;
     job.gangs = pods / GANG;
     if (sched_ctl("restart", gang ? cfg_gang : cfg_plain) != 0)
@@ -627,9 +779,7 @@ static void run_variant(const char *prefix, int gang, int interleaved, long pods
     }
     pthread_mutex_lock(&mu);
     snprintf(cur_prefix, sizeof(cur_prefix), "%s", prefix);
-    memset(bind_t, 0, sizeof(bind_t));
-    memset(create_t, 0, sizeof(create_t));
-    n_bound = 0;
+    reset_books();
     pthread_mutex_unlock(&mu);
     s0 = scrape(sched_metrics_url, 1);
     x0 = scrape(cfg.ext_metrics, 0);
@@ -785,6 +935,335 @@ static void print_timeline(const struct result *r)
     }
 }
 
+/* ---- (p) the peers: A plain, B trainsched, C Coscheduling, D native, one workload at a time ----
+ */
+
+struct peer_result {
+    int ran, stalled;
+    long pods, bound, gangs, partial;
+    double secs, pods_per_s, attempts, attempts_per_pod, max_spread, create_secs;
+    double cpu_sched, cpu_ext, cpu_api, cpu_etcd;
+    char why[160]; /* why it did not run */
+};
+
+static const char *const variant_name[4] = {"A plain kube-scheduler", "B trainsched extender",
+                                            "C scheduler-plugins Coscheduling",
+                                            "D kube-scheduler GangScheduling"};
+
+/* the contended workload: delete each gang's pods hold_s after its 8th bind (the job ended),
+ * which frees its Nodes for the gangs still waiting */
+static struct {
+    int on;
+    double hold_s;
+    pthread_t th;
+} reaper;
+
+static void *reaper_main(void *arg)
+{
+    long done = 0;
+    (void)arg;
+    while (__atomic_load_n(&reaper.on, __ATOMIC_ACQUIRE)) {
+        long g = -1;
+        double t = 0;
+        pthread_mutex_lock(&mu);
+        if (done < full_n) {
+            g = full_q[done];
+            t = gang_last[g];
+        }
+        pthread_mutex_unlock(&mu);
+        if (g < 0 || now() - t < reaper.hold_s) {
+            usleep(50000);
+            continue;
+        }
+        {
+            char sel[128];
+            snprintf(sel, sizeof(sel), GANG_NAME_LABEL "=%s-g%04ld", job.prefix, g);
+            delete_collection(&common_kube_pods, cfg.ns, sel);
+        }
+        done++;
+    }
+    return NULL;
+}
+
+static void run_peer(char variant, enum workload wl, long gangs, const char *schedplugins,
+                     struct peer_result *r)
+{
+    struct par p;
+    char prefix[16], *s0, *s1;
+    long ext_pid = 0, pid_sched, pid_api = bench_bed_pid("kube-apiserver"),
+         pid_etcd = bench_bed_pid("etcd");
+    double c0[4], t_first = 1e300, t_last = 0;
+    const char *e = getenv("EXTENDER_PID");
+    const char *conf = variant == 'B' ? cfg_gang : variant == 'C' ? cfg_cosched : cfg_plain;
+
+    memset(r, 0, sizeof(*r));
+    if (e && variant == 'B')
+        ext_pid = strtol(e, NULL, 10);
+    snprintf(prefix, sizeof(prefix), "p%c%c", (char)(variant - 'A' + 'a'), wl_name[wl][0]);
+    snprintf(job.prefix, sizeof(job.prefix), "%s", prefix);
+    job.variant = variant;
+    job.gang = variant != 'A';
+    job.wl = wl;
+    job.interleaved = wl == WL_INTERLEAVED;
+    job.pods = gangs * GANG;
+    job.gangs = wl == WL_MIXED ? (gangs + 4) / 5 : gangs;
+    /* contended: the pool holds half the gang pods at once (one pod per Node) */
+    job.pool_blocks = wl == WL_CONTENDED ? (gangs * GANG / 2 + BLOCK - 1) / BLOCK : 0;
+    r->pods = job.pods;
+    r->gangs = job.gangs;
+    if (sched_ctl_bin("restart", conf, variant == 'C' ? schedplugins : NULL) != 0)
+        die("restart kube-scheduler", NULL);
+    sleep(2);
+    pid_sched = bench_bed_pid("kube-scheduler");
+    if (pid_sched <= 0 || kill((pid_t)pid_sched, 0) != 0)
+        die("kube-scheduler exited after the restart (port taken?); see its log", NULL);
+    if (variant != 'A') {
+        run_parallel(&p, 0, job.gangs, create_podgroup);
+        if (p.failed)
+            die("create PodGroups", NULL);
+        if (variant == 'B')
+            wait_extender_cache("podgroups", (double)job.gangs, 60);
+        else
+            sleep(1); /* the scheduler's PodGroup informer */
+    }
+    pthread_mutex_lock(&mu);
+    snprintf(cur_prefix, sizeof(cur_prefix), "%s", prefix);
+    reset_books();
+    pthread_mutex_unlock(&mu);
+    s0 = scrape(sched_metrics_url, 1);
+    c0[0] = bench_proc_cpu(pid_sched);
+    c0[1] = bench_proc_cpu(pid_api);
+    c0[2] = bench_proc_cpu(pid_etcd);
+    c0[3] = ext_pid ? bench_proc_cpu(ext_pid) : 0;
+    if (wl == WL_CONTENDED) {
+        reaper.hold_s = 1.0;
+        __atomic_store_n(&reaper.on, 1, __ATOMIC_RELEASE);
+        pthread_create(&reaper.th, NULL, reaper_main, NULL);
+    }
+    r->create_secs = run_parallel(&p, 0, job.pods, create_pod);
+    if (p.failed)
+        fprintf(stderr, "bench_scheduler: %ld pod creates failed: %s\n", p.failed, p.first_err);
+    /* a stall: no bind and no scheduling progress for stall_s. Progress is a bind, a change of
+     * the scheduler's attempts (a gang scheduler holding members at Permit or in the extender's
+     * bind binds nothing until a gang is complete; interleaved, that is most of the run) or of
+     * the extender's held binds, sampled every 2 s */
+    {
+        double progress_t = now(), probe_t = 0, last_sig = -1;
+        for (;;) {
+            long b;
+            double lb, t = now();
+            pthread_mutex_lock(&mu);
+            b = n_bound;
+            lb = last_bind;
+            pthread_mutex_unlock(&mu);
+            if (b >= p.ok)
+                break;
+            if (lb > progress_t)
+                progress_t = lb;
+            if (t - probe_t > 2.0) {
+                char *m = scrape(sched_metrics_url, 1), *x = NULL;
+                double sig = metric(m, "scheduler_schedule_attempts_total", NULL);
+                if (variant == 'B') {
+                    x = scrape(cfg.ext_metrics, 0);
+                    sig += 1e6 * metric(x, "trainsched_extender_held_binds", NULL);
+                }
+                if (sig != last_sig)
+                    progress_t = t;
+                last_sig = sig;
+                probe_t = t;
+                common_free(m);
+                common_free(x);
+            }
+            if (t - progress_t > (double)cfg.stall_s || t - create_t[0] > (double)cfg.timeout_s) {
+                r->stalled = 1;
+                break;
+            }
+            usleep(50000);
+        }
+    }
+    if (wl == WL_CONTENDED) {
+        __atomic_store_n(&reaper.on, 0, __ATOMIC_RELEASE);
+        pthread_join(reaper.th, NULL);
+    }
+    r->cpu_sched = bench_proc_cpu(pid_sched) - c0[0];
+    r->cpu_api = bench_proc_cpu(pid_api) - c0[1];
+    r->cpu_etcd = bench_proc_cpu(pid_etcd) - c0[2];
+    r->cpu_ext = ext_pid ? bench_proc_cpu(ext_pid) - c0[3] : 0;
+    s1 = scrape(sched_metrics_url, 1);
+
+    pthread_mutex_lock(&mu);
+    r->bound = n_bound;
+    for (long i = 0; i < job.pods; i++) {
+        if (create_t[i] > 0 && create_t[i] < t_first)
+            t_first = create_t[i];
+        if (bind_t[i] > t_last)
+            t_last = bind_t[i];
+    }
+    /* partial: some members bound while others were not, for longer than it takes to bind a
+     * gang's 8 pods one after the other (5 s), or still at the end */
+    for (long g = 0; g < job.gangs; g++) {
+        double spread = gang_last[g] - gang_first[g];
+        if (gang_bound[g] > 0 && gang_bound[g] < GANG)
+            r->partial++;
+        else if (gang_bound[g] == GANG && spread > 5.0)
+            r->partial++;
+        if (gang_bound[g] == GANG && spread > r->max_spread)
+            r->max_spread = spread;
+    }
+    cur_prefix[0] = '\0';
+    pthread_mutex_unlock(&mu);
+    r->secs = t_last > t_first ? t_last - t_first : 0;
+    r->pods_per_s = r->secs > 0 ? (double)r->bound / r->secs : 0;
+    r->attempts = mdelta(s0, s1, "scheduler_schedule_attempts_total", NULL);
+    r->attempts_per_pod = r->bound > 0 ? r->attempts / (double)r->bound : -1;
+    common_free(s0);
+    common_free(s1);
+    r->ran = 1;
+    printf("    %c %-34s %ld/%ld bound in %.1f s = %.1f pods/s%s; %.2f attempts/pod; partial "
+           "gangs %ld (max spread %.1f s); CPU ms/pod: scheduler %.1f, extender %.1f, "
+           "apiserver+etcd %.1f\n",
+           variant, variant_name[variant - 'A'] + 2, r->bound, r->pods, r->secs, r->pods_per_s,
+           r->stalled ? " (STALLED: no bind for the stall time)" : "", r->attempts_per_pod,
+           r->partial, r->max_spread, 1000 * r->cpu_sched / (double)r->pods,
+           1000 * r->cpu_ext / (double)r->pods,
+           1000 * (r->cpu_api + r->cpu_etcd) / (double)r->pods);
+    fflush(stdout);
+    drop_pods(prefix);
+}
+
+static double ratio(double a, double b)
+{
+    return a > 0 && b > 0 ? a / b : 0;
+}
+
+static void print_peer_table(enum workload wl, long gangs, const struct peer_result *res)
+{
+    const struct peer_result *a = &res[0], *b = &res[1], *c = &res[2], *d = &res[3];
+    long ng = wl == WL_MIXED ? (gangs + 4) / 5 : gangs;
+    printf("\n  %s: %ld gangs of %d%s (%ld pods)%s:\n", wl_name[wl], ng, GANG,
+           wl == WL_MIXED ? " among plain pods" : "", gangs * GANG,
+           wl == WL_CONTENDED ? ", created interleaved, room for half of them at once" : "");
+    printf("  | variant | pods/s | all bound after | attempts/pod | partial gangs | max spread | "
+           "CPU ms/pod sched | ext | apiserver+etcd | total | pods/s vs A |\n");
+    printf("  |---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int v = 0; v < 4; v++) {
+        const struct peer_result *r = &res[v];
+        double tot;
+        if (!r->ran) {
+            printf("  | %s | not run: %s |||||||||\n", variant_name[v], r->why);
+            continue;
+        }
+        tot = r->cpu_sched + r->cpu_ext + r->cpu_api + r->cpu_etcd;
+        if (r->stalled)
+            printf("  | %s | - | stalled: %ld of %ld bound, none for %ld s", variant_name[v],
+                   r->bound, r->pods, cfg.stall_s);
+        else
+            printf("  | %s | %.1f | %.1f s", variant_name[v], r->pods_per_s, r->secs);
+        printf(" | %.2f | %ld | %.1f s | %.1f | %.1f | %.1f | %.1f |", r->attempts_per_pod,
+               r->partial, r->max_spread, 1000 * r->cpu_sched / r->pods,
+               1000 * r->cpu_ext / r->pods, 1000 * (r->cpu_api + r->cpu_etcd) / r->pods,
+               1000 * tot / r->pods);
+        if (a->ran && !a->stalled && !r->stalled)
+            printf(" %.3f |\n", ratio(r->pods_per_s, a->pods_per_s));
+        else
+            printf(" - |\n");
+    }
+    printf("  ratios of pods/s (0: a side did not run or stalled): B/A %.3f, B/C %.3f (goal >= 1), "
+           "B/D %.3f (goal >= 0.9), C/D %.3f\n",
+           a->stalled ? 0 : ratio(b->pods_per_s, a->pods_per_s),
+           c->stalled ? 0 : ratio(b->pods_per_s, c->pods_per_s),
+           d->stalled ? 0 : ratio(b->pods_per_s, d->pods_per_s),
+           d->stalled ? 0 : ratio(c->pods_per_s, d->pods_per_s));
+    fflush(stdout);
+}
+
+/* 1 when the API server serves scheduling.k8s.io/v1alpha2 PodGroups (the bed's native switch) */
+static int native_served(void)
+{
+    struct common_buf resp;
+    struct common_error err;
+    long status = 0;
+    char path[512];
+    common_kube_path(&native_podgroups, cfg.ns, NULL, NULL, path, sizeof(path));
+    common_buf_init(&resp, (size_t)16 << 20);
+    if (common_kube_request(kube, "GET", path, NULL, NULL, 0, NULL, &resp, &status, &err) !=
+        COMMON_OK)
+        status = 0;
+    common_buf_free(&resp);
+    return status == 200;
+}
+
+static void run_peers(void)
+{
+    static struct peer_result res[WL_N][4];
+    int native = native_served(), have_sp = cfg.schedplugins && access(cfg.schedplugins, X_OK) == 0;
+    long gangs = cfg.peer_gangs;
+
+    printf("\n(p) peers: %ld gangs of %d per workload on %ld Nodes, one scheduler at a time "
+           "(restarted per run), variants %s, workloads %s\n",
+           gangs, GANG, cfg.nodes, cfg.variants, cfg.workloads);
+    for (int w = 0; w < WL_N; w++) {
+        if (!strstr(cfg.workloads, wl_name[w]))
+            continue;
+        if (w == WL_CONTENDED && (gangs * GANG / 2 + BLOCK - 1) / BLOCK * BLOCK > cfg.nodes) {
+            printf("  contended: needs %ld Nodes in the pool, only %ld; skipped\n",
+                   (gangs * GANG / 2 + BLOCK - 1) / BLOCK * BLOCK, cfg.nodes);
+            continue;
+        }
+        printf("  workload %s:\n", wl_name[w]);
+        fflush(stdout);
+        for (int v = 0; v < 4; v++) {
+            char variant = (char)('A' + v);
+            if (!strchr(cfg.variants, variant)) {
+                snprintf(res[w][v].why, sizeof(res[w][v].why), "not asked for");
+                continue;
+            }
+            if (variant == 'C' && !have_sp) {
+                snprintf(res[w][v].why, sizeof(res[w][v].why),
+                         "no scheduler-plugins build (--schedplugins)");
+                continue;
+            }
+            if (variant == 'D' && !native) {
+                snprintf(res[w][v].why, sizeof(res[w][v].why),
+                         "the API server does not serve scheduling.k8s.io/v1alpha2 (bed "
+                         "without TESTBED_NATIVE_GANG=1)");
+                continue;
+            }
+            run_peer(variant, (enum workload)w, gangs, cfg.schedplugins, &res[w][v]);
+        }
+        print_peer_table((enum workload)w, gangs, res[w]);
+    }
+    printf("\n(p) summary (pods/s; ratios):\n");
+    for (int w = 0; w < WL_N; w++) {
+        const struct peer_result *r = res[w];
+        if (!r[0].ran && !r[1].ran && !r[2].ran && !r[3].ran)
+            continue;
+        double pps[4];
+        for (int v = 0; v < 4; v++)
+            pps[v] = r[v].stalled ? 0 : r[v].pods_per_s; /* 0: did not run or stalled */
+        printf("  %-12s A %6.1f  B %6.1f  C %6.1f  D %6.1f   B/A %.3f  B/C %.3f  B/D %.3f  "
+               "partial gangs B/C/D %ld/%ld/%ld (A %ld)%s\n",
+               wl_name[w], pps[0], pps[1], pps[2], pps[3], ratio(pps[1], pps[0]),
+               ratio(pps[1], pps[2]), ratio(pps[1], pps[3]), r[1].partial, r[2].partial,
+               r[3].partial, r[0].partial,
+               r[0].stalled || r[1].stalled || r[2].stalled || r[3].stalled
+                   ? " (0 pods/s: stalled, no bind for the stall time)"
+                   : "");
+    }
+    fflush(stdout);
+}
+
+/* --only LIST (comma-separated parts b, c, p; default b,c) names part */
+static int want_part(const char *part)
+{
+    const char *list = cfg.only ? cfg.only : "b,c";
+    size_t n = strlen(part);
+    for (const char *x = list; x && *x; x = strchr(x, ',') ? strchr(x, ',') + 1 : NULL)
+        if (strncmp(x, part, n) == 0 && (x[n] == ',' || x[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct common_kubeconfig kc;
@@ -828,12 +1307,23 @@ int main(int argc, char **argv)
             cfg.c_order = argv[++i];
         else if (strcmp(argv[i], "--cleanup-nodes") == 0)
             cfg.cleanup_nodes = 1;
+        else if (strcmp(argv[i], "--schedplugins") == 0 && i + 1 < argc)
+            cfg.schedplugins = argv[++i];
+        else if (strcmp(argv[i], "--variants") == 0 && i + 1 < argc)
+            cfg.variants = argv[++i];
+        else if (strcmp(argv[i], "--workloads") == 0 && i + 1 < argc)
+            cfg.workloads = argv[++i];
+        else if (strcmp(argv[i], "--peer-gangs") == 0)
+            cfg.peer_gangs = bench_flag_long("bench_scheduler", argc, argv, &i, 1, MAX_GANGS);
+        else if (strcmp(argv[i], "--stall") == 0)
+            cfg.stall_s = bench_flag_long("bench_scheduler", argc, argv, &i, 1, LONG_MAX);
         else {
             fprintf(stderr,
                     "usage: bench_scheduler --extender http://127.0.0.1:PORT [--extender-metrics "
                     "URL] [--sched-ctl PATH] [--nodes N] [--pods P] [--rounds R] [--gangs-c G] "
-                    "[--threads T] [--sched-qps Q] [--timeout S] [--only b|c] [--c-order "
-                    "gang|interleaved] "
+                    "[--threads T] [--sched-qps Q] [--timeout S] [--only b|c|p] [--c-order "
+                    "gang|interleaved] [--schedplugins BIN] [--variants ABCD] [--workloads "
+                    "gang,interleaved,mixed,contended] [--peer-gangs G] [--stall S] "
                     "[--ns NAME] "
                     "[--cleanup-nodes]\n  needs the test bed's env (KUBECONFIG, TESTBED_*)\n");
             return 2;
@@ -859,6 +1349,10 @@ int main(int argc, char **argv)
         close(fd);
     write_config(cfg_plain, 0);
     write_config(cfg_gang, 1);
+    fd = mkstemp(cfg_cosched);
+    if (fd >= 0)
+        close(fd);
+    write_config(cfg_cosched, 2);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
@@ -898,7 +1392,9 @@ int main(int argc, char **argv)
         die("pod informer not synced", NULL);
     printf("extender's cache: %.0f Nodes\n", wait_extender_cache("nodes", (double)cfg.nodes, 120));
 
-    if (!cfg.only || strcmp(cfg.only, "b") == 0) {
+    if (want_part("p"))
+        run_peers();
+    if (want_part("b")) {
         double pa[16], pb[16], ratio[16];
         printf("\n(b) %ld pods on %ld Nodes, percentageOfNodesToScore 100: A plain (no extender) "
                "vs B gang (extender, %ld PodGroups of %d)\n",
@@ -930,7 +1426,7 @@ int main(int argc, char **argv)
                    rb[r].secs, rb[r].cpu_sched, rb[r].cpu_ext, ratio[r]);
         fflush(stdout);
     }
-    if (!cfg.only || strcmp(cfg.only, "c") == 0) {
+    if (want_part("c")) {
         long pods = cfg.gangs_c * GANG;
         printf("\n(c) %ld gangs of %d (%ld pods) on %ld Nodes, with the extender:\n", cfg.gangs_c,
                GANG, pods, cfg.nodes);

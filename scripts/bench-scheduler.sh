@@ -1,5 +1,17 @@
 #!/usr/bin/env bash
 # The scheduler benchmarks (docs/benchmarks-scheduler.md) on the test bed's real kube-scheduler:
+#   (p) the peers, side by side in one run (the default, ONLY=p): PEER_GANGS gangs of 8 per
+#       workload on the same NODES Nodes, scheduled in turn by (A) plain kube-scheduler, (B)
+#       kube-scheduler + trainsched's extender with coscheduling PodGroups, (C) scheduler-plugins'
+#       kube-scheduler with Coscheduling on the same PodGroups, (D) kube-scheduler v1.36's own
+#       GangScheduling with scheduling.k8s.io/v1alpha2 PodGroups; one scheduler runs at a time
+#       (restarted on the bed's port per run, fresh pods each run); workloads WORKLOADS:
+#       gang (created gang after gang), interleaved, mixed (80 % plain pods), contended (only half
+#       the gangs fit at once; a gang's pods are deleted 1 s after its last bind). Prints pods/s,
+#       time to all bound, attempts per pod, partial gangs, CPU per pod and the ratios.
+#       C's binary is built on demand (tests/e2e/testbed/build.sh with TESTBED_SCHEDPLUGINS=1,
+#       cached; a cold build takes minutes); D needs a bed with TESTBED_NATIVE_GANG=1 (the bed this
+#       script starts has it).
 #   (b) PODS pods on NODES Nodes, A plain (no extender) against B gang pods through trainsched as
 #       extender, percentageOfNodesToScore 100 in both, ROUNDS rounds alternated: pods/s, B/A;
 #   (c) GANGS_C gangs of 8: time until all are bound, and what kube-scheduler's retry backoff
@@ -11,8 +23,10 @@
 # restores its config at the end; this script restores it again on any exit. Starts its own test
 # bed in /tmp/tb-bsched (TESTBED_CRDS=coscheduling; the controller-manager makes the
 # ServiceAccount) and stops it at the end, unless TRAINSCHED_TESTBED_RUN names a running one.
-# About 10-15 minutes on 2 cores at the defaults.
-#   NODES=5000 PODS=5000 ROUNDS=2 GANGS_C=500 SCHED_QPS=1000 KUBE_QPS=1000 scripts/bench-scheduler.sh
+# (b) and (c) with ONLY=b,c (about 10-15 minutes on 2 cores at their defaults).
+#   NODES=5000 PEER_GANGS=200 VARIANTS=ABCD WORKLOADS=gang,interleaved,mixed,contended \
+#     SCHED_QPS=1000 KUBE_QPS=1000 scripts/bench-scheduler.sh
+#   ONLY=b,c NODES=5000 PODS=5000 ROUNDS=2 GANGS_C=500 scripts/bench-scheduler.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-rel}
@@ -23,8 +37,12 @@ GANGS_C=${GANGS_C:-500}
 THREADS=${THREADS:-4}
 SCHED_QPS=${SCHED_QPS:-1000}
 KUBE_QPS=${KUBE_QPS:-1000}
-ONLY=${ONLY:-}
+ONLY=${ONLY:-p}
 C_ORDER=${C_ORDER:-}
+PEER_GANGS=${PEER_GANGS:-200}
+VARIANTS=${VARIANTS:-ABCD}
+WORKLOADS=${WORKLOADS:-gang,interleaved,mixed,contended}
+STALL=${STALL:-30}
 
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target trainsched bench_scheduler >/dev/null
@@ -58,8 +76,20 @@ finish() {
 }
 trap finish EXIT
 trap 'exit 143' INT TERM
+sp_bin=
+case ",$ONLY," in *,p,*)
+  case "$VARIANTS" in *C*)
+    # scheduler-plugins' kube-scheduler (C), cached beside the bed's binaries; not fatal
+    sp_bin=$(. tests/e2e/testbed/lib.sh && echo "$TESTBED_BIN/schedplugins-scheduler")
+    sp_log=${TMPDIR:-/tmp}/bench-scheduler-build.$$.log
+    [ -x "$sp_bin" ] || TESTBED_SCHEDPLUGINS=1 tests/e2e/testbed/build.sh >/dev/null 2>"$sp_log" || true
+    [ -x "$sp_bin" ] || echo "bench-scheduler: no scheduler-plugins build ($sp_bin); C is skipped" \
+      "(see $sp_log)" >&2
+    ;;
+  esac ;;
+esac
 if [ $own_bed = 1 ]; then
-  TESTBED_CRDS=coscheduling tests/e2e/testbed/up.sh >/dev/null
+  TESTBED_NATIVE_GANG=1 TESTBED_CRDS=coscheduling tests/e2e/testbed/up.sh >/dev/null
 fi
 # shellcheck disable=SC1091
 . "$TRAINSCHED_TESTBED_RUN/env"
@@ -91,11 +121,13 @@ EXTENDER_PID=$ext_pid "$BUILD/bench/bench_scheduler" \
   --extender "http://127.0.0.1:$EXT_PORT" --extender-metrics "http://127.0.0.1:$EXT_HTTP/metrics" \
   --sched-ctl tests/e2e/testbed/scheduler-ctl.sh --nodes "$NODES" --pods "$PODS" \
   --rounds "$ROUNDS" --gangs-c "$GANGS_C" --threads "$THREADS" --sched-qps "$SCHED_QPS" \
-  ${ONLY:+--only "$ONLY"} ${C_ORDER:+--c-order "$C_ORDER"} &
+  ${ONLY:+--only "$ONLY"} ${C_ORDER:+--c-order "$C_ORDER"} ${sp_bin:+--schedplugins "$sp_bin"} \
+  --peer-gangs "$PEER_GANGS" --variants "$VARIANTS" --workloads "$WORKLOADS" --stall "$STALL" &
 bench_pid=$!
 wait "$bench_pid"
 bench_pid=
 echo
 echo "bench-scheduler: done in $(($(date +%s) - start)) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: NODES=$NODES PODS=$PODS ROUNDS=$ROUNDS GANGS_C=$GANGS_C SCHED_QPS=$SCHED_QPS" \
-  "KUBE_QPS=$KUBE_QPS${ONLY:+ ONLY=$ONLY}${C_ORDER:+ C_ORDER=$C_ORDER} scripts/bench-scheduler.sh"
+  "KUBE_QPS=$KUBE_QPS ONLY=$ONLY PEER_GANGS=$PEER_GANGS VARIANTS=$VARIANTS WORKLOADS=$WORKLOADS" \
+  "STALL=$STALL${C_ORDER:+ C_ORDER=$C_ORDER} scripts/bench-scheduler.sh"

@@ -102,6 +102,10 @@ if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   [ -z "${JOBSET_VERSION:-}" ] || opt_build jobset-controller jobset sigs.k8s.io/jobset "$JOBSET_VERSION"
   [ -z "${KWOK_VERSION:-}" ] || opt_build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
   [ -z "${HELM_VERSION:-}" ] || opt_build helm helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+  if [ "${TESTBED_SCHEDPLUGINS:-0}" = 1 ] && [ -n "${SCHEDPLUGINS_VERSION:-}" ]; then
+    opt_build schedplugins-scheduler schedplugins sigs.k8s.io/scheduler-plugins/cmd/scheduler "$SCHEDPLUGINS_VERSION"
+    opt_build schedplugins-controller schedplugins sigs.k8s.io/scheduler-plugins/cmd/controller "$SCHEDPLUGINS_VERSION"
+  fi
   if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ]; then
     opt_build kueue-controller kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION"
   fi

@@ -9,6 +9,10 @@
 #                                   at a copy of FILE ($RUN/scheduler-config.active.yaml) to which
 #                                   clientConnection and leaderElection are appended as up.sh does
 #                                   when FILE does not set them; waits for /healthz (60 s)
+#   scheduler-ctl.sh restart FILE BINARY
+#                                   the same with another kube-scheduler build in place of the bed's
+#                                   (scheduler-plugins' scheduler for the benchmark): same flags,
+#                                   except --feature-gates, which name the bed release's gates
 #   scheduler-ctl.sh restore        the same with the bed's own config ($RUN/scheduler-config.yaml)
 #   scheduler-ctl.sh status         "running PID CONFIG" or "stopped"
 #
@@ -35,7 +39,11 @@ running_pid() {
   [ -f "$PIDF" ] || return 1
   pid=$(cat "$PIDF")
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  case "$exe" in */kube-scheduler | */"kube-scheduler (deleted)") echo "$pid" ;; *) return 1 ;; esac
+  case "$exe" in
+    */kube-scheduler | */"kube-scheduler (deleted)") echo "$pid" ;;
+    */schedplugins-scheduler | */"schedplugins-scheduler (deleted)") echo "$pid" ;;
+    *) return 1 ;;
+  esac
 }
 
 do_stop() {
@@ -57,10 +65,10 @@ do_stop() {
   tb_log "stopped kube-scheduler (pid $pid)"
 }
 
-do_start() { # do_start CONFIG
-  local cfg=$1 pid port t0=$SECONDS i
+do_start() { # do_start CONFIG [BINARY]
+  local cfg=$1 bin=${2:-} pid port t0=$SECONDS i
   [ -s "$CMDF" ] || tb_die "no saved command line ($CMDF)"
-  local -a argv
+  local -a argv out
   mapfile -d '' argv <"$CMDF"
   for i in "${!argv[@]}"; do
     case "${argv[$i]}" in
@@ -68,6 +76,17 @@ do_start() { # do_start CONFIG
       --config=*) argv[$i]="--config=$cfg" ;;
     esac
   done
+  if [ -n "$bin" ]; then
+    out=("$bin")
+    for ((i = 1; i < ${#argv[@]}; i++)); do
+      case "${argv[$i]}" in
+        --feature-gates) i=$((i + 1)) ;;
+        --feature-gates=*) ;;
+        *) out+=("${argv[$i]}") ;;
+      esac
+    done
+    argv=("${out[@]}")
+  fi
   port=$(printf '%s\n' "${argv[@]}" | sed -n '/^--secure-port$/{n;p;q}; s/^--secure-port=//p' | head -n1)
   [ -n "$port" ] || tb_die "no --secure-port in $CMDF"
   (
@@ -98,8 +117,9 @@ case "${1:-}" in
       printf 'clientConnection:\n  kubeconfig: %s\n' "$RUN/scheduler.kubeconfig" >>"$ACTIVE.tmp"
     grep -q '^leaderElection:' "$ACTIVE.tmp" || printf 'leaderElection:\n  leaderElect: false\n' >>"$ACTIVE.tmp"
     mv "$ACTIVE.tmp" "$ACTIVE"
+    [ -z "${3:-}" ] || [ -x "$3" ] || tb_die "$3: not an executable"
     do_stop
-    do_start "$ACTIVE"
+    do_start "$ACTIVE" "${3:-}"
     ;;
   restore)
     do_stop
@@ -110,5 +130,5 @@ case "${1:-}" in
       echo "running $pid $(tr '\0' '\n' <"/proc/$pid/cmdline" | sed -n '/^--config$/{n;p;q}; s/^--config=//p')"
     else echo stopped; fi
     ;;
-  *) echo "usage: $0 restart FILE | restore | status" >&2; exit 2 ;;
+  *) echo "usage: $0 restart FILE [BINARY] | restore | status" >&2; exit 2 ;;
 esac
