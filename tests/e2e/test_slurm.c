@@ -11,11 +11,13 @@
  *
  * main() starts Slurm and restarts the bed's kube-scheduler with an extender config; after the
  * run, whatever the result, Slurm is stopped, the nodes deleted and the scheduler restored.
- * GPUs are not sent to Slurm here (the recipe's slurmd nodes have no GRES): gres_name "".
+ * The slurmd nodes declare 4 GPUs each as GRES (gres.conf File= lines naming fake character
+ * devices, see slurm-up.sh): the TrainJob's 4 GPUs per node reach Slurm as `gres: gpu:4`.
  *
  * Scenarios:
  *   two_nodes_run_on_the_nodes_slurm_chose   2 nodes x 4 GPUs: one Slurm job (one per comment),
- *                                            RUNNING on 2 nodes; the 2 pods bound to exactly
+ *                                            RUNNING on 2 nodes with 4 GPUs allocated on each
+ *                                            (gres_detail); the 2 pods bound to exactly
  *                                            those; the TrainJob completes and the Slurm job is
  *                                            cancelled;
  *   a_full_partition_waits_and_a_restart_submits_nothing_twice
@@ -170,6 +172,28 @@ static int jobs_with_comment(const char *name, const char *uid)
     return n;
 }
 
+/* Slurm's own view of job id's GPUs: tres_per_node (what was asked) and gres_detail (what each
+ * node allocated, e.g. "gpu:4(IDX:0-3)"), each node's joined with " " into detail */
+static void job_gres(int64_t id, char *per_node, size_t pn_len, char *detail, size_t d_len)
+{
+    char path[64];
+    json_t *answer = NULL, *job, *g;
+    struct common_error err = {0};
+    size_t i, off = 0;
+
+    snprintf(path, sizeof(path), "/job/%lld", (long long)id);
+    ck_assert_msg(slurmrest_call(rest, "GET", path, NULL, &answer, &err) == COMMON_OK, "%s",
+                  err.msg);
+    job = json_array_get(json_object_get(answer, "jobs"), 0);
+    snprintf(per_node, pn_len, "%s",
+             jstr(job, "tres_per_node", NULL) ? jstr(job, "tres_per_node", NULL) : "");
+    detail[0] = '\0';
+    json_array_foreach(json_object_get(job, "gres_detail"), i, g) off +=
+        (size_t)snprintf(detail + off, off < d_len ? d_len - off : 0, "%s%s", i ? " " : "",
+                         json_string_value(g) ? json_string_value(g) : "?");
+    json_decref(answer);
+}
+
 /* ---- trainsched in-process ---- */
 
 static void start_extender(void)
@@ -253,7 +277,6 @@ static void setup(void)
     cancel_all_jobs(); /* a failed test exits before its teardown */
     so.rest = rest_opts();
     so.rest.timeout_ms = 5000; /* a frozen slurmrestd shows within one freeze (last test) */
-    so.job.gres_name = "";     /* the recipe's slurmd nodes have no GRES */
     sync_ = slurm_sync_create(&so, &err);
     ck_assert_msg(sync_ != NULL, "%s", err.msg);
     start_extender();
@@ -456,7 +479,7 @@ START_TEST(two_nodes_run_on_the_nodes_slurm_chose)
 {
     struct common_arena *a = common_arena_create(0);
     struct slurm_job_state st;
-    char nodes[NODES][64];
+    char nodes[NODES][64], per_node[64], detail[256];
     const char *uid = NULL;
     int64_t id;
 
@@ -464,6 +487,10 @@ START_TEST(two_nodes_run_on_the_nodes_slurm_chose)
     id = wait_job_id("two", &uid, 60);
     st = job_state(a, id, SLURM_RUNNING, 60);
     ck_assert_uint_eq(st.nnodes, 2);
+    /* the gang's GPUs are Slurm's: 4 per node asked, and 4 allocated on each of the 2 nodes */
+    job_gres(id, per_node, sizeof(per_node), detail, sizeof(detail));
+    ck_assert_str_eq(per_node, "gres:gpu:4");
+    ck_assert_str_eq(detail, "gpu:4(IDX:0-3) gpu:4(IDX:0-3)");
     wait_bound("two", 2, nodes, 90);
     for (int i = 0; i < 2; i++)
         ck_assert_msg(in_list(nodes[i], st.nodes, st.nnodes),
