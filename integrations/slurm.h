@@ -199,6 +199,50 @@ enum common_rc slurm_gang_decide(struct common_arena *a, const json_t *trainjob,
                                  enum slurm_lookup lookup, const struct slurm_job_state *job,
                                  struct slurm_gang_decision *out, struct common_error *err);
 
+/* ---- the finalizer: a deleted TrainJob's Slurm job is cancelled, even across restarts ---- */
+
+/* TrainJob finalizer held while the TrainJob may have a Slurm job to cancel. */
+#define SLURM_FINALIZER "trainsched.io/slurm-job"
+/* seconds after metadata.deletionTimestamp when trainsched stops trying to cancel and lets the
+ * TrainJob go (an unreachable slurmrestd never keeps a TrainJob forever) */
+#define SLURM_RELEASE_GIVE_UP_S 900
+
+enum slurm_finalizer_action {
+    SLURM_FINALIZER_NOTHING = 0,
+    SLURM_FINALIZER_ADD,     /* add SLURM_FINALIZER before anything is submitted */
+    SLURM_FINALIZER_RELEASE, /* cancel the job (by id, else by comment), then remove it */
+    SLURM_FINALIZER_REMOVE   /* remove it without cancelling; why says what was left */
+};
+
+struct slurm_finalizer_decision {
+    enum slurm_finalizer_action action;
+    const char *why; /* REMOVE: a sentence for a Warning Event (in the arena), else NULL */
+};
+
+/*
+ * slurm_finalizer_decide - what to do with the TrainJob's SLURM_FINALIZER. Pure.
+ * In: trainjob (metadata.finalizers, metadata.deletionTimestamp,
+ * metadata.annotations[SLURM_ANNOTATION_JOB_ID]); selected = the TrainJob is on the Slurm
+ * backend (slurm_sync_selected); have_slurm = this trainsched talks to slurmrestd; now and
+ * give_up_s in seconds (Unix time; 0: SLURM_RELEASE_GIVE_UP_S). Rules:
+ *   - not being deleted: ADD when selected, have_slurm and the finalizer is missing;
+ *   - being deleted with the finalizer: REMOVE when this trainsched has no Slurm backend (nobody
+ *     could cancel; the finalizer must not strand the TrainJob) or give_up_s have passed since
+ *     deletionTimestamp (slurmrestd unreachable: why names the job to scancel by hand), else
+ *     RELEASE. The finalizer does not depend on the runtime's annotation: a runtime that left
+ *     the backend still gets its jobs cancelled and its finalizers removed;
+ *   - otherwise NOTHING.
+ * Returns COMMON_OK; COMMON_EINVAL (deletionTimestamp is not an RFC 3339 time: err names it);
+ * COMMON_ENOMEM.
+ */
+enum common_rc slurm_finalizer_decide(struct common_arena *a, const json_t *trainjob, int selected,
+                                      int have_slurm, int64_t now, int64_t give_up_s,
+                                      struct slurm_finalizer_decision *out,
+                                      struct common_error *err);
+
+/* slurm_has_finalizer - 1 when metadata.finalizers of obj holds SLURM_FINALIZER. Pure. */
+int slurm_has_finalizer(const json_t *obj);
+
 /*
  * slurm_node_in - whether slurm_name (a Kubernetes node's name, or the value of its node label
  * when the mapping uses one; NULL when the node lacks that label) is one of the Slurm nodes in
