@@ -59,7 +59,9 @@ struct slurm_config {
  *   v0.0.39+: the same keys with "environment": ["PATH=..."], "nodes": "N",
  *             "memory_per_node"/"time_limit" as {"set": true, "number": n}, GPUs in
  *             "tres_per_node": "gres/gpu:G"; from v0.0.41 the script is job.script.
- * N = pods of the largest replicated job (one pod per Slurm node); C = the largest pod CPU
+ * N = pods of the largest replicated job (one pod per Slurm node), or numNodes (the TrainJob's,
+ * else the runtime's) when it is larger and the runtime's mlPolicy.mpi.runLauncherAsNode is true
+ * (the launcher pod trains too); C = the largest pod CPU
  * request rounded up (at least 1); MB = largest pod memory request in MiB rounded up (left out
  * when no pod asks for memory); G = largest pod request of cfg->gpu_resource (left out when 0).
  * A container's request of a resource it gives only a limit for is that limit, as the API
