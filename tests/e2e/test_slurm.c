@@ -2,7 +2,8 @@
  * tests/e2e/test_slurm.c - the Slurm backend end to end: a real Slurm 22.05 (slurmctld, four
  * slurmd n1..n4 of 2 CPUs, slurmrestd with JWT; tests/tools/slurm/slurm-up.sh on private ports)
  * and the test bed (tests/e2e/testbed/up.sh with TESTBED_JOBSET=1 TESTBED_KWOK=1; KUBECONFIG
- * from its env file) with four kwok nodes named n1..n4 like the slurmd nodes (4 GPUs each).
+ * from its env file) with four kwok nodes named n1..n4 like the slurmd nodes (4 GPUs each), and
+ * four more, gpu-node-1..4, named apart and labelled with the Slurm names (node-label mapping).
  *
  *   TrainJob (runtime annotation trainsched.io/backend: slurm) -> the reconciler (in-process,
  *   as trainsched's ServiceAccount, with the Slurm backend) -> one Slurm job through slurmrestd
