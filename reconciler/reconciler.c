@@ -1191,7 +1191,17 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
                 return rc;
             }
         }
-        rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
+        if (c->slurm.active && c->slurm.ended) {
+            /* Slurm ended the job: nothing is (re)built. The cache may not have seen the Failed
+             * status written with the JobSet's deletion yet; writing the children would bring
+             * the JobSet back. The existing one, if any, is deleted below (slurm_after). */
+            const json_t *js = cache_get(c, INF_JS, c->ns, c->name);
+            if (js && !foreign(c, js))
+                jobset = json_incref((json_t *)js);
+            rc = COMMON_OK;
+        } else {
+            rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
+        }
         json_decref(out.objects);
         out.objects = NULL;
         json_decref(runtime);
@@ -1232,8 +1242,9 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     /* status (§4), deadline (§2.10) */
     past_deadline = dl.action == TRAINJOB_DEADLINE_FAIL;
     rc = trainjob_status_derive(c->a, c->tj, jobset, c->now, &sres, err);
-    if (rc == COMMON_ENOTFOUND && past_deadline) {
-        /* no JobSet (deleted, or never built): the deadline below still fails the TrainJob */
+    if (rc == COMMON_ENOTFOUND && (past_deadline || (c->slurm.active && c->slurm.ended))) {
+        /* no JobSet (deleted, or never built): the deadline below, or slurm_after when Slurm
+         * ended the job, still fails the TrainJob */
         rc = status_copy(c, err);
         sres.status = c->status;
         c->status = NULL;
