@@ -5,12 +5,17 @@
  * ports) and the test bed's API server (KUBECONFIG: source the bed's env; run as root).
  *   A "direct":     N one-node, one-CPU placeholder jobs POSTed to /job/submit one after the
  *                   other, then GET /jobs every 100 ms until all are RUNNING;
- *   B "trainsched": the reconciler (in-process, 4 workers, the Slurm backend) and N TrainJobs of
- *                   one node and one CPU on a runtime annotated trainsched.io/backend: slurm,
- *                   until every TrainJob has SlurmJob=True (its Slurm job RUNNING, the PodGroup
- *                   annotated with its node: from then on the extender binds the pod there).
- * Prints both times, their ratio, and slurmrestd requests per TrainJob (from the client's
- * trainsched_slurmrest_request_seconds histogram). Usage: bench_slurm [--trainjobs N] (100).
+ *   B "trainsched": the reconciler (in-process, 4 workers, the Slurm backend, gang marks on)
+ *                   and the extender (in-process; the bed's kube-scheduler restarted to call it,
+ *                   restored at the end) with kwok nodes n1..n4 of 64 CPUs named like the
+ *                   slurmd nodes, and N TrainJobs of one node and one CPU on a runtime
+ *                   annotated trainsched.io/backend: slurm, until every TrainJob's pod is bound
+ *                   (kube-scheduler -> extender filter on the Slurm job's node -> Binding); the
+ *                   moment every TrainJob had SlurmJob=True (job RUNNING, PodGroup annotated
+ *                   with its node) is printed too.
+ * Prints the times, the ratio (pods bound / direct), slurmrestd requests per TrainJob (from the
+ * client's trainsched_slurmrest_request_seconds histogram) and the machine's load average.
+ * Usage: bench_slurm [--trainjobs N] (100).
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -20,15 +25,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "common/kube.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "e2eutil.h"
+#include "common/httpd.h"
+#include "extender/server.h"
 #include "integrations/slurm_sync.h"
 #include "reconciler/reconciler.h"
 #include "slurmbed.h"
 
-static char url[128], jwt[4096], ns[64];
+#define NODES 4
+#define NODE_LABEL "trainsched.io/bench-slurm"
+
+static char url[128], jwt[4096], ns[64], sched_cfg[128];
+static struct common_kube *kube;
+static int sched_restarted, nodes_made;
 
 static double now_s(void)
 {
@@ -59,9 +73,53 @@ static void slurm_down(void)
     slurmbed_down(&bed);
 }
 
+/* the kwok nodes n1..n4 (the slurmd names), 64 CPUs each, labelled NODE_LABEL */
+static int make_nodes(void)
+{
+    for (int i = 1; i <= NODES; i++) {
+        struct common_error err;
+        char name[16];
+        json_t *n;
+        enum common_rc rc;
+
+        snprintf(name, sizeof(name), "n%d", i);
+        n = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:{s:s,s:s,s:s},s:{s:s,s:s,s:s}}}",
+                      "apiVersion", "v1", "kind", "Node", "metadata", "name", name, "labels",
+                      NODE_LABEL, "1", "annotations", "kwok.x-k8s.io/node", "fake", "status",
+                      "allocatable", "cpu", "64", "memory", "256Gi", "pods", "110", "capacity",
+                      "cpu", "64", "memory", "256Gi", "pods", "110");
+        rc = common_kube_create(kube, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+        json_decref(n);
+        if (rc != COMMON_OK && rc != COMMON_EEXISTS) {
+            fprintf(stderr, "bench_slurm: node %s: %s\n", name, err.msg);
+            return -1;
+        }
+        nodes_made = 1;
+    }
+    return 0;
+}
+
+/* what main set up in the bed: kube-scheduler's config restored, the nodes deleted */
+static void bed_restore(void)
+{
+    struct common_error err;
+    if (sched_restarted && e2e_sched_ctl("restore") != 0)
+        fprintf(stderr, "bench_slurm: could not restore the bed's kube-scheduler config\n");
+    sched_restarted = 0;
+    for (int i = 1; nodes_made && i <= NODES; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", i);
+        common_kube_delete(kube, &common_kube_nodes, NULL, name, NULL, NULL, NULL, &err);
+    }
+    nodes_made = 0;
+    if (sched_cfg[0])
+        unlink(sched_cfg);
+}
+
 static void die(const char *what, const struct common_error *e)
 {
     fprintf(stderr, "bench_slurm: %s: %s\n", what, e ? e->msg : "");
+    bed_restore();
     slurm_down();
     exit(1);
 }
@@ -108,6 +166,31 @@ static void cancel_all(struct slurmrest *s)
     json_decref(answer);
 }
 
+/* the extender with o, served on plain HTTP at 127.0.0.1:port (4 threads) */
+static void start_extender(const struct extender_server_opts *o, int port,
+                           struct extender_server **xs, struct common_httpd **xh)
+{
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_error err = {0};
+    char addr[64];
+
+    *xs = extender_server_create(o, &err);
+    if (!*xs)
+        die("extender", &err);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ho.address = addr;
+    ho.threads = 4;
+    ho.drain_ms = 2000;
+    *xh = common_httpd_create(&ho, &err);
+    if (!*xh || extender_server_install(*xs, *xh, &err) != COMMON_OK ||
+        extender_server_start(*xs, &err) != COMMON_OK)
+        die("extender", &err);
+    if (!extender_server_wait_ready(*xs, 60000))
+        die("extender caches not synced in 60 s", NULL);
+    if (common_httpd_start(*xh, &err) != COMMON_OK)
+        die("extender port", &err);
+}
+
 static int slurm_job_true(const json_t *tj)
 {
     const json_t *c;
@@ -146,7 +229,6 @@ int main(int argc, char **argv)
     long n = 100;
     struct common_kubeconfig kc;
     struct common_kube_opts ko = common_kube_opts_default();
-    struct common_kube *kube;
     struct common_error err = {0};
     struct slurmrest_opts ro = {0};
     struct slurmrest *rest;
@@ -155,9 +237,15 @@ int main(int argc, char **argv)
     struct slurm_sync *sync_;
     struct rc_opts o = {0};
     struct rc_reconciler *rec;
-    double t0, t_direct, t_ts;
+    struct extender_server_opts xo = {0};
+    struct common_metrics *xm;
+    struct extender_server *xs = NULL;
+    struct common_httpd *xh = NULL;
+    double t0, t_direct, t_ts = 0, t_bound = 0;
+    static char seen[251]; /* TrainJob tj-<k> had SlurmJob=True */
     double requests = 0;
-    int total = 0, polls = 0;
+    int total = 0, polls = 0, port;
+    char load_before[64], load_after[64], args[200];
     static const char *const verbs[] = {"submit", "job", "jobs", "cancel", "openapi", "other"};
 
     signal(SIGPIPE, SIG_IGN);
@@ -228,6 +316,32 @@ int main(int argc, char **argv)
             die("namespace", &err);
         json_decref(nso);
     }
+    /* the extender in-process, the bed's kube-scheduler calling it, kwok nodes named like Slurm's
+     */
+    port = e2e_free_port_or_exit();
+    snprintf(sched_cfg, sizeof(sched_cfg), "/tmp/bench-slurm-%d-scheduler.yaml", (int)getpid());
+    {
+        FILE *f = fopen(sched_cfg, "w");
+        if (!f)
+            die("scheduler config", NULL);
+        e2e_sched_config(f, port, 30);
+        fclose(f);
+    }
+    if (make_nodes() != 0)
+        die("nodes", NULL);
+    snprintf(args, sizeof(args), "restart %s", sched_cfg);
+    if (e2e_sched_ctl(args) != 0)
+        die("kube-scheduler restart with the extender", NULL);
+    sched_restarted = 1;
+    xm = common_metrics_create();
+    xo.kube = kube;
+    xo.metrics = xm;
+    xo.bind_http_timeout_ms = 30000;
+    xo.default_schedule_timeout_s = 60;
+    xo.backoff_initial_ms = 1000;
+    xo.backoff_max_ms = 2000;
+    start_extender(&xo, port, &xs, &xh);
+
     m = common_metrics_create();
     so.rest = ro;
     so.rest.metrics = m;
@@ -237,6 +351,7 @@ int main(int argc, char **argv)
     o.kube = kube;
     o.namespace = ns;
     o.workers = 4;
+    o.gang_marks = 1; /* kube-scheduler calls the extender */
     o.slurm = sync_;
     rec = rc_create(&o, &err);
     if (!rec || rc_start(rec, &err) != COMMON_OK)
@@ -248,13 +363,16 @@ int main(int argc, char **argv)
             "\"trainsched.io/backend\":\"slurm\"}},\"spec\":{\"mlPolicy\":{\"numNodes\":1},"
             "\"template\":{\"spec\":{\"replicatedJobs\":[{\"name\":\"node\",\"template\":{"
             "\"metadata\":{\"labels\":{\"trainer.kubeflow.org/trainjob-ancestor-step\":"
-            "\"trainer\"}},\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"node\","
+            "\"trainer\"}},\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"" NODE_LABEL
+            "\":\"1\"},\"tolerations\":[{\"key\":\"kwok.x-k8s.io/node\",\"operator\":"
+            "\"Exists\",\"effect\":\"NoSchedule\"}],\"containers\":[{\"name\":\"node\","
             "\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}]}}}}",
             ns);
         if (common_kube_create(kube, &common_kube_trainingruntimes, ns, rt, NULL, NULL, &err))
             die("runtime", &err);
         json_decref(rt);
     }
+    bench_loadavg(load_before, sizeof(load_before));
     t0 = now_s();
     for (long i = 0; i < n; i++) {
         json_t *tj = yaml_json("{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":"
@@ -269,18 +387,46 @@ int main(int argc, char **argv)
     for (;;) {
         json_t *items = NULL, *it;
         size_t i;
-        int ok = 0;
-        if (common_kube_list(kube, &common_kube_trainjobs, ns, NULL, &items, NULL, &err))
-            die("list", &err);
-        json_array_foreach(items, i, it) ok += slurm_job_true(it);
+        int ok = 0, bound = 0;
+        if (!t_ts) {
+            /* once True counts: a TrainJob whose pod ran to completion has its job cancelled */
+            if (common_kube_list(kube, &common_kube_trainjobs, ns, NULL, &items, NULL, &err))
+                die("list", &err);
+            json_array_foreach(items, i, it)
+            {
+                const char *nm =
+                    json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+                long k = nm && strncmp(nm, "tj-", 3) == 0 ? strtol(nm + 3, NULL, 10) : -1;
+                if (k >= 0 && k < n && slurm_job_true(it))
+                    seen[k] = 1;
+            }
+            json_decref(items);
+            for (long k = 0; k < n; k++)
+                ok += seen[k];
+            if (ok >= n)
+                t_ts = now_s() - t0;
+        }
+        items = NULL;
+        if (common_kube_list(kube, &common_kube_pods, ns, NULL, &items, NULL, &err))
+            die("list pods", &err);
+        json_array_foreach(items, i, it)
+        {
+            const char *node =
+                json_string_value(json_object_get(json_object_get(it, "spec"), "nodeName"));
+            bound += node && *node;
+        }
         json_decref(items);
-        if (ok >= n)
+        if (bound >= n) {
+            t_bound = now_s() - t0;
+            if (!t_ts)
+                t_ts = t_bound; /* bound needs the job RUNNING: SlurmJob=True came first */
             break;
-        if (now_s() - t0 > 600)
-            die("TrainJobs not all SlurmJob=True in 600 s", NULL);
+        }
+        if (now_s() - t0 > 900)
+            die("pods not all bound in 900 s", NULL);
         nap_ms(100);
     }
-    t_ts = now_s() - t0;
+    bench_loadavg(load_after, sizeof(load_after));
     for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++) {
         double c = common_metric_value(
             common_metrics_histogram(
@@ -295,20 +441,28 @@ int main(int argc, char **argv)
            n);
     printf("  direct: %ld submissions to RUNNING   %.2f s (%d polls of GET /jobs)\n", n, t_direct,
            polls);
-    printf("  trainsched: %ld TrainJobs to SlurmJob=True %.2f s\n", n, t_ts);
-    printf("  ratio trainsched / direct: %.2f\n", t_ts / t_direct);
+    printf("  trainsched: %ld TrainJobs to SlurmJob=True %.2f s, to pods bound %.2f s\n", n, t_ts,
+           t_bound);
+    printf("  ratio trainsched (pods bound) / direct: %.2f (SlurmJob=True / direct: %.2f)\n",
+           t_bound / t_direct, t_ts / t_direct);
     printf("  slurmrestd requests per TrainJob: %.2f (submit, lookups, discovery)\n",
            requests / (double)n);
+    printf("  load average before / after the trainsched part: %s / %s\n", load_before, load_after);
     printf("  reproduce: . $TRAINSCHED_TESTBED_RUN/env; ./build-rel/bench/bench_slurm "
            "--trainjobs %ld\n",
            n);
 
     rc_destroy(rec);
+    extender_server_stop(xs);
+    common_httpd_destroy(xh);
+    extender_server_destroy(xs);
+    common_metrics_destroy(xm);
     slurm_sync_destroy(sync_);
     common_metrics_destroy(m);
     cancel_all(rest);
     slurmrest_destroy(rest);
     common_kube_delete(kube, &common_kube_namespaces, NULL, ns, NULL, NULL, NULL, &err);
+    bed_restore();
     common_kube_client_destroy(kube);
     slurm_down();
     return 0;

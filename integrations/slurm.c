@@ -181,6 +181,26 @@ static enum common_rc need_of(const json_t *jobset, const char *gpu_resource,
     return COMMON_OK;
 }
 
+/*
+ * An MPI runtime (DeepSpeed, MLX) with mlPolicy.mpi.runLauncherAsNode trains on the launcher pod
+ * too: numNodes N renders N-1 node pods plus the launcher, so the largest replicated job is one
+ * node short. The gang then holds numNodes Slurm nodes (spec.trainer.numNodes, else the
+ * runtime's mlPolicy.numNodes), one per training host.
+ */
+static void launcher_as_node(const json_t *trainjob, const json_t *runtime, struct gang_need *need)
+{
+    const json_t *ml = json_object_get(json_object_get(runtime, "spec"), "mlPolicy");
+    const json_t *n =
+        json_object_get(json_object_get(json_object_get(trainjob, "spec"), "trainer"), "numNodes");
+
+    if (!json_is_true(json_object_get(json_object_get(ml, "mpi"), "runLauncherAsNode")))
+        return;
+    if (!json_is_integer(n))
+        n = json_object_get(ml, "numNodes");
+    if (json_is_integer(n) && json_integer_value(n) > need->pods)
+        need->pods = json_integer_value(n);
+}
+
 char *slurm_job_name(struct common_arena *a, const char *ns, const char *name)
 {
     return common_arena_printf(a, "trainsched.%s.%s", ns, name);
@@ -232,6 +252,7 @@ enum common_rc slurm_submission(const json_t *trainjob, const json_t *runtime, c
     rc = need_of(jobset, gpu_resource, &need, err);
     if (rc)
         return rc;
+    launcher_as_node(trainjob, runtime, &need);
     a = common_arena_create(0);
     body = json_object();
     job = json_object();

@@ -59,7 +59,9 @@ struct slurm_config {
  *   v0.0.39+: the same keys with "environment": ["PATH=..."], "nodes": "N",
  *             "memory_per_node"/"time_limit" as {"set": true, "number": n}, GPUs in
  *             "tres_per_node": "gres/gpu:G"; from v0.0.41 the script is job.script.
- * N = pods of the largest replicated job (one pod per Slurm node); C = the largest pod CPU
+ * N = pods of the largest replicated job (one pod per Slurm node), or numNodes (the TrainJob's,
+ * else the runtime's) when it is larger and the runtime's mlPolicy.mpi.runLauncherAsNode is true
+ * (the launcher pod trains too); C = the largest pod CPU
  * request rounded up (at least 1); MB = largest pod memory request in MiB rounded up (left out
  * when no pod asks for memory); G = largest pod request of cfg->gpu_resource (left out when 0).
  * A container's request of a resource it gives only a limit for is that limit, as the API
@@ -198,6 +200,50 @@ struct slurm_gang_decision {
 enum common_rc slurm_gang_decide(struct common_arena *a, const json_t *trainjob,
                                  enum slurm_lookup lookup, const struct slurm_job_state *job,
                                  struct slurm_gang_decision *out, struct common_error *err);
+
+/* ---- the finalizer: a deleted TrainJob's Slurm job is cancelled, even across restarts ---- */
+
+/* TrainJob finalizer held while the TrainJob may have a Slurm job to cancel. */
+#define SLURM_FINALIZER "trainsched.io/slurm-job"
+/* seconds after metadata.deletionTimestamp when trainsched stops trying to cancel and lets the
+ * TrainJob go (an unreachable slurmrestd never keeps a TrainJob forever) */
+#define SLURM_RELEASE_GIVE_UP_S 900
+
+enum slurm_finalizer_action {
+    SLURM_FINALIZER_NOTHING = 0,
+    SLURM_FINALIZER_ADD,     /* add SLURM_FINALIZER before anything is submitted */
+    SLURM_FINALIZER_RELEASE, /* cancel the job (by id, else by comment), then remove it */
+    SLURM_FINALIZER_REMOVE   /* remove it without cancelling; why says what was left */
+};
+
+struct slurm_finalizer_decision {
+    enum slurm_finalizer_action action;
+    const char *why; /* REMOVE: a sentence for a Warning Event (in the arena), else NULL */
+};
+
+/*
+ * slurm_finalizer_decide - what to do with the TrainJob's SLURM_FINALIZER. Pure.
+ * In: trainjob (metadata.finalizers, metadata.deletionTimestamp,
+ * metadata.annotations[SLURM_ANNOTATION_JOB_ID]); selected = the TrainJob is on the Slurm
+ * backend (slurm_sync_selected); have_slurm = this trainsched talks to slurmrestd; now and
+ * give_up_s in seconds (Unix time; 0: SLURM_RELEASE_GIVE_UP_S). Rules:
+ *   - not being deleted: ADD when selected, have_slurm and the finalizer is missing;
+ *   - being deleted with the finalizer: REMOVE when this trainsched has no Slurm backend (nobody
+ *     could cancel; the finalizer must not strand the TrainJob) or give_up_s have passed since
+ *     deletionTimestamp (slurmrestd unreachable: why names the job to scancel by hand), else
+ *     RELEASE. The finalizer does not depend on the runtime's annotation: a runtime that left
+ *     the backend still gets its jobs cancelled and its finalizers removed;
+ *   - otherwise NOTHING.
+ * Returns COMMON_OK; COMMON_EINVAL (deletionTimestamp is not an RFC 3339 time: err names it);
+ * COMMON_ENOMEM.
+ */
+enum common_rc slurm_finalizer_decide(struct common_arena *a, const json_t *trainjob, int selected,
+                                      int have_slurm, int64_t now, int64_t give_up_s,
+                                      struct slurm_finalizer_decision *out,
+                                      struct common_error *err);
+
+/* slurm_has_finalizer - 1 when metadata.finalizers of obj holds SLURM_FINALIZER. Pure. */
+int slurm_has_finalizer(const json_t *obj);
 
 /*
  * slurm_node_in - whether slurm_name (a Kubernetes node's name, or the value of its node label

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "integrations/slurm.h"
+#include "trainjob/status.h"
 
 static int condition_true(const json_t *tj, const char *type)
 {
@@ -140,5 +141,69 @@ enum common_rc slurm_gang_decide(struct common_arena *a, const json_t *trainjob,
     }
     if (out->cond_status && !out->cond_message)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return COMMON_OK;
+}
+
+int slurm_has_finalizer(const json_t *obj)
+{
+    const json_t *f;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "finalizers"), i, f)
+    {
+        const char *v = json_string_value(f);
+        if (v && strcmp(v, SLURM_FINALIZER) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+enum common_rc slurm_finalizer_decide(struct common_arena *a, const json_t *trainjob, int selected,
+                                      int have_slurm, int64_t now, int64_t give_up_s,
+                                      struct slurm_finalizer_decision *out,
+                                      struct common_error *err)
+{
+    const json_t *meta = json_object_get(trainjob, "metadata");
+    const char *del = json_string_value(json_object_get(meta, "deletionTimestamp"));
+    const char *id = json_string_value(
+        json_object_get(json_object_get(meta, "annotations"), SLURM_ANNOTATION_JOB_ID));
+    const char *job = id && *id ? common_arena_printf(a, "Slurm job %s", id)
+                                : "a Slurm job carrying its comment, if any,";
+    int has = slurm_has_finalizer(trainjob);
+    int64_t since;
+
+    memset(out, 0, sizeof(*out));
+    if (!job)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    if (!json_object_get(meta, "deletionTimestamp")) {
+        if (selected && have_slurm && !has)
+            out->action = SLURM_FINALIZER_ADD;
+        return COMMON_OK;
+    }
+    if (!has)
+        return COMMON_OK;
+    if (!have_slurm) {
+        out->action = SLURM_FINALIZER_REMOVE;
+        out->why = common_arena_printf(a,
+                                       "finalizer %s removed without cancelling %s: this "
+                                       "trainsched was started without serve --slurm-url",
+                                       SLURM_FINALIZER, job);
+        return out->why ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    if (trainjob_parse_time(del, &since) != 0)
+        return common_error_set(err, COMMON_EINVAL,
+                                "metadata.deletionTimestamp: \"%s\" is not an RFC 3339 time",
+                                del ? del : "(not a string)");
+    if (give_up_s <= 0)
+        give_up_s = SLURM_RELEASE_GIVE_UP_S;
+    if (now - since >= give_up_s) {
+        out->action = SLURM_FINALIZER_REMOVE;
+        out->why = common_arena_printf(
+            a,
+            "finalizer %s removed %" PRId64 " s after the deletion without cancelling %s: "
+            "slurmrestd did not confirm the cancel; cancel it by hand (scancel)",
+            SLURM_FINALIZER, now - since, job);
+        return out->why ? COMMON_OK : common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    out->action = SLURM_FINALIZER_RELEASE;
     return COMMON_OK;
 }

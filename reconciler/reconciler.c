@@ -1015,6 +1015,90 @@ static enum common_rc cached_exists(void *ctx, const char *kind, const char *nam
     return cache_get(c, k, NULL, name) ? COMMON_OK : COMMON_ENOTFOUND;
 }
 
+/*
+ * The TrainJob's finalizer SLURM_FINALIZER (integrations/slurm.h, slurm_finalizer_decide): the
+ * list without it (remove) or with it (add), merge-patched with the TrainJob's resourceVersion
+ * so that a concurrent change of the list is a conflict (retried), never lost.
+ */
+static enum common_rc slurm_finalizer_patch(struct rctx *c, int add, struct common_error *err)
+{
+    const json_t *meta = json_object_get(c->tj, "metadata"), *f;
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+    json_t *list = json_array(), *patch;
+    char *body;
+    enum common_rc rc;
+    size_t i;
+
+    if (!list)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    json_array_foreach(json_object_get(meta, "finalizers"), i, f)
+    {
+        const char *v = json_string_value(f);
+        if (v && strcmp(v, SLURM_FINALIZER) != 0)
+            json_array_append(list, (json_t *)f);
+    }
+    if (add)
+        json_array_append_new(list, json_string(SLURM_FINALIZER));
+    patch = rv ? json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", rv, "finalizers", list)
+               : json_pack("{s:{s:o}}", "metadata", "finalizers", list);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (!body)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = common_kube_patch(c->r->o.kube, &common_kube_trainjobs, c->ns, c->name,
+                           COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, err);
+    free(body);
+    if (rc == COMMON_ENOTFOUND && !add)
+        rc = COMMON_OK; /* gone already */
+    if (!rc)
+        count_write(c, "patch");
+    return rc;
+}
+
+/*
+ * A TrainJob being deleted that holds SLURM_FINALIZER: cancel its Slurm job (by the recorded
+ * id, else by comment), then let it go. slurmrestd failing: a Warning Event and another try in
+ * 30 s, until SLURM_RELEASE_GIVE_UP_S after the deletion, when the finalizer goes anyway with a
+ * Warning Event naming the job to cancel by hand. Without a Slurm backend it goes at once.
+ */
+static enum common_rc slurm_release(struct rctx *c, struct common_error *err)
+{
+    struct slurm_finalizer_decision d;
+    struct common_error e = {0};
+    enum common_rc rc;
+
+    rc = slurm_finalizer_decide(c->a, c->tj, 1, c->r->o.slurm != NULL, c->now,
+                                c->r->o.slurm_give_up_s, &d, &e);
+    if (rc == COMMON_ENOMEM)
+        return common_error_set(err, rc, "%s", e.msg);
+    if (rc) {
+        /* a deletionTimestamp Kubernetes wrote is a time; never keep the TrainJob over it */
+        d.action = SLURM_FINALIZER_REMOVE;
+        d.why = e.msg;
+    }
+    if (d.action == SLURM_FINALIZER_RELEASE) {
+        rc = slurm_sync_deleted(c->r->o.slurm, c->tj, &e);
+        if (rc == COMMON_ENOTFOUND)
+            rc = COMMON_OK; /* Slurm no longer knows the job: nothing left to cancel */
+        if (rc == COMMON_ENOMEM)
+            return common_error_set(err, rc, "%s", e.msg);
+        if (rc) {
+            event(c, COMMON_EVENT_WARNING, "SlurmCancelFailed", "Deleting", e.msg);
+            common_log(COMMON_LOG_WARN, "Slurm job of a TrainJob being deleted not cancelled yet",
+                       "trainjob", c->name, "error", e.msg, NULL);
+            c->res->requeue_after = 30;
+            return COMMON_OK;
+        }
+    } else if (d.action == SLURM_FINALIZER_REMOVE) {
+        event(c, COMMON_EVENT_WARNING, "SlurmJobNotCancelled", "Deleting", d.why);
+        common_log(COMMON_LOG_WARN, "Slurm finalizer removed", "trainjob", c->name, "why", d.why,
+                   NULL);
+    } else {
+        return COMMON_OK;
+    }
+    return slurm_finalizer_patch(c, 0, err);
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -1039,6 +1123,12 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     if (!rc_managed(c->tj)) {
         c->res->skipped = 1;
         return COMMON_OK;
+    }
+    if (json_object_get(json_object_get(c->tj, "metadata"), "deletionTimestamp") &&
+        slurm_has_finalizer(c->tj)) {
+        /* nothing is built for a TrainJob being deleted: its Slurm job goes, then it goes */
+        c->res->skipped = 1;
+        return slurm_release(c, err);
     }
     trainjob_errors_init(&errs, c->a);
     rc = trainjob_validate_trainjob(c->tj, &errs, err);
@@ -1159,6 +1249,15 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             c->res->skipped = 1;
             return COMMON_OK;
         }
+        if (r->o.slurm && slurm_sync_selected(c->tj, runtime) && !slurm_has_finalizer(c->tj) &&
+            !json_object_get(json_object_get(c->tj, "metadata"), "deletionTimestamp")) {
+            /* the finalizer first: no Slurm job is submitted that a deletion while trainsched
+             * is down could leak; the patch's watch event brings the TrainJob back */
+            rc = slurm_finalizer_patch(c, 1, err);
+            json_decref(out.objects);
+            json_decref(runtime);
+            return rc;
+        }
         if (r->o.slurm && slurm_sync_selected(c->tj, runtime)) {
             /* before the children are written: the PodGroup carries the Slurm job's nodes */
             rc = slurm_sync_step(r->o.slurm, c->a, c->tj, runtime, out.objects, &c->slurm, err);
@@ -1168,7 +1267,17 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
                 return rc;
             }
         }
-        rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
+        if (c->slurm.active && c->slurm.ended) {
+            /* Slurm ended the job: nothing is (re)built. The cache may not have seen the Failed
+             * status written with the JobSet's deletion yet; writing the children would bring
+             * the JobSet back. The existing one, if any, is deleted below (slurm_after). */
+            const json_t *js = cache_get(c, INF_JS, c->ns, c->name);
+            if (js && !foreign(c, js))
+                jobset = json_incref((json_t *)js);
+            rc = COMMON_OK;
+        } else {
+            rc = write_children(c, out.objects, &jobset, snapshot_cached, err);
+        }
         json_decref(out.objects);
         out.objects = NULL;
         json_decref(runtime);
@@ -1209,8 +1318,9 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     /* status (§4), deadline (§2.10) */
     past_deadline = dl.action == TRAINJOB_DEADLINE_FAIL;
     rc = trainjob_status_derive(c->a, c->tj, jobset, c->now, &sres, err);
-    if (rc == COMMON_ENOTFOUND && past_deadline) {
-        /* no JobSet (deleted, or never built): the deadline below still fails the TrainJob */
+    if (rc == COMMON_ENOTFOUND && (past_deadline || (c->slurm.active && c->slurm.ended))) {
+        /* no JobSet (deleted, or never built): the deadline below, or slurm_after when Slurm
+         * ended the job, still fails the TrainJob */
         rc = status_copy(c, err);
         sres.status = c->status;
         c->status = NULL;

@@ -76,6 +76,9 @@ struct rc_opts {
     struct slurm_sync *slurm; /* borrowed; NULL: no Slurm backend. TrainJobs whose
                                  runtime says trainsched.io/backend: slurm get one Slurm
                                  job per gang (integrations/slurm_sync.h) */
+    int64_t slurm_give_up_s;  /* seconds after a deletion when the finalizer
+                                 trainsched.io/slurm-job goes even though slurmrestd never
+                                 confirmed the cancel; 0: SLURM_RELEASE_GIVE_UP_S (900) */
 };
 
 /* What one reconcile did (for tests, the bench and logs). */

@@ -2,7 +2,8 @@
  * tests/e2e/test_slurm.c - the Slurm backend end to end: a real Slurm 22.05 (slurmctld, four
  * slurmd n1..n4 of 2 CPUs, slurmrestd with JWT; tests/tools/slurm/slurm-up.sh on private ports)
  * and the test bed (tests/e2e/testbed/up.sh with TESTBED_JOBSET=1 TESTBED_KWOK=1; KUBECONFIG
- * from its env file) with four kwok nodes named n1..n4 like the slurmd nodes (4 GPUs each).
+ * from its env file) with four kwok nodes named n1..n4 like the slurmd nodes (4 GPUs each), and
+ * four more, gpu-node-1..4, named apart and labelled with the Slurm names (node-label mapping).
  *
  *   TrainJob (runtime annotation trainsched.io/backend: slurm) -> the reconciler (in-process,
  *   as trainsched's ServiceAccount, with the Slurm backend) -> one Slurm job through slurmrestd
@@ -11,11 +12,13 @@
  *
  * main() starts Slurm and restarts the bed's kube-scheduler with an extender config; after the
  * run, whatever the result, Slurm is stopped, the nodes deleted and the scheduler restored.
- * GPUs are not sent to Slurm here (the recipe's slurmd nodes have no GRES): gres_name "".
+ * The slurmd nodes declare 4 GPUs each as GRES (gres.conf File= lines naming fake character
+ * devices, see slurm-up.sh): the TrainJob's 4 GPUs per node reach Slurm as `gres: gpu:4`.
  *
  * Scenarios:
  *   two_nodes_run_on_the_nodes_slurm_chose   2 nodes x 4 GPUs: one Slurm job (one per comment),
- *                                            RUNNING on 2 nodes; the 2 pods bound to exactly
+ *                                            RUNNING on 2 nodes with 4 GPUs allocated on each
+ *                                            (gres_detail); the 2 pods bound to exactly
  *                                            those; the TrainJob completes and the Slurm job is
  *                                            cancelled;
  *   a_full_partition_waits_and_a_restart_submits_nothing_twice
@@ -24,10 +27,24 @@
  *                                            bound; the reconciler restarted: still one Slurm
  *                                            job; the blocker cancelled: the pods bind to the
  *                                            nodes of the TrainJob's job;
+ *   nodes_named_apart_from_slurm_map_through_a_node_label
+ *                                            the extender with slurm_node_label: kwok nodes
+ *                                            gpu-node-1..4 labelled with the Slurm names
+ *                                            n1..n4; the pods bind to the gpu-node-K whose
+ *                                            label names the job's Slurm nodes;
  *   scancel_by_an_admin_stops_the_trainjob   the pending job cancelled behind trainsched's back:
  *                                            Failed=True reason SlurmJobEnded naming CANCELLED;
  *   a_deleted_trainjob_cancels_its_slurm_job the TrainJob deleted while its job is pending: the
- *                                            Slurm job ends CANCELLED;
+ *                                            Slurm job ends CANCELLED, then the TrainJob goes;
+ *   a_trainjob_deleted_while_trainsched_is_down_has_its_job_cancelled_at_the_next_start
+ *                                            the reconciler stopped, the TrainJob deleted: it
+ *                                            stays (finalizer trainsched.io/slurm-job) and so
+ *                                            does its pending job; the reconciler started: the
+ *                                            job is CANCELLED and the TrainJob gone;
+ *   a_trainsched_without_the_slurm_backend_lets_a_deleted_trainjob_go
+ *                                            a reconciler without slurmrestd removes the
+ *                                            finalizer of a deleted TrainJob (its job stays for
+ *                                            an admin): nothing is stranded;
  *   slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing
  *                                            slurmrestd frozen (SIGSTOP) for 20 s while a
  *                                            TrainJob is created: condition SlurmError
@@ -58,6 +75,10 @@
 #define GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define BIND_TIMEOUT_S 30
 #define NODES 4
+/* the node label holding a Slurm node name (extender option slurm_node_label) on the kwok nodes
+ * MAPPED_PREFIX1..4, named apart from the slurmd nodes; they carry RUN_LABEL=<run>-m */
+#define SLURM_NAME_LABEL "e2e.trainsched.io/slurm-node"
+#define MAPPED_PREFIX "gpu-node-"
 
 /* suite state (main) */
 static int port;
@@ -170,7 +191,31 @@ static int jobs_with_comment(const char *name, const char *uid)
     return n;
 }
 
+/* Slurm's own view of job id's GPUs: tres_per_node (what was asked) and gres_detail (what each
+ * node allocated, e.g. "gpu:4(IDX:0-3)"), each node's joined with " " into detail */
+static void job_gres(int64_t id, char *per_node, size_t pn_len, char *detail, size_t d_len)
+{
+    char path[64];
+    json_t *answer = NULL, *job, *g;
+    struct common_error err = {0};
+    size_t i, off = 0;
+
+    snprintf(path, sizeof(path), "/job/%lld", (long long)id);
+    ck_assert_msg(slurmrest_call(rest, "GET", path, NULL, &answer, &err) == COMMON_OK, "%s",
+                  err.msg);
+    job = json_array_get(json_object_get(answer, "jobs"), 0);
+    snprintf(per_node, pn_len, "%s",
+             jstr(job, "tres_per_node", NULL) ? jstr(job, "tres_per_node", NULL) : "");
+    detail[0] = '\0';
+    json_array_foreach(json_object_get(job, "gres_detail"), i, g) off +=
+        (size_t)snprintf(detail + off, off < d_len ? d_len - off : 0, "%s%s", i ? " " : "",
+                         json_string_value(g) ? json_string_value(g) : "?");
+    json_decref(answer);
+}
+
 /* ---- trainsched in-process ---- */
+
+static const char *node_label; /* start_extender: the extender's slurm_node_label */
 
 static void start_extender(void)
 {
@@ -188,6 +233,7 @@ static void start_extender(void)
     o.default_schedule_timeout_s = 20;
     o.backoff_initial_ms = 1000;
     o.backoff_max_ms = 2000;
+    o.slurm_node_label = node_label;
     ext = extender_server_create(&o, &err);
     ck_assert_msg(ext != NULL, "%s", err.msg);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -204,6 +250,8 @@ static void start_extender(void)
     ck_assert_msg(rc == COMMON_OK, "%s", err.msg);
 }
 
+static int without_slurm; /* start_reconciler: as a trainsched started without --slurm-url */
+
 static void start_reconciler(void)
 {
     struct rc_opts o = {0};
@@ -214,7 +262,7 @@ static void start_reconciler(void)
     o.workers = 2;
     o.queue.max_delay_ms = 2000;
     o.gang_marks = 1; /* this bed's kube-scheduler calls the extender */
-    o.slurm = sync_;
+    o.slurm = without_slurm ? NULL : sync_;
     rec = rc_create(&o, &err);
     ck_assert_msg(rec != NULL, "%s", err.msg);
     ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
@@ -253,18 +301,14 @@ static void setup(void)
     cancel_all_jobs(); /* a failed test exits before its teardown */
     so.rest = rest_opts();
     so.rest.timeout_ms = 5000; /* a frozen slurmrestd shows within one freeze (last test) */
-    so.job.gres_name = "";     /* the recipe's slurmd nodes have no GRES */
     sync_ = slurm_sync_create(&so, &err);
     ck_assert_msg(sync_ != NULL, "%s", err.msg);
     start_extender();
     start_reconciler();
 }
 
-static void teardown(void)
+static void stop_extender(void)
 {
-    if (rec)
-        rc_destroy(rec);
-    rec = NULL;
     if (ext) {
         extender_server_stop(ext);
         common_httpd_destroy(httpd);
@@ -272,6 +316,16 @@ static void teardown(void)
         common_metrics_destroy(metrics);
         ext = NULL;
     }
+}
+
+static void teardown(void)
+{
+    without_slurm = 0;
+    node_label = NULL;
+    if (rec)
+        rc_destroy(rec);
+    rec = NULL;
+    stop_extender();
     slurm_sync_destroy(sync_);
     sync_ = NULL;
     cancel_all_jobs();
@@ -308,8 +362,9 @@ static json_t *get_obj(const struct common_kube_resource *r, const char *name)
     return o;
 }
 
-/* a TrainingRuntime on the Slurm backend and a TrainJob of num_nodes x 4 GPUs using it */
-static void make_trainjob(const char *name, int num_nodes)
+/* a TrainingRuntime on the Slurm backend and a TrainJob of num_nodes x 4 GPUs using it, its
+ * pods on the nodes labelled RUN_LABEL=sel */
+static void make_trainjob_on(const char *name, int num_nodes, const char *sel)
 {
     create_obj(
         &common_kube_trainingruntimes,
@@ -336,7 +391,7 @@ static void make_trainjob(const char *name, int num_nodes)
                   "                - name: node\n"
                   "                  image: busybox:1.36\n"
                   "                  command: [sh, -c, 'sleep 1']\n",
-                  name, ns, RUN_LABEL, run));
+                  name, ns, RUN_LABEL, sel));
     create_obj(&common_kube_trainjobs,
                e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
                          "metadata: {name: %s, namespace: %s}\n"
@@ -346,6 +401,11 @@ static void make_trainjob(const char *name, int num_nodes)
                          "      requests: {cpu: '1', memory: 64Mi, nvidia.com/gpu: '4'}\n"
                          "      limits: {nvidia.com/gpu: '4'}\n",
                          name, ns, name, num_nodes));
+}
+
+static void make_trainjob(const char *name, int num_nodes)
+{
+    make_trainjob_on(name, num_nodes, run);
 }
 
 /* the TrainJob's recorded Slurm job id, waiting for it; *uid gets its uid (static buffer) */
@@ -450,13 +510,34 @@ static int in_list(const char *name, const char *const *list, size_t n)
     return 0;
 }
 
+static int has_finalizer(const char *name)
+{
+    json_t *tj = get_obj(&common_kube_trainjobs, name);
+    int has = tj && slurm_has_finalizer(tj);
+    json_decref(tj);
+    return has;
+}
+
+static void wait_trainjob_gone(const char *name, double timeout_s)
+{
+    double t0 = e2e_now_s();
+    json_t *tj;
+
+    while ((tj = get_obj(&common_kube_trainjobs, name))) {
+        json_decref(tj);
+        ck_assert_msg(e2e_now_s() - t0 < timeout_s, "TrainJob %s still there after %.0f s", name,
+                      timeout_s);
+        e2e_nap(250);
+    }
+}
+
 /* ---- scenarios ---- */
 
 START_TEST(two_nodes_run_on_the_nodes_slurm_chose)
 {
     struct common_arena *a = common_arena_create(0);
     struct slurm_job_state st;
-    char nodes[NODES][64];
+    char nodes[NODES][64], per_node[64], detail[256];
     const char *uid = NULL;
     int64_t id;
 
@@ -464,6 +545,10 @@ START_TEST(two_nodes_run_on_the_nodes_slurm_chose)
     id = wait_job_id("two", &uid, 60);
     st = job_state(a, id, SLURM_RUNNING, 60);
     ck_assert_uint_eq(st.nnodes, 2);
+    /* the gang's GPUs are Slurm's: 4 per node asked, and 4 allocated on each of the 2 nodes */
+    job_gres(id, per_node, sizeof(per_node), detail, sizeof(detail));
+    ck_assert_str_eq(per_node, "gres:gpu:4");
+    ck_assert_str_eq(detail, "gpu:4(IDX:0-3) gpu:4(IDX:0-3)");
     wait_bound("two", 2, nodes, 90);
     for (int i = 0; i < 2; i++)
         ck_assert_msg(in_list(nodes[i], st.nodes, st.nnodes),
@@ -524,6 +609,38 @@ START_TEST(a_full_partition_waits_and_a_restart_submits_nothing_twice)
 }
 END_TEST
 
+START_TEST(nodes_named_apart_from_slurm_map_through_a_node_label)
+{
+    struct common_arena *a = common_arena_create(0);
+    struct slurm_job_state st;
+    char nodes[NODES][64], sel[48];
+    int64_t id;
+
+    /* the extender maps a node to Slurm through its label SLURM_NAME_LABEL */
+    stop_extender();
+    node_label = SLURM_NAME_LABEL;
+    start_extender();
+    snprintf(sel, sizeof(sel), "%s-m", run);
+    make_trainjob_on("mapped", 2, sel);
+    id = wait_job_id("mapped", NULL, 60);
+    st = job_state(a, id, SLURM_RUNNING, 60);
+    ck_assert_uint_eq(st.nnodes, 2);
+    wait_bound("mapped", 2, nodes, 90);
+    for (int i = 0; i < 2; i++) {
+        /* MAPPED_PREFIX<k> carries SLURM_NAME_LABEL=n<k> */
+        char slurm_name[64];
+        ck_assert_msg(strncmp(nodes[i], MAPPED_PREFIX, strlen(MAPPED_PREFIX)) == 0,
+                      "pod bound to %s, not a node named apart from Slurm", nodes[i]);
+        snprintf(slurm_name, sizeof(slurm_name), "n%s", nodes[i] + strlen(MAPPED_PREFIX));
+        ck_assert_msg(in_list(slurm_name, st.nodes, st.nnodes),
+                      "pod bound to %s (Slurm node %s), not one of Slurm job %lld's nodes (%s)",
+                      nodes[i], slurm_name, (long long)id, st.summary);
+    }
+    ck_assert_str_ne(nodes[0], nodes[1]);
+    common_arena_destroy(a);
+}
+END_TEST
+
 START_TEST(scancel_by_an_admin_stops_the_trainjob)
 {
     struct common_arena *a = common_arena_create(0);
@@ -553,22 +670,84 @@ START_TEST(scancel_by_an_admin_stops_the_trainjob)
 }
 END_TEST
 
+/* a full partition (the blocker) and TrainJob name of 2 nodes whose Slurm job is pending and
+ * that holds the finalizer; returns that job's id */
+static int64_t pending_trainjob(struct common_arena *a, const char *name)
+{
+    int64_t id;
+
+    (void)job_state(a, submit_blocker(), SLURM_RUNNING, 60);
+    make_trainjob(name, 2);
+    id = wait_job_id(name, NULL, 60);
+    (void)job_state(a, id, SLURM_PENDING, 10);
+    ck_assert_msg(has_finalizer(name), "TrainJob %s has a Slurm job but no finalizer %s", name,
+                  SLURM_FINALIZER);
+    return id;
+}
+
+/* delete TrainJob name */
+static void delete_trainjob(const char *name)
+{
+    struct common_error err = {0};
+    ck_assert_msg(common_kube_delete(kube, &common_kube_trainjobs, ns, name, NULL, NULL, NULL,
+                                     &err) == COMMON_OK,
+                  "%s", err.msg);
+}
+
+/* Slurm job id ends CANCELLED, then TrainJob name goes (its finalizer removed) */
+static void cancelled_and_gone(struct common_arena *a, int64_t id, const char *name)
+{
+    ck_assert_str_eq(job_state(a, id, SLURM_ENDED, 60).state, "CANCELLED");
+    wait_trainjob_gone(name, 60);
+}
+
 START_TEST(a_deleted_trainjob_cancels_its_slurm_job)
 {
     struct common_arena *a = common_arena_create(0);
-    struct common_error err = {0};
-    struct slurm_job_state st;
-    int64_t blocker = submit_blocker(), id;
+    int64_t id = pending_trainjob(a, "gone");
 
-    (void)job_state(a, blocker, SLURM_RUNNING, 60);
-    make_trainjob("gone", 2);
-    id = wait_job_id("gone", NULL, 60);
-    (void)job_state(a, id, SLURM_PENDING, 10);
-    ck_assert_msg(common_kube_delete(kube, &common_kube_trainjobs, ns, "gone", NULL, NULL, NULL,
-                                     &err) == COMMON_OK,
-                  "%s", err.msg);
-    st = job_state(a, id, SLURM_ENDED, 60);
-    ck_assert_str_eq(st.state, "CANCELLED");
+    delete_trainjob("gone");
+    cancelled_and_gone(a, id, "gone");
+    common_arena_destroy(a);
+}
+END_TEST
+
+START_TEST(a_trainjob_deleted_while_trainsched_is_down_has_its_job_cancelled_at_the_next_start)
+{
+    struct common_arena *a = common_arena_create(0);
+    int64_t id = pending_trainjob(a, "down");
+    json_t *tj;
+
+    rc_destroy(rec); /* trainsched is down */
+    rec = NULL;
+    delete_trainjob("down");
+    e2e_nap(3000);
+    tj = get_obj(&common_kube_trainjobs, "down");
+    ck_assert_msg(tj && json_object_get(json_object_get(tj, "metadata"), "deletionTimestamp"),
+                  "the deleted TrainJob should wait for trainsched (finalizer)");
+    json_decref(tj);
+    ck_assert_int_eq(job_state(a, id, -1, 10).phase, SLURM_PENDING);
+
+    start_reconciler(); /* trainsched is back: the job is cancelled, then the TrainJob goes */
+    cancelled_and_gone(a, id, "down");
+    common_arena_destroy(a);
+}
+END_TEST
+
+START_TEST(a_trainsched_without_the_slurm_backend_lets_a_deleted_trainjob_go)
+{
+    struct common_arena *a = common_arena_create(0);
+    int64_t id = pending_trainjob(a, "nobackend");
+
+    /* trainsched restarted without --slurm-url: the finalizer must not strand the TrainJob */
+    rc_destroy(rec);
+    rec = NULL;
+    without_slurm = 1;
+    start_reconciler();
+    delete_trainjob("nobackend");
+    wait_trainjob_gone("nobackend", 60);
+    /* nobody could cancel it: the job stays for an admin (the Warning Event names it) */
+    ck_assert_int_eq(job_state(a, id, -1, 10).phase, SLURM_PENDING);
     common_arena_destroy(a);
 }
 END_TEST
@@ -634,29 +813,45 @@ static struct common_kube *main_client(void)
     return k;
 }
 
-/* kwok nodes n1..n4 (the slurmd names), 2 CPUs and 4 GPUs each, labelled RUN_LABEL=run */
+/* kwok node name labelled RUN_LABEL=sel (and SLURM_NAME_LABEL=slurm_name unless NULL), 2 CPUs
+ * and 4 GPUs */
+static int make_node(const char *name, const char *sel, const char *slurm_name)
+{
+    struct common_error err;
+    json_t *n;
+    enum common_rc rc;
+
+    n = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:{s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,"
+                  "s:s}}}",
+                  "apiVersion", "v1", "kind", "Node", "metadata", "name", name, "labels", RUN_LABEL,
+                  sel, "annotations", "kwok.x-k8s.io/node", "fake", "status", "allocatable", "cpu",
+                  "2", "memory", "64Gi", "pods", "110", "nvidia.com/gpu", "4", "capacity", "cpu",
+                  "2", "memory", "64Gi", "pods", "110", "nvidia.com/gpu", "4");
+    if (n && slurm_name)
+        json_object_set_new(json_object_get(json_object_get(n, "metadata"), "labels"),
+                            SLURM_NAME_LABEL, json_string(slurm_name));
+    rc = common_kube_create(admin, &common_kube_nodes, NULL, n, NULL, NULL, &err);
+    json_decref(n);
+    if (rc != COMMON_OK) {
+        fprintf(stderr, "node %s: %s\n", name, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* kwok nodes n1..n4 named like the slurmd nodes (RUN_LABEL=run), and MAPPED_PREFIX1..4 named
+ * apart, labelled SLURM_NAME_LABEL=n1..n4 (RUN_LABEL=<run>-m) */
 static int make_nodes(void)
 {
-    for (int i = 1; i <= NODES; i++) {
-        struct common_error err;
-        char name[16];
-        json_t *n;
-        enum common_rc rc;
+    char sel[48];
 
+    snprintf(sel, sizeof(sel), "%s-m", run);
+    for (int i = 1; i <= NODES; i++) {
+        char name[32], mapped[32];
         snprintf(name, sizeof(name), "n%d", i);
-        n = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:{s:{s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,"
-                      "s:s}}}",
-                      "apiVersion", "v1", "kind", "Node", "metadata", "name", name, "labels",
-                      RUN_LABEL, run, "annotations", "kwok.x-k8s.io/node", "fake", "status",
-                      "allocatable", "cpu", "2", "memory", "64Gi", "pods", "110", "nvidia.com/gpu",
-                      "4", "capacity", "cpu", "2", "memory", "64Gi", "pods", "110",
-                      "nvidia.com/gpu", "4");
-        rc = common_kube_create(admin, &common_kube_nodes, NULL, n, NULL, NULL, &err);
-        json_decref(n);
-        if (rc != COMMON_OK) {
-            fprintf(stderr, "node %s: %s\n", name, err.msg);
+        snprintf(mapped, sizeof(mapped), MAPPED_PREFIX "%d", i);
+        if (make_node(name, run, NULL) != 0 || make_node(mapped, sel, name) != 0)
             return -1;
-        }
     }
     return 0;
 }
@@ -665,8 +860,10 @@ static void drop_nodes(void)
 {
     for (int i = 1; i <= NODES; i++) {
         struct common_error err;
-        char name[16];
+        char name[32];
         snprintf(name, sizeof(name), "n%d", i);
+        common_kube_delete(admin, &common_kube_nodes, NULL, name, NULL, NULL, NULL, &err);
+        snprintf(name, sizeof(name), MAPPED_PREFIX "%d", i);
         common_kube_delete(admin, &common_kube_nodes, NULL, name, NULL, NULL, NULL, &err);
     }
 }
@@ -722,8 +919,12 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, two_nodes_run_on_the_nodes_slurm_chose);
     tcase_add_test(tc, a_full_partition_waits_and_a_restart_submits_nothing_twice);
+    tcase_add_test(tc, nodes_named_apart_from_slurm_map_through_a_node_label);
     tcase_add_test(tc, scancel_by_an_admin_stops_the_trainjob);
     tcase_add_test(tc, a_deleted_trainjob_cancels_its_slurm_job);
+    tcase_add_test(
+        tc, a_trainjob_deleted_while_trainsched_is_down_has_its_job_cancelled_at_the_next_start);
+    tcase_add_test(tc, a_trainsched_without_the_slurm_backend_lets_a_deleted_trainjob_go);
     tcase_add_test(tc, slurmrestd_stopped_for_20_s_loses_and_duplicates_nothing);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -14,6 +14,9 @@
  *   decision: decide.yaml {trainjob: <TrainJob>, lookup: none|found|not-found, job: <a job
  *     object of GET /job/{id}>, expect: {action, job_id, record_id, forget_id, poll_after,
  *     condition: {status, reason, message}}} for slurm_gang_decide (absent keys: 0/none).
+ *   finalizer: finalizer.yaml {trainjob, selected, have_slurm, now: <RFC 3339>, give_up_s,
+ *     expect: {action: nothing|add|release|remove, why: [substrings]} or {error, message}} for
+ *     slurm_finalizer_decide.
  * Plus table tests of hostlist expansion.
  */
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include "common/yaml.h"
 #include "integrations/slurm.h"
 #include "testutil.h"
+#include "trainjob/status.h"
 #include "trainjob/trainjob.h"
 
 #define MAX_CASES 256
@@ -74,8 +78,20 @@ static void check_error(const char *name, const json_t *expect, enum common_rc r
                       name, err->msg, json_string_value(m));
 }
 
+/* MPI runtimes need an SSH key pair: a fixed fake one (the Slurm job does not carry it) */
+static enum common_rc fake_keygen(struct common_arena *a, char **private_pem, char **public_line,
+                                  struct common_error *err)
+{
+    *private_pem = common_arena_strdup(a, "fake private key\n");
+    *public_line = common_arena_strdup(a, "ssh-ed25519 ZmFrZQ==");
+    if (!*private_pem || !*public_line)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return COMMON_OK;
+}
+
 static void run_submission(const char *name)
 {
+    struct trainjob_options opts = {.keygen = fake_keygen};
     struct common_yaml_limits lim = common_yaml_limits_default();
     struct common_yaml_docs docs = {0};
     struct common_error err = {0};
@@ -108,8 +124,8 @@ static void run_submission(const char *name)
         cfg.workdir = json_string_value(json_object_get(conf, "workdir"));
     }
     trainjob_errors_init(&out.errors, a);
-    ck_assert_msg(trainjob_render(a, tj, rt, NULL, &out, &err) == COMMON_OK, "%s: render: %s", name,
-                  err.msg);
+    ck_assert_msg(trainjob_render(a, tj, rt, &opts, &out, &err) == COMMON_OK, "%s: render: %s",
+                  name, err.msg);
     json_array_foreach(out.objects, i,
                        it) if (strcmp(json_string_value(json_object_get(it, "kind")), "JobSet") ==
                                0) jobset = it;
@@ -236,10 +252,45 @@ static void run_decide(const char *name)
     common_arena_destroy(a);
 }
 
+static void run_finalizer(const char *name)
+{
+    static const char *const fin_actions[] = {"nothing", "add", "release", "remove"};
+    json_t *in = load_yaml(case_file(name, "finalizer.yaml"));
+    const json_t *ex = json_object_get(in, "expect"), *m;
+    struct common_arena *a = common_arena_create(0);
+    struct common_error err = {0};
+    struct slurm_finalizer_decision d;
+    int64_t now = 0;
+    enum common_rc rc;
+    size_t i;
+
+    ck_assert_msg(trainjob_parse_time(json_string_value(json_object_get(in, "now")), &now) == 0,
+                  "%s: now", name);
+    rc = slurm_finalizer_decide(a, json_object_get(in, "trainjob"),
+                                json_is_true(json_object_get(in, "selected")),
+                                json_is_true(json_object_get(in, "have_slurm")), now,
+                                json_integer_value(json_object_get(in, "give_up_s")), &d, &err);
+    if (json_object_get(ex, "error")) {
+        check_error(name, ex, rc, &err);
+    } else {
+        ck_assert_msg(rc == COMMON_OK, "%s: %s", name, err.msg);
+        ck_assert_str_eq(fin_actions[d.action], json_string_value(json_object_get(ex, "action")));
+        ck_assert_msg((d.why != NULL) == (json_object_get(ex, "why") != NULL), "%s: why %s", name,
+                      d.why ? d.why : "(none)");
+        json_array_foreach(json_object_get(ex, "why"), i, m)
+            ck_assert_msg(strstr(d.why, json_string_value(m)), "%s: \"%s\" lacks \"%s\"", name,
+                          d.why, json_string_value(m));
+    }
+    json_decref(in);
+    common_arena_destroy(a);
+}
+
 START_TEST(fixture_case)
 {
     const char *name = cases[_i];
-    if (exists(case_file(name, "input.yaml")))
+    if (exists(case_file(name, "finalizer.yaml")))
+        run_finalizer(name);
+    else if (exists(case_file(name, "input.yaml")))
         run_submission(name);
     else if (exists(case_file(name, "decide.yaml")))
         run_decide(name);
