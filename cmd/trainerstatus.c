@@ -12,6 +12,7 @@
 
 #include "cmd/cli.h"
 #include "common/alloc.h"
+#include "common/names.h"
 #include "common/arena.h"
 #include "common/certs.h"
 
@@ -94,7 +95,8 @@ int trainer_status_check_url(const char *v, char *why, size_t size)
     }
     if (*host == '[') { /* [IPv6]:PORT */
         const char *close = strchr(host, ']');
-        if (!close || close == host + 1) {
+        if (!close || close == host + 1 ||
+            strspn(host + 1, "0123456789abcdefABCDEF:.") != (size_t)(close - host - 1)) {
             snprintf(why, size, "want https://HOST[:PORT]: bad [IPv6] host");
             return -1;
         }
@@ -104,17 +106,37 @@ int trainer_status_check_url(const char *v, char *why, size_t size)
             return -1;
         }
     } else {
+        char name[254];
+        size_t n;
+        const char *bad;
+
         colon = strchr(host, ':');
-        if (colon == host || !*host || strchr(host, '@')) {
+        n = colon ? (size_t)(colon - host) : strlen(host);
+        if (memchr(host, '@', n) || (colon && strchr(colon, '@'))) {
+            snprintf(why, size, "want https://HOST[:PORT]: no user name or password in the URL");
+            return -1;
+        }
+        if (n == 0) {
             snprintf(why, size, "want https://HOST[:PORT]: no host");
+            return -1;
+        }
+        if (n >= sizeof(name)) {
+            snprintf(why, size, "want https://HOST[:PORT]: the host is longer than 253 characters");
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) /* host names are case-insensitive */
+            name[i] = (char)(host[i] >= 'A' && host[i] <= 'Z' ? host[i] - 'A' + 'a' : host[i]);
+        name[n] = '\0';
+        if ((bad = common_names_dns1123_subdomain(name))) {
+            snprintf(why, size, "want https://HOST[:PORT]: host \"%.*s\": %s", (int)n, host, bad);
             return -1;
         }
     }
     if (colon) {
         errno = 0;
         port = strtol(colon + 1, &pend, 10);
-        if (errno || pend == colon + 1 || *pend || colon[1] == '+' || colon[1] == '-' || port < 1 ||
-            port > 65535) {
+        if (errno || pend == colon + 1 || *pend || colon[1] == '+' || colon[1] == '-' ||
+            colon[1] == '0' || port < 1 || port > 65535) {
             snprintf(why, size, "want https://HOST[:PORT]: port must be 1-65535");
             return -1;
         }

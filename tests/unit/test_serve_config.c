@@ -418,6 +418,13 @@ START_TEST(trainer_status_settings)
     url_refused(dir, "https://x.example:99999",
                 "--trainjob-status-url \"https://x.example:99999\": want https://HOST[:PORT]: "
                 "port must be 1-65535");
+    /* the host: a DNS name (any case) or an address; spaces, '!', '%', a user, a port with a
+     * leading zero, non-hex IPv6 were accepted and written into the pods' env */
+    url_refused(dir, "https://a b", "want https://HOST[:PORT]: host \"a b\": a lowercase RFC 1123");
+    url_refused(dir, "https://a%20b", "host \"a%20b\"");
+    url_refused(dir, "https://x:00443", "port must be 1-65535");
+    url_refused(dir, "https://[::1zz]", "bad [IPv6] host");
+    url_refused(dir, "https://user@x", "no user name or password in the URL");
     ck_assert_int_eq(run("--check-config --trainjob-status-burst 0.5", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "--trainjob-status-burst: invalid value \"0.5\""), "%s", out);
     /* its address is bound like the others: a bad port is found */
