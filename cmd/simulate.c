@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/names.h"
 #include "common/yaml.h"
 #include "sim/sim.h"
 
@@ -151,7 +152,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     struct progress prog;
     struct common_error e;
     enum common_rc rc;
-    int opt, status = 0;
+    int opt, status = 0, stdin_seen = 0;
 
     optind = 1;
     opterr = 0;
@@ -162,6 +163,13 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
             if ((opt == 'f' ? nf : nc) >= MAX_FILES) {
                 fprintf(err, "error: more than %d %s files\n", MAX_FILES,
                         opt == 'f' ? "job" : "cluster");
+                return 2;
+            }
+            if (strcmp(optarg, "-") == 0 && stdin_seen++) {
+                fprintf(err,
+                        "error: %s -: \"-\" (standard input) is given twice: it can be "
+                        "read only once\n",
+                        opt == 'f' ? "-f" : "--cluster");
                 return 2;
             }
             if (opt == 'f')
@@ -181,6 +189,11 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
             break;
         case 'g':
             gpu = optarg;
+            if (common_names_qualified_name(gpu)) {
+                fprintf(err, "error: --gpu-resource: Invalid value: \"%s\": %s\n", gpu,
+                        common_names_qualified_name(gpu));
+                return 2;
+            }
             break;
         case 't':
             if (nt >= MAX_FILES) {
@@ -193,6 +206,13 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         case 'b':
             if (sim_parse_duration(optarg, opt == 'u' ? &until : &bind_timeout, &e)) {
                 fprintf(err, "error: --%s: %s\n", opt == 'u' ? "until" : "bind-timeout", e.msg);
+                return 2;
+            }
+            if (opt == 'u' && until == 0) { /* sim_options.until_ms 0 means "no limit" */
+                fprintf(err,
+                        "error: --until %s: must be greater than 0 (leave --until out to "
+                        "run until nothing changes)\n",
+                        optarg);
                 return 2;
             }
             break;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/quantity.h"
 #include "gang/gang_int.h"
 
 static const char *const R_UNKNOWN_NODE = "node unknown to trainsched's cache";
@@ -259,6 +260,22 @@ int64_t gang_min_res_need(const struct gang *g, uint32_t i)
 }
 
 /* minResources (less the finished phase) against the cluster-wide free sum; 0 when it fits */
+const char *gang_amount_text(uint16_t id, int64_t v, char *buf, size_t n)
+{
+    struct common_quantity q;
+
+    if (id != RES_CPU && id != RES_MEMORY && id != RES_EPHEMERAL) {
+        snprintf(buf, n, "%lld", (long long)v);
+        return buf;
+    }
+    /* millicores and bytes to nano-units; the canonical text Kubernetes prints */
+    q.nano = (__int128)v * (id == RES_CPU ? 1000000 : 1000000000);
+    q.format = id == RES_CPU ? COMMON_QTY_DECIMAL_SI : COMMON_QTY_BINARY_SI;
+    if (common_quantity_format(&q, buf, n) < 0)
+        snprintf(buf, n, "%lld%s", (long long)v, id == RES_CPU ? "m" : "");
+    return buf;
+}
+
 static int min_resources_short(const struct gang_state *s, struct gang *g)
 {
     for (uint32_t i = 0; i < g->n_min_res; i++) {
@@ -266,12 +283,14 @@ static int min_resources_short(const struct gang_state *s, struct gang *g)
         int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id];
         int64_t need = gang_min_res_need(g, i);
         if (need > free) {
+            char nb[64], fb[64];
             set_why(g->why,
-                    "gang %s: minResources needs %s %lld%s, the cluster has %lld free (after "
+                    "gang %s: minResources needs %s %s%s, the cluster has %s free (after "
                     "other gangs' reservations)",
                     g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
-                    (long long)need, need != g->min_res[i].v ? " (its phased pods done)" : "",
-                    (long long)(free > 0 ? free : 0));
+                    gang_amount_text(id, need, nb, sizeof(nb)),
+                    need != g->min_res[i].v ? " (its phased pods done)" : "",
+                    gang_amount_text(id, free > 0 ? free : 0, fb, sizeof(fb)));
             return 1;
         }
     }

@@ -405,6 +405,13 @@ void prio_memo_free(struct gang_state *s);
  */
 int64_t gang_min_res_need(const struct gang *g, uint32_t i);
 
+/*
+ * gang_amount_text - amount v of resource id (as the books count it: cpu in millicores,
+ * memory and ephemeral-storage in bytes, others whole units) as a Kubernetes quantity for
+ * messages ("768", "500m", "64Gi", "8"): buf (64 bytes always suffice), returned.
+ */
+const char *gang_amount_text(uint16_t id, int64_t v, char *buf, size_t n);
+
 /* ---- fit.c ---- */
 
 /* node n's value of label key, NULL when absent */

@@ -139,11 +139,13 @@ int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p)
             int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id] + give[id];
             int64_t need = gang_min_res_need(g, i);
             if (need > free) {
+                char nb[64], fb[64];
                 set_why(s->why2,
-                        "gang %s: minResources needs %s %lld, the cluster would have %lld free "
+                        "gang %s: minResources needs %s %s, the cluster would have %s free "
                         "even with every pod of priority below %d evicted (%zu pods)",
                         g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
-                        (long long)need, (long long)(free > 0 ? free : 0), prio, n);
+                        gang_amount_text(id, need, nb, sizeof(nb)),
+                        gang_amount_text(id, free > 0 ? free : 0, fb, sizeof(fb)), prio, n);
                 common_free(freed);
                 return 1;
             }

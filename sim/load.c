@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/names.h"
+#include "integrations/backend.h"
 #include "sim/sim_int.h"
 #include "topology/topology.h"
 #include "trainjob/builtin.h"
@@ -47,6 +49,7 @@ struct items {
 struct sim_loader {
     struct common_arena *a;
     const char *gpu;
+    const char *gpu_from; /* who set gpu: "--gpu-resource", a SimCluster's id, NULL: default */
     const struct common_yaml_docs *files[MAX_FILES];
     size_t n_files;
     struct common_yaml_docs builtin[16];
@@ -99,6 +102,7 @@ struct sim_loader *sim_loader_create(struct common_arena *a, const char *gpu_res
     memset(l, 0, sizeof(*l));
     l->a = a;
     l->gpu = gpu_resource ? gpu_resource : "nvidia.com/gpu";
+    l->gpu_from = gpu_resource ? "--gpu-resource" : NULL;
     return l;
 }
 
@@ -384,6 +388,20 @@ static enum common_rc node_add(struct sim_loader *l, struct common_node *n, cons
 
 /* the checks every named cluster object starts with: id ("Kind name") and pos (where doc
  * starts) filled (id 400 bytes, pos 600), only the keys in top, a metadata.name */
+/* a Kubernetes name checked by rule (common/names.h): "FIELD: Invalid value: \"NAME\": why" */
+static enum common_rc name_check(struct common_error *err, const char *pos, const char *id,
+                                 const char *field, const char *name,
+                                 const char *(*rule)(const char *))
+{
+    const char *why = rule(name);
+    char what[700];
+
+    if (!why)
+        return COMMON_OK;
+    snprintf(what, sizeof(what), "Invalid value: \"%.200s\": %s", name, why);
+    return bad(err, pos, id, field, what);
+}
+
 static enum common_rc object_head(const struct sim_loader *l, const struct item *it, json_t *doc,
                                   const char *kind, const char *const *top, char *id, char *pos,
                                   struct common_error *err)
@@ -396,7 +414,38 @@ static enum common_rc object_head(const struct sim_loader *l, const struct item 
         return rc;
     if (!str_at(doc, "metadata", "name") || !*str_at(doc, "metadata", "name"))
         return bad(err, pos, id, "metadata.name", "Required value");
-    return COMMON_OK;
+    return name_check(err, pos, id, "metadata.name", str_at(doc, "metadata", "name"),
+                      common_names_dns1123_subdomain);
+}
+
+/* a node's allocatable amounts are never negative (the kubelet reports none; the API server's
+ * node validation refuses them): "status.allocatable[NAME]: Invalid value: ..." */
+static enum common_rc node_amounts(const struct sim_loader *l, const struct item *it, json_t *doc,
+                                   const struct common_node *n, const char *id,
+                                   struct common_error *err)
+{
+    json_t *status = json_object_get(doc, "status"), *v;
+    const char *list = json_object_get(status, "allocatable") ? "allocatable" : "capacity";
+    char pos[600], what[300];
+    const struct common_resources *r = &n->allocatable;
+    const char *neg = r->milli_cpu < 0           ? "cpu"
+                      : r->memory < 0            ? "memory"
+                      : r->ephemeral_storage < 0 ? "ephemeral-storage"
+                      : r->pods < 0              ? "pods"
+                                                 : NULL;
+    char field[300];
+
+    for (uint32_t i = 0; !neg && i < r->n_extended; i++)
+        if (r->extended[i].value < 0)
+            neg = r->extended[i].name;
+    if (!neg)
+        return COMMON_OK;
+    v = json_object_get(json_object_get(status, list), neg);
+    where(l, it, v ? v : doc, pos, sizeof(pos));
+    snprintf(field, sizeof(field), "status.%s[%s]", list, neg);
+    snprintf(what, sizeof(what), "Invalid value: \"%.100s\": must be greater than or equal to 0",
+             json_is_string(v) ? json_string_value(v) : "?");
+    return bad(err, pos, id, field, what);
 }
 
 static enum common_rc node_from_doc(struct sim_loader *l, const struct item *it, json_t *doc,
@@ -432,6 +481,8 @@ static enum common_rc node_from_doc(struct sim_loader *l, const struct item *it,
             rc = bad(err, pos, id, "", e.msg);
     }
     json_decref(copy);
+    if (rc == COMMON_OK && (rc = node_amounts(l, it, doc, n, id, err)) != COMMON_OK)
+        common_node_free(n);
     if (rc != COMMON_OK)
         return rc;
     return node_add(l, n, pos, err);
@@ -615,6 +666,24 @@ static enum common_rc sim_cluster_doc(struct sim_loader *l, const struct item *i
             return bad(err, pos, id, "spec.gpuResource", "must be a string");
         }
         gpu = json_string_value(json_object_get(spec, "gpuResource"));
+        where_key(l, it, spec, "gpuResource", pos, sizeof(pos));
+        if ((rc = name_check(err, pos, id, "spec.gpuResource", gpu, common_names_qualified_name)))
+            return rc;
+        if (l->gpu_from && strcmp(gpu, l->gpu) != 0) {
+            char what[900];
+            snprintf(what, sizeof(what),
+                     "Invalid value: \"%.200s\": the GPU resource is already \"%.200s\" (%.400s)",
+                     gpu, l->gpu, l->gpu_from);
+            return bad(err, pos, id, "spec.gpuResource", what);
+        }
+        if (!l->gpu_from) { /* the cluster's own GPU resource counts the jobs' GPUs */
+            l->gpu = common_arena_strdup(l->a, gpu);
+            l->gpu_from = common_arena_printf(l->a, "spec.gpuResource of %s", id);
+            if (!l->gpu || !l->gpu_from)
+                return oom(err);
+            gpu = l->gpu;
+        }
+        where(l, it, doc, pos, sizeof(pos));
     }
     if ((double)blocks * (double)racks * (double)per_rack + (double)l->n_nodes > SIM_MAX_NODES) {
         char what[300];
@@ -643,6 +712,15 @@ static enum common_rc sim_cluster_doc(struct sim_loader *l, const struct item *i
         where_key(l, it, spec, "levels", pos, sizeof(pos));
         return bad(err, pos, id, "spec.levels",
                    "must be two node label keys, the block's then the rack's");
+    }
+    if (levels) { /* the default topology they make (block, rack, hostname) must be valid */
+        const char *const tl[] = {json_string_value(json_array_get(levels, 0)),
+                                  json_string_value(json_array_get(levels, 1)), TOPO_HOSTNAME};
+        struct common_error e;
+        if (topo_levels_check("spec.levels", tl, 3, &e) != COMMON_OK) {
+            where_key(l, it, spec, "levels", pos, sizeof(pos));
+            return bad(err, pos, id, "", e.msg);
+        }
     }
     if (!l->n_levels) {
         l->levels = common_arena_alloc(l->a, 2 * sizeof(*l->levels));
@@ -675,6 +753,16 @@ static enum common_rc sim_cluster_doc(struct sim_loader *l, const struct item *i
                 struct common_error e;
                 snprintf(name, sizeof(name), "%s-b%lld-r%lld-n%lld", prefix, (long long)b,
                          (long long)r, (long long)k);
+                if (common_names_dns1123_subdomain(name)) {
+                    char what[700];
+                    snprintf(what, sizeof(what),
+                             "Invalid value: \"%.200s\": the node names it makes (\"%.250s\") "
+                             "are not valid: %s",
+                             prefix, name, common_names_dns1123_subdomain(name));
+                    where(l, it, json_object_get(json_object_get(doc, "metadata"), "name"), pos,
+                          sizeof(pos));
+                    return bad(err, pos, id, "metadata.name", what);
+                }
                 snprintf(bv, sizeof(bv), "b%lld", (long long)b);
                 snprintf(rv, sizeof(rv), "b%lld-r%lld", (long long)b, (long long)r);
                 snprintf(gv, sizeof(gv), "%lld", (long long)gpus);
@@ -942,6 +1030,9 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
     snprintf(id, sizeof(id), "Pod %s/%s", ns, name ? name : "?");
     if (!json_is_object(meta) || !name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
+    if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
+        (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)))
+        return rc;
     if (json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")) &&
         *json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")))
         return bad(err, pos, id, "spec.nodeName",
@@ -975,13 +1066,19 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
         return oom(err);
     }
     l->all_pods[l->n_all_pods++] = cp;
-    v = common_arena_alloc(l->a, (j->n_pods + 1) * sizeof(*v));
-    if (!v)
-        return oom(err);
-    if (j->n_pods)
-        memcpy(v, j->pods, j->n_pods * sizeof(*v));
-    v[j->n_pods++] = cp;
-    j->pods = v;
+    /* geometric growth in the arena: a new array when n_pods is 0 or a power of two >= 16,
+     * so a job of n pods copies fewer than 2n pointers in all (one array per pod made the
+     * loader quadratic in memory and time) */
+    if (j->n_pods == 0 || (j->n_pods >= 16 && (j->n_pods & (j->n_pods - 1)) == 0)) {
+        size_t cap = j->n_pods ? j->n_pods * 2 : 16;
+        v = common_arena_alloc(l->a, cap * sizeof(*v));
+        if (!v)
+            return oom(err);
+        if (j->n_pods)
+            memcpy(v, j->pods, j->n_pods * sizeof(*v));
+        j->pods = v;
+    }
+    j->pods[j->n_pods++] = cp;
     return COMMON_OK;
 }
 
@@ -1130,6 +1227,38 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
     return COMMON_OK;
 }
 
+/* native (kube-scheduler's own gang) and slurm (one Slurm job per gang) place a TrainJob's
+ * pods all or nothing: simulated as the extender's gang of the same members */
+static int sim_gang_as_coscheduling(const struct backend *b)
+{
+    return b == &backend_native || b == &backend_slurm;
+}
+
+/* the remark a job gets for a backend whose own scheduler simulate does not run; NULL for
+ * coscheduling (the extender's gang, simulated) and none (no gang, as simulated) */
+static const char *backend_note(struct sim_loader *l, const struct backend *b)
+{
+    if (b == &backend_volcano)
+        return "volcano backend: simulated without gang scheduling (Volcano's scheduler is not "
+               "modelled)";
+    if (b == &backend_native)
+        return "native backend: simulated as an all-or-nothing gang by the extender's gang core "
+               "(kube-scheduler's own gang scheduling is not modelled)";
+    if (b == &backend_slurm)
+        return "slurm backend: simulated as an all-or-nothing gang by the extender's gang core "
+               "(Slurm's scheduler is not modelled)";
+    if (b == &backend_coscheduling || b == &backend_none)
+        return NULL;
+    if (b == &backend_kueue)
+        return "kueue backend: simulated without gang scheduling or queueing (Kueue's admission "
+               "is not modelled)";
+    /* any other (kai, ...): its own scheduler is not modelled */
+    return common_arena_printf(l->a,
+                               "%s backend: simulated without gang scheduling (its scheduler is "
+                               "not modelled)",
+                               b->name);
+}
+
 static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
                                    struct common_error *err)
 {
@@ -1142,6 +1271,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         .default_namespace = "default", .keygen = fixed_keygen, .no_gang_marks = 1};
     struct trainjob_output out;
     struct trainjob_ref ref;
+    const struct backend *backend = NULL;
     struct common_error e;
     struct sim_job *j;
     char pos[600], id[400];
@@ -1169,7 +1299,24 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
                        "built in (`trainsched render --list-builtin`)");
         goto out;
     }
-    rc = trainjob_render(a, tj, rt, &opts, &out, &e);
+    /* the backend as render and the reconciler choose it: the runtime's annotation, then its
+     * podGroupPolicy; a conflict between the two is refused as render refuses it */
+    if (backend_select(rt, NULL, NULL, &backend, NULL, &e) != COMMON_OK) {
+        where(l, NULL,
+              json_object_get(json_object_get(json_object_get(rt, "metadata"), "annotations"),
+                              BACKEND_ANNOTATION),
+              pos, sizeof(pos));
+        rc = common_error_set(err, COMMON_EINVAL, "%s%s: runtime %s: %s", pos, id, ref.name, e.msg);
+        goto out;
+    }
+    rc = backend_render(backend, a, tj, rt, &opts, NULL, &out, NULL, &e);
+    if (rc == COMMON_OK && !out.skipped && sim_gang_as_coscheduling(backend)) {
+        /* native and slurm hold a TrainJob's pods all or nothing, as the extender's gang
+         * does: the same build with the coscheduling PodGroup gives the gang core that gang */
+        json_decref(out.objects);
+        memset(&out, 0, sizeof(out));
+        rc = backend_render(&backend_coscheduling, a, tj, rt, &opts, NULL, &out, NULL, &e);
+    }
     if (rc == COMMON_EINVAL && out.errors.n) {
         const struct trainjob_field_error *fe = &out.errors.items[0];
         const char *text = trainjob_errors_format(&out.errors, 0);
@@ -1220,6 +1367,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
             goto out;
         }
         j->gang = j->pg.min_member > 0;
+        j->note = backend_note(l, backend);
         rc = jobset_pods(l, j, js, ns, NULL, pos, err);
     } else {
         const char *group = common_arena_printf(l->a, "sim:%s", name);
@@ -1227,9 +1375,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
             rc = oom(err);
             goto out;
         }
-        if (pgobj)
-            j->note = "Volcano PodGroup: simulated without gang scheduling (Volcano's scheduler "
-                      "is not modelled)";
+        j->note = backend_note(l, backend);
         job_minmember0(j, ns, group);
         rc = jobset_pods(l, j, js, ns, group, pos, err);
     }
@@ -1294,6 +1440,9 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     where(l, it, doc, pos, sizeof(pos));
     if (!name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
+    if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
+        (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)))
+        return rc;
     if (!(j = job_new(l)))
         return oom(err);
     j->kind = "PodGroup";
@@ -1342,15 +1491,20 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             if (parr >= 0 && parr < j->arrival_ms)
                 return bad(err, ppos, id, "metadata.annotations[" SIM_ARRIVAL_ANNOTATION "]",
                            "Invalid: a pod of a PodGroup cannot arrive before its PodGroup");
-            if (parr >= 0 || j->pod_arrival_ms) {
-                int64_t *v = common_arena_alloc(l->a, (j->n_pods + 1) * sizeof(*v));
-                if (!v)
+            if (parr >= 0 && !j->pod_arrival_ms) {
+                /* one array for the whole group (the keys of this PodGroup from lo on) */
+                size_t cap = 0;
+                while (lo + cap < n_keys && !strcmp(keys[lo + cap].ns, ns) &&
+                       !strcmp(keys[lo + cap].group, name))
+                    cap++;
+                j->pod_arrival_ms = common_arena_alloc(l->a, cap * sizeof(*j->pod_arrival_ms));
+                if (!j->pod_arrival_ms)
                     return oom(err);
                 for (size_t k = 0; k < j->n_pods; k++)
-                    v[k] = j->pod_arrival_ms ? j->pod_arrival_ms[k] : j->arrival_ms;
-                v[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
-                j->pod_arrival_ms = v;
+                    j->pod_arrival_ms[k] = j->arrival_ms;
             }
+            if (j->pod_arrival_ms)
+                j->pod_arrival_ms[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
         }
         if (!(copy = json_deep_copy(p)))
             return oom(err);

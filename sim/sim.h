@@ -83,7 +83,7 @@ struct sim_job {
     size_t n_pods;
     int64_t gpus;     /* sum of the pods' GPU requests */
     int64_t pod_gpus; /* the smallest non-zero GPU request of a pod, 0 for CPU-only jobs */
-    const char *note; /* a loader remark printed with the job ("Volcano PodGroup: ...") or NULL */
+    const char *note; /* a loader remark printed with the job ("volcano backend: ...") or NULL */
 };
 
 struct sim_input {
@@ -112,7 +112,10 @@ struct sim_loader;
 
 /*
  * sim_loader_create - a loader whose objects live in arena a (borrowed; it must outlive the
- * input). gpu_resource NULL = "nvidia.com/gpu". Returns NULL when out of memory.
+ * input). gpu_resource NULL = the spec.gpuResource of the first SimCluster that declares one,
+ * else "nvidia.com/gpu"; a SimCluster declaring another resource than the one in force (given
+ * here, or by an earlier SimCluster) is refused by sim_load_cluster naming spec.gpuResource.
+ * Returns NULL when out of memory.
  */
 struct sim_loader *sim_loader_create(struct common_arena *a, const char *gpu_resource);
 
