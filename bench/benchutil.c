@@ -3,7 +3,10 @@
  */
 #include "benchutil.h"
 
+#include "common/error.h"
+
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +16,21 @@
 
 long bench_status_kb(const char *field)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
+    return bench_pid_status_kb(0, field);
+}
+
+long bench_pid_status_kb(long pid, const char *field)
+{
+    char path[64], line[256];
     size_t n = strlen(field);
     long v = -1;
+    FILE *f;
 
+    if (pid > 0)
+        snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+    else
+        snprintf(path, sizeof(path), "/proc/self/status");
+    f = fopen(path, "r");
     if (!f)
         return -1;
     while (fgets(line, sizeof(line), f))
@@ -162,4 +175,74 @@ long bench_flag_long(const char *prog, int argc, char **argv, int *i, long lo, l
     }
     (*i)++;
     return v;
+}
+
+struct bench_par {
+    long next, to, ok, failed;
+    int (*one)(long i, void *ctx, struct common_error *err);
+    void *ctx;
+    pthread_mutex_t lock;
+    char *first_err;
+    size_t size;
+};
+
+static void *bench_par_worker(void *arg)
+{
+    struct bench_par *p = arg;
+
+    for (;;) {
+        long i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        struct common_error err;
+        int rc;
+
+        if (i >= p->to)
+            break;
+        err.msg[0] = '\0';
+        rc = p->one(i, p->ctx, &err);
+        if (rc == COMMON_OK || rc == COMMON_EEXISTS) {
+            __atomic_add_fetch(&p->ok, 1, __ATOMIC_RELAXED);
+        } else {
+            pthread_mutex_lock(&p->lock);
+            if (p->failed++ == 0 && p->first_err && p->size)
+                snprintf(p->first_err, p->size, "%s", err.msg);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+    return NULL;
+}
+
+double bench_parallel(long from, long to, long threads,
+                      int (*one)(long i, void *ctx, struct common_error *err), void *ctx, long *ok,
+                      long *failed, char *first_err, size_t size)
+{
+    pthread_t th[64];
+    struct bench_par p;
+    struct timespec t0, t1;
+    long n = threads < 1 ? 1 : threads > 64 ? 64 : threads, started = 0;
+
+    memset(&p, 0, sizeof(p));
+    pthread_mutex_init(&p.lock, NULL);
+    p.next = from;
+    p.to = to;
+    p.one = one;
+    p.ctx = ctx;
+    p.first_err = first_err;
+    p.size = size;
+    if (first_err && size)
+        first_err[0] = '\0';
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long t = 0; t < n; t++)
+        if (pthread_create(&th[started], NULL, bench_par_worker, &p) == 0)
+            started++;
+    if (!started)
+        bench_par_worker(&p);
+    for (long t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_mutex_destroy(&p.lock);
+    if (ok)
+        *ok = p.ok;
+    if (failed)
+        *failed = p.failed;
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 }

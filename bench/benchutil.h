@@ -11,6 +11,10 @@
  * unreadable. */
 long bench_status_kb(const char *field);
 
+/* bench_pid_status_kb - as bench_status_kb for process pid (/proc/<pid>/status; pid 0: this
+ * process); -1 when absent or unreadable (the process has exited). */
+long bench_pid_status_kb(long pid, const char *field);
+
 /* bench_reset_peak - reset VmHWM to the current RSS (/proc/self/clear_refs "5", Linux >= 4.0);
  * silently nothing where unsupported. */
 void bench_reset_peak(void);
@@ -48,5 +52,14 @@ double bench_median(const double *v, long n);
  * lo..hi. A missing, malformed or out-of-range value prints "<prog>: <flag>: ..." on stderr and
  * exits 2 (benchmarks are command-line programs; bad flags end them). */
 long bench_flag_long(const char *prog, int argc, char **argv, int *i, long lo, long hi);
+
+/* bench_parallel - call one(i, ctx, err) for every i in [from, to) from threads threads (1..64),
+ * each taking the next i; an answer COMMON_OK or COMMON_EEXISTS counts in *ok, any other in
+ * *failed, and the first failure's message is copied to first_err (size bytes; "" when none).
+ * Returns the wall seconds it took. */
+struct common_error;
+double bench_parallel(long from, long to, long threads,
+                      int (*one)(long i, void *ctx, struct common_error *err), void *ctx, long *ok,
+                      long *failed, char *first_err, size_t size);
 
 #endif

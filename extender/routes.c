@@ -34,9 +34,46 @@ static void count(struct extender_server *x, enum verb v, const char *result, do
     common_metric_observe(x->m_duration, dv, mono_s() - t0);
 }
 
-static struct common_arena *req_arena(struct extender_server *x)
+/* one verb request's shared state: its clock, arena, error and answer buffer */
+struct verb_req {
+    struct extender_server *x;
+    enum verb v;
+    double t0;
+    struct common_arena *a; /* NULL when out of memory (verb_begin said so) */
+    struct common_error e;
+    struct common_buf b; /* the JSON answer, bounded by the response's limit */
+};
+
+/*
+ * verb_begin - the prologue of every verb handler: starts the clock, counts the request in
+ * x->st, makes the request's arena and an empty answer buffer. COMMON_OK, or COMMON_ENOMEM with
+ * r->e set ("no memory") when the arena cannot be made; verb_end must follow either way.
+ */
+static enum common_rc verb_begin(struct verb_req *r, struct extender_server *x, enum verb v,
+                                 const struct common_httpd_response *resp)
 {
-    return common_arena_create(x->arena_max);
+    uint64_t *n = v == V_FILTER       ? &x->st.filter
+                  : v == V_PRIORITIZE ? &x->st.prioritize
+                  : v == V_BIND       ? &x->st.bind
+                                      : &x->st.preempt;
+
+    memset(r, 0, sizeof(*r));
+    r->x = x;
+    r->v = v;
+    r->t0 = mono_s();
+    __atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
+    common_buf_init(&r->b, resp->body.max);
+    r->a = common_arena_create(x->arena_max);
+    return r->a ? COMMON_OK : common_error_set(&r->e, COMMON_ENOMEM, "no memory");
+}
+
+/* verb_end - the epilogue: frees the answer buffer and the arena, counts the request under
+ * result ("ok", "error", "wait", "held", "rejected") with its duration. */
+static void verb_end(struct verb_req *r, const char *result)
+{
+    common_buf_free(&r->b);
+    common_arena_destroy(r->a);
+    count(r->x, r->v, result, r->t0);
 }
 
 static void answer_json(struct common_httpd_response *resp, const struct common_buf *b)
@@ -47,27 +84,23 @@ static void answer_json(struct common_httpd_response *resp, const struct common_
 }
 
 /*
- * verb_finish - the end of the prioritize and preempt handlers: rc 0 answers the JSON in b (200);
- * otherwise 400 for bad input (COMMON_EINVAL, COMMON_ETOOBIG) or 500, with e's message as plain
- * text and a warning in the log (no Error field: any non-200 makes kube-scheduler ignore this
- * extender's answer for the verb). Frees b and a; counts the request as "ok" or "error".
+ * verb_finish - the end of the prioritize and preempt handlers: rc 0 answers the JSON in r->b
+ * (200); otherwise 400 for bad input (COMMON_EINVAL, COMMON_ETOOBIG) or 500, with r->e's message
+ * as plain text and a warning in the log (no Error field: any non-200 makes kube-scheduler
+ * ignore this extender's answer for the verb). Then verb_end, as "ok" or "error".
  */
-static void verb_finish(struct extender_server *x, struct common_httpd_response *resp,
-                        struct common_buf *b, struct common_arena *a, enum verb v,
-                        enum common_rc rc, const struct common_error *e, double t0)
+static void verb_finish(struct verb_req *r, struct common_httpd_response *resp, enum common_rc rc)
 {
     if (!rc) {
-        answer_json(resp, b);
+        answer_json(resp, &r->b);
     } else {
         char what[64];
-        snprintf(what, sizeof(what), "extender: %s failed", verb_names[v]);
-        common_log(COMMON_LOG_WARN, what, "error", e->msg, NULL);
+        snprintf(what, sizeof(what), "extender: %s failed", verb_names[r->v]);
+        common_log(COMMON_LOG_WARN, what, "error", r->e.msg, NULL);
         (void)common_httpd_respondf(resp, rc == COMMON_EINVAL || rc == COMMON_ETOOBIG ? 400 : 500,
-                                    "%s\n", e->msg);
+                                    "%s\n", r->e.msg);
     }
-    common_buf_free(b);
-    common_arena_destroy(a);
-    count(x, v, rc ? "error" : "ok", t0);
+    verb_end(r, rc ? "error" : "ok");
 }
 
 /*
@@ -95,52 +128,46 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
                      struct common_httpd_response *resp)
 {
     struct extender_server *x = ctx;
-    double t0 = mono_s();
-    struct common_arena *a = req_arena(x);
-    struct common_error e = {0};
+    struct verb_req r;
     struct extender_args *args = NULL;
     struct gang_node_verdict *gv;
     uint8_t *verdict;
     const char **reason;
     struct gang_filter_result res = {0};
-    struct common_buf b;
     const char *result = "ok";
     const char *wait_msg = NULL;
     int slurm = 0;
     enum common_rc rc;
 
-    __atomic_add_fetch(&x->st.filter, 1, __ATOMIC_RELAXED);
-    common_buf_init(&b, resp->body.max);
-    if (!a) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto fail;
-    }
-    rc = args_for_core(x, a, req, &args, &e);
+    rc = verb_begin(&r, x, V_FILTER, resp);
     if (rc)
         goto fail;
-    verdict = common_arena_alloc(a, args->n_nodes + 1);
-    reason = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*reason));
-    gv = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*gv));
+    rc = args_for_core(x, r.a, req, &args, &r.e);
+    if (rc)
+        goto fail;
+    verdict = common_arena_alloc(r.a, args->n_nodes + 1);
+    reason = common_arena_alloc(r.a, (args->n_nodes + 1) * sizeof(*reason));
+    gv = common_arena_alloc(r.a, (args->n_nodes + 1) * sizeof(*gv));
     if (!verdict || !reason || !gv) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        rc = common_error_set(&r.e, COMMON_ENOMEM, "no memory");
         goto fail;
     }
     memset(verdict, EXTENDER_PASS, args->n_nodes + 1);
     memset(reason, 0, (args->n_nodes + 1) * sizeof(*reason));
     if (args->pod_group[0]) {
         /* a gang on the Slurm backend: only its Slurm job's nodes (extender/slurm.c) */
-        rc = extender_slurm_filter(x, a, args, verdict, reason, &wait_msg, &slurm, &e);
+        rc = extender_slurm_filter(x, r.a, args, verdict, reason, &wait_msg, &slurm, &r.e);
         if (rc)
             goto fail;
     }
     if (args->pod_group[0] && !slurm) {
         pthread_mutex_lock(&x->mu);
         rc = gang_filter(x->gs, args->pod, args->node_names, args->n_nodes, extender_mono_ms(), gv,
-                         &res, &e);
+                         &res, &r.e);
         if (rc == COMMON_OK) {
             /* reasons live in the books: copy them before unlocking */
-            if (extender_filter_answer(a, gv, args->n_nodes, &res, verdict, reason, &wait_msg))
-                rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+            if (extender_filter_answer(r.a, gv, args->n_nodes, &res, verdict, reason, &wait_msg))
+                rc = common_error_set(&r.e, COMMON_ENOMEM, "no memory");
             if (res.answers_pending)
                 x->tick_req = 1;
             extender_mark_dirty(x, args->pod->namespace, args->pod_group);
@@ -156,69 +183,61 @@ static void h_filter(void *ctx, const struct common_httpd_request *req,
         /* an Error, not node lists: kube-scheduler retries it after its error backoff, where a
          * rejected pod would sleep until a cluster event (extender/answer.h) */
         result = "wait";
-        if (extender_encode_filter_error(&b, wait_msg, &e) == COMMON_OK) {
-            answer_json(resp, &b);
+        if (extender_encode_filter_error(&r.b, wait_msg, &r.e) == COMMON_OK) {
+            answer_json(resp, &r.b);
             goto out;
         }
-        rc = e.code ? e.code : COMMON_ENOMEM;
+        rc = r.e.code ? r.e.code : COMMON_ENOMEM;
         goto fail;
     }
-    rc = extender_encode_filter_result(&b, args, verdict, reason, &e);
+    rc = extender_encode_filter_result(&r.b, args, verdict, reason, &r.e);
     if (rc)
         goto fail;
-    answer_json(resp, &b);
+    answer_json(resp, &r.b);
     goto out;
 fail:
     result = "error";
-    common_buf_reset(&b);
-    common_log(COMMON_LOG_WARN, "extender: filter failed", "error", e.msg, NULL);
-    if (extender_encode_filter_error(&b, e.msg, NULL) == COMMON_OK)
-        answer_json(resp, &b);
+    common_buf_reset(&r.b);
+    common_log(COMMON_LOG_WARN, "extender: filter failed", "error", r.e.msg, NULL);
+    if (extender_encode_filter_error(&r.b, r.e.msg, NULL) == COMMON_OK)
+        answer_json(resp, &r.b);
     else
-        (void)common_httpd_respondf(resp, 500, "%s\n", e.msg);
+        (void)common_httpd_respondf(resp, 500, "%s\n", r.e.msg);
 out:
-    common_buf_free(&b);
-    common_arena_destroy(a);
-    count(x, V_FILTER, result, t0);
+    verb_end(&r, result);
 }
 
 static void h_prioritize(void *ctx, const struct common_httpd_request *req,
                          struct common_httpd_response *resp)
 {
     struct extender_server *x = ctx;
-    double t0 = mono_s();
-    struct common_arena *a = req_arena(x);
-    struct common_error e = {0};
+    struct verb_req r;
     struct extender_args *args = NULL;
     int64_t *scores;
-    struct common_buf b;
     enum common_rc rc;
 
-    __atomic_add_fetch(&x->st.prioritize, 1, __ATOMIC_RELAXED);
-    common_buf_init(&b, resp->body.max);
-    if (!a) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto out;
-    }
-    rc = args_for_core(x, a, req, &args, &e);
+    rc = verb_begin(&r, x, V_PRIORITIZE, resp);
     if (rc)
         goto out;
-    scores = common_arena_alloc(a, (args->n_nodes + 1) * sizeof(*scores));
+    rc = args_for_core(x, r.a, req, &args, &r.e);
+    if (rc)
+        goto out;
+    scores = common_arena_alloc(r.a, (args->n_nodes + 1) * sizeof(*scores));
     if (!scores) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        rc = common_error_set(&r.e, COMMON_ENOMEM, "no memory");
         goto out;
     }
     memset(scores, 0, (args->n_nodes + 1) * sizeof(*scores));
     if (args->pod_group[0]) {
         pthread_mutex_lock(&x->mu);
-        rc = gang_prioritize(x->gs, args->pod, args->node_names, args->n_nodes, scores, &e);
+        rc = gang_prioritize(x->gs, args->pod, args->node_names, args->n_nodes, scores, &r.e);
         pthread_mutex_unlock(&x->mu);
         if (rc)
             goto out;
     }
-    rc = extender_encode_priorities(&b, args, scores, &e);
+    rc = extender_encode_priorities(&r.b, args, scores, &r.e);
 out:
-    verb_finish(x, resp, &b, a, V_PRIORITIZE, rc, &e, t0);
+    verb_finish(&r, resp, rc);
 }
 
 static void bind_answer(struct common_httpd_response *resp, const char *msg)
@@ -237,9 +256,7 @@ static void h_bind(void *ctx, const struct common_httpd_request *req,
                    struct common_httpd_response *resp)
 {
     struct extender_server *x = ctx;
-    double t0 = mono_s();
-    struct common_arena *a = req_arena(x);
-    struct common_error e = {0};
+    struct verb_req r;
     struct extender_bind_args *args = NULL;
     struct gang_bind_result res = {0};
     struct job *head = NULL, *tail = NULL;
@@ -248,17 +265,13 @@ static void h_bind(void *ctx, const struct common_httpd_request *req,
     const char *result;
     enum common_rc rc;
 
-    __atomic_add_fetch(&x->st.bind, 1, __ATOMIC_RELAXED);
     reason[0] = '\0';
-    if (!a) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-    } else {
-        rc = extender_decode_bind_args(a, req->body, req->body_len, &x->lim, &args, &e);
-    }
+    rc = verb_begin(&r, x, V_BIND, resp);
+    if (!rc)
+        rc = extender_decode_bind_args(r.a, req->body, req->body_len, &x->lim, &args, &r.e);
     if (rc) {
-        bind_answer(resp, e.msg);
-        common_arena_destroy(a);
-        count(x, V_BIND, "error", t0);
+        bind_answer(resp, r.e.msg);
+        verb_end(&r, "error");
         return;
     }
     {
@@ -276,14 +289,13 @@ static void h_bind(void *ctx, const struct common_httpd_request *req,
     if (x->stopping || !x->started) {
         pthread_mutex_unlock(&x->mu);
         bind_answer(resp, "trainsched extender is not running");
-        common_arena_destroy(a);
-        count(x, V_BIND, "error", t0);
+        verb_end(&r, "error");
         return;
     }
     rc = gang_bind(x->gs, args->pod_namespace, args->pod_name, args->pod_uid, args->node,
-                   extender_mono_ms(), &res, &e);
+                   extender_mono_ms(), &res, &r.e);
     if (rc) {
-        snprintf(reason, sizeof(reason), "extender: %s", e.msg);
+        snprintf(reason, sizeof(reason), "extender: %s", r.e.msg);
         result = "error";
     } else if (res.action == GANG_BIND_REJECT) {
         extender_copy_str(reason, sizeof(reason),
@@ -321,46 +333,39 @@ static void h_bind(void *ctx, const struct common_httpd_request *req,
     extender_queue_push(x, head, tail);
     if (!h)
         bind_answer(resp, reason);
-    common_arena_destroy(a);
-    count(x, V_BIND, result, t0);
+    verb_end(&r, result);
 }
 
 static void h_preempt(void *ctx, const struct common_httpd_request *req,
                       struct common_httpd_response *resp)
 {
     struct extender_server *x = ctx;
-    double t0 = mono_s();
-    struct common_arena *a = req_arena(x);
-    struct common_error e = {0};
+    struct verb_req r;
     struct extender_preempt_args *args = NULL;
     struct extender_preempt_choice choice = {0};
     uint8_t *keep;
-    struct common_buf b;
     enum common_rc rc;
 
-    __atomic_add_fetch(&x->st.preempt, 1, __ATOMIC_RELAXED);
-    common_buf_init(&b, resp->body.max);
-    if (!a) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
-        goto out;
-    }
-    rc = extender_decode_preempt_args(a, req->body, req->body_len, &x->lim, &args, &e);
+    rc = verb_begin(&r, x, V_PREEMPT, resp);
     if (rc)
         goto out;
-    keep = common_arena_alloc(a, args->n_nodes + 1);
+    rc = extender_decode_preempt_args(r.a, req->body, req->body_len, &x->lim, &args, &r.e);
+    if (rc)
+        goto out;
+    keep = common_arena_alloc(r.a, args->n_nodes + 1);
     if (!keep) {
-        rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+        rc = common_error_set(&r.e, COMMON_ENOMEM, "no memory");
         goto out;
     }
     memset(keep, 1, args->n_nodes + 1);
     if (args->n_nodes) {
-        struct gang_preempt_node *pn = common_arena_alloc(a, args->n_nodes * sizeof(*pn));
-        struct gang_preempt_choice *pc = common_arena_alloc(a, args->n_nodes * sizeof(*pc));
+        struct gang_preempt_node *pn = common_arena_alloc(r.a, args->n_nodes * sizeof(*pn));
+        struct gang_preempt_choice *pc = common_arena_alloc(r.a, args->n_nodes * sizeof(*pc));
         struct gang_preempt_result pr = {0};
         const char *why = NULL;
 
         if (!pn || !pc) {
-            rc = common_error_set(&e, COMMON_ENOMEM, "no memory");
+            rc = common_error_set(&r.e, COMMON_ENOMEM, "no memory");
             goto out;
         }
         for (uint32_t i = 0; i < args->n_nodes; i++) {
@@ -369,12 +374,12 @@ static void h_preempt(void *ctx, const struct common_httpd_request *req,
             pn[i].uids = args->nodes[i].uids;
         }
         pthread_mutex_lock(&x->mu);
-        rc = gang_preempt(x->gs, args->pod, pn, args->n_nodes, extender_mono_ms(), pc, &pr, &e);
+        rc = gang_preempt(x->gs, args->pod, pn, args->n_nodes, extender_mono_ms(), pc, &pr, &r.e);
         if (rc == COMMON_OK) {
             for (uint32_t i = 0; i < args->n_nodes; i++)
                 keep[i] = (uint8_t)(pc[i].keep != 0);
             if (!pr.n_kept && pr.reason && pr.reason[0])
-                why = common_arena_strdup(a, pr.reason);
+                why = common_arena_strdup(r.a, pr.reason);
             extender_mark_dirty(x, args->pod->namespace, args->pod_group);
         }
         pthread_mutex_unlock(&x->mu);
@@ -385,9 +390,9 @@ static void h_preempt(void *ctx, const struct common_httpd_request *req,
                        "namespace", args->pod->namespace, "reason", why, NULL);
     }
     choice.keep_node = keep;
-    rc = extender_encode_preempt_result(&b, args, &choice, &e);
+    rc = extender_encode_preempt_result(&r.b, args, &choice, &r.e);
 out:
-    verb_finish(x, resp, &b, a, V_PREEMPT, rc, &e, t0);
+    verb_finish(&r, resp, rc);
 }
 
 /* the routes, all POST under EXTENDER_URL_PREFIX; inline: may be answered without HTTP */

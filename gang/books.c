@@ -637,6 +637,17 @@ void gang_activate(struct gang_state *s, struct gang *g, int64_t now)
     s->resv_epoch++;
 }
 
+void gang_hold_progress(struct gang_state *s, struct gang *g, int64_t now)
+{
+    int64_t t = now + gang_asked_timeout(s, g);
+    int64_t cap = g->hold_start + gang_timeout_cap_ms(&s->cfg);
+
+    if (t > cap)
+        t = cap;
+    if (t > g->deadline)
+        g->deadline = t;
+}
+
 void gang_drop_plan(struct gang_state *s, struct gang *g)
 {
     for (uint32_t i = 0; i < g->n_members; i++) {

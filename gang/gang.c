@@ -699,6 +699,8 @@ enum common_rc gang_bind(struct gang_state *s, const char *ns, const char *name,
     }
     if (!g->active)
         gang_activate(s, g, now);
+    else
+        gang_hold_progress(s, g, now); /* the timeout counts from the latest new hold */
     pod_detach(s, p);
     p->held = ni;
     p->planned = ni;

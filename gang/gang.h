@@ -54,10 +54,12 @@
  *   bind on their own; they count toward quorum once bound and not Failed (Running or
  *   Succeeded).
  * - minMember 0 (or absent): no gang constraint; members filter per node and bind at once (C25).
- * - Timeout: at hold start + min(scheduleTimeoutSeconds or the default, bind httpTimeout -
- *   margin) every held bind of the gang answers with an error, the reservation is dropped and
- *   the gang backs off (initial, doubling, capped). A gang whose plan can no longer be completed
- *   (a planned node lost and no room elsewhere, C08) fails at once the same way.
+ * - Timeout: at min(latest new hold + scheduleTimeoutSeconds or the default, first hold + bind
+ *   httpTimeout - margin) every held bind of the gang answers with an error, the reservation is
+ *   dropped and the gang backs off (initial, doubling, capped). Each member held restarts the
+ *   timeout: members of gangs created mixed reach bind far apart while the gang progresses.
+ *   A gang whose plan can no longer be completed (a planned node lost and no room elsewhere,
+ *   C08) fails at once the same way.
  *
  * Errors: functions return enum common_rc (common/error.h): COMMON_EINVAL for malformed input
  * (a pod without uid, a bad PodGroup), COMMON_ENOTFOUND for an unknown gang in queries,
@@ -409,7 +411,7 @@ struct gang_bind_result {
     const char *reason;              /* REJECT: the Error; HOLD: why it waits */
     const struct gang_answer *binds; /* RELEASE: n_binds entries, all with bind = 1 */
     size_t n_binds;
-    int64_t deadline; /* HOLD: gang_tick fails the hold at this time at the latest */
+    int64_t deadline; /* HOLD: the gang's deadline now (a later new hold of it moves it on) */
     int answers_pending;
 };
 

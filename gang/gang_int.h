@@ -366,6 +366,11 @@ void drop_hold(struct gang_state *s, struct gpod *p, const char *reason);
 int active_reserve(struct gang_state *s);
 /* the gang starts holding (room in s->active reserved by the caller) */
 void gang_activate(struct gang_state *s, struct gang *g, int64_t now);
+/* gang_hold_progress - an active gang held one more member at now: its deadline moves to now +
+ * its asked timeout (scheduleTimeoutSeconds or the default), never past hold_start + the cap of
+ * gang_timeout_cap_ms (the first held bind must be answered before kube-scheduler's bind
+ * httpTimeout), never earlier than it was. */
+void gang_hold_progress(struct gang_state *s, struct gang *g, int64_t now);
 /* every held member binds now (into s->binds when to_binds, else queued answers) */
 void gang_release(struct gang_state *s, struct gang *g, int to_binds);
 /* end the attempt: held binds answer with reason; plans dropped; backoff when backoff != 0 */
