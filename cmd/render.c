@@ -66,7 +66,7 @@ static const char usage[] =
     "                        them out (default true)\n"
     "      --backend NAME    render for this backend instead of each runtime's own (the\n"
     "                        trainsched.io/backend annotation, else spec.podGroupPolicy, else\n"
-    "                        none): coscheduling, volcano, kueue, native, none, ... (see\n"
+    "                        none): coscheduling, volcano, kai, kueue, native, none, ... (see\n"
     "                        docs/backends.md); what only the backend's own controller creates\n"
     "                        (a Kueue Workload, a Slurm job) is printed as a preview\n"
     "      --trainjob-status render for a daemon serving Kubeflow Trainer's TrainJobStatus\n"
@@ -89,8 +89,9 @@ struct loaded {
     size_t nfiles;
     json_t *runtimes; /* array of runtime objects (borrowed from files) */
     json_t *trainjobs;
-    json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
-    const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
+    json_t *existing;      /* objects already in the cluster (--existing; borrowed from files) */
+    const char *backend;   /* --backend, or NULL: each runtime's own (integrations/backend.h) */
+    const char *kai_queue; /* --kai-queue (serve's backends.kai.queue), or NULL */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
 };
 
@@ -572,7 +573,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     struct trainjob_options opts = {.default_namespace = ns,
                                     .keygen = common_sshkey_ecdsa_p521,
                                     .no_gang_marks = no_marks,
-                                    .status_server = l->status_server};
+                                    .status_server = l->status_server,
+                                    .kai_default_queue = l->kai_queue};
     struct trainjob_output out;
     const struct backend *backend = NULL;
     json_t *preview = NULL;
@@ -826,11 +828,12 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         {"trainjob-status", no_argument, NULL, 's'},
         {"trainjob-status-url", required_argument, NULL, 'u'},
         {"trainjob-status-ca-file", required_argument, NULL, 'c'},
+        {"kai-queue", required_argument, NULL, 'q'},
         {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
     size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
-    const char *format = "yaml", *ns = "default", *backend = NULL;
+    const char *format = "yaml", *ns = "default", *backend = NULL, *kai_queue = NULL;
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
     int opt, status = 0, stdin_seen = 0, no_marks = 0, trainer_status = 0;
@@ -898,6 +901,9 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         case 'c':
             status_ca_file = optarg;
             break;
+        case 'q':
+            kai_queue = optarg;
+            break;
         case 'h':
             fputs(usage, out);
             return 0;
@@ -945,6 +951,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         return 1;
     }
     l->backend = backend;
+    l->kai_queue = kai_queue;
     if (trainer_status) {
         struct common_error e;
         ss.url_base = status_url;

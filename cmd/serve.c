@@ -36,6 +36,7 @@
 #include "common/leader.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/names.h"
 #include "common/yaml.h"
 #include "common/informer.h"
 #include "webhook/server.h"
@@ -72,6 +73,7 @@ struct serve_config {
     char tls_cert_file[PATH_MAX], tls_key_file[PATH_MAX];
     char gang_scheduler_name[254];
     char default_backend[64]; /* backends.default (integrations/backend.h) */
+    char kai_queue[254];      /* backends.kai.queue (integrations/kai.h); "": default-queue */
     int extender_wired;
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
@@ -175,6 +177,9 @@ static void usage(FILE *f)
         "  --default-backend NAME           backend of runtimes with neither the annotation\n"
         "                                   trainsched.io/backend nor a podGroupPolicy\n"
         "                                   (docs/backends.md; default none)\n"
+        "  --kai-queue NAME                 kai backend: the KAI queue of TrainJobs whose\n"
+        "                                   TrainJob and runtime name none (default\n"
+        "                                   default-queue)\n"
         "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
         "                                   extender, so route gang pods to it (the\n"
         "                                   trainsched.io/gang request); default false: gang\n"
@@ -352,6 +357,7 @@ static const struct {
     {"tls.switchGrace", "--tls-switch-grace"},
     {"webhook.gangSchedulerName", "--gang-scheduler-name"},
     {"backends.default", "--default-backend"},
+    {"backends.kai.queue", "--kai-queue"},
     {"webhook.extenderWired", "--webhook-extender-wired"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
@@ -444,8 +450,8 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         size_t i;
         int rc;
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
-        if (json_is_object(v) && !*prefix && cfg_section(k)) {
-            if (load_object(c, file, v, k, err))
+        if (json_is_object(v) && cfg_section(path)) { /* backends.kai is two deep */
+            if (load_object(c, file, v, path, err))
                 return -1;
             continue;
         }
@@ -651,6 +657,15 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
+    if (strcmp(flag, "--kai-queue") == 0) {
+        const char *bad = common_names_dns1123_subdomain(v);
+        if (bad) {
+            fprintf(err, "trainsched serve: --kai-queue (backends.kai.queue): \"%s\": %s\n", v,
+                    bad);
+            return -3;
+        }
+        return set_str(c->kai_queue, sizeof(c->kai_queue), v, "kai queue", err);
+    }
     if (strcmp(flag, "--default-backend") == 0) {
         const struct backend *b;
         struct common_error be;
@@ -720,8 +735,9 @@ static void print_config(const struct serve_config *c, FILE *out)
     certmgr_print_settings(&c->certs, out);
     fprintf(out, "webhook:\n  gangSchedulerName: \"%s\"\n  extenderWired: %s\n",
             c->gang_scheduler_name, c->extender_wired ? "true" : "false");
-    fprintf(out, "backends:\n  default: \"%s\"\n",
-            c->default_backend[0] ? c->default_backend : "none");
+    fprintf(out, "backends:\n  default: \"%s\"\n  kai:\n    queue: \"%s\"\n",
+            c->default_backend[0] ? c->default_backend : "none",
+            c->kai_queue[0] ? c->kai_queue : "default-queue");
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -1083,6 +1099,7 @@ static int start_reconciler(struct daemon *d)
     o.gang_scheduler_name = d->cfg.gang_scheduler_name; /* the webhook's, for the same pods */
     o.gang_marks = d->cfg.extender_wired; /* the same setting decides for the pod webhook */
     o.default_backend = d->cfg.default_backend;
+    o.kai_default_queue = d->cfg.kai_queue;
     if (d->ts_ca) {
         o.trainer_status_url = d->ts_url;
         o.trainer_status_ca = trainer_status_ca_get;

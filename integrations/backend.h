@@ -7,7 +7,7 @@
  *   coscheduling  scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1), gang enforced by
  *                 trainsched's extender (trainjob/podgroup.c builds it)
  *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c)
- *   kai           KAI Scheduler (not built yet)
+ *   kai           KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2) (integrations/kai.c)
  *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c when built)
  *   native        kube-scheduler 1.36's own gang scheduling: scheduling.k8s.io/v1alpha2
  *                 PodGroup + pod spec.schedulingGroup (integrations/native.c)

@@ -31,13 +31,9 @@ const struct backend backend_none = {
     .core_gang = TRAINJOB_GANG_NONE,
 };
 
-/* placeholders until their files land */
-static const struct backend kai_unbuilt = {
-    .name = "kai", .built = 0, .what = "KAI Scheduler", .core_gang = TRAINJOB_GANG_NONE};
-
 /* one line per backend; a backend's own file replaces its placeholder here */
 static const struct backend *const table[] = {
-    &backend_coscheduling, &backend_volcano, &kai_unbuilt,  &backend_kueue,
+    &backend_coscheduling, &backend_volcano, &backend_kai,  &backend_kueue,
     &backend_native,       &backend_slurm,   &backend_none,
 };
 

@@ -124,6 +124,9 @@ struct trainjob_options {
                                         runtime's podGroupPolicy, as Trainer does */
     const struct trainjob_status_server *status_server; /* MAY: NULL = the TrainJobStatus
                                                            feature is off (Trainer's default) */
+    const char *kai_default_queue; /* kai backend: the serve setting backends.kai.queue, the
+                                      queue of TrainJobs whose TrainJob and runtime name none;
+                                      NULL or "": "default-queue" (integrations/kai.h) */
 };
 
 /*
