@@ -70,8 +70,8 @@ END_TEST
 START_TEST(no_kai_podgroup_is_not_found)
 {
     struct kai_refs refs;
-    json_t *objects = json_pack("[{s:s, s:s}]", "apiVersion", "jobset.x-k8s.io/v1alpha2", "kind",
-                                "JobSet");
+    json_t *objects =
+        json_pack("[{s:s, s:s}]", "apiVersion", "jobset.x-k8s.io/v1alpha2", "kind", "JobSet");
 
     ck_assert_int_eq(kai_refs_of(objects, NULL, &refs), COMMON_ENOTFOUND);
     ck_assert_ptr_null(refs.queue);
