@@ -7,7 +7,8 @@
 #   volcano-crd/  controller-gen + volcano.sh/apis (build.sh generates the Volcano CRDs)
 #   helm/         helm.sh/helm/v3/cmd/helm (the e2e test of the Helm chart)
 #   kueue/        sigs.k8s.io/kueue/cmd/kueue (Kueue's controller manager, at KUEUE_VERSION)
-# Usage: gen-modules.sh [k8s] [etcd] [jobset] [kwok] [volcano-crd] [helm] [kueue]   (default: all)
+#   kai/          github.com/NVIDIA/KAI-scheduler cmd/scheduler and cmd/binder (at KAI_VERSION)
+# Usage: gen-modules.sh [k8s] [etcd] [jobset] [kwok] [volcano-crd] [helm] [kueue] [kai]   (default: all)
 # Run it after changing a pinned version; the generated files are committed so that build.sh
 # (go build -mod=mod) reproduces the same build.
 #
@@ -21,7 +22,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
 NICE=(nice -n 10)
 
-which=("$@"); [ "${#which[@]}" -gt 0 ] || which=(k8s etcd jobset kwok volcano-crd helm kueue)
+which=("$@"); [ "${#which[@]}" -gt 0 ] || which=(k8s etcd jobset kwok volcano-crd helm kueue kai)
 want() { local w; for w in "${which[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 gomod_of() { # prints the path of the downloaded go.mod of MODULE@VERSION
   (cd / && go mod download -json "$1") | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p'
@@ -108,6 +109,11 @@ if want helm && [ -n "${HELM_VERSION:-}" ]; then
 fi
 if want kueue && [ -n "${KUEUE_VERSION:-}" ]; then
   tool_module kueue sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue || echo "[gen] kueue/ skipped" >&2
+fi
+if want kai && [ -n "${KAI_VERSION:-}" ]; then
+  tool_module kai github.com/NVIDIA/KAI-scheduler "$KAI_VERSION" \
+    github.com/NVIDIA/KAI-scheduler/cmd/scheduler github.com/NVIDIA/KAI-scheduler/cmd/binder \
+    || echo "[gen] kai/ skipped" >&2
 fi
 
 if want volcano-crd && [ -n "${VOLCANO_APIS_VERSION:-}" ]; then
