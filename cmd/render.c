@@ -68,7 +68,7 @@ static const char usage[] =
     "                        them out (default true)\n"
     "      --backend NAME    render for this backend instead of each runtime's own (the\n"
     "                        trainsched.io/backend annotation, else spec.podGroupPolicy, else\n"
-    "                        none): coscheduling, volcano, kueue, native, none, ... (see\n"
+    "                        none): coscheduling, volcano, kai, kueue, native, none, ... (see\n"
     "                        docs/backends.md); what only the backend's own controller creates\n"
     "                        (a Kueue Workload, a Slurm job) is printed as a preview\n"
     "      --volcano-queue NAME\n"
@@ -98,9 +98,10 @@ struct loaded {
     size_t nfiles;
     json_t *runtimes; /* array of runtime objects (borrowed from files) */
     json_t *trainjobs;
-    json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
-    const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
-    const char *ns;      /* -n: the namespace of TrainJobs and TrainingRuntimes naming none */
+    json_t *existing;      /* objects already in the cluster (--existing; borrowed from files) */
+    const char *backend;   /* --backend, or NULL: each runtime's own (integrations/backend.h) */
+    const char *ns;        /* -n: the namespace of TrainJobs and TrainingRuntimes naming none */
+    const char *kai_queue; /* --kai-queue (serve's backends.kai.queue), or NULL */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
     const char *volcano_queue, *volcano_tiers; /* --volcano-queue, --volcano-tiers, or NULL */
 };
@@ -585,7 +586,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
                                     .no_gang_marks = no_marks,
                                     .status_server = l->status_server,
                                     .volcano_queue = l->volcano_queue,
-                                    .volcano_tiers = l->volcano_tiers};
+                                    .volcano_tiers = l->volcano_tiers,
+                                    .kai_default_queue = l->kai_queue};
     struct trainjob_output out;
     const struct backend *backend = NULL;
     json_t *preview = NULL;
@@ -860,11 +862,12 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         {"trainjob-status-ca-file", required_argument, NULL, 'c'},
         {"volcano-queue", required_argument, NULL, 'Q'},
         {"volcano-tiers", required_argument, NULL, 'T'},
+        {"kai-queue", required_argument, NULL, 'q'},
         {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES];
     size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
-    const char *format = "yaml", *ns = "default", *backend = NULL;
+    const char *format = "yaml", *ns = "default", *backend = NULL, *kai_queue = NULL;
     const char *volcano_queue = NULL, *volcano_tiers = NULL;
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
@@ -945,6 +948,9 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         case 'c':
             status_ca_file = optarg;
             break;
+        case 'q':
+            kai_queue = optarg;
+            break;
         case 'h':
             fputs(usage, out);
             return 0;
@@ -995,6 +1001,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     l->ns = ns;
     l->volcano_queue = volcano_queue;
     l->volcano_tiers = volcano_tiers;
+    l->kai_queue = kai_queue;
     if (trainer_status) {
         struct common_error e;
         ss.url_base = status_url;

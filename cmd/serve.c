@@ -37,6 +37,7 @@
 #include "common/log.h"
 #include "common/names.h"
 #include "common/metrics.h"
+#include "common/names.h"
 #include "common/yaml.h"
 #include "common/informer.h"
 #include "webhook/server.h"
@@ -76,6 +77,7 @@ struct serve_config {
     char default_backend[64]; /* backends.default (integrations/backend.h) */
     /* backends.volcano.queue, backends.volcano.tiers (integrations/volcano.h) */
     char volcano_queue[254], volcano_tiers[1024];
+    char kai_queue[254]; /* backends.kai.queue (integrations/kai.h); "": default-queue */
     int extender_wired;
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
@@ -184,6 +186,9 @@ static void usage(FILE *f)
         "                                   Volcano uses \"default\")\n"
         "  --volcano-tiers LEVEL=TIER,...   volcano backend: the HyperNode tier of each\n"
         "                                   topology level (default " VOLCANO_DEFAULT_TIERS ")\n"
+        "  --kai-queue NAME                 kai backend: the KAI queue of TrainJobs whose\n"
+        "                                   TrainJob and runtime name none (default\n"
+        "                                   default-queue)\n"
         "  --webhook-extender-wired[=true|false]  webhook: kube-scheduler calls trainsched's\n"
         "                                   extender, so route gang pods to it (the\n"
         "                                   trainsched.io/gang request); default false: gang\n"
@@ -363,6 +368,7 @@ static const struct {
     {"backends.default", "--default-backend"},
     {"backends.volcano.queue", "--volcano-queue"},
     {"backends.volcano.tiers", "--volcano-tiers"},
+    {"backends.kai.queue", "--kai-queue"},
     {"webhook.extenderWired", "--webhook-extender-wired"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
@@ -680,6 +686,15 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     if (strcmp(flag, "--gang-scheduler-name") == 0)
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
+    if (strcmp(flag, "--kai-queue") == 0) {
+        const char *bad = common_names_dns1123_subdomain(v);
+        if (bad) {
+            fprintf(err, "trainsched serve: --kai-queue (backends.kai.queue): \"%s\": %s\n", v,
+                    bad);
+            return -3;
+        }
+        return set_str(c->kai_queue, sizeof(c->kai_queue), v, "kai queue", err);
+    }
     if (strcmp(flag, "--default-backend") == 0) {
         const struct backend *b;
         struct common_error be;
@@ -762,6 +777,7 @@ static void print_config(const struct serve_config *c, FILE *out)
             Q(c->default_backend[0] ? c->default_backend : "none"));
     fprintf(out, "  volcano:\n    queue: %s\n    tiers: %s\n", Q(c->volcano_queue),
             Q(c->volcano_tiers[0] ? c->volcano_tiers : VOLCANO_DEFAULT_TIERS));
+    fprintf(out, "  kai:\n    queue: %s\n", Q(c->kai_queue[0] ? c->kai_queue : "default-queue"));
     fprintf(out,
             "extender:\n  bindHTTPTimeoutSeconds: %g\n  defaultScheduleTimeoutSeconds: %g\n"
             "  backoffInitialSeconds: %g\n  backoffMaxSeconds: %g\n",
@@ -1126,6 +1142,7 @@ static int start_reconciler(struct daemon *d)
     o.default_backend = d->cfg.default_backend;
     o.volcano_queue = d->cfg.volcano_queue;
     o.volcano_tiers = d->cfg.volcano_tiers;
+    o.kai_default_queue = d->cfg.kai_queue;
     if (d->ts_ca) {
         o.trainer_status_url = d->ts_url;
         o.trainer_status_ca = trainer_status_ca_get;

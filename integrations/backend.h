@@ -8,7 +8,7 @@
  *                 trainsched's extender (trainjob/podgroup.c builds it)
  *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c as
  *                 Trainer builds it, plus integrations/volcano.c: queue, topology, tasks)
- *   kai           KAI Scheduler (not built yet)
+ *   kai           KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2) (integrations/kai.c)
  *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c when built)
  *   native        kube-scheduler 1.36's own gang scheduling: scheduling.k8s.io/v1alpha2
  *                 PodGroup + pod spec.schedulingGroup (integrations/native.c)
@@ -119,13 +119,6 @@ const struct backend *const *backend_table(size_t *n);
  * backend has that name. A found backend may be unbuilt (b->built == 0).
  */
 const struct backend *backend_lookup(const char *name);
-
-/*
- * backend_phased_job - 1 when some replicated job of rjobs (a JobSet's spec.replicatedJobs)
- * dependsOn the one called name: a phased job (an initializer) that runs before the others,
- * alone; else 0. Pure.
- */
-int backend_phased_job(const json_t *rjobs, const char *name);
 
 /* backend_names - "coscheduling, volcano, ..." (static) for error messages. */
 const char *backend_names(void);

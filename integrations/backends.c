@@ -26,13 +26,9 @@ const struct backend backend_none = {
     .core_gang = TRAINJOB_GANG_NONE,
 };
 
-/* placeholders until their files land */
-static const struct backend kai_unbuilt = {
-    .name = "kai", .built = 0, .what = "KAI Scheduler", .core_gang = TRAINJOB_GANG_NONE};
-
 /* one line per backend; a backend's own file replaces its placeholder here */
 static const struct backend *const table[] = {
-    &backend_coscheduling, &backend_volcano, &kai_unbuilt,  &backend_kueue,
+    &backend_coscheduling, &backend_volcano, &backend_kai,  &backend_kueue,
     &backend_native,       &backend_slurm,   &backend_none,
 };
 
@@ -50,23 +46,6 @@ const struct backend *backend_lookup(const char *name)
         if (strcmp(table[i]->name, name) == 0)
             return table[i];
     return NULL;
-}
-
-int backend_phased_job(const json_t *rjobs, const char *name)
-{
-    size_t i, k;
-    const json_t *rj, *dep;
-
-    json_array_foreach(rjobs, i, rj)
-    {
-        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
-        {
-            const char *dn = json_string_value(json_object_get(dep, "name"));
-            if (dn && name && strcmp(dn, name) == 0)
-                return 1;
-        }
-    }
-    return 0;
 }
 
 const char *backend_names(void)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "integrations/backend.h"
+#include "integrations/gang_members.h"
 
 const struct common_kube_resource backend_native_podgroups = {"scheduling.k8s.io", "v1alpha2",
                                                               "podgroups", 1};
@@ -21,44 +22,21 @@ const struct common_kube_resource backend_native_podgroups = {"scheduling.k8s.io
 #define NATIVE_API "scheduling.k8s.io/v1alpha2"
 #define DEFAULT_SCHEDULER "default-scheduler"
 
-static json_t *find_jobset(json_t *objects)
-{
-    size_t i;
-    json_t *o;
-
-    json_array_foreach(objects, i, o)
-    {
-        const char *api = json_string_value(json_object_get(o, "apiVersion"));
-        const char *kind = json_string_value(json_object_get(o, "kind"));
-        if (api && kind && strcmp(kind, "JobSet") == 0 && strncmp(api, "jobset.x-k8s.io/", 16) == 0)
-            return o;
-    }
-    return NULL;
-}
-
-static json_int_t int_or(const json_t *v, json_int_t dflt)
-{
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
 static enum common_rc native_translate(const struct backend_in *in, json_t *objects,
                                        json_t *preview, struct common_error *err)
 {
-    json_t *js = find_jobset(objects), *meta, *rjobs, *rj, *pg, *owners;
+    json_t *meta, *rjobs, *rj, *pg;
     const char *name,
         *sched = in->scheduler_name && *in->scheduler_name ? in->scheduler_name : NULL;
     const char *first_job = NULL, *first_sched = NULL;
     json_int_t min_count = 0;
     size_t i;
 
+    enum common_rc rc = gang_jobset_parts(objects, &meta, &name, &rjobs, err);
+
     (void)preview;
-    if (!js)
-        return COMMON_OK; /* nothing rendered to gang */
-    meta = json_object_get(js, "metadata");
-    name = json_string_value(json_object_get(meta, "name"));
-    rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs");
-    if (!name)
-        return common_error_set(err, COMMON_EINVAL, "JobSet without metadata.name");
+    if (rc)
+        return rc == COMMON_ENOTFOUND ? COMMON_OK : rc; /* no JobSet: nothing to gang */
     /* one schedulerName for the whole gang: the configured one, else the templates' own,
      * which must agree */
     json_array_foreach(rjobs, i, rj)
@@ -69,7 +47,7 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         json_t *ps = json_object_get(tmpl, "spec");
         const char *s = json_string_value(json_object_get(ps, "schedulerName"));
 
-        if (!rname || !json_is_object(ps) || backend_phased_job(rjobs, rname))
+        if (!rname || !json_is_object(ps) || gang_depended_on(rjobs, rname))
             continue;
         if (!s || !*s)
             s = DEFAULT_SCHEDULER;
@@ -92,10 +70,10 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         json_t *ps = json_object_get(json_object_get(jspec, "template"), "spec");
         json_int_t pods;
 
-        if (!rname || !json_is_object(ps) || backend_phased_job(rjobs, rname))
+        if (!rname || !json_is_object(ps) || gang_depended_on(rjobs, rname))
             continue;
-        pods = int_or(json_object_get(rj, "replicas"), 1) *
-               int_or(json_object_get(jspec, "parallelism"), 1);
+        pods = gang_int_or(json_object_get(rj, "replicas"), 1) *
+               gang_int_or(json_object_get(jspec, "parallelism"), 1);
         if (pods <= 0)
             continue;
         min_count += pods;
@@ -110,19 +88,15 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
                                 "PodGroup %s: spec.schedulingPolicy.gang.minCount: %lld pods is "
                                 "more than an int32",
                                 name, (long long)min_count);
-    owners = json_object_get(meta, "ownerReferences");
     pg = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:{s:I}}}}", "apiVersion", NATIVE_API, "kind",
                    "PodGroup", "metadata", "name", name, "spec", "schedulingPolicy", "gang",
                    "minCount", min_count);
     if (!pg)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    if ((json_object_get(meta, "namespace") &&
-         json_object_set(json_object_get(pg, "metadata"), "namespace",
-                         json_object_get(meta, "namespace"))) ||
-        (owners && json_object_set_new(json_object_get(pg, "metadata"), "ownerReferences",
-                                       json_deep_copy(owners)))) {
+    rc = gang_object_meta(pg, meta, err);
+    if (rc) {
         json_decref(pg);
-        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        return rc;
     }
     if (json_array_append_new(objects, pg))
         return common_error_set(err, COMMON_ENOMEM, "out of memory");

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "integrations/backend.h"
+#include "integrations/gang_members.h"
 #include "integrations/volcano.h"
 #include "topology/topology.h"
 
@@ -237,7 +238,7 @@ static enum common_rc gather_request(const struct backend_in *in, const json_t *
     json_array_foreach(rjobs, i, rj)
     {
         const char *name = json_string_value(json_object_get(rj, "name"));
-        if (!name || backend_phased_job(rjobs, name) || ns >= MAX_ANN)
+        if (!name || gang_depended_on(rjobs, name) || ns >= MAX_ANN)
             continue;
         sources[ns] = at(at(rj, "template", "spec", "template"), "metadata", "annotations", NULL);
         names[ns++] = name;

@@ -177,6 +177,7 @@ enum rc_child_kind rc_child_kind_of(const json_t *obj)
         return RC_CHILD_JOBSET;
     if (strcmp(kind, "PodGroup") == 0 && (strncmp(api, "scheduling.x-k8s.io/", 20) == 0 ||
                                           strncmp(api, "scheduling.volcano.sh/", 22) == 0 ||
+                                          strcmp(api, "scheduling.run.ai/v2alpha2") == 0 ||
                                           strcmp(api, "scheduling.k8s.io/v1alpha2") == 0))
         return RC_CHILD_PODGROUP;
     return RC_CHILD_OTHER;

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/sshkey.h"
 #include "integrations/backend.h"
+#include "integrations/kai.h"
 #include "integrations/slurm_sync.h"
 #include "integrations/volcano.h"
 #include "reconciler/core.h"
@@ -41,6 +42,7 @@ enum inf_kind {
     INF_PG,
     INF_VPG,
     INF_NPG,
+    INF_KPG,
     INF_PC,
     INF_VQ,
     INF_N
@@ -202,8 +204,10 @@ struct rc_reconciler {
     char namespace[254];
     char gang_scheduler_name[254];
     char default_backend[64];
+    char kai_default_queue[254];
     char trainer_status_url[512];
     char volcano_queue[254], volcano_tiers[1024];
+    int kai_queues_served; /* scheduling.run.ai/v2 queues answered at start */
     struct rc_queue *q;
     struct inf_slot inf[INF_N];
     pthread_t *threads;
@@ -376,7 +380,8 @@ static void on_delete(void *ctx, const void *old_item)
     }
     if (s->kind == INF_CM)
         enqueue_snapshot_name(s->r, old_item);
-    if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG || s->kind == INF_NPG) {
+    if (s->kind == INF_JS || s->kind == INF_PG || s->kind == INF_VPG || s->kind == INF_NPG ||
+        s->kind == INF_KPG) {
         char mkey[KEY_MAX];
         memo_key(old_item, mkey, sizeof(mkey));
         memo_del(&s->r->memo, mkey);
@@ -589,6 +594,8 @@ static const struct common_kube_resource *resource_of(const json_t *obj)
     case RC_CHILD_PODGROUP:
         if (strncmp(api, "scheduling.k8s.io/", 18) == 0)
             return &backend_native_podgroups;
+        if (strncmp(api, "scheduling.run.ai/", 18) == 0)
+            return &backend_kai_podgroups;
         return strncmp(api, "scheduling.volcano.sh/", 22) == 0 ? &volcano_podgroups
                                                                : &common_kube_podgroups;
     case RC_CHILD_OTHER:
@@ -611,6 +618,8 @@ static const json_t *existing_of(struct rctx *c, const json_t *obj)
     case RC_CHILD_PODGROUP:
         if (strncmp(api, "scheduling.k8s.io/", 18) == 0)
             return cache_get(c, INF_NPG, c->ns, name);
+        if (strncmp(api, "scheduling.run.ai/", 18) == 0)
+            return cache_get(c, INF_KPG, c->ns, name);
         return cache_get(c, strncmp(api, "scheduling.volcano.sh/", 22) == 0 ? INF_VPG : INF_PG,
                          c->ns, name);
     default:
@@ -878,6 +887,55 @@ out:
     return rc;
 }
 
+/* how long a TrainJob whose KAI queue or priority class is missing waits before it is looked at
+ * again (neither object is watched) */
+#define KAI_RECHECK_S 30
+
+/*
+ * The kai backend's references, checked before anything is written (integrations/kai.h): the
+ * Queue (when scheduling.run.ai/v2 is served; read from the API server, not cached) and the
+ * PriorityClass its PodGroup names (from the PriorityClass cache). A missing one sets
+ * ResourcesCreated=False, reason InvalidTrainJob, and an Event naming the field, and looks again in
+ * KAI_RECHECK_S.
+ */
+static enum common_rc kai_refs_check(struct rctx *c, const json_t *objects,
+                                     struct common_error *err)
+{
+    struct kai_refs refs;
+    json_t *queue = NULL, *pc = NULL;
+    int queue_known = 0, pc_known = 0;
+    enum common_rc rc;
+
+    if (kai_refs_of(objects, c->tj, &refs) != COMMON_OK)
+        return COMMON_OK;
+    /* a running gang's PodGroup is left as it is (rc_child_action): nothing to check */
+    if (refs.name && cache_get(c, INF_KPG, c->ns, refs.name) &&
+        !json_is_true(json_object_get(json_object_get(c->tj, "spec"), "suspend")))
+        return COMMON_OK;
+    if (refs.queue && c->r->kai_queues_served) {
+        rc = common_kube_get(c->r->o.kube, &backend_kai_queues, NULL, refs.queue, &queue, err);
+        if (rc != COMMON_OK && rc != COMMON_ENOTFOUND)
+            return rc;
+        queue_known = 1;
+    }
+    if (refs.priority_class) { /* the PriorityClass cache (INF_PC) the volcano rule uses too */
+        const json_t *cached = cache_get(c, INF_PC, NULL, refs.priority_class);
+        pc = cached ? json_incref((json_t *)cached) : NULL;
+        pc_known = 1;
+    }
+    rc = kai_check_refs(&refs, queue, queue_known, pc, pc_known, err);
+    json_decref(queue);
+    json_decref(pc);
+    if (rc == COMMON_EINVAL) {
+        char msg[700];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        if (c->res->requeue_after == 0 || c->res->requeue_after > KAI_RECHECK_S)
+            c->res->requeue_after = KAI_RECHECK_S;
+        return fail(c, RC_REASON_INVALID_TRAINJOB, msg, rc, err);
+    }
+    return rc;
+}
+
 /*
  * 1 when the cluster served, at start, every API resource backend b requires; else 0 with the
  * first missing one ("group/version resource") in what.
@@ -887,6 +945,8 @@ static int backend_served(struct rc_reconciler *r, const struct backend *b, char
     for (size_t i = 0; b->requires && b->requires[i]; i++) {
         const struct common_kube_resource *res = b->requires[i];
         if (res == &backend_native_podgroups && r->inf[INF_NPG].inf)
+            continue;
+        if (res == &backend_kai_podgroups && r->inf[INF_KPG].inf)
             continue;
         snprintf(what, n, "%s/%s %s", res->group, res->version, res->resource);
         return 0;
@@ -1109,7 +1169,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
                                      .gang_scheduler_name = r->o.gang_scheduler_name,
                                      .no_gang_marks = !r->o.gang_marks,
                                      .volcano_queue = r->o.volcano_queue,
-                                     .volcano_tiers = r->o.volcano_tiers};
+                                     .volcano_tiers = r->o.volcano_tiers,
+                                     .kai_default_queue = r->o.kai_default_queue};
     struct trainjob_status_server tss = {0};
     struct trainjob_status_result sres = {0};
     struct trainjob_deadline_result dl;
@@ -1262,6 +1323,15 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             /* before the children are written: the PodGroup carries the Slurm job's nodes */
             rc = slurm_sync_step(r->o.slurm, c->a, c->tj, runtime, out.objects, &c->slurm, err);
             if (rc) {
+                json_decref(out.objects);
+                json_decref(runtime);
+                return rc;
+            }
+        }
+        if (backend == &backend_kai) {
+            /* nothing is written while the PodGroup names a queue or class that is not there */
+            rc = kai_refs_check(c, out.objects, err);
+            if (rc != COMMON_OK || c->res->reason) {
                 json_decref(out.objects);
                 json_decref(runtime);
                 return rc;
@@ -1509,6 +1579,9 @@ struct rc_reconciler *rc_create(const struct rc_opts *opts, struct common_error 
     snprintf(r->default_backend, sizeof(r->default_backend), "%s",
              opts->default_backend ? opts->default_backend : "");
     r->o.default_backend = r->default_backend;
+    snprintf(r->kai_default_queue, sizeof(r->kai_default_queue), "%s",
+             opts->kai_default_queue ? opts->kai_default_queue : "");
+    r->o.kai_default_queue = r->kai_default_queue;
     snprintf(r->trainer_status_url, sizeof(r->trainer_status_url), "%s",
              opts->trainer_status_url ? opts->trainer_status_url : "");
     r->o.trainer_status_url = r->trainer_status_url;
@@ -1598,14 +1671,19 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
             {INF_VQ, "volcano-queues", &volcano_queues},
             /* the native backend's PodGroups: only where the alpha API is switched on */
             {INF_NPG, "native-podgroups", &backend_native_podgroups},
+            {INF_KPG, "kai-podgroups", &backend_kai_podgroups},
         };
+        int served = 0;
         for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
-            int served = 0;
             if ((rc = resource_served(r, opt[i].res, &served, err)))
                 goto fail;
             if (served && (rc = start_informer(r, opt[i].slot, opt[i].name, opt[i].res, err)))
                 goto fail;
         }
+        /* whether the kai backend's Queues can be checked */
+        if ((rc = resource_served(r, &backend_kai_queues, &served, err)))
+            goto fail;
+        r->kai_queues_served = served;
     }
     for (int i = 0; i < INF_N; i++) {
         long left = r->o.sync_timeout_ms - (long)((mono_s() - t0) * 1000);

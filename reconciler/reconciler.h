@@ -59,6 +59,9 @@ struct rc_opts {
     const char *default_backend;     /* the backend of runtimes with neither the annotation
                                         trainsched.io/backend nor a podGroupPolicy
                                         (integrations/backend.h; copied); NULL or "": none */
+    const char *kai_default_queue;   /* serve's backends.kai.queue: the KAI queue of TrainJobs
+                                        whose TrainJob and runtime name none (copied); NULL or
+                                        "": "default-queue" (integrations/kai.h) */
     /* Kubeflow Trainer's TrainJobStatus feature (serve --trainjob-status): the status server as
      * pods reach it, "https://<service>.<namespace>.svc:<port>" (copied); NULL or "": off.
      * When on, every TrainJob's trainer pods get its env and token volume and the ConfigMap

@@ -130,6 +130,9 @@ struct trainjob_options {
      * HyperNode tiers (NULL or "": the built-in mapping VOLCANO_DEFAULT_TIERS) */
     const char *volcano_queue;
     const char *volcano_tiers;
+    const char *kai_default_queue; /* kai backend: the serve setting backends.kai.queue, the
+                                      queue of TrainJobs whose TrainJob and runtime name none;
+                                      NULL or "": "default-queue" (integrations/kai.h) */
 };
 
 /*

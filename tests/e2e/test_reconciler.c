@@ -997,7 +997,7 @@ START_TEST(manifests_apply_dry_run)
     char cmd[2048], line[1024];
     const char *kubectl = getenv("KUBECTL");
     FILE *p;
-    enum { NDIRS = 7 };
+    enum { NDIRS = 8 };
     int n[NDIRS] = {0}, status;
     /* the CRDs, the base, and the overlay per backend (docs/backends.md) */
     static const char *const dirs[NDIRS] = {"manifests/crds",
@@ -1006,6 +1006,7 @@ START_TEST(manifests_apply_dry_run)
                                             "manifests/overlays/volcano",
                                             "manifests/overlays/native",
                                             "manifests/overlays/kueue",
+                                            "manifests/overlays/kai",
                                             "manifests/overlays/none"};
 
     ck_assert_msg(kubectl != NULL, "KUBECTL is not set (source the test bed's env file)");

@@ -5,7 +5,8 @@
 #   required: etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
 #   optional: jobset-controller kwok helm (a failure is reported, not fatal; skip with TESTBED_OPTIONAL=0)
 #   optional, asked for: kueue-controller (Kueue's manager, only with TESTBED_KUEUE=1: a cold build
-#   takes long, and only the Kueue e2e suite needs it)
+#   takes long, and only the Kueue e2e suite needs it); kai-scheduler and kai-binder (KAI Scheduler's
+#   scheduler and binder from github.com/NVIDIA/KAI-scheduler, only with TESTBED_KAI=1: the same)
 # Prints the bin directory on stdout at the end; progress goes to stderr.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -108,6 +109,10 @@ if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   fi
   if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ]; then
     opt_build kueue-controller kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION"
+  fi
+  if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ]; then
+    opt_build kai-scheduler kai github.com/NVIDIA/KAI-scheduler/cmd/scheduler "$KAI_VERSION"
+    opt_build kai-binder kai github.com/NVIDIA/KAI-scheduler/cmd/binder "$KAI_VERSION"
   fi
 fi
 

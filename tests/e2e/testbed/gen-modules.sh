@@ -10,7 +10,8 @@
 #   schedplugins/ sigs.k8s.io/scheduler-plugins cmd/scheduler (kube-scheduler with Coscheduling) and
 #                 cmd/controller (its PodGroup controller), at SCHEDPLUGINS_VERSION, built against
 #                 the Kubernetes release that version pins: upstream's replace directives are copied
-# Usage: gen-modules.sh [k8s] [etcd] [jobset] [kwok] [volcano-crd] [helm] [kueue] [schedplugins]
+#   kai/          github.com/NVIDIA/KAI-scheduler cmd/scheduler and cmd/binder (at KAI_VERSION)
+# Usage: gen-modules.sh [k8s] [etcd] [jobset] [kwok] [volcano-crd] [helm] [kueue] [schedplugins] [kai]
 #        (default: all)
 # Run it after changing a pinned version; the generated files are committed so that build.sh
 # (go build -mod=mod) reproduces the same build.
@@ -25,7 +26,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
 NICE=(nice -n 10)
 
-which=("$@"); [ "${#which[@]}" -gt 0 ] || which=(k8s etcd jobset kwok volcano-crd helm kueue schedplugins)
+which=("$@"); [ "${#which[@]}" -gt 0 ] || which=(k8s etcd jobset kwok volcano-crd helm kueue schedplugins kai)
 want() { local w; for w in "${which[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
 gomod_of() { # prints the path of the downloaded go.mod of MODULE@VERSION
   (cd / && go mod download -json "$1") | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p'
@@ -124,6 +125,11 @@ if want helm && [ -n "${HELM_VERSION:-}" ]; then
 fi
 if want kueue && [ -n "${KUEUE_VERSION:-}" ]; then
   tool_module kueue sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue || echo "[gen] kueue/ skipped" >&2
+fi
+if want kai && [ -n "${KAI_VERSION:-}" ]; then
+  tool_module kai github.com/NVIDIA/KAI-scheduler "$KAI_VERSION" \
+    github.com/NVIDIA/KAI-scheduler/cmd/scheduler github.com/NVIDIA/KAI-scheduler/cmd/binder \
+    || echo "[gen] kai/ skipped" >&2
 fi
 
 if want schedplugins && [ -n "${SCHEDPLUGINS_VERSION:-}" ]; then

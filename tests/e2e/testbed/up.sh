@@ -16,6 +16,7 @@
 #   TESTBED_KWOK=1      also start kwok (if built): it runs pods on nodes annotated kwok.x-k8s.io/node=fake
 #   TESTBED_JOBSET=1    also start the JobSet controller (if built) with its webhooks on 127.0.0.1
 #   TESTBED_KUEUE=1     also start Kueue's controller manager (built when missing) with its webhooks
+#   TESTBED_KAI=1       also start KAI Scheduler's scheduler and binder (built when missing)
 #                       on 127.0.0.1 and the frameworks trainer.kubeflow.org/trainjob and
 #                       jobset.x-k8s.io/jobset (needs TESTBED_JOBSET=1 for JobSets to run)
 #   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
@@ -55,6 +56,13 @@ if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ] && [ ! -x "$TEST
    && [ ! -e "$TESTBED_BIN/../kueue-controller.failed" ]; then
   tb_log "kueue-controller missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
   TESTBED_KUEUE=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the Kueue tests will say SKIP"
+fi
+# KAI's scheduler and binder too (github.com/NVIDIA/KAI-scheduler at KAI_VERSION, as its CRDs)
+if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ] \
+   && { [ ! -x "$TESTBED_BIN/kai-scheduler" ] || [ ! -x "$TESTBED_BIN/kai-binder" ]; } \
+   && [ ! -e "$TESTBED_BIN/../kai-scheduler.failed" ] && [ ! -e "$TESTBED_BIN/../kai-binder.failed" ]; then
+  tb_log "kai-scheduler/kai-binder missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
+  TESTBED_KAI=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the KAI tests will say SKIP"
 fi
 # helm (the chart's e2e test) is optional: built once when asked for (TESTBED_HELM=1) and
 # missing; a failed build leaves helm.failed beside the binaries and is not tried again
@@ -108,7 +116,8 @@ free_port() { # free_port VAR...: sets each VAR to a TCP port free on 127.0.0.1,
   done
 }
 free_port ETCD_PORT ETCD_PEER_PORT SCHED_PORT KCM_PORT KWOK_PORT JOBSET_WEBHOOK_PORT JOBSET_HEALTH_PORT \
-  KUEUE_WEBHOOK_PORT KUEUE_HEALTH_PORT
+  KUEUE_WEBHOOK_PORT KUEUE_HEALTH_PORT KAI_SCHED_PORT KAI_PLUGIN_PORT KAI_BINDER_METRICS_PORT \
+  KAI_BINDER_HEALTH_PORT
 if [ -n "${TESTBED_APISERVER_PORT:-}" ]; then APISERVER_PORT=$TESTBED_APISERVER_PORT; else free_port APISERVER_PORT; fi
 SERVER="https://127.0.0.1:$APISERVER_PORT"
 
@@ -485,6 +494,31 @@ EOF
   fi
 fi
 
+# ---------------------------------------------------------------- KAI Scheduler (TESTBED_KAI=1)
+# The scheduler places PodGroups (scheduling.run.ai/v2alpha2) in Queues and writes BindRequests;
+# the binder binds the pods they name. Both read the CRDs crd_set kai installed; no webhook, no
+# pod grouper (trainsched writes the PodGroups), no GPU operator (CPU-only kwok nodes).
+if [ "${TESTBED_KAI:-0}" = 1 ]; then
+  if [ -x "$TESTBED_BIN/kai-scheduler" ] && [ -x "$TESTBED_BIN/kai-binder" ]; then
+    "${KUBECTL[@]}" create namespace kai-scheduler >>"$RUN/logs/crds.log" 2>&1 || true
+    KUBECONFIG="$RUN/admin.kubeconfig" start kai-binder "$TESTBED_BIN/kai-binder" \
+      --metrics-bind-address "127.0.0.1:$KAI_BINDER_METRICS_PORT" \
+      --health-probe-bind-address "127.0.0.1:$KAI_BINDER_HEALTH_PORT" \
+      --resource-reservation-namespace kai-scheduler
+    KUBECONFIG="$RUN/admin.kubeconfig" start kai-scheduler "$TESTBED_BIN/kai-scheduler" \
+      --listen-address "127.0.0.1:$KAI_SCHED_PORT" --plugin-server-port "$KAI_PLUGIN_PORT" \
+      --namespace kai-scheduler --schedule-period 1s
+    # neither serves a readiness endpoint in v0.12: both must still run after a few seconds
+    sleep 5
+    for p in kai-binder kai-scheduler; do
+      kill -0 "$(cat "$RUN/pids/$p.pid")" || { tb_log "$p exited"; exit 1; }
+    done
+    KAI_RUNNING=1
+  else
+    tb_log "TESTBED_KAI=1 but kai-scheduler/kai-binder were not built; skipped"
+  fi
+fi
+
 # ---------------------------------------------------------------- env file
 cat > "$RUN/env" <<EOF
 export TESTBED_RUN=$RUN
@@ -504,6 +538,7 @@ export TESTBED_JOBSET_RUNNING=${JOBSET_RUNNING:-0}
 export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
 export TESTBED_NATIVE_GANG=${TESTBED_NATIVE_GANG:-0}
 export TESTBED_KUEUE_RUNNING=${KUEUE_RUNNING:-0}
+export TESTBED_KAI_RUNNING=${KAI_RUNNING:-0}
 EOF
 
 trap - ERR

@@ -1,0 +1,43 @@
+/*
+ * integrations/gang_members.h - which pods of a rendered JobSet form the gang, shared by the
+ * backends that write their own gang object (native, kai).
+ *
+ * The gang is every replicated job that no other one dependsOn: the phased jobs (dataset and
+ * model initializers) run first and alone, so their pods are never members (a scheduler that
+ * holds a gang until minMember pods exist would hold them forever, since the trainer pods are
+ * created only after them). Source: JobSet v1alpha2 ReplicatedJob.dependsOn.
+ */
+#ifndef INTEGRATIONS_GANG_MEMBERS_H
+#define INTEGRATIONS_GANG_MEMBERS_H
+
+#include <jansson.h>
+
+#include "common/error.h"
+
+/* gang_jobset_of - the JobSet (apiVersion jobset.x-k8s.io/..., kind JobSet) in objects (borrowed),
+ * or NULL. */
+json_t *gang_jobset_of(json_t *objects);
+
+/*
+ * gang_jobset_parts - the JobSet of objects and its metadata, name and spec.replicatedJobs (all
+ * borrowed). COMMON_OK; COMMON_ENOTFOUND when objects hold no JobSet (nothing to gang);
+ * COMMON_EINVAL "JobSet without metadata.name".
+ */
+enum common_rc gang_jobset_parts(json_t *objects, json_t **meta, const char **name, json_t **rjobs,
+                                 struct common_error *err);
+
+/*
+ * gang_object_meta - obj's metadata gets the namespace and a copy of the ownerReferences of
+ * jobset_meta (the gang object is owned by the TrainJob, as the JobSet is). COMMON_OK or
+ * COMMON_ENOMEM.
+ */
+enum common_rc gang_object_meta(json_t *obj, const json_t *jobset_meta, struct common_error *err);
+
+/* gang_depended_on - 1 when some replicated job of rjobs (the JobSet's spec.replicatedJobs)
+ * names the one called name in its dependsOn, else 0. */
+int gang_depended_on(const json_t *rjobs, const char *name);
+
+/* gang_int_or - the integer v, or dflt when v is missing or not an integer. */
+json_int_t gang_int_or(const json_t *v, json_int_t dflt);
+
+#endif
