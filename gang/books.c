@@ -953,8 +953,12 @@ static void pod_fill(struct packer *pk, struct gpod *p, const struct common_pod 
     char *uid = pk_str(pk, cp->uid), *ns = pk_str(pk, cp->namespace), *name = pk_str(pk, cp->name);
     char *gn = gang_name ? pk_str(pk, gang_name) : NULL;
     char *rj = pk_str(pk, rjob), *ow = pk_str(pk, gang_name ? cp->controller.name : "");
-    char *gate = gang_name && cp->n_scheduling_gates
-                     ? pk_str(pk, cp->first_scheduling_gate ? cp->first_scheduling_gate : "")
+    /* only Kueue's topology gate keeps a member out of the plan: Kueue writes the member's
+     * domain as it ungates it, so a plan made before would place it blind. A pod held by any
+     * other gate is planned like the rest (its holds end at the gang's timeout, as before). */
+    char *gate = gang_name && cp->n_scheduling_gates && cp->first_scheduling_gate &&
+                         strcmp(cp->first_scheduling_gate, GANG_KUEUE_TOPOLOGY_GATE) == 0
+                     ? pk_str(pk, cp->first_scheduling_gate)
                      : NULL;
 
     if (!p)
