@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/yaml.h"
 #include "extender/server.h"
+#include "trainjob/status.h"
 
 static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
 static const struct common_kube_resource clusterroles = {"rbac.authorization.k8s.io", "v1",
@@ -689,4 +690,43 @@ void e2e_ext_stop(struct e2e_ext *e)
     extender_server_destroy(e->ext);
     e->ext = NULL;
     e->httpd = NULL;
+}
+
+json_t *e2e_wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what, const char *ns)
+{
+    double end = e2e_now_s() + secs;
+    for (;;) {
+        json_t *o = fn(arg);
+        if (o)
+            return o;
+        if (e2e_now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
+        e2e_nap(200);
+    }
+}
+
+json_t *e2e_tj_cond(struct common_kube *k, const char *ns, const char *name, const char *type,
+                    const char *status, const char *reason)
+{
+    json_t *tj = e2e_get(k, &common_kube_trainjobs, ns, name);
+    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), type);
+    if (c && strcmp(json_string_value(json_object_get(c, "status")), status) == 0 &&
+        (!reason || strcmp(json_string_value(json_object_get(c, "reason")), reason) == 0))
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset)
+{
+    json_t *items = NULL;
+    struct common_error err;
+    char sel[300];
+    struct common_kube_list_opts lo = {0};
+
+    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", jobset);
+    lo.label_selector = sel;
+    ck_assert_msg(common_kube_list(k, &common_kube_pods, ns, &lo, &items, NULL, &err) == COMMON_OK,
+                  "list pods: %s", err.msg);
+    return items;
 }

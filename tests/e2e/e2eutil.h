@@ -48,6 +48,22 @@ void e2e_create(struct common_kube *k, const struct common_kube_resource *r, con
  * fails the running test. */
 json_t *e2e_get(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
                 const char *name);
+/* e2e_poll_fn - one poll of e2e_wait_for: a new reference once the awaited state is there, NULL
+ * while it is not yet. */
+typedef json_t *(*e2e_poll_fn)(const void *arg);
+/* e2e_wait_for - call fn(arg) every 200 ms until it returns non-NULL, and return that (a new
+ * reference); after secs seconds fail the running test with "timed out after <secs> s waiting
+ * for <what> in <ns>". */
+json_t *e2e_wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what,
+                     const char *ns);
+/* e2e_tj_cond - TrainJob name of namespace ns read through k (a new reference) when its
+ * status condition of type has status and reason (NULL: any reason); NULL otherwise (no such
+ * TrainJob or condition yet). A failed GET fails the running test (as e2e_get). */
+json_t *e2e_tj_cond(struct common_kube *k, const char *ns, const char *name, const char *type,
+                    const char *status, const char *reason);
+/* e2e_jobset_pods - the pods of namespace ns labelled jobset.sigs.k8s.io/jobset-name=jobset, as
+ * listed through k (a new array); a failed list fails the running test ("list pods: ..."). */
+json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset);
 /* e2e_kwok_node - a Node that kwok runs (annotation kwok.x-k8s.io/node: fake) with cpu CPUs,
  * 64Gi and 110 pods, labels type: kwok plus label (a YAML flow pair "key: value", or NULL). */
 void e2e_kwok_node(struct common_kube *k, const char *name, const char *label, const char *cpu);

@@ -81,18 +81,9 @@ static const char *str_at(const json_t *o, const char *a, const char *b, const c
 }
 
 /* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
-typedef json_t *(*poll_fn)(const void *arg);
-static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = fn(arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
-        e2e_nap(200);
-    }
+    return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
 struct obj_ref {
@@ -113,29 +104,13 @@ struct want_cond {
 static json_t *has_cond(const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, w->tj);
-    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), w->type);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
-        strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0)
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, w->tj, w->type, w->status, w->reason);
 }
 
 /* the pods of the JobSet name (label jobset.sigs.k8s.io/jobset-name); a new list's items */
 static json_t *pods_of(const char *name)
 {
-    json_t *items = NULL;
-    struct common_error err;
-    char sel[300];
-    struct common_kube_list_opts lo = {0};
-
-    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", name);
-    lo.label_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "list pods: %s", err.msg);
-    return items;
+    return e2e_jobset_pods(admin, ns, name);
 }
 
 static int bound(const json_t *pods)

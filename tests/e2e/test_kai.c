@@ -48,18 +48,9 @@ static const json_t *at(const json_t *o, const char *path)
 }
 
 /* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
-typedef json_t *(*poll_fn)(const void *arg);
-static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = fn(arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
-        e2e_nap(200);
-    }
+    return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
 static json_t *kai_pg(const void *arg)
@@ -74,13 +65,7 @@ struct want_cond {
 static json_t *has_cond(const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, w->tj);
-    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), "False") == 0 &&
-        strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0)
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, w->tj, RC_COND_CREATED, "False", w->reason);
 }
 
 /* an Event of ours in ns with reason InvalidTrainJob whose text has want */
@@ -115,16 +100,7 @@ struct pods_want {
 static json_t *pods_are(const void *arg)
 {
     const struct pods_want *w = arg;
-    json_t *items = NULL;
-    struct common_error err;
-    char sel[300];
-    struct common_kube_list_opts lo = {0};
-
-    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", w->jobset);
-    lo.label_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "list pods: %s", err.msg);
+    json_t *items = e2e_jobset_pods(admin, ns, w->jobset);
     if (json_array_size(items) == w->count)
         return items;
     json_decref(items);

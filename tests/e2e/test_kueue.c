@@ -72,23 +72,12 @@ static int ext_port; /* the extender the bed's kube-scheduler calls (main sets i
 
 static void create(const struct common_kube_resource *r, json_t *obj)
 {
-    struct common_kube_write_opts wo = {.strict = 1};
-    struct common_error err;
-    enum common_rc rc =
-        common_kube_create(admin, r, r->namespaced ? ns : NULL, obj, &wo, NULL, &err);
-    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
-    json_decref(obj);
+    e2e_create(admin, r, ns, obj);
 }
 
 static json_t *get(const struct common_kube_resource *r, const char *name)
 {
-    json_t *o = NULL;
-    struct common_error err;
-    enum common_rc rc = common_kube_get(admin, r, r->namespaced ? ns : NULL, name, &o, &err);
-    if (rc == COMMON_ENOTFOUND)
-        return NULL;
-    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
-    return o;
+    return e2e_get(admin, r, ns, name);
 }
 
 static void merge_patch(const struct common_kube_resource *r, const char *name, const char *body)

@@ -50,13 +50,7 @@ static void create(const struct common_kube_resource *r, json_t *obj)
 
 static json_t *get(const struct common_kube_resource *r, const char *name)
 {
-    json_t *o = NULL;
-    struct common_error err;
-    enum common_rc rc = common_kube_get(admin, r, ns, name, &o, &err);
-    if (rc == COMMON_ENOTFOUND)
-        return NULL;
-    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
-    return o;
+    return e2e_get(admin, r, ns, name);
 }
 
 static void merge_patch(const struct common_kube_resource *r, const char *name, const char *body)
@@ -101,13 +95,7 @@ struct want_cond {
 static json_t *tj_has_cond(const char *name, const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, name);
-    const json_t *c = cond(tj, w->type);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
-        (!w->reason || strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0))
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, name, w->type, w->status, w->reason);
 }
 
 static json_t *wait_cond(const char *name, const char *type, const char *status, const char *reason,

@@ -87,18 +87,10 @@ static const char *str(const json_t *o, const char *path)
     return json_string_value(at(o, path));
 }
 
-typedef json_t *(*poll_fn)(const void *arg);
-static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+/* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
+static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = fn(arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
-        e2e_nap(200);
-    }
+    return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
 struct obj_ref {
@@ -119,13 +111,7 @@ struct want_cond {
 static json_t *has_cond(const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, w->tj);
-    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
-        (!w->reason || strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0))
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, w->tj, RC_COND_CREATED, w->status, w->reason);
 }
 
 /* a Warning Event on TrainJob name whose message holds want; a new reference or NULL */
@@ -287,16 +273,7 @@ struct pods_want {
 static json_t *pods_are(const void *arg)
 {
     const struct pods_want *w = arg;
-    json_t *items = NULL;
-    struct common_error err;
-    char sel[300];
-    struct common_kube_list_opts lo = {0};
-
-    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", w->jobset);
-    lo.label_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "list pods: %s", err.msg);
+    json_t *items = e2e_jobset_pods(admin, ns, w->jobset);
     if (json_array_size(items) == w->n)
         return items;
     json_decref(items);
