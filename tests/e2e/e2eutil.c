@@ -629,7 +629,6 @@ int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s)
     char args[128];
     int fd = mkstemp(cfg), failed;
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    SRunner *sr;
 
     if (!f) {
         perror(cfg);
@@ -644,10 +643,7 @@ int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s)
         unlink(cfg);
         return 1;
     }
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
         failed++;
@@ -729,4 +725,25 @@ json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobse
     ck_assert_msg(common_kube_list(k, &common_kube_pods, ns, &lo, &items, NULL, &err) == COMMON_OK,
                   "list pods: %s", err.msg);
     return items;
+}
+
+void e2e_add_test(Suite *s, const char *name, const TTest *t, void (*setup)(void),
+                  void (*teardown)(void), int timeout_s)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, timeout_s);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+int e2e_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed;
 }

@@ -140,6 +140,14 @@ void e2e_sched_config(FILE *f, int port, int bind_timeout_s);
 int e2e_sched_ctl(const char *args);
 
 struct Suite;
+struct TTest;
+/* e2e_add_test - add test t to suite s in a test case of its own named name, with the checked
+ * fixture setup/teardown (either may be NULL) and a timeout of timeout_s seconds. */
+void e2e_add_test(struct Suite *s, const char *name, const struct TTest *t, void (*setup)(void),
+                  void (*teardown)(void), int timeout_s);
+/* e2e_run_suite - run suite s (srunner, CK_NORMAL) and free it with its runner: the number of
+ * failed tests. */
+int e2e_run_suite(struct Suite *s);
 /*
  * e2e_run_with_extender - restart the bed's kube-scheduler with e2e_sched_config(port,
  * bind_timeout_s), run suite s (srunner, CK_NORMAL), restore the bed's config: the number of

@@ -489,17 +489,12 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 400);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 400);
 }
 
 int main(void)
 {
     Suite *s = suite_create("backends");
-    SRunner *sr;
     int failed;
 
     add(s, "native_gang_binds_all_pods_or_none", native_gang_binds_all_pods_or_none);
@@ -507,9 +502,6 @@ int main(void)
         native_resize_while_suspended_replaces_the_podgroup);
     add(s, "native_without_the_api_writes_nothing", native_without_the_api_writes_nothing);
     add(s, "one_trainjob_per_backend_value", one_trainjob_per_backend_value);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }

@@ -365,17 +365,12 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 300);
 }
 
 int main(void)
 {
     Suite *s = suite_create("kai");
-    SRunner *sr;
     int failed;
 
     add(s, "podgroup_accepted_strictly_and_pods_carry_the_keys",
@@ -386,9 +381,6 @@ int main(void)
         missing_queue_is_refused_naming_the_label_and_nothing_is_written);
     add(s, "missing_priority_class_is_refused_naming_the_field",
         missing_priority_class_is_refused_naming_the_field);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }

@@ -916,11 +916,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 600);
 }
 
 int main(void)
@@ -928,7 +924,6 @@ int main(void)
     const char *running = getenv("TESTBED_KUEUE_RUNNING");
     const char *require = getenv("TS_REQUIRE_KUEUE");
     Suite *s;
-    SRunner *sr;
     int failed;
 
     if (!running || strcmp(running, "1") != 0) {
@@ -973,10 +968,7 @@ int main(void)
         queued_coscheduling_trainjob_is_admitted_then_gang_scheduled);
     add(s, "kueue_tas_placement_is_kept_by_the_gang_extender",
         kueue_tas_placement_is_kept_by_the_gang_extender);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
         failed++;

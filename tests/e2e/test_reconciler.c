@@ -1040,11 +1040,7 @@ END_TEST
 /* one TCase per test, so CK_RUN_CASE=<test name> runs one */
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 240);
 }
 
 static Suite *suite(void)
@@ -1071,10 +1067,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return e2e_run_suite(suite()) ? 1 : 0;
 }

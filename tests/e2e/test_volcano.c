@@ -454,17 +454,12 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 400);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 400);
 }
 
 int main(void)
 {
     Suite *s = suite_create("volcano");
-    SRunner *sr;
     int failed;
 
     add(s, "podgroup_and_pods_carry_queue_priority_tasks_and_topology",
@@ -477,9 +472,6 @@ int main(void)
         resize_while_suspended_updates_the_volcano_podgroup);
     add(s, "resize_while_suspended_updates_the_coscheduling_podgroup",
         resize_while_suspended_updates_the_coscheduling_podgroup);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }
