@@ -93,6 +93,20 @@ json_t *e2e_yaml1(const char *text);
 /* e2e_yamlf - e2e_yaml1 of a printf format (at most 16 KiB once expanded). */
 json_t *e2e_yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* E2E_RT_NODE_JOB - a string literal to paste into a TrainingRuntime's YAML after its
+ * mlPolicy: "  template:" with one replicatedJob "node" labelled
+ * trainer.kubeflow.org/trainjob-ancestor-step: trainer, ending at its pod template's key
+ * ("            template:"), so the pod's metadata/spec follow indented by 14 spaces. */
+#define E2E_RT_NODE_JOB                                                                            \
+    "  template:\n"                                                                                \
+    "    spec:\n"                                                                                  \
+    "      replicatedJobs:\n"                                                                      \
+    "      - name: node\n"                                                                         \
+    "        template:\n"                                                                          \
+    "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}\n"       \
+    "          spec:\n"                                                                            \
+    "            template:\n"
+
 /* e2e_write_file - path := text (created/truncated); failures fail the test. */
 void e2e_write_file(const char *path, const char *text);
 

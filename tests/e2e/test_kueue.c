@@ -329,16 +329,7 @@ static json_t *gpu_runtime(const char *name, const char *marker)
         "kind: TrainingRuntime\n"
         "metadata: {name: %s, namespace: %s}\n"
         "spec:\n"
-        "  mlPolicy: {numNodes: 1}\n"
-        "  template:\n"
-        "    spec:\n"
-        "      replicatedJobs:\n"
-        "      - name: node\n"
-        "        template:\n"
-        "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-        "trainer}}\n"
-        "          spec:\n"
-        "            template:\n"
+        "  mlPolicy: {numNodes: 1}\n" E2E_RT_NODE_JOB
         "              metadata: {labels: {kueue-test-marker: %s}}\n"
         "              spec:\n"
         "                containers:\n"
@@ -625,32 +616,24 @@ END_TEST
  * template annotated with `ann` (a YAML flow-map body, "" for none) */
 static json_t *gang_runtime(const char *name, int num_nodes, int gpus, const char *ann)
 {
-    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                     "kind: TrainingRuntime\n"
-                     "metadata: {name: %s, namespace: %s}\n"
-                     "spec:\n"
-                     "  mlPolicy: {numNodes: %d}\n"
-                     "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n"
-                     "  template:\n"
-                     "    spec:\n"
-                     "      replicatedJobs:\n"
-                     "      - name: node\n"
-                     "        template:\n"
-                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                     "trainer}}\n"
-                     "          spec:\n"
-                     "            template:\n"
-                     "              metadata: {annotations: {%s}}\n"
-                     "              spec:\n"
-                     "                containers:\n"
-                     "                - name: node\n"
-                     "                  image: busybox:1.36\n"
-                     "                  command: [sh, -c, 'sleep 1']\n"
-                     "                  resources:\n"
-                     "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: "
-                     "'%d'}\n"
-                     "                    limits: {nvidia.com/gpu: '%d'}\n",
-                     name, ns, num_nodes, ann, gpus, gpus);
+    return e2e_yamlf(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\n"
+        "kind: TrainingRuntime\n"
+        "metadata: {name: %s, namespace: %s}\n"
+        "spec:\n"
+        "  mlPolicy: {numNodes: %d}\n"
+        "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n" E2E_RT_NODE_JOB
+        "              metadata: {annotations: {%s}}\n"
+        "              spec:\n"
+        "                containers:\n"
+        "                - name: node\n"
+        "                  image: busybox:1.36\n"
+        "                  command: [sh, -c, 'sleep 1']\n"
+        "                  resources:\n"
+        "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: "
+        "'%d'}\n"
+        "                    limits: {nvidia.com/gpu: '%d'}\n",
+        name, ns, num_nodes, ann, gpus, gpus);
 }
 
 /* trainsched's extender on ext_port, where the bed's kube-scheduler calls it (main) */
