@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/yaml.h"
 #include "extender/server.h"
+#include "reconciler/reconciler.h"
 #include "trainjob/status.h"
 
 static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
@@ -746,4 +747,22 @@ int e2e_run_suite(Suite *s)
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed;
+}
+
+void e2e_rc_opts(struct rc_opts *o, struct common_kube *kube, const char *ns)
+{
+    memset(o, 0, sizeof(*o));
+    o->kube = kube;
+    o->namespace = ns;
+    o->workers = 2;
+    o->queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
+}
+
+struct rc_reconciler *e2e_rc_start(const struct rc_opts *o)
+{
+    struct common_error err;
+    struct rc_reconciler *rec = rc_create(o, &err);
+    ck_assert_msg(rec != NULL, "%s", err.msg);
+    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    return rec;
 }

@@ -169,6 +169,15 @@ int e2e_run_suite(struct Suite *s);
  */
 int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s);
 
+struct rc_opts;
+struct rc_reconciler;
+/* e2e_rc_opts - *o := the reconciler options the e2e suites share: client kube, watching only
+ * namespace ns, 2 workers, retries capped at 2 s (max_delay_ms 2000); everything else zero. */
+void e2e_rc_opts(struct rc_opts *o, struct common_kube *kube, const char *ns);
+/* e2e_rc_start - rc_create and rc_start a reconciler with o: the running reconciler
+ * (rc_destroy it); a failure of either fails the running test with the error's message. */
+struct rc_reconciler *e2e_rc_start(const struct rc_opts *o);
+
 struct extender_server;
 struct extender_server_opts;
 struct common_httpd;

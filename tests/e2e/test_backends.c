@@ -165,15 +165,10 @@ static json_t *pg_scheduled_is(const void *arg)
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
-    struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    struct rc_opts o;
+
+    e2e_rc_opts(&o, tsk, ns);
+    rec = e2e_rc_start(&o);
 }
 
 static void setup(void)

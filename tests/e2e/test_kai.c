@@ -109,18 +109,14 @@ static json_t *pods_are(const void *arg)
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
+    struct rc_opts o;
     struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
+
+    e2e_rc_opts(&o, tsk, ns);
     events = common_events_create(tsk, "e2e-kai", NULL, &err);
     ck_assert_msg(events != NULL, "%s", err.msg);
     o.events = events;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 /* the cluster-scoped KAI Queue of this test (named after its namespace), a leaf */

@@ -183,18 +183,14 @@ static int managed_by(const json_t *obj, const char *manager, const char *operat
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
+    struct rc_opts o;
     struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
+
+    e2e_rc_opts(&o, tsk, ns);
     events = common_events_create(tsk, "e2e-reconciler", NULL, &err);
     ck_assert_msg(events != NULL, "%s", err.msg);
     o.events = events;
-    o.queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static void setup(void)

@@ -254,18 +254,12 @@ static int without_slurm; /* start_reconciler: as a trainsched started without -
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
-    struct common_error err;
+    struct rc_opts o;
 
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
+    e2e_rc_opts(&o, tsk, ns);
     o.gang_marks = 1; /* this bed's kube-scheduler calls the extender */
     o.slurm = without_slurm ? NULL : sync_;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static void cancel_all_jobs(void)
