@@ -766,3 +766,9 @@ struct rc_reconciler *e2e_rc_start(const struct rc_opts *o)
     ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
     return rec;
 }
+
+json_t *e2e_exists(const void *arg)
+{
+    const struct e2e_obj_ref *r = arg;
+    return e2e_get(r->k, r->res, r->ns, r->name);
+}

@@ -56,6 +56,17 @@ typedef json_t *(*e2e_poll_fn)(const void *arg);
  * for <what> in <ns>". */
 json_t *e2e_wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what,
                      const char *ns);
+/* e2e_obj_ref - object name of resource res in namespace ns (ignored for cluster-scoped res),
+ * read through k; the argument of e2e_exists. */
+struct e2e_obj_ref {
+    struct common_kube *k;
+    const char *ns;
+    const struct common_kube_resource *res;
+    const char *name;
+};
+/* e2e_exists - an e2e_poll_fn on a const struct e2e_obj_ref *: e2e_get of the object (a new
+ * reference), NULL while it does not exist; any other failure fails the running test. */
+json_t *e2e_exists(const void *arg);
 /* e2e_tj_cond - TrainJob name of namespace ns read through k (a new reference) when its
  * status condition of type has status and reason (NULL: any reason); NULL otherwise (no such
  * TrainJob or condition yet). A failed GET fails the running test (as e2e_get). */

@@ -86,17 +86,6 @@ static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char
     return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
-struct obj_ref {
-    const struct common_kube_resource *res;
-    const char *name;
-};
-
-static json_t *exists(const void *arg)
-{
-    const struct obj_ref *r = arg;
-    return get(r->res, r->name);
-}
-
 struct want_cond {
     const char *tj, *type, *status, *reason;
 };
@@ -246,7 +235,7 @@ static void drop_nodes(void)
 
 START_TEST(native_gang_binds_all_pods_or_none)
 {
-    struct obj_ref pgref = {&backend_native_podgroups, "gang"};
+    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups, "gang"};
     struct pg_want unsched = {"gang", "False"};
     struct pods_want none_bound = {"gang", 3, 0}, all_bound = {"gang", 3, 3};
     json_t *pg, *pods, *js;
@@ -267,7 +256,7 @@ START_TEST(native_gang_binds_all_pods_or_none)
     create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 3, "2"));
     create(&common_kube_trainjobs, trainjob("gang", "native-rt", 0));
 
-    pg = wait_for(60, exists, &pgref, "the native PodGroup");
+    pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
     ck_assert_int_eq(
         json_integer_value(json_object_get(
             json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"),
@@ -319,8 +308,8 @@ END_TEST
 
 START_TEST(native_resize_while_suspended_replaces_the_podgroup)
 {
-    struct obj_ref pgref = {&backend_native_podgroups, "resize"};
-    struct obj_ref jsref = {&common_kube_jobsets, "resize"};
+    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups, "resize"};
+    struct e2e_obj_ref jsref = {admin, ns, &common_kube_jobsets, "resize"};
     json_t *pg;
     char *uid;
     double end;
@@ -333,7 +322,7 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
     }
     create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 2, "1"));
     create(&common_kube_trainjobs, trainjob("resize", "native-rt", 1));
-    pg = wait_for(60, exists, &pgref, "the native PodGroup");
+    pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
     uid = strdup(str_at(pg, "metadata", "uid", NULL));
     json_decref(pg);
     /* numNodes 2 -> 4 while suspended. JobSet's webhook keeps a JobSet's parallelism
@@ -364,7 +353,7 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
         4);
     json_decref(pg);
     free(uid);
-    pg = wait_for(60, exists, &jsref, "the JobSet again");
+    pg = wait_for(60, e2e_exists, &jsref, "the JobSet again");
     ck_assert_int_eq(
         json_integer_value(json_object_get(
             json_object_get(
@@ -410,7 +399,7 @@ START_TEST(one_trainjob_per_backend_value)
 {
     static const char cosched[] =
         "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n";
-    struct obj_ref js = {&common_kube_jobsets, NULL};
+    struct e2e_obj_ref js = {admin, ns, &common_kube_jobsets, NULL};
     struct want_cond bad = {"tj-unknown", RC_COND_CREATED, "False", RC_REASON_INVALID_RUNTIME};
     const char *values[] = {"coscheduling", "volcano", "kueue", "none", "native", "policy"};
     int native = native_bed();
@@ -436,15 +425,16 @@ START_TEST(one_trainjob_per_backend_value)
             continue;
         snprintf(name, sizeof(name), "tj-%s", v);
         js.name = name;
-        o = wait_for(60, exists, &js, name);
+        o = wait_for(60, e2e_exists, &js, name);
         json_decref(o);
         /* the gang object is written after the JobSet: give the reconciler its pass */
         if (want_cosched || strcmp(v, "volcano") == 0 || strcmp(v, "native") == 0) {
-            struct obj_ref pg = {want_cosched                ? &common_kube_podgroups
-                                 : strcmp(v, "volcano") == 0 ? &volcano_pgs
-                                                             : &backend_native_podgroups,
-                                 name};
-            o = wait_for(30, exists, &pg, "the gang object");
+            struct e2e_obj_ref pg = {admin, ns,
+                                     want_cosched                ? &common_kube_podgroups
+                                     : strcmp(v, "volcano") == 0 ? &volcano_pgs
+                                                                 : &backend_native_podgroups,
+                                     name};
+            o = wait_for(30, e2e_exists, &pg, "the gang object");
             json_decref(o);
         }
         o = get(&common_kube_podgroups, name);

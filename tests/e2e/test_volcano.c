@@ -93,17 +93,6 @@ static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char
     return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
-struct obj_ref {
-    const struct common_kube_resource *res;
-    const char *name;
-};
-
-static json_t *exists(const void *arg)
-{
-    const struct obj_ref *r = arg;
-    return get(r->res, r->name);
-}
-
 struct want_cond {
     const char *tj, *status, *reason;
 };
@@ -267,7 +256,7 @@ static json_t *pods_are(const void *arg)
 
 START_TEST(podgroup_and_pods_carry_queue_priority_tasks_and_topology)
 {
-    struct obj_ref pgref = {&volcano_pgs, "full"};
+    struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "full"};
     struct pods_want pw = {"full", 2};
     json_t *pg, *pods, *p;
     size_t i;
@@ -279,7 +268,7 @@ START_TEST(podgroup_and_pods_carry_queue_priority_tasks_and_topology)
                        "trainsched.io/topology-required: cloud.provider.com/topology-rack",
                        pc_name));
     e2e_create(admin, &common_kube_trainjobs, ns, trainjob("full", "vrt", queue_name, 0));
-    pg = wait_for(90, exists, &pgref, "the Volcano PodGroup");
+    pg = wait_for(90, e2e_exists, &pgref, "the Volcano PodGroup");
     /* Trainer's fields */
     ck_assert_int_eq(json_integer_value(at(pg, "spec.minMember")), 2);
     ck_assert_str_eq(str(pg, "spec.minResources.cpu"), "2");
@@ -314,7 +303,7 @@ START_TEST(missing_queue_is_a_condition_and_an_event_until_the_queue_exists)
 {
     struct want_cond bad = {"noq", "False", RC_REASON_INVALID_TRAINJOB};
     struct want_event ev = {"noq", "Volcano Queue"};
-    struct obj_ref pgref = {&volcano_pgs, "noq"};
+    struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "noq"};
     const json_t *c;
     const char *msg;
     json_t *tj, *o;
@@ -340,7 +329,7 @@ START_TEST(missing_queue_is_a_condition_and_an_event_until_the_queue_exists)
     ck_assert_ptr_null(o = get(&common_kube_configmaps, "noq-runtime-snapshot"));
     /* the Queue appears: the TrainJob is built without being touched */
     make_queue(queue_name);
-    o = wait_for(60, exists, &pgref, "the PodGroup once the Queue exists");
+    o = wait_for(60, e2e_exists, &pgref, "the PodGroup once the Queue exists");
     ck_assert_str_eq(str(o, "spec.queue"), queue_name);
     json_decref(o);
 }
