@@ -772,3 +772,23 @@ json_t *e2e_exists(const void *arg)
     const struct e2e_obj_ref *r = arg;
     return e2e_get(r->k, r->res, r->ns, r->name);
 }
+
+json_t *e2e_at(const json_t *o, const char *path)
+{
+    char key[128];
+    const char *p = path;
+    json_t *v = (json_t *)o;
+
+    while (v && p && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        v = json_is_array(v) ? json_array_get(v, (size_t)strtoul(key, NULL, 10))
+                             : json_object_get(v, key);
+        p = dot ? dot + 1 : p + n;
+    }
+    return v;
+}

@@ -48,6 +48,10 @@ void e2e_create(struct common_kube *k, const struct common_kube_resource *r, con
  * fails the running test. */
 json_t *e2e_get(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
                 const char *name);
+/* e2e_at - the value at dotted path in o ("spec.replicatedJobs.0.name": a segment indexes an
+ * array when the value there is one, else names an object key), borrowed from o; NULL when a
+ * step is missing or a segment is 128 characters or longer. path NULL or "": o itself. */
+json_t *e2e_at(const json_t *o, const char *path);
 /* e2e_poll_fn - one poll of e2e_wait_for: a new reference once the awaited state is there, NULL
  * while it is not yet. */
 typedef json_t *(*e2e_poll_fn)(const void *arg);

@@ -37,14 +37,7 @@ static json_t *get(const struct common_kube_resource *r, const char *name)
 
 static const json_t *at(const json_t *o, const char *path)
 {
-    while (o && path && *path) {
-        const char *dot = strchr(path, '.');
-        char key[128];
-        snprintf(key, sizeof(key), "%.*s", dot ? (int)(dot - path) : (int)strlen(path), path);
-        o = json_object_get(o, key);
-        path = dot ? dot + 1 : NULL;
-    }
-    return o;
+    return e2e_at(o, path);
 }
 
 /* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */

@@ -111,22 +111,7 @@ static json_t *wait_for(double secs, pred_fn pred, const char *name, const void 
 
 static const json_t *at(const json_t *o, const char *path)
 {
-    char key[128];
-    const char *p = path;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        if (key[0] >= '0' && key[0] <= '9')
-            o = json_array_get(o, (size_t)strtoul(key, NULL, 10));
-        else
-            o = json_object_get(o, key);
-        p = dot ? dot + 1 : p + n;
-    }
-    return o;
+    return e2e_at(o, path);
 }
 
 static int suspended(const json_t *o)

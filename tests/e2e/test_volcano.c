@@ -64,22 +64,7 @@ static json_t *get(const struct common_kube_resource *r, const char *name)
 
 static json_t *at(const json_t *o, const char *path)
 {
-    char key[128];
-    const char *p = path;
-    json_t *v = (json_t *)o;
-
-    while (v && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        v = json_is_array(v) ? json_array_get(v, (size_t)strtoul(key, NULL, 10))
-                             : json_object_get(v, key);
-        p = dot ? dot + 1 : p + n;
-    }
-    return v;
+    return e2e_at(o, path);
 }
 
 static const char *str(const json_t *o, const char *path)
