@@ -792,3 +792,23 @@ json_t *e2e_at(const json_t *o, const char *path)
     }
     return v;
 }
+
+void e2e_tj_set_nodes(struct common_kube *k, const char *ns, const char *name, int nodes)
+{
+    struct common_error err;
+    char body[96];
+
+    snprintf(body, sizeof(body), "{\"spec\":{\"trainer\":{\"numNodes\":%d}}}", nodes);
+    ck_assert_msg(common_kube_patch(k, &common_kube_trainjobs, ns, name, COMMON_KUBE_MERGE_PATCH,
+                                    body, NULL, NULL, &err) == COMMON_OK,
+                  "patch trainjob %s numNodes %d: %s", name, nodes, err.msg);
+}
+
+void e2e_drop_jobset(struct common_kube *k, const char *ns, const char *name)
+{
+    struct common_error err;
+
+    ck_assert_msg(common_kube_delete(k, &common_kube_jobsets, ns, name, NULL, NULL, "Background",
+                                     &err) == COMMON_OK,
+                  "delete jobset %s: %s", name, err.msg);
+}

@@ -313,7 +313,6 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
     json_t *pg;
     char *uid;
     double end;
-    struct common_error err;
 
     if (!native_bed()) {
         fprintf(stderr, "native_resize_while_suspended_replaces_the_podgroup: API not served; "
@@ -329,13 +328,8 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
      * immutable, so the reconciler's JobSet write is refused until the JobSet is gone; once it
      * is deleted, the JobSet comes back with 4 pods, and the PodGroup (minCount immutable in
      * 1.36) is deleted and created again with minCount 4 */
-    ck_assert_int_eq(
-        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
-                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
-        COMMON_OK);
-    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
-                                        "Background", &err),
-                     COMMON_OK);
+    e2e_tj_set_nodes(admin, ns, "resize", 4);
+    e2e_drop_jobset(admin, ns, "resize");
     end = e2e_now_s() + 90;
     for (;;) {
         pg = get(&backend_native_podgroups, "resize");

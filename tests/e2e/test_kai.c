@@ -259,7 +259,6 @@ START_TEST(resize_while_suspended_updates_the_podgroup)
     json_t *pg;
     char *uid;
     double end;
-    struct common_error err;
 
     make_queue();
     e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("kai-rt", 2, NULL));
@@ -268,13 +267,8 @@ START_TEST(resize_while_suspended_updates_the_podgroup)
     ck_assert_int_eq(json_integer_value(at(pg, "spec.minMember")), 2);
     uid = strdup(json_string_value(at(pg, "metadata.uid")));
     json_decref(pg);
-    ck_assert_int_eq(
-        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
-                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
-        COMMON_OK);
-    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
-                                        "Background", &err),
-                     COMMON_OK);
+    e2e_tj_set_nodes(admin, ns, "resize", 4);
+    e2e_drop_jobset(admin, ns, "resize");
     end = e2e_now_s() + 90;
     for (;;) {
         pg = get(&backend_kai_podgroups, "resize");

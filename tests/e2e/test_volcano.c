@@ -368,7 +368,6 @@ static void resize(const char *backend, const struct common_kube_resource *r, in
 {
     struct pg_size two = {r, "resize", 2}, four = {r, "resize", 4};
     struct want_cond refused = {"resize", "False", RC_REASON_CREATION_FAILED};
-    struct common_error err;
     json_t *pg;
 
     e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("rrt", backend, "", "", NULL));
@@ -383,14 +382,9 @@ static void resize(const char *backend, const struct common_kube_resource *r, in
      * JobSet is deleted only once the reconciler has seen numNodes 4 (its JobSet write was
      * refused): deleted before, a reconcile of the cached numNodes 2 could write it back with
      * the old size, which is then immutable in its turn. */
-    ck_assert_int_eq(
-        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
-                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
-        COMMON_OK);
+    e2e_tj_set_nodes(admin, ns, "resize", 4);
     json_decref(wait_for(60, has_cond, &refused, "the JobSet write of 4 pods refused"));
-    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
-                                        "Background", &err),
-                     COMMON_OK);
+    e2e_drop_jobset(admin, ns, "resize");
     pg = wait_for(90, pg_sized, &four, "the PodGroup resized to 4");
     ck_assert_str_eq(str(pg, "spec.minResources.cpu"), "4");
     ck_assert_str_eq(str(pg, "spec.minResources.memory"), "4Gi");
