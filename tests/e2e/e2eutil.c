@@ -812,3 +812,17 @@ void e2e_drop_jobset(struct common_kube *k, const char *ns, const char *name)
                                      &err) == COMMON_OK,
                   "delete jobset %s: %s", name, err.msg);
 }
+
+json_t *e2e_wait_named(double secs, int nap_ms, e2e_named_fn fn, const char *name, const void *arg,
+                       const char *what, const char *ns)
+{
+    double end = e2e_now_s() + secs;
+    for (;;) {
+        json_t *o = fn(name, arg);
+        if (o)
+            return o;
+        if (e2e_now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
+        e2e_nap(nap_ms);
+    }
+}

@@ -48,6 +48,14 @@ void e2e_create(struct common_kube *k, const struct common_kube_resource *r, con
  * fails the running test. */
 json_t *e2e_get(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
                 const char *name);
+/* e2e_named_fn - one poll of e2e_wait_named on object name: a new reference once the awaited
+ * state is there, NULL while it is not yet. */
+typedef json_t *(*e2e_named_fn)(const char *name, const void *arg);
+/* e2e_wait_named - call fn(name, arg) every nap_ms ms until it returns non-NULL, and return that
+ * (a new reference); after secs seconds fail the running test with "timed out after <secs> s
+ * waiting for <what> (<ns>/<name>)". */
+json_t *e2e_wait_named(double secs, int nap_ms, e2e_named_fn fn, const char *name, const void *arg,
+                       const char *what, const char *ns);
 /* e2e_at - the value at dotted path in o ("spec.replicatedJobs.0.name": a segment indexes an
  * array when the value there is one, else names an object key), borrowed from o; NULL when a
  * step is missing or a segment is 128 characters or longer. path NULL or "": o itself. */

@@ -94,19 +94,11 @@ static void del(const struct common_kube_resource *r, const char *name)
     common_kube_delete(admin, r, r->namespaced ? ns : NULL, name, NULL, NULL, NULL, &err);
 }
 
-typedef json_t *(*pred_fn)(const char *name, const void *arg);
+typedef e2e_named_fn pred_fn;
 static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
                         const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = pred(name, arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
-        e2e_nap(200);
-    }
+    return e2e_wait_named(secs, 200, pred, name, arg, what, ns);
 }
 
 static const json_t *at(const json_t *o, const char *path)

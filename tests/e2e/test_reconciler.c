@@ -62,19 +62,11 @@ static void merge_patch(const struct common_kube_resource *r, const char *name, 
 }
 
 /* wait up to secs for pred(ctx) to return a non-NULL object (returned, a new reference) */
-typedef json_t *(*pred_fn)(const char *name, const void *arg);
+typedef e2e_named_fn pred_fn;
 static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
                         const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = pred(name, arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
-        e2e_nap(100);
-    }
+    return e2e_wait_named(secs, 100, pred, name, arg, what, ns);
 }
 
 static json_t *jobset_exists(const char *name, const void *arg)
