@@ -26,6 +26,8 @@
 #include "common/log.h"
 #include "common/yaml.h"
 #include "extender/server.h"
+#include "reconciler/reconciler.h"
+#include "trainjob/status.h"
 
 static const struct common_kube_resource serviceaccounts = {"", "v1", "serviceaccounts", 1};
 static const struct common_kube_resource clusterroles = {"rbac.authorization.k8s.io", "v1",
@@ -628,7 +630,6 @@ int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s)
     char args[128];
     int fd = mkstemp(cfg), failed;
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    SRunner *sr;
 
     if (!f) {
         perror(cfg);
@@ -643,10 +644,7 @@ int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s)
         unlink(cfg);
         return 1;
     }
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
         failed++;
@@ -689,4 +687,142 @@ void e2e_ext_stop(struct e2e_ext *e)
     extender_server_destroy(e->ext);
     e->ext = NULL;
     e->httpd = NULL;
+}
+
+json_t *e2e_wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what, const char *ns)
+{
+    double end = e2e_now_s() + secs;
+    for (;;) {
+        json_t *o = fn(arg);
+        if (o)
+            return o;
+        if (e2e_now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
+        e2e_nap(200);
+    }
+}
+
+json_t *e2e_tj_cond(struct common_kube *k, const char *ns, const char *name, const char *type,
+                    const char *status, const char *reason)
+{
+    json_t *tj = e2e_get(k, &common_kube_trainjobs, ns, name);
+    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), type);
+    if (c && strcmp(json_string_value(json_object_get(c, "status")), status) == 0 &&
+        (!reason || strcmp(json_string_value(json_object_get(c, "reason")), reason) == 0))
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset)
+{
+    json_t *items = NULL;
+    struct common_error err;
+    char sel[300];
+    struct common_kube_list_opts lo = {0};
+
+    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", jobset);
+    lo.label_selector = sel;
+    ck_assert_msg(common_kube_list(k, &common_kube_pods, ns, &lo, &items, NULL, &err) == COMMON_OK,
+                  "list pods: %s", err.msg);
+    return items;
+}
+
+void e2e_add_test(Suite *s, const char *name, const TTest *t, void (*setup)(void),
+                  void (*teardown)(void), int timeout_s)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, timeout_s);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+int e2e_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed;
+}
+
+void e2e_rc_opts(struct rc_opts *o, struct common_kube *kube, const char *ns)
+{
+    memset(o, 0, sizeof(*o));
+    o->kube = kube;
+    o->namespace = ns;
+    o->workers = 2;
+    o->queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
+}
+
+struct rc_reconciler *e2e_rc_start(const struct rc_opts *o)
+{
+    struct common_error err;
+    struct rc_reconciler *rec = rc_create(o, &err);
+    ck_assert_msg(rec != NULL, "%s", err.msg);
+    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    return rec;
+}
+
+json_t *e2e_exists(const void *arg)
+{
+    const struct e2e_obj_ref *r = arg;
+    return e2e_get(r->k, r->res, r->ns, r->name);
+}
+
+json_t *e2e_at(const json_t *o, const char *path)
+{
+    char key[128];
+    const char *p = path;
+    json_t *v = (json_t *)o;
+
+    while (v && p && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        v = json_is_array(v) ? json_array_get(v, (size_t)strtoul(key, NULL, 10))
+                             : json_object_get(v, key);
+        p = dot ? dot + 1 : p + n;
+    }
+    return v;
+}
+
+void e2e_tj_set_nodes(struct common_kube *k, const char *ns, const char *name, int nodes)
+{
+    struct common_error err;
+    char body[96];
+
+    snprintf(body, sizeof(body), "{\"spec\":{\"trainer\":{\"numNodes\":%d}}}", nodes);
+    ck_assert_msg(common_kube_patch(k, &common_kube_trainjobs, ns, name, COMMON_KUBE_MERGE_PATCH,
+                                    body, NULL, NULL, &err) == COMMON_OK,
+                  "patch trainjob %s numNodes %d: %s", name, nodes, err.msg);
+}
+
+void e2e_drop_jobset(struct common_kube *k, const char *ns, const char *name)
+{
+    struct common_error err;
+
+    ck_assert_msg(common_kube_delete(k, &common_kube_jobsets, ns, name, NULL, NULL, "Background",
+                                     &err) == COMMON_OK,
+                  "delete jobset %s: %s", name, err.msg);
+}
+
+json_t *e2e_wait_named(double secs, int nap_ms, e2e_named_fn fn, const char *name, const void *arg,
+                       const char *what, const char *ns)
+{
+    double end = e2e_now_s() + secs;
+    for (;;) {
+        json_t *o = fn(name, arg);
+        if (o)
+            return o;
+        if (e2e_now_s() > end)
+            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
+        e2e_nap(nap_ms);
+    }
 }

@@ -48,6 +48,51 @@ void e2e_create(struct common_kube *k, const struct common_kube_resource *r, con
  * fails the running test. */
 json_t *e2e_get(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
                 const char *name);
+/* e2e_named_fn - one poll of e2e_wait_named on object name: a new reference once the awaited
+ * state is there, NULL while it is not yet. */
+typedef json_t *(*e2e_named_fn)(const char *name, const void *arg);
+/* e2e_wait_named - call fn(name, arg) every nap_ms ms until it returns non-NULL, and return that
+ * (a new reference); after secs seconds fail the running test with "timed out after <secs> s
+ * waiting for <what> (<ns>/<name>)". */
+json_t *e2e_wait_named(double secs, int nap_ms, e2e_named_fn fn, const char *name, const void *arg,
+                       const char *what, const char *ns);
+/* e2e_at - the value at dotted path in o ("spec.replicatedJobs.0.name": a segment indexes an
+ * array when the value there is one, else names an object key), borrowed from o; NULL when a
+ * step is missing or a segment is 128 characters or longer. path NULL or "": o itself. */
+json_t *e2e_at(const json_t *o, const char *path);
+/* e2e_poll_fn - one poll of e2e_wait_for: a new reference once the awaited state is there, NULL
+ * while it is not yet. */
+typedef json_t *(*e2e_poll_fn)(const void *arg);
+/* e2e_wait_for - call fn(arg) every 200 ms until it returns non-NULL, and return that (a new
+ * reference); after secs seconds fail the running test with "timed out after <secs> s waiting
+ * for <what> in <ns>". */
+json_t *e2e_wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what,
+                     const char *ns);
+/* e2e_obj_ref - object name of resource res in namespace ns (ignored for cluster-scoped res),
+ * read through k; the argument of e2e_exists. */
+struct e2e_obj_ref {
+    struct common_kube *k;
+    const char *ns;
+    const struct common_kube_resource *res;
+    const char *name;
+};
+/* e2e_exists - an e2e_poll_fn on a const struct e2e_obj_ref *: e2e_get of the object (a new
+ * reference), NULL while it does not exist; any other failure fails the running test. */
+json_t *e2e_exists(const void *arg);
+/* e2e_tj_cond - TrainJob name of namespace ns read through k (a new reference) when its
+ * status condition of type has status and reason (NULL: any reason); NULL otherwise (no such
+ * TrainJob or condition yet). A failed GET fails the running test (as e2e_get). */
+json_t *e2e_tj_cond(struct common_kube *k, const char *ns, const char *name, const char *type,
+                    const char *status, const char *reason);
+/* e2e_tj_set_nodes - merge-patch TrainJob name of namespace ns through k to
+ * spec.trainer.numNodes: nodes; a failure fails the running test. */
+void e2e_tj_set_nodes(struct common_kube *k, const char *ns, const char *name, int nodes);
+/* e2e_drop_jobset - DELETE JobSet name of namespace ns through k (propagationPolicy Background);
+ * a failure, not found included, fails the running test. */
+void e2e_drop_jobset(struct common_kube *k, const char *ns, const char *name);
+/* e2e_jobset_pods - the pods of namespace ns labelled jobset.sigs.k8s.io/jobset-name=jobset, as
+ * listed through k (a new array); a failed list fails the running test ("list pods: ..."). */
+json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset);
 /* e2e_kwok_node - a Node that kwok runs (annotation kwok.x-k8s.io/node: fake) with cpu CPUs,
  * 64Gi and 110 pods, labels type: kwok plus label (a YAML flow pair "key: value", or NULL). */
 void e2e_kwok_node(struct common_kube *k, const char *name, const char *label, const char *cpu);
@@ -76,6 +121,20 @@ json_t *e2e_yaml1(const char *text);
 
 /* e2e_yamlf - e2e_yaml1 of a printf format (at most 16 KiB once expanded). */
 json_t *e2e_yamlf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* E2E_RT_NODE_JOB - a string literal to paste into a TrainingRuntime's YAML after its
+ * mlPolicy: "  template:" with one replicatedJob "node" labelled
+ * trainer.kubeflow.org/trainjob-ancestor-step: trainer, ending at its pod template's key
+ * ("            template:"), so the pod's metadata/spec follow indented by 14 spaces. */
+#define E2E_RT_NODE_JOB                                                                            \
+    "  template:\n"                                                                                \
+    "    spec:\n"                                                                                  \
+    "      replicatedJobs:\n"                                                                      \
+    "      - name: node\n"                                                                         \
+    "        template:\n"                                                                          \
+    "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}\n"       \
+    "          spec:\n"                                                                            \
+    "            template:\n"
 
 /* e2e_write_file - path := text (created/truncated); failures fail the test. */
 void e2e_write_file(const char *path, const char *text);
@@ -124,12 +183,29 @@ void e2e_sched_config(FILE *f, int port, int bind_timeout_s);
 int e2e_sched_ctl(const char *args);
 
 struct Suite;
+struct TTest;
+/* e2e_add_test - add test t to suite s in a test case of its own named name, with the checked
+ * fixture setup/teardown (either may be NULL) and a timeout of timeout_s seconds. */
+void e2e_add_test(struct Suite *s, const char *name, const struct TTest *t, void (*setup)(void),
+                  void (*teardown)(void), int timeout_s);
+/* e2e_run_suite - run suite s (srunner, CK_NORMAL) and free it with its runner: the number of
+ * failed tests. */
+int e2e_run_suite(struct Suite *s);
 /*
  * e2e_run_with_extender - restart the bed's kube-scheduler with e2e_sched_config(port,
  * bind_timeout_s), run suite s (srunner, CK_NORMAL), restore the bed's config: the number of
  * failed tests, plus one when the restore failed; 1 when the scheduler could not be restarted.
  */
 int e2e_run_with_extender(struct Suite *s, int port, int bind_timeout_s);
+
+struct rc_opts;
+struct rc_reconciler;
+/* e2e_rc_opts - *o := the reconciler options the e2e suites share: client kube, watching only
+ * namespace ns, 2 workers, retries capped at 2 s (max_delay_ms 2000); everything else zero. */
+void e2e_rc_opts(struct rc_opts *o, struct common_kube *kube, const char *ns);
+/* e2e_rc_start - rc_create and rc_start a reconciler with o: the running reconciler
+ * (rc_destroy it); a failure of either fails the running test with the error's message. */
+struct rc_reconciler *e2e_rc_start(const struct rc_opts *o);
 
 struct extender_server;
 struct extender_server_opts;

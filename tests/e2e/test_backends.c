@@ -81,29 +81,9 @@ static const char *str_at(const json_t *o, const char *a, const char *b, const c
 }
 
 /* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
-typedef json_t *(*poll_fn)(const void *arg);
-static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = fn(arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
-        e2e_nap(200);
-    }
-}
-
-struct obj_ref {
-    const struct common_kube_resource *res;
-    const char *name;
-};
-
-static json_t *exists(const void *arg)
-{
-    const struct obj_ref *r = arg;
-    return get(r->res, r->name);
+    return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
 struct want_cond {
@@ -113,29 +93,13 @@ struct want_cond {
 static json_t *has_cond(const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, w->tj);
-    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), w->type);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
-        strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0)
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, w->tj, w->type, w->status, w->reason);
 }
 
 /* the pods of the JobSet name (label jobset.sigs.k8s.io/jobset-name); a new list's items */
 static json_t *pods_of(const char *name)
 {
-    json_t *items = NULL;
-    struct common_error err;
-    char sel[300];
-    struct common_kube_list_opts lo = {0};
-
-    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", name);
-    lo.label_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "list pods: %s", err.msg);
-    return items;
+    return e2e_jobset_pods(admin, ns, name);
 }
 
 static int bound(const json_t *pods)
@@ -190,15 +154,10 @@ static json_t *pg_scheduled_is(const void *arg)
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
-    struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    struct rc_opts o;
+
+    e2e_rc_opts(&o, tsk, ns);
+    rec = e2e_rc_start(&o);
 }
 
 static void setup(void)
@@ -232,17 +191,7 @@ static json_t *runtime(const char *name, const char *backend, const char *policy
                      "metadata: {name: %s, namespace: %s%s}\n"
                      "spec:\n"
                      "  mlPolicy: {numNodes: %d}\n"
-                     "%s"
-                     "  template:\n"
-                     "    spec:\n"
-                     "      replicatedJobs:\n"
-                     "      - name: node\n"
-                     "        template:\n"
-                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                     "trainer}}\n"
-                     "          spec:\n"
-                     "            template:\n"
-                     "              spec:\n"
+                     "%s" E2E_RT_NODE_JOB "              spec:\n"
                      "                nodeSelector: {trainsched.io/e2e-ns: %s}\n"
                      "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]\n"
                      "                containers:\n"
@@ -286,7 +235,7 @@ static void drop_nodes(void)
 
 START_TEST(native_gang_binds_all_pods_or_none)
 {
-    struct obj_ref pgref = {&backend_native_podgroups, "gang"};
+    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups, "gang"};
     struct pg_want unsched = {"gang", "False"};
     struct pods_want none_bound = {"gang", 3, 0}, all_bound = {"gang", 3, 3};
     json_t *pg, *pods, *js;
@@ -307,7 +256,7 @@ START_TEST(native_gang_binds_all_pods_or_none)
     create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 3, "2"));
     create(&common_kube_trainjobs, trainjob("gang", "native-rt", 0));
 
-    pg = wait_for(60, exists, &pgref, "the native PodGroup");
+    pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
     ck_assert_int_eq(
         json_integer_value(json_object_get(
             json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"),
@@ -359,12 +308,11 @@ END_TEST
 
 START_TEST(native_resize_while_suspended_replaces_the_podgroup)
 {
-    struct obj_ref pgref = {&backend_native_podgroups, "resize"};
-    struct obj_ref jsref = {&common_kube_jobsets, "resize"};
+    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups, "resize"};
+    struct e2e_obj_ref jsref = {admin, ns, &common_kube_jobsets, "resize"};
     json_t *pg;
     char *uid;
     double end;
-    struct common_error err;
 
     if (!native_bed()) {
         fprintf(stderr, "native_resize_while_suspended_replaces_the_podgroup: API not served; "
@@ -373,20 +321,15 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
     }
     create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 2, "1"));
     create(&common_kube_trainjobs, trainjob("resize", "native-rt", 1));
-    pg = wait_for(60, exists, &pgref, "the native PodGroup");
+    pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
     uid = strdup(str_at(pg, "metadata", "uid", NULL));
     json_decref(pg);
     /* numNodes 2 -> 4 while suspended. JobSet's webhook keeps a JobSet's parallelism
      * immutable, so the reconciler's JobSet write is refused until the JobSet is gone; once it
      * is deleted, the JobSet comes back with 4 pods, and the PodGroup (minCount immutable in
      * 1.36) is deleted and created again with minCount 4 */
-    ck_assert_int_eq(
-        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
-                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
-        COMMON_OK);
-    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
-                                        "Background", &err),
-                     COMMON_OK);
+    e2e_tj_set_nodes(admin, ns, "resize", 4);
+    e2e_drop_jobset(admin, ns, "resize");
     end = e2e_now_s() + 90;
     for (;;) {
         pg = get(&backend_native_podgroups, "resize");
@@ -404,7 +347,7 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
         4);
     json_decref(pg);
     free(uid);
-    pg = wait_for(60, exists, &jsref, "the JobSet again");
+    pg = wait_for(60, e2e_exists, &jsref, "the JobSet again");
     ck_assert_int_eq(
         json_integer_value(json_object_get(
             json_object_get(
@@ -450,7 +393,7 @@ START_TEST(one_trainjob_per_backend_value)
 {
     static const char cosched[] =
         "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n";
-    struct obj_ref js = {&common_kube_jobsets, NULL};
+    struct e2e_obj_ref js = {admin, ns, &common_kube_jobsets, NULL};
     struct want_cond bad = {"tj-unknown", RC_COND_CREATED, "False", RC_REASON_INVALID_RUNTIME};
     const char *values[] = {"coscheduling", "volcano", "kueue", "none", "native", "policy"};
     int native = native_bed();
@@ -476,15 +419,16 @@ START_TEST(one_trainjob_per_backend_value)
             continue;
         snprintf(name, sizeof(name), "tj-%s", v);
         js.name = name;
-        o = wait_for(60, exists, &js, name);
+        o = wait_for(60, e2e_exists, &js, name);
         json_decref(o);
         /* the gang object is written after the JobSet: give the reconciler its pass */
         if (want_cosched || strcmp(v, "volcano") == 0 || strcmp(v, "native") == 0) {
-            struct obj_ref pg = {want_cosched                ? &common_kube_podgroups
-                                 : strcmp(v, "volcano") == 0 ? &volcano_pgs
-                                                             : &backend_native_podgroups,
-                                 name};
-            o = wait_for(30, exists, &pg, "the gang object");
+            struct e2e_obj_ref pg = {admin, ns,
+                                     want_cosched                ? &common_kube_podgroups
+                                     : strcmp(v, "volcano") == 0 ? &volcano_pgs
+                                                                 : &backend_native_podgroups,
+                                     name};
+            o = wait_for(30, e2e_exists, &pg, "the gang object");
             json_decref(o);
         }
         o = get(&common_kube_podgroups, name);
@@ -514,17 +458,12 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 400);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 400);
 }
 
 int main(void)
 {
     Suite *s = suite_create("backends");
-    SRunner *sr;
     int failed;
 
     add(s, "native_gang_binds_all_pods_or_none", native_gang_binds_all_pods_or_none);
@@ -532,9 +471,6 @@ int main(void)
         native_resize_while_suspended_replaces_the_podgroup);
     add(s, "native_without_the_api_writes_nothing", native_without_the_api_writes_nothing);
     add(s, "one_trainjob_per_backend_value", one_trainjob_per_backend_value);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }

@@ -170,17 +170,11 @@ static void stop_extender(void)
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
-    struct common_error err;
+    struct rc_opts o;
 
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
+    e2e_rc_opts(&o, tsk, ns);
     o.gang_marks = 1; /* this bed's kube-scheduler calls the extender */
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static int bound(const char *gang, int *total);
@@ -1208,35 +1202,27 @@ START_TEST(topology_rack_trainjob)
      * (a plan without topology takes nodes 0 and 1: two racks) */
     for (int k = 0; k < 8; k++)
         make_node_at(4, (k % 4) / 2, (k % 4) % 2);
-    create_obj(&common_kube_trainingruntimes,
-               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                         "kind: TrainingRuntime\n"
-                         "metadata: {name: racked, namespace: %s}\n"
-                         "spec:\n"
-                         "  mlPolicy: {numNodes: 2}\n"
-                         "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n"
-                         "  template:\n"
-                         "    spec:\n"
-                         "      replicatedJobs:\n"
-                         "      - name: node\n"
-                         "        template:\n"
-                         "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-"
-                         "step: trainer}}\n"
-                         "          spec:\n"
-                         "            template:\n"
-                         "              metadata:\n"
-                         "                annotations: {kueue.x-k8s.io/podset-required-topology: "
-                         "%s}\n"
-                         "              spec:\n"
-                         "                nodeSelector: {%s: '%s'}\n"
-                         "                tolerations: [{key: kwok.x-k8s.io/node, operator: "
-                         "Exists, effect: NoSchedule}]\n"
-                         "                containers:\n"
-                         "                - name: node\n"
-                         "                  image: busybox:1.36\n"
-                         "                  command: [sh, -c, 'sleep 1']\n"
-                         "                  resources: {requests: {cpu: '3', memory: 64Mi}}\n",
-                         ns, RACK_LABEL, RUN_LABEL, run));
+    create_obj(
+        &common_kube_trainingruntimes,
+        e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                  "kind: TrainingRuntime\n"
+                  "metadata: {name: racked, namespace: %s}\n"
+                  "spec:\n"
+                  "  mlPolicy: {numNodes: 2}\n"
+                  "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n" E2E_RT_NODE_JOB
+                  "              metadata:\n"
+                  "                annotations: {kueue.x-k8s.io/podset-required-topology: "
+                  "%s}\n"
+                  "              spec:\n"
+                  "                nodeSelector: {%s: '%s'}\n"
+                  "                tolerations: [{key: kwok.x-k8s.io/node, operator: "
+                  "Exists, effect: NoSchedule}]\n"
+                  "                containers:\n"
+                  "                - name: node\n"
+                  "                  image: busybox:1.36\n"
+                  "                  command: [sh, -c, 'sleep 1']\n"
+                  "                  resources: {requests: {cpu: '3', memory: 64Mi}}\n",
+                  ns, RACK_LABEL, RUN_LABEL, run));
     create_obj(&common_kube_trainjobs, trainjob("racked", "racked"));
     t = wait_bound("racked", 2, 90);
     pg = get_obj(&common_kube_podgroups, "racked");

@@ -37,29 +37,13 @@ static json_t *get(const struct common_kube_resource *r, const char *name)
 
 static const json_t *at(const json_t *o, const char *path)
 {
-    while (o && path && *path) {
-        const char *dot = strchr(path, '.');
-        char key[128];
-        snprintf(key, sizeof(key), "%.*s", dot ? (int)(dot - path) : (int)strlen(path), path);
-        o = json_object_get(o, key);
-        path = dot ? dot + 1 : NULL;
-    }
-    return o;
+    return e2e_at(o, path);
 }
 
 /* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
-typedef json_t *(*poll_fn)(const void *arg);
-static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = fn(arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
-        e2e_nap(200);
-    }
+    return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
 static json_t *kai_pg(const void *arg)
@@ -74,13 +58,7 @@ struct want_cond {
 static json_t *has_cond(const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, w->tj);
-    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), "False") == 0 &&
-        strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0)
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, w->tj, RC_COND_CREATED, "False", w->reason);
 }
 
 /* an Event of ours in ns with reason InvalidTrainJob whose text has want */
@@ -115,16 +93,7 @@ struct pods_want {
 static json_t *pods_are(const void *arg)
 {
     const struct pods_want *w = arg;
-    json_t *items = NULL;
-    struct common_error err;
-    char sel[300];
-    struct common_kube_list_opts lo = {0};
-
-    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", w->jobset);
-    lo.label_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "list pods: %s", err.msg);
+    json_t *items = e2e_jobset_pods(admin, ns, w->jobset);
     if (json_array_size(items) == w->count)
         return items;
     json_decref(items);
@@ -133,18 +102,14 @@ static json_t *pods_are(const void *arg)
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
+    struct rc_opts o;
     struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
+
+    e2e_rc_opts(&o, tsk, ns);
     events = common_events_create(tsk, "e2e-kai", NULL, &err);
     ck_assert_msg(events != NULL, "%s", err.msg);
     o.events = events;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 /* the cluster-scoped KAI Queue of this test (named after its namespace), a leaf */
@@ -198,16 +163,7 @@ static json_t *runtime(const char *name, int nodes, const char *pc)
                      "metadata: {name: %s, namespace: %s, annotations: {trainsched.io/backend: "
                      "kai}}\n"
                      "spec:\n"
-                     "  mlPolicy: {numNodes: %d}\n"
-                     "  template:\n"
-                     "    spec:\n"
-                     "      replicatedJobs:\n"
-                     "      - name: node\n"
-                     "        template:\n"
-                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                     "trainer}}\n"
-                     "          spec:\n"
-                     "            template:\n"
+                     "  mlPolicy: {numNodes: %d}\n" E2E_RT_NODE_JOB
                      "              metadata: {annotations: {kai.scheduler/topology: fabric, "
                      "kai.scheduler/topology-required-placement: example.com/rack}}\n"
                      "              spec:\n"
@@ -303,7 +259,6 @@ START_TEST(resize_while_suspended_updates_the_podgroup)
     json_t *pg;
     char *uid;
     double end;
-    struct common_error err;
 
     make_queue();
     e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("kai-rt", 2, NULL));
@@ -312,13 +267,8 @@ START_TEST(resize_while_suspended_updates_the_podgroup)
     ck_assert_int_eq(json_integer_value(at(pg, "spec.minMember")), 2);
     uid = strdup(json_string_value(at(pg, "metadata.uid")));
     json_decref(pg);
-    ck_assert_int_eq(
-        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
-                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
-        COMMON_OK);
-    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
-                                        "Background", &err),
-                     COMMON_OK);
+    e2e_tj_set_nodes(admin, ns, "resize", 4);
+    e2e_drop_jobset(admin, ns, "resize");
     end = e2e_now_s() + 90;
     for (;;) {
         pg = get(&backend_kai_podgroups, "resize");
@@ -389,17 +339,12 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 300);
 }
 
 int main(void)
 {
     Suite *s = suite_create("kai");
-    SRunner *sr;
     int failed;
 
     add(s, "podgroup_accepted_strictly_and_pods_carry_the_keys",
@@ -410,9 +355,6 @@ int main(void)
         missing_queue_is_refused_naming_the_label_and_nothing_is_written);
     add(s, "missing_priority_class_is_refused_naming_the_field",
         missing_priority_class_is_refused_naming_the_field);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }

@@ -72,23 +72,12 @@ static int ext_port; /* the extender the bed's kube-scheduler calls (main sets i
 
 static void create(const struct common_kube_resource *r, json_t *obj)
 {
-    struct common_kube_write_opts wo = {.strict = 1};
-    struct common_error err;
-    enum common_rc rc =
-        common_kube_create(admin, r, r->namespaced ? ns : NULL, obj, &wo, NULL, &err);
-    ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
-    json_decref(obj);
+    e2e_create(admin, r, ns, obj);
 }
 
 static json_t *get(const struct common_kube_resource *r, const char *name)
 {
-    json_t *o = NULL;
-    struct common_error err;
-    enum common_rc rc = common_kube_get(admin, r, r->namespaced ? ns : NULL, name, &o, &err);
-    if (rc == COMMON_ENOTFOUND)
-        return NULL;
-    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
-    return o;
+    return e2e_get(admin, r, ns, name);
 }
 
 static void merge_patch(const struct common_kube_resource *r, const char *name, const char *body)
@@ -105,39 +94,16 @@ static void del(const struct common_kube_resource *r, const char *name)
     common_kube_delete(admin, r, r->namespaced ? ns : NULL, name, NULL, NULL, NULL, &err);
 }
 
-typedef json_t *(*pred_fn)(const char *name, const void *arg);
+typedef e2e_named_fn pred_fn;
 static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
                         const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = pred(name, arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
-        e2e_nap(200);
-    }
+    return e2e_wait_named(secs, 200, pred, name, arg, what, ns);
 }
 
 static const json_t *at(const json_t *o, const char *path)
 {
-    char key[128];
-    const char *p = path;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        if (key[0] >= '0' && key[0] <= '9')
-            o = json_array_get(o, (size_t)strtoul(key, NULL, 10));
-        else
-            o = json_object_get(o, key);
-        p = dot ? dot + 1 : p + n;
-    }
-    return o;
+    return e2e_at(o, path);
 }
 
 static int suspended(const json_t *o)
@@ -340,16 +306,7 @@ static json_t *gpu_runtime(const char *name, const char *marker)
         "kind: TrainingRuntime\n"
         "metadata: {name: %s, namespace: %s}\n"
         "spec:\n"
-        "  mlPolicy: {numNodes: 1}\n"
-        "  template:\n"
-        "    spec:\n"
-        "      replicatedJobs:\n"
-        "      - name: node\n"
-        "        template:\n"
-        "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-        "trainer}}\n"
-        "          spec:\n"
-        "            template:\n"
+        "  mlPolicy: {numNodes: 1}\n" E2E_RT_NODE_JOB
         "              metadata: {labels: {kueue-test-marker: %s}}\n"
         "              spec:\n"
         "                containers:\n"
@@ -377,19 +334,15 @@ static json_t *queued_trainjob(const char *name, const char *runtime, const char
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
+    struct rc_opts o;
     struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
+
+    e2e_rc_opts(&o, tsk, ns);
     events = common_events_create(tsk, "e2e-kueue", NULL, &err);
     ck_assert_msg(events != NULL, "%s", err.msg);
     o.events = events;
-    o.queue.max_delay_ms = 2000;
     o.gang_marks = 1; /* coscheduling JobSets reach the extender without the pod webhook */
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static void setup(void)
@@ -636,32 +589,24 @@ END_TEST
  * template annotated with `ann` (a YAML flow-map body, "" for none) */
 static json_t *gang_runtime(const char *name, int num_nodes, int gpus, const char *ann)
 {
-    return e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                     "kind: TrainingRuntime\n"
-                     "metadata: {name: %s, namespace: %s}\n"
-                     "spec:\n"
-                     "  mlPolicy: {numNodes: %d}\n"
-                     "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n"
-                     "  template:\n"
-                     "    spec:\n"
-                     "      replicatedJobs:\n"
-                     "      - name: node\n"
-                     "        template:\n"
-                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                     "trainer}}\n"
-                     "          spec:\n"
-                     "            template:\n"
-                     "              metadata: {annotations: {%s}}\n"
-                     "              spec:\n"
-                     "                containers:\n"
-                     "                - name: node\n"
-                     "                  image: busybox:1.36\n"
-                     "                  command: [sh, -c, 'sleep 1']\n"
-                     "                  resources:\n"
-                     "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: "
-                     "'%d'}\n"
-                     "                    limits: {nvidia.com/gpu: '%d'}\n",
-                     name, ns, num_nodes, ann, gpus, gpus);
+    return e2e_yamlf(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\n"
+        "kind: TrainingRuntime\n"
+        "metadata: {name: %s, namespace: %s}\n"
+        "spec:\n"
+        "  mlPolicy: {numNodes: %d}\n"
+        "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 30}}\n" E2E_RT_NODE_JOB
+        "              metadata: {annotations: {%s}}\n"
+        "              spec:\n"
+        "                containers:\n"
+        "                - name: node\n"
+        "                  image: busybox:1.36\n"
+        "                  command: [sh, -c, 'sleep 1']\n"
+        "                  resources:\n"
+        "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: "
+        "'%d'}\n"
+        "                    limits: {nvidia.com/gpu: '%d'}\n",
+        name, ns, num_nodes, ann, gpus, gpus);
 }
 
 /* trainsched's extender on ext_port, where the bed's kube-scheduler calls it (main) */
@@ -927,11 +872,7 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 600);
 }
 
 int main(void)
@@ -939,7 +880,6 @@ int main(void)
     const char *running = getenv("TESTBED_KUEUE_RUNNING");
     const char *require = getenv("TS_REQUIRE_KUEUE");
     Suite *s;
-    SRunner *sr;
     int failed;
 
     if (!running || strcmp(running, "1") != 0) {
@@ -984,10 +924,7 @@ int main(void)
         queued_coscheduling_trainjob_is_admitted_then_gang_scheduled);
     add(s, "kueue_tas_placement_is_kept_by_the_gang_extender",
         kueue_tas_placement_is_kept_by_the_gang_extender);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
         failed++;

@@ -50,13 +50,7 @@ static void create(const struct common_kube_resource *r, json_t *obj)
 
 static json_t *get(const struct common_kube_resource *r, const char *name)
 {
-    json_t *o = NULL;
-    struct common_error err;
-    enum common_rc rc = common_kube_get(admin, r, ns, name, &o, &err);
-    if (rc == COMMON_ENOTFOUND)
-        return NULL;
-    ck_assert_msg(rc == COMMON_OK, "get %s %s: %s", r->resource, name, err.msg);
-    return o;
+    return e2e_get(admin, r, ns, name);
 }
 
 static void merge_patch(const struct common_kube_resource *r, const char *name, const char *body)
@@ -68,19 +62,11 @@ static void merge_patch(const struct common_kube_resource *r, const char *name, 
 }
 
 /* wait up to secs for pred(ctx) to return a non-NULL object (returned, a new reference) */
-typedef json_t *(*pred_fn)(const char *name, const void *arg);
+typedef e2e_named_fn pred_fn;
 static json_t *wait_for(double secs, pred_fn pred, const char *name, const void *arg,
                         const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = pred(name, arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
-        e2e_nap(100);
-    }
+    return e2e_wait_named(secs, 100, pred, name, arg, what, ns);
 }
 
 static json_t *jobset_exists(const char *name, const void *arg)
@@ -101,13 +87,7 @@ struct want_cond {
 static json_t *tj_has_cond(const char *name, const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, name);
-    const json_t *c = cond(tj, w->type);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
-        (!w->reason || strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0))
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, name, w->type, w->status, w->reason);
 }
 
 static json_t *wait_cond(const char *name, const char *type, const char *status, const char *reason,
@@ -195,18 +175,14 @@ static int managed_by(const json_t *obj, const char *manager, const char *operat
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
+    struct rc_opts o;
     struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
+
+    e2e_rc_opts(&o, tsk, ns);
     events = common_events_create(tsk, "e2e-reconciler", NULL, &err);
     ck_assert_msg(events != NULL, "%s", err.msg);
     o.events = events;
-    o.queue.max_delay_ms = 2000; /* retries in seconds, not minutes, in tests */
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static void setup(void)
@@ -1052,11 +1028,7 @@ END_TEST
 /* one TCase per test, so CK_RUN_CASE=<test name> runs one */
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 240);
 }
 
 static Suite *suite(void)
@@ -1083,10 +1055,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return e2e_run_suite(suite()) ? 1 : 0;
 }

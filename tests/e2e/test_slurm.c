@@ -254,18 +254,12 @@ static int without_slurm; /* start_reconciler: as a trainsched started without -
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
-    struct common_error err;
+    struct rc_opts o;
 
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
-    o.queue.max_delay_ms = 2000;
+    e2e_rc_opts(&o, tsk, ns);
     o.gang_marks = 1; /* this bed's kube-scheduler calls the extender */
     o.slurm = without_slurm ? NULL : sync_;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static void cancel_all_jobs(void)
@@ -366,32 +360,21 @@ static json_t *get_obj(const struct common_kube_resource *r, const char *name)
  * pods on the nodes labelled RUN_LABEL=sel */
 static void make_trainjob_on(const char *name, int num_nodes, const char *sel)
 {
-    create_obj(
-        &common_kube_trainingruntimes,
-        e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                  "kind: TrainingRuntime\n"
-                  "metadata:\n  name: %s-rt\n  namespace: %s\n"
-                  "  annotations: {trainsched.io/backend: slurm}\n"
-                  "spec:\n"
-                  "  mlPolicy: {numNodes: 1}\n"
-                  "  template:\n"
-                  "    spec:\n"
-                  "      replicatedJobs:\n"
-                  "      - name: node\n"
-                  "        template:\n"
-                  "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                  "trainer}}\n"
-                  "          spec:\n"
-                  "            template:\n"
-                  "              spec:\n"
-                  "                nodeSelector: {%s: '%s'}\n"
-                  "                tolerations: [{key: kwok.x-k8s.io/node, operator: "
-                  "Exists, effect: NoSchedule}]\n"
-                  "                containers:\n"
-                  "                - name: node\n"
-                  "                  image: busybox:1.36\n"
-                  "                  command: [sh, -c, 'sleep 1']\n",
-                  name, ns, RUN_LABEL, sel));
+    create_obj(&common_kube_trainingruntimes,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                         "kind: TrainingRuntime\n"
+                         "metadata:\n  name: %s-rt\n  namespace: %s\n"
+                         "  annotations: {trainsched.io/backend: slurm}\n"
+                         "spec:\n"
+                         "  mlPolicy: {numNodes: 1}\n" E2E_RT_NODE_JOB "              spec:\n"
+                         "                nodeSelector: {%s: '%s'}\n"
+                         "                tolerations: [{key: kwok.x-k8s.io/node, operator: "
+                         "Exists, effect: NoSchedule}]\n"
+                         "                containers:\n"
+                         "                - name: node\n"
+                         "                  image: busybox:1.36\n"
+                         "                  command: [sh, -c, 'sleep 1']\n",
+                         name, ns, RUN_LABEL, sel));
     create_obj(&common_kube_trainjobs,
                e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
                          "metadata: {name: %s, namespace: %s}\n"

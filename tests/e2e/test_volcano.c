@@ -64,22 +64,7 @@ static json_t *get(const struct common_kube_resource *r, const char *name)
 
 static json_t *at(const json_t *o, const char *path)
 {
-    char key[128];
-    const char *p = path;
-    json_t *v = (json_t *)o;
-
-    while (v && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        v = json_is_array(v) ? json_array_get(v, (size_t)strtoul(key, NULL, 10))
-                             : json_object_get(v, key);
-        p = dot ? dot + 1 : p + n;
-    }
-    return v;
+    return e2e_at(o, path);
 }
 
 static const char *str(const json_t *o, const char *path)
@@ -87,29 +72,10 @@ static const char *str(const json_t *o, const char *path)
     return json_string_value(at(o, path));
 }
 
-typedef json_t *(*poll_fn)(const void *arg);
-static json_t *wait_for(double secs, poll_fn fn, const void *arg, const char *what)
+/* poll fn(arg) every 200 ms until it returns non-NULL (a new reference) or secs pass */
+static json_t *wait_for(double secs, e2e_poll_fn fn, const void *arg, const char *what)
 {
-    double end = e2e_now_s() + secs;
-    for (;;) {
-        json_t *o = fn(arg);
-        if (o)
-            return o;
-        if (e2e_now_s() > end)
-            ck_abort_msg("timed out after %.0f s waiting for %s in %s", secs, what, ns);
-        e2e_nap(200);
-    }
-}
-
-struct obj_ref {
-    const struct common_kube_resource *res;
-    const char *name;
-};
-
-static json_t *exists(const void *arg)
-{
-    const struct obj_ref *r = arg;
-    return get(r->res, r->name);
+    return e2e_wait_for(secs, fn, arg, what, ns);
 }
 
 struct want_cond {
@@ -119,13 +85,7 @@ struct want_cond {
 static json_t *has_cond(const void *arg)
 {
     const struct want_cond *w = arg;
-    json_t *tj = get(&common_kube_trainjobs, w->tj);
-    const json_t *c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
-    if (c && strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0 &&
-        (!w->reason || strcmp(json_string_value(json_object_get(c, "reason")), w->reason) == 0))
-        return tj;
-    json_decref(tj);
-    return NULL;
+    return e2e_tj_cond(admin, ns, w->tj, RC_COND_CREATED, w->status, w->reason);
 }
 
 /* a Warning Event on TrainJob name whose message holds want; a new reference or NULL */
@@ -161,16 +121,11 @@ static json_t *has_event(const void *arg)
 
 static void start_reconciler(void)
 {
-    struct rc_opts o = {0};
-    struct common_error err;
-    o.kube = tsk;
-    o.namespace = ns;
-    o.workers = 2;
+    struct rc_opts o;
+
+    e2e_rc_opts(&o, tsk, ns);
     o.events = events;
-    o.queue.max_delay_ms = 2000;
-    rec = rc_create(&o, &err);
-    ck_assert_msg(rec != NULL, "%s", err.msg);
-    ck_assert_msg(rc_start(rec, &err) == COMMON_OK, "%s", err.msg);
+    rec = e2e_rc_start(&o);
 }
 
 static char pc_name[200], queue_name[200];
@@ -242,17 +197,7 @@ static json_t *runtime(const char *name, const char *backend, const char *policy
                      "%s}}\n"
                      "spec:\n"
                      "  mlPolicy: {numNodes: 2}\n"
-                     "%s"
-                     "  template:\n"
-                     "    spec:\n"
-                     "      replicatedJobs:\n"
-                     "      - name: node\n"
-                     "        template:\n"
-                     "          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
-                     "trainer}}\n"
-                     "          spec:\n"
-                     "            template:\n"
-                     "              metadata: {annotations: {%s}}\n"
+                     "%s" E2E_RT_NODE_JOB "              metadata: {annotations: {%s}}\n"
                      "              spec:\n"
                      "%s"
                      "                nodeSelector: {trainsched.io/e2e-ns: %s}\n"
@@ -287,16 +232,7 @@ struct pods_want {
 static json_t *pods_are(const void *arg)
 {
     const struct pods_want *w = arg;
-    json_t *items = NULL;
-    struct common_error err;
-    char sel[300];
-    struct common_kube_list_opts lo = {0};
-
-    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", w->jobset);
-    lo.label_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
-                      COMMON_OK,
-                  "list pods: %s", err.msg);
+    json_t *items = e2e_jobset_pods(admin, ns, w->jobset);
     if (json_array_size(items) == w->n)
         return items;
     json_decref(items);
@@ -305,7 +241,7 @@ static json_t *pods_are(const void *arg)
 
 START_TEST(podgroup_and_pods_carry_queue_priority_tasks_and_topology)
 {
-    struct obj_ref pgref = {&volcano_pgs, "full"};
+    struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "full"};
     struct pods_want pw = {"full", 2};
     json_t *pg, *pods, *p;
     size_t i;
@@ -317,7 +253,7 @@ START_TEST(podgroup_and_pods_carry_queue_priority_tasks_and_topology)
                        "trainsched.io/topology-required: cloud.provider.com/topology-rack",
                        pc_name));
     e2e_create(admin, &common_kube_trainjobs, ns, trainjob("full", "vrt", queue_name, 0));
-    pg = wait_for(90, exists, &pgref, "the Volcano PodGroup");
+    pg = wait_for(90, e2e_exists, &pgref, "the Volcano PodGroup");
     /* Trainer's fields */
     ck_assert_int_eq(json_integer_value(at(pg, "spec.minMember")), 2);
     ck_assert_str_eq(str(pg, "spec.minResources.cpu"), "2");
@@ -352,7 +288,7 @@ START_TEST(missing_queue_is_a_condition_and_an_event_until_the_queue_exists)
 {
     struct want_cond bad = {"noq", "False", RC_REASON_INVALID_TRAINJOB};
     struct want_event ev = {"noq", "Volcano Queue"};
-    struct obj_ref pgref = {&volcano_pgs, "noq"};
+    struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "noq"};
     const json_t *c;
     const char *msg;
     json_t *tj, *o;
@@ -378,7 +314,7 @@ START_TEST(missing_queue_is_a_condition_and_an_event_until_the_queue_exists)
     ck_assert_ptr_null(o = get(&common_kube_configmaps, "noq-runtime-snapshot"));
     /* the Queue appears: the TrainJob is built without being touched */
     make_queue(queue_name);
-    o = wait_for(60, exists, &pgref, "the PodGroup once the Queue exists");
+    o = wait_for(60, e2e_exists, &pgref, "the PodGroup once the Queue exists");
     ck_assert_str_eq(str(o, "spec.queue"), queue_name);
     json_decref(o);
 }
@@ -432,7 +368,6 @@ static void resize(const char *backend, const struct common_kube_resource *r, in
 {
     struct pg_size two = {r, "resize", 2}, four = {r, "resize", 4};
     struct want_cond refused = {"resize", "False", RC_REASON_CREATION_FAILED};
-    struct common_error err;
     json_t *pg;
 
     e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("rrt", backend, "", "", NULL));
@@ -447,14 +382,9 @@ static void resize(const char *backend, const struct common_kube_resource *r, in
      * JobSet is deleted only once the reconciler has seen numNodes 4 (its JobSet write was
      * refused): deleted before, a reconcile of the cached numNodes 2 could write it back with
      * the old size, which is then immutable in its turn. */
-    ck_assert_int_eq(
-        common_kube_patch(admin, &common_kube_trainjobs, ns, "resize", COMMON_KUBE_MERGE_PATCH,
-                          "{\"spec\":{\"trainer\":{\"numNodes\":4}}}", NULL, NULL, &err),
-        COMMON_OK);
+    e2e_tj_set_nodes(admin, ns, "resize", 4);
     json_decref(wait_for(60, has_cond, &refused, "the JobSet write of 4 pods refused"));
-    ck_assert_int_eq(common_kube_delete(admin, &common_kube_jobsets, ns, "resize", NULL, NULL,
-                                        "Background", &err),
-                     COMMON_OK);
+    e2e_drop_jobset(admin, ns, "resize");
     pg = wait_for(90, pg_sized, &four, "the PodGroup resized to 4");
     ck_assert_str_eq(str(pg, "spec.minResources.cpu"), "4");
     ck_assert_str_eq(str(pg, "spec.minResources.memory"), "4Gi");
@@ -477,17 +407,12 @@ END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
-    TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 400);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
+    e2e_add_test(s, name, t, setup, teardown, 400);
 }
 
 int main(void)
 {
     Suite *s = suite_create("volcano");
-    SRunner *sr;
     int failed;
 
     add(s, "podgroup_and_pods_carry_queue_priority_tasks_and_topology",
@@ -500,9 +425,6 @@ int main(void)
         resize_while_suspended_updates_the_volcano_podgroup);
     add(s, "resize_while_suspended_updates_the_coscheduling_podgroup",
         resize_while_suspended_updates_the_coscheduling_podgroup);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }
