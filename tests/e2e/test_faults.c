@@ -1549,12 +1549,109 @@ START_TEST(token_replaced_watch_rereads_after_401)
 }
 END_TEST
 
+/* ======================================================================== the bed after */
+
+static const struct common_kube_resource jobs = {"batch", "v1", "jobs", 1};
+
+struct probe {
+    const char *selector; /* of the probe's pod */
+};
+
+/* the probe's pod once the scheduler has looked at it (condition PodScheduled present) */
+static json_t *probe_pod_seen(const void *arg)
+{
+    const struct probe *p = arg;
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL, *pod;
+    const json_t *c;
+    size_t i;
+
+    lo.label_selector = p->selector;
+    ck_assert_msg(common_kube_list(kube, &common_kube_pods, ns, &lo, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "list pods: %s", err.msg);
+    pod = json_array_get(items, 0);
+    json_array_foreach(e2e_at(pod, "status.conditions"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (type && strcmp(type, "PodScheduled") == 0) {
+            json_incref(pod);
+            json_decref(items);
+            return pod;
+        }
+    }
+    json_decref(items);
+    return NULL;
+}
+
+/*
+ * After the API server restarts above, the bed's own controllers must work again before the
+ * next suite runs: their informers back off while the server is away (client-go waits up to a
+ * minute between attempts) and the job controller refuses to sync while its pod cache is older
+ * than its last write. A Job (and, with the JobSet controller, a JobSet) is created here; its pod
+ * must appear (kube-controller-manager, and the JobSet controller) and be marked PodScheduled
+ * (kube-scheduler; its nodeSelector matches no node). The namespace is made by the fixture without
+ * a ServiceAccount, so the ServiceAccount controller is checked first. Generous: 300 s each.
+ */
+START_TEST(bed_controllers_work_after_the_restarts)
+{
+    struct probe jp = {"batch.kubernetes.io/job-name=probe-job"};
+    struct probe sp = {"jobset.sigs.k8s.io/jobset-name=probe-js"};
+    static const char pod_spec[] =
+        "restartPolicy: Never\n"
+        "      nodeSelector: {trainsched.io/probe: none}\n"
+        "      containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n";
+    struct e2e_obj_ref sa = {kube, NULL, &serviceaccounts, "default"};
+    double t0 = e2e_now_s();
+    json_t *pod;
+
+    /* kube-controller-manager's ServiceAccount controller gives this (new) namespace its
+     * "default" ServiceAccount, without which no pod is admitted; waiting for it first keeps the
+     * Job's own retries (which back off for minutes) out of the measure */
+    sa.ns = ns;
+    pod = e2e_wait_for(300, e2e_exists, &sa, "the namespace's default ServiceAccount", ns);
+    json_decref(pod);
+    fprintf(stdout,
+            "bed_controllers_work_after_the_restarts: default ServiceAccount after %.1f s\n",
+            e2e_now_s() - t0);
+    t0 = e2e_now_s();
+    e2e_create(kube, &jobs, ns,
+               e2e_yamlf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: probe-job}\n"
+                         "spec:\n  template:\n    spec:\n      %s",
+                         pod_spec));
+    pod = e2e_wait_for(300, probe_pod_seen, &jp, "the probe Job's pod, scheduled or not", ns);
+    json_decref(pod);
+    fprintf(stdout,
+            "bed_controllers_work_after_the_restarts: Job pod seen by the scheduler "
+            "after %.1f s\n",
+            e2e_now_s() - t0);
+    if (!getenv("TESTBED_JOBSET_RUNNING") || strcmp(getenv("TESTBED_JOBSET_RUNNING"), "1") != 0)
+        return;
+    t0 = e2e_now_s();
+    e2e_create(kube, &common_kube_jobsets, ns,
+               e2e_yamlf("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\n"
+                         "metadata: {name: probe-js}\nspec:\n  replicatedJobs:\n"
+                         "  - name: w\n    replicas: 1\n    template:\n      spec:\n"
+                         "        template:\n          spec:\n            %s",
+                         "restartPolicy: Never\n"
+                         "            nodeSelector: {trainsched.io/probe: none}\n"
+                         "            containers: [{name: c, image: registry.k8s.io/pause:3.10}]"
+                         "\n"));
+    pod = e2e_wait_for(300, probe_pod_seen, &sp, "the probe JobSet's pod", ns);
+    json_decref(pod);
+    fprintf(stdout, "bed_controllers_work_after_the_restarts: JobSet pod seen after %.1f s\n",
+            e2e_now_s() - t0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults (real API server)");
     TCase *stream = tcase_create("stream");
     TCase *server = tcase_create("server");
     TCase *token = tcase_create("token");
+    TCase *after = tcase_create("after");
     SRunner *sr;
     int failed;
 
@@ -1567,6 +1664,8 @@ int main(void)
     tcase_set_timeout(stream, 90);
     tcase_set_timeout(server, 120);
     tcase_set_timeout(token, 120);
+    tcase_add_checked_fixture(after, setup, teardown);
+    tcase_set_timeout(after, 660);
     tcase_add_test(stream, watch_cut_mid_event);
     tcase_add_test(stream, watch_invalid_json_line);
     tcase_add_test(stream, watch_stalled_stream);
@@ -1580,6 +1679,9 @@ int main(void)
     suite_add_tcase(s, stream);
     suite_add_tcase(s, token);
     suite_add_tcase(s, server);
+    /* last: the bed is left working for the suites that follow */
+    suite_add_tcase(s, after);
+    tcase_add_test(after, bed_controllers_work_after_the_restarts);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
