@@ -221,6 +221,27 @@ int rc_child_replace(const json_t *rendered, const json_t *existing)
                        json_object_get(json_object_get(existing, "spec"), "schedulingPolicy"));
 }
 
+enum rc_refused rc_jobset_refused(const json_t *trainjob, const json_t *existing,
+                                  enum common_rc code, const char *msg)
+{
+    static const char *const immutable[] = {"field is immutable", "Value is immutable",
+                                            "spec.replicatedJobs: Invalid value:"};
+    const json_t *meta = json_object_get(existing, "metadata");
+    int found = 0;
+
+    if (code != COMMON_EINVAL || !msg || !json_is_string(json_object_get(meta, "uid")) ||
+        !json_is_string(json_object_get(meta, "resourceVersion")) ||
+        json_object_get(meta, "deletionTimestamp"))
+        return RC_REFUSED_FAIL;
+    for (size_t i = 0; i < sizeof(immutable) / sizeof(immutable[0]) && !found; i++)
+        found = strstr(msg, immutable[i]) != NULL;
+    if (!found)
+        return RC_REFUSED_FAIL;
+    if (suspended(existing))
+        return RC_REFUSED_REPLACE;
+    return suspended(trainjob) ? RC_REFUSED_SUSPEND : RC_REFUSED_FAIL;
+}
+
 /*
  * The RFC 7386 merge patch that turns object old into object new (either may be NULL = {}):
  * changed or added keys with their new value, removed keys with null, and for a key whose old

@@ -119,6 +119,40 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
  */
 int rc_child_replace(const json_t *rendered, const json_t *existing);
 
+/* What to do when the API server refused the apply of a JobSet (rc_jobset_refused). */
+enum rc_refused {
+    RC_REFUSED_FAIL,    /* report it: ResourcesCreated=False, as for any refused child */
+    RC_REFUSED_REPLACE, /* delete the suspended JobSet (uid and resourceVersion preconditions)
+                           and create the rendered one in its place */
+    RC_REFUSED_SUSPEND  /* suspend the running JobSet alone (spec.suspend: true, which JobSet
+                           allows); the next reconcile sees it suspended and replaces it */
+};
+
+/*
+ * rc_jobset_refused - the answer to a refused JobSet apply (pure).
+ * In: trainjob (spec.suspend), existing = the JobSet as cached (spec.suspend,
+ * metadata.deletionTimestamp) or NULL, code and msg = the error of the apply (common_kube's
+ * message: "PATCH path: 422 Invalid: <the Status message>", which may be cut at
+ * COMMON_ERROR_MSG_MAX).
+ * JobSet's validating webhook (sigs.k8s.io/jobset, pkg/webhooks/jobset_webhook.go,
+ * ValidateUpdate) keeps spec.replicatedJobs immutable; while the old or the new JobSet is
+ * suspended it lets only the pod templates' labels, annotations, nodeSelector, tolerations and
+ * schedulingGates change. So a JobSet written by an older trainsched (pod templates without
+ * schedulerName, spec.schedulingGroup, ...) or of a TrainJob resized while suspended cannot be
+ * brought up to date by an apply. The refusal is recognised by code COMMON_EINVAL and a message
+ * holding "field is immutable" (apimachinery's ValidateImmutableField), "Value is immutable"
+ * (the CEL rules of JobSet's CRD) or "spec.replicatedJobs: Invalid value:" (the head of the
+ * replicated-jobs refusal, whose tail a long message may lose). Then:
+ *  - the existing JobSet suspended (and not being deleted): RC_REFUSED_REPLACE (it has no
+ *    pods to lose);
+ *  - running while the TrainJob is suspended: RC_REFUSED_SUSPEND;
+ *  - otherwise (another refusal, no existing JobSet or one without metadata.uid and
+ *    metadata.resourceVersion, which the delete's preconditions need, a running TrainJob and
+ *    JobSet, a JobSet being deleted): RC_REFUSED_FAIL. A running JobSet is never replaced.
+ */
+enum rc_refused rc_jobset_refused(const json_t *trainjob, const json_t *existing,
+                                  enum common_rc code, const char *msg);
+
 /*
  * rc_status_patch - the JSON merge patch (RFC 7386) of the status subresource that turns
  * old_status into new_status: {"status": {key: new value | null}} for each key that changed,

@@ -637,29 +637,39 @@ static int foreign(struct rctx *c, const json_t *existing)
 }
 
 /*
- * Delete existing and create obj in its place: a child whose immutable fields changed
- * (rc_child_replace: a native PodGroup resized while its TrainJob is suspended). The delete is
- * conditioned on the existing uid; when the old object is still there (a finalizer such as
- * scheduling.k8s.io/podgroup-protection holds it), the create answers AlreadyExists and the
- * reconcile is retried (ECONFLICT, transient).
+ * Delete existing and create obj in its place, for a child the API server will not update:
+ *  - a native PodGroup resized while its TrainJob is suspended (rc_child_replace: its spec is
+ *    immutable); rv NULL;
+ *  - a suspended JobSet whose apply JobSet's webhook refused for an immutable field
+ *    (rc_jobset_refused); rv = the cached resourceVersion, so a JobSet that changed since (it
+ *    may have been resumed) is not deleted: ECONFLICT, and the reconcile looks again.
+ * The delete is conditioned on the existing uid (and rv); when the old object is still there (a
+ * finalizer such as scheduling.k8s.io/podgroup-protection holds it), the create answers
+ * AlreadyExists and the reconcile is retried (ECONFLICT, transient). An Event of reason says
+ * why (the text `why`). *created (may be NULL) gets the new object.
  */
 static enum common_rc replace_child(struct rctx *c, const struct common_kube_resource *res,
-                                    const json_t *obj, const json_t *existing,
-                                    const struct common_kube_write_opts *wo,
-                                    struct common_error *err)
+                                    const json_t *obj, const json_t *existing, const char *rv,
+                                    const struct common_kube_write_opts *wo, const char *reason,
+                                    const char *why, json_t **created, struct common_error *err)
 {
     const json_t *meta = json_object_get(existing, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     enum common_rc rc;
-    char note[700];
+    char note[900];
 
-    rc = common_kube_delete(c->r->o.kube, res, c->ns, name, uid, NULL, "Background", err);
+    rc = common_kube_delete(c->r->o.kube, res, c->ns, name, uid, rv, "Background", err);
+    if (rc == COMMON_ECONFLICT && rv)
+        return common_error_set(err, COMMON_ECONFLICT,
+                                "changed since it was read (resourceVersion %s); not replaced, "
+                                "looked at again",
+                                rv);
     if (rc != COMMON_OK && rc != COMMON_ENOTFOUND && rc != COMMON_ECONFLICT)
         return rc;
     atomic_fetch_add(&c->r->deletes, 1);
     count_write(c, "delete");
-    rc = common_kube_create(c->r->o.kube, res, c->ns, obj, wo, NULL, err);
+    rc = common_kube_create(c->r->o.kube, res, c->ns, obj, wo, created, err);
     if (rc == COMMON_EEXISTS)
         return common_error_set(err, COMMON_ECONFLICT,
                                 "the old object is still being deleted; it is created again "
@@ -669,11 +679,64 @@ static enum common_rc replace_child(struct rctx *c, const struct common_kube_res
     c->res->created++;
     atomic_fetch_add(&c->r->creates, 1);
     count_write(c, "create");
-    snprintf(note, sizeof(note),
-             "Replaced %s %s/%s: its spec is immutable and the gang changed while suspended",
-             json_string_value(json_object_get(obj, "kind")), c->ns, name ? name : "");
-    event(c, COMMON_EVENT_NORMAL, "GangReplaced", "Replace", note);
+    snprintf(note, sizeof(note), "Replaced %s %s/%s: %s",
+             json_string_value(json_object_get(obj, "kind")), c->ns, name ? name : "", why);
+    event(c, COMMON_EVENT_NORMAL, reason, "Replace", note);
     return COMMON_OK;
+}
+
+/*
+ * The apply of the JobSet was refused (rc, err->msg): rc_jobset_refused says whether to replace
+ * the suspended JobSet, suspend the running one first (a merge patch of spec.suspend alone, with
+ * the cached resourceVersion), or report the refusal. Returns 0 for the last (the caller reports
+ * rc as before); else 1 with *res the outcome (err set on an error) and, on success,
+ * *jobset_out the JobSet as written.
+ */
+static int jobset_refused(struct rctx *c, const json_t *obj, const json_t *existing,
+                          enum common_rc rc, const struct common_kube_write_opts *wo,
+                          json_t **jobset_out, enum common_rc *res, struct common_error *err)
+{
+    const char *rv = json_string_value(
+        json_object_get(json_object_get(existing, "metadata"), "resourceVersion"));
+    json_t *out = NULL;
+    char body[200];
+
+    switch (rc_jobset_refused(c->tj, existing, rc, err->msg)) {
+    case RC_REFUSED_FAIL:
+        return 0;
+    case RC_REFUSED_REPLACE:
+        rc = replace_child(c, &common_kube_jobsets, obj, existing, rv, wo, "JobSetReplaced",
+                           "JobSet's webhook refused to update the suspended JobSet because a "
+                           "field it keeps immutable changed (the JobSet was written by an older "
+                           "trainsched, or the TrainJob was resized while suspended); a "
+                           "suspended JobSet runs no pods",
+                           &out, err);
+        break;
+    case RC_REFUSED_SUSPEND:
+        /* JobSet lets a running JobSet be suspended with its templates unchanged */
+        snprintf(body, sizeof(body),
+                 "{\"metadata\":{\"resourceVersion\":\"%s\"},"
+                 "\"spec\":{\"suspend\":true}}",
+                 rv ? rv : "");
+        rc = common_kube_patch(c->r->o.kube, &common_kube_jobsets, c->ns, c->name,
+                               COMMON_KUBE_MERGE_PATCH, body, NULL, &out, err);
+        if (rc == COMMON_OK) {
+            count_write(c, "patch");
+            common_log(COMMON_LOG_INFO,
+                       "JobSet suspended alone: its update was refused for an immutable field; "
+                       "it is replaced once suspended",
+                       "namespace", c->ns, "trainjob", c->name, NULL);
+        }
+        break;
+    }
+    if (rc == COMMON_OK) {
+        json_decref(*jobset_out);
+        *jobset_out = out;
+    } else {
+        json_decref(out);
+    }
+    *res = rc;
+    return 1;
 }
 
 /*
@@ -741,7 +804,9 @@ static enum common_rc write_children(struct rctx *c, const json_t *objects, json
             free(body);
             memo_key(obj, mkey, sizeof(mkey));
             if (rc_child_replace(obj, existing)) {
-                rc = replace_child(c, res, obj, existing, &wo, err);
+                rc = replace_child(c, res, obj, existing, NULL, &wo, "GangReplaced",
+                                   "its spec is immutable and the gang changed while suspended",
+                                   NULL, err);
                 if (rc != COMMON_OK) {
                     snprintf(msg, sizeof(msg), "%s %s/%s: %s", kname, c->ns, oname, err->msg);
                     return fail(c, RC_REASON_CREATION_FAILED, msg, rc, err);
@@ -761,6 +826,24 @@ static enum common_rc write_children(struct rctx *c, const json_t *objects, json
                 continue;
             }
             rc = common_kube_apply(c->r->o.kube, res, c->ns, obj, &wo, &out, err);
+            if (rc != COMMON_OK && kind == RC_CHILD_JOBSET) {
+                /* refused for an immutable field: replaced, or suspended first */
+                struct common_error jerr = *err;
+                enum common_rc jrc;
+                if (jobset_refused(c, obj, existing, rc, &wo, jobset_out, &jrc, &jerr)) {
+                    memo_del(&c->r->memo, mkey);
+                    if (jrc == COMMON_OK)
+                        continue;
+                    if (jrc == COMMON_ECONFLICT) {
+                        /* changed meanwhile, or still being deleted: no failure to report,
+                         * the reconcile is retried and decides again */
+                        return common_error_set(err, jrc, "%s %s/%s: %s", kname, c->ns, oname,
+                                                jerr.msg);
+                    }
+                    snprintf(msg, sizeof(msg), "%s %s/%s: %s", kname, c->ns, oname, jerr.msg);
+                    return fail(c, RC_REASON_CREATION_FAILED, msg, jrc, err);
+                }
+            }
             if (rc == COMMON_OK && hashed)
                 memo_put(&c->r->memo, mkey, hash,
                          json_string_value(

@@ -21,17 +21,30 @@
  *   resize_while_suspended_updates_the_coscheduling_podgroup
  *                        numNodes 2 -> 4 on a suspended TrainJob: the gang object follows
  *                        (minMember, minTaskMember, minResources), it is not "created once,
- *                        never updated"
+ *                        never updated"; the reconciler replaces the JobSet itself (Event
+ *                        JobSetReplaced), whose replicated jobs JobSet's webhook keeps immutable
+ *   suspended_jobset_written_before_the_volcano_keys_is_replaced_and_resumes
+ *                        an upgrade: the suspended JobSet of a TrainJob was written by an
+ *                        older trainsched (no schedulerName, task-spec or group-name in its pod
+ *                        templates); JobSet's webhook refuses the new templates (schedulerName
+ *                        is immutable), so the reconciler deletes and recreates the JobSet
+ *                        (Event JobSetReplaced) and the resumed TrainJob runs with the keys
+ *   running_jobset_written_before_the_volcano_keys_is_suspended_then_replaced
+ *                        the same JobSet running: left alone while the TrainJob runs; when the
+ *                        TrainJob is suspended, the JobSet is suspended alone (its templates
+ *                        cannot change), then replaced
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arena.h"
 #include "common/events.h"
 #include "common/kube.h"
 #include "common/log.h"
 #include "e2eutil.h"
+#include "integrations/backend.h"
 #include "integrations/volcano.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
@@ -88,9 +101,10 @@ static json_t *has_cond(const void *arg)
     return e2e_tj_cond(admin, ns, w->tj, RC_COND_CREATED, w->status, w->reason);
 }
 
-/* a Warning Event on TrainJob name whose message holds want; a new reference or NULL */
+/* an Event of type on TrainJob tj, of reason (NULL: any), whose message holds want (NULL: any
+ * message); a new reference or NULL */
 struct want_event {
-    const char *tj, *want;
+    const char *tj, *type, *reason, *want;
 };
 
 static json_t *has_event(const void *arg)
@@ -102,14 +116,15 @@ static json_t *has_event(const void *arg)
     char sel[300];
     size_t i;
 
-    snprintf(sel, sizeof(sel), "involvedObject.name=%s,involvedObject.kind=TrainJob", w->tj);
+    snprintf(sel, sizeof(sel), "involvedObject.name=%s,involvedObject.kind=TrainJob%s%s", w->tj,
+             w->reason ? ",reason=" : "", w->reason ? w->reason : "");
     lo.field_selector = sel;
     ck_assert_msg(common_kube_list(admin, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK,
                   "%s", err.msg);
     json_array_foreach(items, i, it)
     {
         const char *m = str(it, "message"), *t = str(it, "type");
-        if (m && t && strcmp(t, "Warning") == 0 && strstr(m, w->want)) {
+        if (m && t && strcmp(t, w->type) == 0 && (!w->want || strstr(m, w->want))) {
             json_incref(it);
             json_decref(items);
             return it;
@@ -239,10 +254,28 @@ static json_t *pods_are(const void *arg)
     return NULL;
 }
 
+/* The n pods of JobSet name (made by the JobSet and Job controllers), once there, checked for
+ * the keys Volcano's scheduler reads: schedulerName volcano, group-name = the PodGroup's (the
+ * TrainJob's) name, task-spec = the replicated job's (node). Returns them (a new array). */
+static json_t *pods_with_volcano_keys(const char *name, size_t n)
+{
+    struct pods_want pw = {name, n};
+    json_t *pods = wait_for(120, pods_are, &pw, "the pods"), *p;
+    size_t i;
+
+    json_array_foreach(pods, i, p)
+    {
+        const json_t *ann = at(p, "metadata.annotations");
+        ck_assert_str_eq(str(p, "spec.schedulerName"), VOLCANO_SCHEDULER);
+        ck_assert_str_eq(json_string_value(json_object_get(ann, VOLCANO_GROUP_ANNOTATION)), name);
+        ck_assert_str_eq(json_string_value(json_object_get(ann, VOLCANO_TASK_ANNOTATION)), "node");
+    }
+    return pods;
+}
+
 START_TEST(podgroup_and_pods_carry_queue_priority_tasks_and_topology)
 {
     struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "full"};
-    struct pods_want pw = {"full", 2};
     json_t *pg, *pods, *p;
     size_t i;
 
@@ -268,16 +301,9 @@ START_TEST(podgroup_and_pods_carry_queue_priority_tasks_and_topology)
     ck_assert_int_eq(json_integer_value(at(pg, "spec.networkTopology.highestTierAllowed")), 1);
     json_decref(pg);
     /* the pods the JobSet and Job controllers made carry the keys Volcano's scheduler reads */
-    pods = wait_for(120, pods_are, &pw, "2 pods");
+    pods = pods_with_volcano_keys("full", 2);
     json_array_foreach(pods, i, p)
     {
-        ck_assert_str_eq(str(p, "spec.schedulerName"), VOLCANO_SCHEDULER);
-        ck_assert_str_eq(json_string_value(json_object_get(at(p, "metadata.annotations"),
-                                                           VOLCANO_GROUP_ANNOTATION)),
-                         "full");
-        ck_assert_str_eq(json_string_value(json_object_get(at(p, "metadata.annotations"),
-                                                           VOLCANO_TASK_ANNOTATION)),
-                         "node");
         ck_assert_str_eq(str(p, "spec.priorityClassName"), pc_name);
     }
     json_decref(pods);
@@ -287,7 +313,7 @@ END_TEST
 START_TEST(missing_queue_is_a_condition_and_an_event_until_the_queue_exists)
 {
     struct want_cond bad = {"noq", "False", RC_REASON_INVALID_TRAINJOB};
-    struct want_event ev = {"noq", "Volcano Queue"};
+    struct want_event ev = {"noq", "Warning", NULL, "Volcano Queue"};
     struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "noq"};
     const json_t *c;
     const char *msg;
@@ -323,7 +349,7 @@ END_TEST
 START_TEST(missing_priority_class_is_a_condition_and_nothing_is_written)
 {
     struct want_cond bad = {"nopc", "False", NULL};
-    struct want_event ev = {"nopc", "doesn't exist"};
+    struct want_event ev = {"nopc", "Warning", NULL, "doesn't exist"};
     const json_t *c;
     const char *msg;
     json_t *tj, *o;
@@ -364,10 +390,27 @@ static json_t *pg_sized(const void *arg)
     return NULL;
 }
 
+/* JobSet name once its replicated jobs all have parallelism n; a new reference or NULL */
+static json_t *js_sized(const void *arg)
+{
+    const struct pg_size *w = arg;
+    json_t *js = get(&common_kube_jobsets, w->name), *rj;
+    size_t i;
+
+    json_array_foreach(at(js, "spec.replicatedJobs"), i, rj)
+    {
+        if (json_integer_value(at(rj, "template.spec.parallelism")) != w->n) {
+            json_decref(js);
+            return NULL;
+        }
+    }
+    return js;
+}
+
 static void resize(const char *backend, const struct common_kube_resource *r, int volcano)
 {
     struct pg_size two = {r, "resize", 2}, four = {r, "resize", 4};
-    struct want_cond refused = {"resize", "False", RC_REASON_CREATION_FAILED};
+    struct want_event replaced = {"resize", "Normal", "JobSetReplaced", NULL};
     json_t *pg;
 
     e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("rrt", backend, "", "", NULL));
@@ -377,20 +420,21 @@ static void resize(const char *backend, const struct common_kube_resource *r, in
     if (volcano)
         ck_assert_int_eq(json_integer_value(at(pg, "spec.minTaskMember.node")), 2);
     json_decref(pg);
-    /* JobSet's webhook keeps a JobSet's replicated jobs immutable, so the JobSet must go for
-     * the new size to be written (the reconciler writes it again, then the gang object). The
-     * JobSet is deleted only once the reconciler has seen numNodes 4 (its JobSet write was
-     * refused): deleted before, a reconcile of the cached numNodes 2 could write it back with
-     * the old size, which is then immutable in its turn. */
+    /* JobSet's webhook keeps a JobSet's replicated jobs immutable: the reconciler deletes the
+     * suspended JobSet and writes it again with 4 pods, then the gang object. Whatever the
+     * order of the reconciles, the final state is both at 4. */
     e2e_tj_set_nodes(admin, ns, "resize", 4);
-    json_decref(wait_for(60, has_cond, &refused, "the JobSet write of 4 pods refused"));
-    e2e_drop_jobset(admin, ns, "resize");
-    pg = wait_for(90, pg_sized, &four, "the PodGroup resized to 4");
+    pg = wait_for(120, pg_sized, &four, "the PodGroup resized to 4");
     ck_assert_str_eq(str(pg, "spec.minResources.cpu"), "4");
     ck_assert_str_eq(str(pg, "spec.minResources.memory"), "4Gi");
     if (volcano)
         ck_assert_int_eq(json_integer_value(at(pg, "spec.minTaskMember.node")), 4);
     json_decref(pg);
+    four.r = &common_kube_jobsets;
+    pg = wait_for(120, js_sized, &four, "the JobSet of 4 pods");
+    ck_assert(json_is_true(at(pg, "spec.suspend")));
+    json_decref(pg);
+    json_decref(wait_for(60, has_event, &replaced, "the JobSetReplaced Event"));
 }
 
 START_TEST(resize_while_suspended_updates_the_volcano_podgroup)
@@ -402,6 +446,178 @@ END_TEST
 START_TEST(resize_while_suspended_updates_the_coscheduling_podgroup)
 {
     resize("coscheduling", &common_kube_podgroups, 0);
+}
+END_TEST
+
+/* the JobSet name once it is not the one of uid `old`, has spec.suspend as suspend and its pod
+ * templates name schedulerName volcano; a new reference or NULL */
+struct js_new {
+    const char *name, *old_uid;
+    int suspend;
+};
+
+static json_t *jobset_replaced(const void *arg)
+{
+    const struct js_new *w = arg;
+    json_t *js = get(&common_kube_jobsets, w->name), *rj;
+    size_t i;
+
+    if (!js || !str(js, "metadata.uid") || strcmp(str(js, "metadata.uid"), w->old_uid) == 0 ||
+        json_is_true(at(js, "spec.suspend")) != w->suspend)
+        goto no;
+    json_array_foreach(at(js, "spec.replicatedJobs"), i, rj)
+    {
+        const char *sn = str(rj, "template.spec.template.spec.schedulerName");
+        if (!sn || strcmp(sn, VOLCANO_SCHEDULER) != 0)
+            goto no;
+    }
+    return js;
+no:
+    json_decref(js);
+    return NULL;
+}
+
+/* spec.suspend of TrainJob name set to suspend */
+static void tj_suspend(const char *name, int suspend)
+{
+    struct common_error err;
+    ck_assert_msg(common_kube_patch(
+                      admin, &common_kube_trainjobs, ns, name, COMMON_KUBE_MERGE_PATCH,
+                      suspend ? "{\"spec\":{\"suspend\":true}}" : "{\"spec\":{\"suspend\":false}}",
+                      NULL, NULL, &err) == COMMON_OK,
+                  "suspend %s: %s", name, err.msg);
+}
+
+/* TrainJob name once it has no ResourcesCreated condition (its objects were built); a new
+ * reference or NULL */
+static json_t *no_created_cond(const void *arg)
+{
+    json_t *tj = get(&common_kube_trainjobs, arg);
+    if (tj && !trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED))
+        return tj;
+    json_decref(tj);
+    return NULL;
+}
+
+/*
+ * The JobSet an older trainsched wrote for TrainJob tj (read from the cluster, with its uid) on
+ * runtime rt: today's rendering without what the volcano backend added to the pod templates
+ * since (schedulerName, the task-spec and group-name annotations), suspended or running as the
+ * TrainJob is, created under the reconciler's field manager as that trainsched did. Returns its uid
+ * (strdup'd).
+ */
+static char *write_old_jobset(const char *tj_name, const char *rt_name)
+{
+    struct common_kube_write_opts wo = {.field_manager = "trainsched", .strict = 1};
+    struct common_arena *a = common_arena_create(0);
+    struct trainjob_output out = {0};
+    struct common_error err;
+    json_t *tj = get(&common_kube_trainjobs, tj_name);
+    json_t *rt = get(&common_kube_trainingruntimes, rt_name);
+    json_t *o, *js = NULL, *made = NULL, *rj;
+    char *uid;
+    size_t i;
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(tj);
+    ck_assert_ptr_nonnull(rt);
+    ck_assert_msg(backend_render(&backend_volcano, a, tj, rt, NULL, NULL, &out, NULL, &err) ==
+                      COMMON_OK,
+                  "%s", err.msg);
+    json_array_foreach(out.objects, i, o)
+    {
+        if (strcmp(str(o, "kind"), "JobSet") == 0)
+            js = o;
+    }
+    ck_assert_ptr_nonnull(js);
+    json_array_foreach(at(js, "spec.replicatedJobs"), i, rj)
+    {
+        json_t *ann = at(rj, "template.spec.template.metadata.annotations");
+        /* today's rendering has them: the test is about their absence */
+        ck_assert_str_eq(str(rj, "template.spec.template.spec.schedulerName"), VOLCANO_SCHEDULER);
+        ck_assert_ptr_nonnull(json_object_get(ann, VOLCANO_TASK_ANNOTATION));
+        json_object_del(at(rj, "template.spec.template.spec"), "schedulerName");
+        json_object_del(ann, VOLCANO_TASK_ANNOTATION);
+        json_object_del(ann, VOLCANO_GROUP_ANNOTATION);
+    }
+    ck_assert_msg(common_kube_create(admin, &common_kube_jobsets, ns, js, &wo, &made, &err) ==
+                      COMMON_OK,
+                  "create the old JobSet: %s", err.msg);
+    uid = strdup(str(made, "metadata.uid"));
+    json_decref(made);
+    json_decref(out.objects);
+    json_decref(tj);
+    json_decref(rt);
+    common_arena_destroy(a);
+    return uid;
+}
+
+/* An upgrade: the older trainsched (this test's reconciler stopped) left TrainJob name on a
+ * volcano runtime, suspended or running, with its JobSet (write_old_jobset); then the new
+ * trainsched starts. Returns the old JobSet's uid (strdup'd). */
+static char *upgraded(const char *name, int suspend)
+{
+    char *uid;
+
+    rc_destroy(rec);
+    rec = NULL;
+    e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("vrt", "volcano", "", "", NULL));
+    e2e_create(admin, &common_kube_trainjobs, ns, trainjob(name, "vrt", NULL, suspend));
+    uid = write_old_jobset(name, "vrt");
+    start_reconciler();
+    return uid;
+}
+
+START_TEST(suspended_jobset_written_before_the_volcano_keys_is_replaced_and_resumes)
+{
+    struct want_event ev = {"old", "Normal", "JobSetReplaced", NULL};
+    struct js_new jw = {"old", NULL, 0};
+    json_t *js, *p, *tj;
+    char *old_uid;
+
+    old_uid = upgraded("old", 1);
+    jw.old_uid = old_uid;
+    /* the user resumes the TrainJob */
+    tj_suspend("old", 0);
+    js = wait_for(120, jobset_replaced, &jw,
+                  "a new running JobSet whose pod templates name schedulerName volcano");
+    json_decref(js);
+    p = wait_for(60, has_event, &ev, "the JobSetReplaced Event");
+    ck_assert_msg(strstr(str(p, "message"), "immutable") != NULL, "%s", str(p, "message"));
+    json_decref(p);
+    /* the pods the JobSet and Job controllers made carry the keys Volcano's scheduler reads */
+    json_decref(pods_with_volcano_keys("old", 2));
+    /* and the TrainJob reports no failure to create its objects */
+    tj = wait_for(60, no_created_cond, "old", "no ResourcesCreated condition on the TrainJob");
+    json_decref(tj);
+    free(old_uid);
+}
+END_TEST
+
+START_TEST(running_jobset_written_before_the_volcano_keys_is_suspended_then_replaced)
+{
+    struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "old"};
+    struct want_event ev = {"old", "Normal", "JobSetReplaced", NULL};
+    struct js_new jw = {"old", NULL, 1};
+    json_t *js;
+    char *old_uid;
+
+    old_uid = upgraded("old", 0);
+    jw.old_uid = old_uid;
+    /* running, both: the JobSet is left as it is (only the PodGroup is written) */
+    json_decref(wait_for(60, e2e_exists, &pgref, "the PodGroup"));
+    js = get(&common_kube_jobsets, "old");
+    ck_assert_str_eq(str(js, "metadata.uid"), old_uid);
+    ck_assert_ptr_null(at(js, "spec.replicatedJobs.0.template.spec.template.spec.schedulerName"));
+    json_decref(js);
+    /* suspended (as Kueue does on preemption): the JobSet's update is refused, so it is
+     * suspended alone, then replaced */
+    tj_suspend("old", 1);
+    js = wait_for(120, jobset_replaced, &jw,
+                  "a new suspended JobSet whose pod templates name schedulerName volcano");
+    json_decref(js);
+    json_decref(wait_for(60, has_event, &ev, "the JobSetReplaced Event"));
+    free(old_uid);
 }
 END_TEST
 
@@ -425,6 +641,10 @@ int main(void)
         resize_while_suspended_updates_the_volcano_podgroup);
     add(s, "resize_while_suspended_updates_the_coscheduling_podgroup",
         resize_while_suspended_updates_the_coscheduling_podgroup);
+    add(s, "suspended_jobset_written_before_the_volcano_keys_is_replaced_and_resumes",
+        suspended_jobset_written_before_the_volcano_keys_is_replaced_and_resumes);
+    add(s, "running_jobset_written_before_the_volcano_keys_is_suspended_then_replaced",
+        running_jobset_written_before_the_volcano_keys_is_suspended_then_replaced);
     failed = e2e_run_suite(s);
     return failed ? 1 : 0;
 }

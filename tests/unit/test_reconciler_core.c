@@ -11,6 +11,8 @@
  *   owner/<case>/        rc_controller_owner
  *   jobset-failure/<case>/ rc_jobset_without_jobs, rc_jobset_creation_failure (jobset.yaml,
  *                        events.yaml a list of Events, expect.yaml {without_jobs, message})
+ *   jobset-refused/<case>/ rc_jobset_refused (trainjob.yaml, existing.yaml or none,
+ *                        refusal.yaml {code: Invalid | Conflict, message}, expect.yaml {action})
  *
  * Every case carries a `rule:` naming what it checks; a case without one fails. A few direct
  * checks follow: rc_first_error, rc_error_doc_is_runtime (against real validation and
@@ -46,6 +48,7 @@ static struct area owner_area = {.dir = "owner"};
 static struct area patch_area = {.dir = "status-patch"};
 static struct area cond_area = {.dir = "conditions"};
 static struct area jsfail_area = {.dir = "jobset-failure"};
+static struct area jsrefused_area = {.dir = "jobset-refused"};
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -158,7 +161,10 @@ static enum common_rc rc_named(const char *name)
     static const struct {
         const char *name;
         enum common_rc rc;
-    } names[] = {{"OK", COMMON_OK}, {"Invalid", COMMON_EINVAL}, {"NotFound", COMMON_ENOTFOUND}};
+    } names[] = {{"OK", COMMON_OK},
+                 {"Invalid", COMMON_EINVAL},
+                 {"NotFound", COMMON_ENOTFOUND},
+                 {"Conflict", COMMON_ECONFLICT}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (name && strcmp(names[i].name, name) == 0)
             return names[i].rc;
@@ -251,6 +257,43 @@ START_TEST(jobset_failure_case)
     json_decref(exp);
     json_decref(js_before);
     json_decref(evs_before);
+}
+END_TEST
+
+/* ---- rc_jobset_refused ---- */
+
+START_TEST(jobset_refused_case)
+{
+    static const char *const names[] = {"Fail", "Replace", "Suspend"};
+    const char *name = jsrefused_area.cases[_i];
+    char dir[4096];
+    json_t *tj, *existing, *refusal, *exp, *tj_before, *ex_before;
+    const char *want;
+    enum rc_refused got;
+
+    case_dir(dir, sizeof(dir), &jsrefused_area, _i);
+    tj = need_doc(dir, "trainjob.yaml");
+    existing = load_doc(dir, "existing.yaml");
+    refusal = need_doc(dir, "refusal.yaml");
+    exp = load_expect(dir);
+    tj_before = json_deep_copy(tj);
+    ex_before = existing ? json_deep_copy(existing) : NULL;
+    want = json_string_value(json_object_get(exp, "action"));
+    got = rc_jobset_refused(tj, existing,
+                            rc_named(json_string_value(json_object_get(refusal, "code"))),
+                            json_string_value(json_object_get(refusal, "message")));
+    ck_assert_msg((unsigned)got < 3, "%s: action %d out of range", name, (int)got);
+    ck_assert_msg(want && strcmp(names[got], want) == 0, "%s: %s, want %s", name, names[got],
+                  want ? want : "(no action:)");
+    assert_json_eq(tj, tj_before, "trainjob modified", name);
+    if (existing)
+        assert_json_eq(existing, ex_before, "existing modified", name);
+    json_decref(tj);
+    json_decref(existing);
+    json_decref(refusal);
+    json_decref(exp);
+    json_decref(tj_before);
+    json_decref(ex_before);
 }
 END_TEST
 
@@ -928,8 +971,8 @@ int main(void)
 {
     Suite *s = suite_create("reconciler_core");
     TCase *fx = tcase_create("fixtures"), *unit = tcase_create("unit");
-    struct area *areas[] = {&snapshot_area, &managed_area, &owner_area,
-                            &patch_area,    &cond_area,    &jsfail_area};
+    struct area *areas[] = {&snapshot_area, &managed_area, &owner_area,    &patch_area,
+                            &cond_area,     &jsfail_area,  &jsrefused_area};
 
     for (size_t i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
         collect(areas[i]);
@@ -944,6 +987,7 @@ int main(void)
     tcase_add_loop_test(fx, status_patch_case, 0, patch_area.n);
     tcase_add_loop_test(fx, conditions_case, 0, cond_area.n);
     tcase_add_loop_test(fx, jobset_failure_case, 0, jsfail_area.n);
+    tcase_add_loop_test(fx, jobset_refused_case, 0, jsrefused_area.n);
     tcase_add_test(fx, child_kinds);
     tcase_add_test(fx, child_actions);
     tcase_add_test(fx, child_replacements);
