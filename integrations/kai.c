@@ -24,6 +24,7 @@
  * Shapes: KAI v0.12.0 pkg/apis/scheduling/v2alpha2/podgroup_types.go (PodGroupSpec,
  * TopologyConstraint), pkg/common/constants/constants.go.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/names.h"
@@ -294,6 +295,21 @@ enum common_rc kai_check_refs(const struct kai_refs *refs, const json_t *queue_o
                                 "of that name",
                                 refs->priority_class_field, refs->priority_class);
     return COMMON_OK;
+}
+
+int kai_queue_warning(const struct kai_refs *refs, const json_t *queue_obj, char *buf, size_t n)
+{
+    const char *parent =
+        json_string_value(json_object_get(json_object_get(queue_obj, "spec"), "parentQueue"));
+
+    if (!refs->queue || !queue_obj || (parent && *parent))
+        return 0;
+    snprintf(buf, n,
+             "%s: \"%s\" is a top-level KAI Queue (no spec.parentQueue): KAI v0.12 and earlier "
+             "leave the gangs of a top-level queue unscheduled (v0.13 schedules them); give the "
+             "queue a parentQueue, as KAI's quick-start default-queue has default-parent-queue",
+             refs->queue_field, refs->queue);
+    return 1;
 }
 
 enum common_rc kai_refs_of(const json_t *objects, const json_t *trainjob, struct kai_refs *out)

@@ -20,6 +20,8 @@
 #define KAI_PRIORITY_LABEL "priorityClassName"
 #define KAI_PODGROUP_ANNOTATION "pod-group-name"
 #define KAI_SKIP_PODGROUPER_ANNOTATION "kai.scheduler/skip-podgrouper"
+/* the reason of the Warning Event on a TrainJob whose queue is a top-level KAI Queue */
+#define KAI_REASON_QUEUE_WITHOUT_PARENT "KAIQueueWithoutParent"
 
 /* scheduling.run.ai/v2alpha2 podgroups (namespaced) and scheduling.run.ai/v2 queues (cluster) */
 extern const struct common_kube_resource backend_kai_podgroups, backend_kai_queues;
@@ -49,5 +51,18 @@ enum common_rc kai_refs_of(const json_t *objects, const json_t *trainjob, struct
 enum common_rc kai_check_refs(const struct kai_refs *refs, const json_t *queue_obj, int queue_known,
                               const json_t *priority_class_obj, int pc_known,
                               struct common_error *err);
+
+/*
+ * kai_queue_warning - pure: what to warn about in a Queue KAI accepts but will not schedule
+ * from. queue_obj: the scheduling.run.ai/v2 Queue the PodGroup names, as the cluster has it
+ * (NULL: nothing to say). Today one case: a Queue with no spec.parentQueue (or ""), a
+ * top-level queue. KAI up to v0.12 orders pending jobs per parent queue ("department") and
+ * skips a queue whose parent is not a known Queue (pkg/scheduler/actions/utils/
+ * job_order_by_queue.go, buildActiveJobOrderPriorityQueues, in both fairness modes), so the
+ * gangs of a top-level queue are never scheduled; v0.13.0's n-level queue hierarchies
+ * (KAI-Scheduler #858) schedule them. Returns 1 with the Event note in buf (n bytes, starting
+ * with the field the queue came from and naming the queue), else 0 (buf untouched).
+ */
+int kai_queue_warning(const struct kai_refs *refs, const json_t *queue_obj, char *buf, size_t n);
 
 #endif

@@ -974,6 +974,26 @@ out:
  * again (neither object is watched) */
 #define KAI_RECHECK_S 30
 
+/* A Warning Event on the TrainJob when its KAI queue is one KAI accepts but will not schedule
+ * from (kai_queue_warning: a top-level queue); once per TrainJob uid and queue. */
+static void kai_queue_warn(struct rctx *c, const struct kai_refs *refs, const json_t *queue)
+{
+    char note[700], key[KEY_MAX];
+    uint64_t h;
+
+    if (!kai_queue_warning(refs, queue, note, sizeof(note)))
+        return;
+    snprintf(key, sizeof(key), "kaiqueue/%s", c->uid);
+    h = fnv1a(refs->queue, strlen(refs->queue));
+    if (c->uid[0] && memo_same(&c->r->memo, key, h, ""))
+        return;
+    common_log(COMMON_LOG_WARN, "KAI queue without a parent", "namespace", c->ns, "trainjob",
+               c->name, "queue", refs->queue, NULL);
+    event(c, COMMON_EVENT_WARNING, KAI_REASON_QUEUE_WITHOUT_PARENT, "Reconciling", note);
+    if (c->uid[0])
+        memo_put(&c->r->memo, key, h, "");
+}
+
 /*
  * The kai backend's references, checked before anything is written (integrations/kai.h): the
  * Queue (when scheduling.run.ai/v2 is served; read from the API server, not cached) and the
@@ -1007,6 +1027,8 @@ static enum common_rc kai_refs_check(struct rctx *c, const json_t *objects,
         pc_known = 1;
     }
     rc = kai_check_refs(&refs, queue, queue_known, pc, pc_known, err);
+    if (rc == COMMON_OK)
+        kai_queue_warn(c, &refs, queue);
     json_decref(queue);
     json_decref(pc);
     if (rc == COMMON_EINVAL) {

@@ -5,11 +5,13 @@
  * each KAI PodGroup against the real KAI CRDs (NVIDIA/KAI-scheduler v0.12.0
  * deployments/kai-scheduler/crds, installed by up.sh).
  *
- * What runs here is checked against the CRDs only: KAI's scheduler and binder are not started
- * by the bed (docs/backends.md says why). Covered: the PodGroup's fields and the pod template
- * keys; the pods the JobSet controller creates carry them; resize while suspended updates the
- * PodGroup; a queue or a priority class that does not exist gives a condition and an Event
- * naming the field, and nothing is written.
+ * What runs here is checked against the CRDs only, on the main bed (no KAI scheduler there;
+ * tests/e2e/test_kai_sched.c runs TrainJobs under KAI's real scheduler and binder on a bed of
+ * its own). Covered: the PodGroup's fields and the pod template keys; the pods the JobSet
+ * controller creates carry them; a top-level queue (no spec.parentQueue) gets a Warning Event
+ * naming it, a leaf queue none; resize while suspended updates the PodGroup; a queue or a
+ * priority class that does not exist gives a condition and an Event naming the field, and
+ * nothing is written.
  */
 #include <check.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
 static struct common_kube *admin, *tsk;
 static struct rc_reconciler *rec;
 static struct common_events *events;
-static char ns[128], queue[200];
+static char ns[128], queue[200], parent[200];
 static const struct common_kube_resource priorityclasses = {"scheduling.k8s.io", "v1",
                                                             "priorityclasses", 0};
 
@@ -61,9 +63,14 @@ static json_t *has_cond(const void *arg)
     return e2e_tj_cond(admin, ns, w->tj, RC_COND_CREATED, "False", w->reason);
 }
 
-/* an Event of ours in ns with reason InvalidTrainJob whose text has want */
-static json_t *has_event(const void *want)
+struct want_event {
+    const char *reason, *text;
+};
+
+/* an Event of ours in ns with the reason whose text has want->text */
+static json_t *has_event_of(const void *arg)
 {
+    const struct want_event *want = arg;
     struct common_error err;
     json_t *items = NULL, *it, *found = NULL;
     size_t i;
@@ -75,7 +82,7 @@ static json_t *has_event(const void *want)
     json_array_foreach(items, i, it)
     {
         char *text = json_dumps(it, JSON_COMPACT);
-        if (text && strstr(text, RC_REASON_INVALID_TRAINJOB) && strstr(text, want))
+        if (text && strstr(text, want->reason) && strstr(text, want->text))
             found = json_incref(it);
         free(text);
         if (found)
@@ -83,6 +90,13 @@ static json_t *has_event(const void *want)
     }
     json_decref(items);
     return found;
+}
+
+/* an Event of ours in ns with reason InvalidTrainJob whose text has want */
+static json_t *has_event(const void *want)
+{
+    struct want_event w = {RC_REASON_INVALID_TRAINJOB, want};
+    return has_event_of(&w);
 }
 
 struct pods_want {
@@ -112,19 +126,37 @@ static void start_reconciler(void)
     rec = e2e_rc_start(&o);
 }
 
-/* the cluster-scoped KAI Queue of this test (named after its namespace), a leaf */
-static void make_queue(void)
+/* the cluster-scoped KAI Queue name under parent_name (NULL: a top-level queue) */
+static void make_queue_under(const char *name, const char *parent_name)
 {
+    char par[260] = "";
+    if (parent_name)
+        snprintf(par, sizeof(par), "  parentQueue: %s\n", parent_name);
     e2e_create(admin, &backend_kai_queues, NULL,
                e2e_yamlf("apiVersion: scheduling.run.ai/v2\n"
                          "kind: Queue\n"
                          "metadata: {name: %s}\n"
                          "spec:\n"
+                         "%s"
                          "  resources:\n"
                          "    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n"
                          "    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n"
                          "    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n",
-                         queue));
+                         name, par));
+}
+
+/* the KAI Queue of this test (named after its namespace): a top-level queue, which KAI v0.12
+ * accepts but does not schedule from (the reconciler warns) */
+static void make_queue(void)
+{
+    make_queue_under(queue, NULL);
+}
+
+/* the queue of this test as a leaf under a parent queue of its own, as KAI schedules */
+static void make_leaf_queue(void)
+{
+    make_queue_under(parent, NULL);
+    make_queue_under(queue, parent);
 }
 
 static void setup(void)
@@ -134,6 +166,7 @@ static void setup(void)
     tsk = e2e_client(20000, 1);
     e2e_make_ns(admin, "kai", ns, sizeof(ns));
     snprintf(queue, sizeof(queue), "q-%s", ns);
+    snprintf(parent, sizeof(parent), "p-%s", ns);
     start_reconciler();
 }
 
@@ -144,6 +177,7 @@ static void teardown(void)
     rec = NULL;
     char pc[200];
     common_kube_delete(admin, &backend_kai_queues, NULL, queue, NULL, NULL, NULL, &err);
+    common_kube_delete(admin, &backend_kai_queues, NULL, parent, NULL, NULL, NULL, &err);
     snprintf(pc, sizeof(pc), "pc-%s", ns);
     common_kube_delete(admin, &priorityclasses, NULL, pc, NULL, NULL, NULL, &err);
     e2e_drop_ns(admin, ns);
@@ -223,6 +257,16 @@ START_TEST(podgroup_accepted_strictly_and_pods_carry_the_keys)
                          json_array_get(at(pg, "metadata.ownerReferences"), 0), "kind")),
                      "TrainJob");
     json_decref(pg);
+    {
+        /* the queue has no parent: written, with a Warning naming it (KAI v0.12 would leave
+         * the gang unscheduled) */
+        struct want_event w = {KAI_REASON_QUEUE_WITHOUT_PARENT, queue};
+        json_t *ev = wait_for(30, has_event_of, &w, "a Warning Event naming the top-level queue");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(ev, "note")),
+                                     "is a top-level KAI Queue (no spec.parentQueue)"));
+        ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "Warning");
+        json_decref(ev);
+    }
     js = get(&common_kube_jobsets, "llm");
     ck_assert_ptr_nonnull(js);
     tmpl = json_object_get(at(json_array_get(at(js, "spec.replicatedJobs"), 0), "template.spec"),
@@ -244,7 +288,8 @@ START_TEST(podgroup_accepted_strictly_and_pods_carry_the_keys)
                          "true");
         ck_assert_str_eq(
             json_string_value(json_object_get(at(p, "metadata.labels"), KAI_QUEUE_LABEL)), queue);
-        /* nobody runs kai-scheduler here: the pods stay unbound */
+        /* no kai-scheduler on this bed (and KAI v0.12 would not schedule from this top-level
+         * queue either): the pods stay unbound */
         ck_assert_ptr_null(json_string_value(at(p, "spec.nodeName")));
     }
     json_decref(pods);
@@ -256,11 +301,12 @@ END_TEST
  * deletes the suspended JobSet and writes it again, as for every backend. */
 START_TEST(resize_while_suspended_updates_the_podgroup)
 {
+    struct want_event w = {KAI_REASON_QUEUE_WITHOUT_PARENT, queue};
     json_t *pg;
     char *uid;
     double end;
 
-    make_queue();
+    make_leaf_queue();
     e2e_create(admin, &common_kube_trainingruntimes, ns, runtime("kai-rt", 2, NULL));
     e2e_create(admin, &common_kube_trainjobs, ns, trainjob("resize", "kai-rt", queue, 1));
     pg = wait_for(60, kai_pg, "resize", "the KAI PodGroup");
@@ -280,6 +326,8 @@ START_TEST(resize_while_suspended_updates_the_podgroup)
     ck_assert_str_eq(json_string_value(at(pg, "metadata.uid")), uid);
     json_decref(pg);
     free(uid);
+    /* a leaf queue: no warning about it (has_event_of flushes the recorder first) */
+    ck_assert_ptr_null(has_event_of(&w));
 }
 END_TEST
 

@@ -10,6 +10,8 @@
  *     priorityclass: {...}         # the PriorityClass of that name; absent: none
  *     expect:
  *       ok: true                   # the PodGroup may be written
+ *       warning: [text, ...]       # and a Warning Event is due (kai_queue_warning), its note
+ *                                  # has each; without the key no warning is due
  *       error: [text, ...]         # or: refused (COMMON_EINVAL), the message has each
  *
  * How render builds the PodGroup is covered by tests/fixtures/render/kai-*.
@@ -30,7 +32,8 @@ START_TEST(refs_case)
     struct common_yaml_docs docs;
     struct common_error err = {0};
     struct kai_refs refs;
-    json_t *c, *expect, *objects, *errs, *v;
+    json_t *c, *expect, *objects, *errs, *warns, *v;
+    char note[700];
     const json_t *served;
     enum common_rc rc;
     size_t i;
@@ -60,6 +63,15 @@ START_TEST(refs_case)
         ck_assert_msg(json_is_true(json_object_get(expect, "ok")), "%s: expect ok or error",
                       cases[_i]);
         ck_assert_msg(rc == COMMON_OK, "%s: %s", cases[_i], err.msg);
+        warns = json_object_get(expect, "warning");
+        note[0] = '\0';
+        ck_assert_int_eq(kai_queue_warning(&refs, json_object_get(c, "queue"), note, sizeof(note)),
+                         warns != NULL);
+        json_array_foreach(warns, i, v)
+        {
+            ck_assert_msg(strstr(note, json_string_value(v)) != NULL,
+                          "%s: warning \"%s\" lacks \"%s\"", cases[_i], note, json_string_value(v));
+        }
     }
     json_decref(objects);
     common_yaml_docs_free(&docs);

@@ -16,9 +16,12 @@
 #   TESTBED_KWOK=1      also start kwok (if built): it runs pods on nodes annotated kwok.x-k8s.io/node=fake
 #   TESTBED_JOBSET=1    also start the JobSet controller (if built) with its webhooks on 127.0.0.1
 #   TESTBED_KUEUE=1     also start Kueue's controller manager (built when missing) with its webhooks
-#   TESTBED_KAI=1       also start KAI Scheduler's scheduler and binder (built when missing)
 #                       on 127.0.0.1 and the frameworks trainer.kubeflow.org/trainjob and
 #                       jobset.x-k8s.io/jobset (needs TESTBED_JOBSET=1 for JobSets to run)
+#   TESTBED_KAI=1       also start KAI Scheduler's scheduler and binder (built when missing)
+#   TS_REQUIRE_KAI=1    with TESTBED_KAI=1: KAI is required (CI): a build is tried even after an
+#                       earlier failed one, and a failed build or a KAI that does not start fails
+#                       up.sh instead of leaving the KAI tests to say SKIP
 #   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
 #   TESTBED_NATIVE_GANG=1  Kubernetes 1.36's own gang scheduling (alpha, off by default): the
 #                       scheduling.k8s.io/v1alpha2 API on kube-apiserver and the feature gates
@@ -57,12 +60,29 @@ if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ] && [ ! -x "$TEST
   tb_log "kueue-controller missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
   TESTBED_KUEUE=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the Kueue tests will say SKIP"
 fi
-# KAI's scheduler and binder too (github.com/NVIDIA/KAI-scheduler at KAI_VERSION, as its CRDs)
-if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ] \
-   && { [ ! -x "$TESTBED_BIN/kai-scheduler" ] || [ ! -x "$TESTBED_BIN/kai-binder" ]; } \
-   && [ ! -e "$TESTBED_BIN/../kai-scheduler.failed" ] && [ ! -e "$TESTBED_BIN/../kai-binder.failed" ]; then
-  tb_log "kai-scheduler/kai-binder missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
-  TESTBED_KAI=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the KAI tests will say SKIP"
+# KAI's scheduler and binder too (github.com/NVIDIA/KAI-scheduler at KAI_VERSION, as its CRDs);
+# optional, unless TS_REQUIRE_KAI=1: then an earlier failure's log is set aside, the build is
+# tried again and must succeed
+KAI_REQUIRED=0
+if [ "${TESTBED_KAI:-0}" = 1 ] && [ "${TS_REQUIRE_KAI:-0}" = 1 ]; then
+  KAI_REQUIRED=1
+  [ -n "${KAI_VERSION:-}" ] || tb_die "TS_REQUIRE_KAI=1 but versions.env pins no KAI_VERSION"
+fi
+kai_built() { [ -x "$TESTBED_BIN/kai-scheduler" ] && [ -x "$TESTBED_BIN/kai-binder" ]; }
+if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ] && ! kai_built; then
+  if [ "$KAI_REQUIRED" = 1 ]; then
+    for f in kai-scheduler kai-binder; do
+      [ ! -e "$TESTBED_BIN/../$f.failed" ] || mv -f "$TESTBED_BIN/../$f.failed" "$TESTBED_BIN/../$f.failed.old"
+    done
+  fi
+  if [ ! -e "$TESTBED_BIN/../kai-scheduler.failed" ] && [ ! -e "$TESTBED_BIN/../kai-binder.failed" ]; then
+    tb_log "kai-scheduler/kai-binder missing in $TESTBED_BIN: running build.sh (a cold build takes minutes)"
+    TESTBED_KAI=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed"
+  fi
+  if ! kai_built; then
+    [ "$KAI_REQUIRED" = 0 ] || tb_die "TS_REQUIRE_KAI=1 but kai-scheduler/kai-binder could not be built (see $TESTBED_BIN/../kai-*.failed)"
+    tb_log "kai-scheduler/kai-binder not built; the KAI tests will say SKIP"
+  fi
 fi
 # helm (the chart's e2e test) is optional: built once when asked for (TESTBED_HELM=1) and
 # missing; a failed build leaves helm.failed beside the binaries and is not tried again
@@ -509,11 +529,14 @@ if [ "${TESTBED_KAI:-0}" = 1 ]; then
       --listen-address "127.0.0.1:$KAI_SCHED_PORT" --plugin-server-port "$KAI_PLUGIN_PORT" \
       --namespace kai-scheduler --schedule-period 1s
     # neither serves a readiness endpoint in v0.12: both must still run after a few seconds
+    # (`false` in the group fails up.sh through its ERR trap, which stops what it started)
     sleep 5
     for p in kai-binder kai-scheduler; do
-      kill -0 "$(cat "$RUN/pids/$p.pid")" || { tb_log "$p exited"; exit 1; }
+      kill -0 "$(cat "$RUN/pids/$p.pid")" 2>/dev/null || { tb_log "$p exited"; false; }
     done
     KAI_RUNNING=1
+  elif [ "$KAI_REQUIRED" = 1 ]; then
+    tb_log "TS_REQUIRE_KAI=1 but kai-scheduler/kai-binder were not built"; false
   else
     tb_log "TESTBED_KAI=1 but kai-scheduler/kai-binder were not built; skipped"
   fi
