@@ -30,7 +30,7 @@ static void help(FILE *f)
     for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
     fputs("\nRun `trainsched COMMAND --help` for a command's options.\n"
-          "Global: -h/--help, --version.\n"
+          "Global: -h/--help, --version (also after a command: `trainsched render --version`).\n"
           "Exit status: 0 done; 1 an internal or environment error; 2 bad usage or input.\n",
           f);
 }
@@ -59,9 +59,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--version") == 0)
         return cmd_version(1, argv + 1, stdout, stderr);
-    for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-        if (strcmp(argv[1], subcommands[i].name) == 0)
-            return subcommands[i].run(argc - 1, argv + 1, stdout, stderr);
+    for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
+        if (strcmp(argv[1], subcommands[i].name) != 0)
+            continue;
+        /* `trainsched COMMAND --version`, as the global one */
+        if (argc == 3 && strcmp(argv[2], "--version") == 0)
+            return cmd_version(1, argv + 2, stdout, stderr);
+        return subcommands[i].run(argc - 1, argv + 1, stdout, stderr);
+    }
     fprintf(stderr, "trainsched: unknown command \"%s\"\n\n", argv[1]);
     help(stderr);
     return 2;

@@ -1772,6 +1772,7 @@ struct common_yaml_limits common_yaml_limits_default(void)
 {
     struct common_yaml_limits l;
 
+    memset(&l, 0, sizeof(l)); /* every field not set below (allow_nul) is 0 */
     l.max_doc_bytes = DEFAULT_DOC_BYTES;
     l.max_depth = DEFAULT_DEPTH;
     l.max_nodes = DEFAULT_NODES;

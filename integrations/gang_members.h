@@ -2,10 +2,14 @@
  * integrations/gang_members.h - which pods of a rendered JobSet form the gang, shared by the
  * backends that write their own gang object (native, kai).
  *
- * The gang is every replicated job that no other one dependsOn: the phased jobs (dataset and
- * model initializers) run first and alone, so their pods are never members (a scheduler that
- * holds a gang until minMember pods exist would hold them forever, since the trainer pods are
- * created only after them). Source: JobSet v1alpha2 ReplicatedJob.dependsOn.
+ * JobSet's dependsOn makes stages. A replicated job that another one dependsOn with status
+ * Complete (the dataset and model initializers) runs first and ends: its pods are never members
+ * (a scheduler that holds a gang until minMember pods exist would hold them forever, since the
+ * trainer pods are created only after them). A replicated job that dependsOn another with status
+ * Ready (the MPI launcher of the deepspeed and mlx runtimes, created once the workers are Ready)
+ * comes after the gang: its pods carry the gang's keys, so the same scheduler places them, but
+ * are not counted in minMember. Every other replicated job is a member. Source: JobSet v1alpha2
+ * ReplicatedJob.dependsOn ({name, status: Ready|Complete}).
  */
 #ifndef INTEGRATIONS_GANG_MEMBERS_H
 #define INTEGRATIONS_GANG_MEMBERS_H
@@ -36,6 +40,13 @@ enum common_rc gang_object_meta(json_t *obj, const json_t *jobset_meta, struct c
 /* gang_depended_on - 1 when some replicated job of rjobs (the JobSet's spec.replicatedJobs)
  * names the one called name in its dependsOn, else 0. */
 int gang_depended_on(const json_t *rjobs, const char *name);
+
+/* gang_role - the stage of replicated job name of rjobs (the JobSet's spec.replicatedJobs):
+ * GANG_BEFORE when some replicated job dependsOn it with a status other than Ready, else
+ * GANG_AFTER when its own dependsOn names, with status Ready, a replicated job that is not
+ * GANG_BEFORE, else GANG_MEMBER. A name NULL is GANG_MEMBER. */
+enum gang_role { GANG_MEMBER, GANG_BEFORE, GANG_AFTER };
+enum gang_role gang_role(const json_t *rjobs, const char *name);
 
 /* gang_int_or - the integer v, or dflt when v is missing or not an integer. */
 json_int_t gang_int_or(const json_t *v, json_int_t dflt);

@@ -208,8 +208,16 @@ static enum common_rc kai_translate(const struct backend_in *in, json_t *objects
         json_int_t par, comp, pods;
         const char *tpc = json_string_value(json_object_get(ps, "priorityClassName"));
 
-        if (!rname || !json_is_object(ps) || gang_depended_on(rjobs, rname))
+        enum gang_role role = gang_role(rjobs, rname);
+
+        if (!rname || !json_is_object(ps) || role == GANG_BEFORE)
             continue;
+        if (role == GANG_AFTER) { /* the same PodGroup and scheduler, beyond minMember */
+            rc = mark_pod(tmpl, name, queue, err);
+            if (rc)
+                return rc;
+            continue;
+        }
         par = gang_int_or(json_object_get(jspec, "parallelism"), 1);
         comp = gang_int_or(json_object_get(jspec, "completions"), par);
         pods = gang_int_or(json_object_get(rj, "replicas"), 1) * (comp < par ? comp : par);

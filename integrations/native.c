@@ -7,9 +7,11 @@
  * nothing more. Shapes: k8s.io/api v0.36 scheduling/v1alpha2 types.go (PodGroupSpec,
  * PodGroupSchedulingPolicy, GangSchedulingPolicy) and core/v1 PodSpec.SchedulingGroup.
  *
- * The gang is every replicated job that no other one dependsOn (the phased jobs, such as
- * initializers, run first and alone: were they members, kube-scheduler's PreEnqueue would
- * hold them until minCount pods exist, and the trainer pods are only created after them).
+ * The gang's stages are gang_role's (gang_members.h): the jobs that run before (initializers)
+ * are not tied to the PodGroup (were they members, kube-scheduler's PreEnqueue would hold them
+ * until minCount pods exist, and the trainer pods are only created after them); a job that comes
+ * after (an MPI launcher, created once the workers are Ready) is tied to it but not counted in
+ * minCount.
  */
 #include <string.h>
 
@@ -47,7 +49,7 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         json_t *ps = json_object_get(tmpl, "spec");
         const char *s = json_string_value(json_object_get(ps, "schedulerName"));
 
-        if (!rname || !json_is_object(ps) || gang_depended_on(rjobs, rname))
+        if (!rname || !json_is_object(ps) || gang_role(rjobs, rname) == GANG_BEFORE)
             continue;
         if (!s || !*s)
             s = DEFAULT_SCHEDULER;
@@ -68,15 +70,19 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         const char *rname = json_string_value(json_object_get(rj, "name"));
         json_t *jspec = json_object_get(json_object_get(rj, "template"), "spec");
         json_t *ps = json_object_get(json_object_get(jspec, "template"), "spec");
+        enum gang_role role = gang_role(rjobs, rname);
         json_int_t pods;
 
-        if (!rname || !json_is_object(ps) || gang_depended_on(rjobs, rname))
+        if (!rname || !json_is_object(ps) || role == GANG_BEFORE)
             continue;
         pods = gang_int_or(json_object_get(rj, "replicas"), 1) *
                gang_int_or(json_object_get(jspec, "parallelism"), 1);
         if (pods <= 0)
             continue;
-        min_count += pods;
+        /* a later stage (GANG_AFTER: created once the gang is Ready) joins the PodGroup beyond
+         * minCount: kube-scheduler lets it through once minCount pods are scheduled */
+        if (role == GANG_MEMBER)
+            min_count += pods;
         if (json_object_set_new(ps, "schedulingGroup", json_pack("{s:s}", "podGroupName", name)) ||
             (sched && json_object_set_new(ps, "schedulerName", json_string(sched))))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");

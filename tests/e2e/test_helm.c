@@ -318,6 +318,20 @@ START_TEST(same_objects_as_kustomize)
     json_decref(settings);
     check_config(find(got, "ConfigMap", "trainsched-config"), "backends.default=kueue");
     json_decref(got);
+    /* the Volcano and KAI backends' settings reach serve's settings, which serve accepts */
+    render("kai",
+           "--set backends.default=kai --set backends.kai.queue=team-a "
+           "--set backends.volcano.queue=vq --set backends.volcano.tiers=rack=1",
+           file, sizeof(file));
+    got = json_array();
+    load_into(got, file);
+    settings = settings_of(find(got, "ConfigMap", "trainsched-config"));
+    ck_assert_str_eq(json_string_value(e2e_at(settings, "backends.kai.queue")), "team-a");
+    ck_assert_str_eq(json_string_value(e2e_at(settings, "backends.volcano.queue")), "vq");
+    ck_assert_str_eq(json_string_value(e2e_at(settings, "backends.volcano.tiers")), "rack=1");
+    json_decref(settings);
+    check_config(find(got, "ConfigMap", "trainsched-config"), "backends.kai.queue=team-a");
+    json_decref(got);
 
     /* provided certificates: the caBundle is required */
     snprintf(err, sizeof(err), "%s/provided.err", tmpdir);

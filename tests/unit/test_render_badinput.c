@@ -723,6 +723,27 @@ START_TEST(an_unknown_option_is_bad_usage)
 }
 END_TEST
 
+/* --version after each command, as before it (the binary's own dispatch) */
+START_TEST(version_after_the_command_prints_the_version)
+{
+    static const char *const cmds[] = {"render", "simulate", "certs", "serve", NULL};
+
+    for (int i = 0; cmds[i]; i++) {
+        char cmd[600], line[256] = "";
+        FILE *p;
+
+        snprintf(cmd, sizeof(cmd), "'%s' %s --version 2>&1", TS_BINARY, cmds[i]);
+        p = popen(cmd, "r");
+        ck_assert_ptr_nonnull(p);
+        if (!fgets(line, sizeof(line), p))
+            line[0] = '\0';
+        ck_assert_msg(pclose(p) == 0, "%s --version: exit status not 0 (%s)", cmds[i], line);
+        ck_assert_msg(strncmp(line, "trainsched ", 11) == 0, "%s --version printed: %s", cmds[i],
+                      line);
+    }
+}
+END_TEST
+
 START_TEST(a_missing_file_is_named)
 {
     struct run r;
@@ -981,6 +1002,7 @@ int main(void)
     tcase_add_test(tc_cli, no_input_file_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_output_format_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
+    tcase_add_test(tc_cli, version_after_the_command_prints_the_version);
     tcase_add_test(tc_cli, a_missing_file_is_named);
     tcase_add_test(tc_cli, a_folder_without_manifests_is_named);
     tcase_add_test(tc_cli, a_folder_renders_its_manifests_in_name_order);

@@ -625,6 +625,28 @@ START_TEST(a_billion_laughs_fails_fast_at_the_node_cap)
 }
 END_TEST
 
+/* The default limits refuse NUL: every field common_yaml_limits_default does not name is 0
+ * (allow_nul was once left as stack garbage, so the refusal held only by chance). */
+START_TEST(default_limits_refuse_nul)
+{
+    static const char text[] = "a: \"x\\0y\"\n";
+    struct common_yaml_limits l;
+    struct common_error err;
+    struct common_yaml_docs docs;
+
+    memset(&l, 0xa5, sizeof(l));
+    l = common_yaml_limits_default();
+    ck_assert_int_eq(l.allow_nul, 0);
+    ck_assert_int_eq(common_yaml_load(text, strlen(text), "nul.yaml", NULL, &docs, &err),
+                     COMMON_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nul.yaml:1:"));
+    common_yaml_docs_free(&docs);
+    ck_assert_int_eq(common_yaml_load(text, strlen(text), "nul.yaml", &l, &docs, &err),
+                     COMMON_EINVAL);
+    common_yaml_docs_free(&docs);
+}
+END_TEST
+
 START_TEST(empty_inputs_give_no_documents)
 {
     static const char *const inputs[] = {"",      "\n\n",        "# only a comment\n",
@@ -1126,6 +1148,7 @@ static Suite *yaml_suite(void)
     tcase_add_test(load, positions_are_recorded);
     tcase_add_test(load, positions_count_characters_and_crlf_lines);
     tcase_add_test(load, empty_inputs_give_no_documents);
+    tcase_add_test(load, default_limits_refuse_nul);
     tcase_add_test(load, load_file_names_the_file);
     tcase_add_test(load, load_file_reads_standard_input_and_refuses_a_directory);
     suite_add_tcase(s, load);
