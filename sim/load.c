@@ -1046,6 +1046,19 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
         if (!uid || json_object_set_new(meta, "uid", json_string(uid)))
             return oom(err);
     }
+    for (int m = 0; m < 2; m++) {
+        /* a null map is an empty one (as the API server stores it); anything else but an
+         * object is refused */
+        const char *key = m ? "annotations" : "labels";
+        json_t *map = json_object_get(meta, key);
+        if (json_is_null(map))
+            json_object_del(meta, key);
+        else if (map && !json_is_object(map))
+            return bad(err, pos, id, m ? "metadata.annotations" : "metadata.labels",
+                       json_is_array(map)    ? "Invalid value: must be of type object, not array"
+                       : json_is_string(map) ? "Invalid value: must be of type object, not string"
+                                             : "Invalid value: must be of type object");
+    }
     if (group) {
         json_t *labels = json_object_get(meta, "labels");
         if (!labels && json_object_set_new(meta, "labels", labels = json_object()))
@@ -1189,19 +1202,22 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
             par = json_integer_value(comp);
         for (json_int_t r = 0; r < replicas; r++)
             for (json_int_t k = 0; k < par; k++) {
-                json_t *pod = json_object(), *meta, *labels;
+                json_t *pod = json_object(), *tmeta = json_object_get(ptpl, "metadata"), *meta;
+                json_t *labels = NULL;
                 char name[400], idx[32];
                 snprintf(name, sizeof(name), "%s-%s-%lld-%lld", jsname, rname ? rname : "job",
                          (long long)r, (long long)k);
                 snprintf(idx, sizeof(idx), "%lld", (long long)r);
-                meta = json_deep_copy(json_object_get(ptpl, "metadata"));
-                if (!meta)
-                    meta = json_object();
-                labels = json_object_get(meta, "labels");
-                if (!labels)
-                    json_object_set_new(meta, "labels", labels = json_object());
-                if (!pod || !meta || !labels ||
-                    json_object_set_new(meta, "name", json_string(name)) ||
+                /* render's schema check let only objects and null (unset) through: a null
+                 * metadata or labels map is an empty one, as the API server stores it */
+                meta = json_is_object(tmeta) ? json_deep_copy(tmeta) : json_object();
+                if (pod && !json_object_set_new(pod, "metadata", meta)) { /* pod owns meta */
+                    labels = json_object_get(meta, "labels");
+                    if (!json_is_object(labels) &&
+                        json_object_set_new(meta, "labels", labels = json_object()))
+                        labels = NULL;
+                }
+                if (!pod || !labels || json_object_set_new(meta, "name", json_string(name)) ||
                     json_object_set_new(meta, "namespace", json_string(ns)) ||
                     json_object_set_new(labels, "jobset.sigs.k8s.io/jobset-name",
                                         json_string(jsname)) ||
@@ -1210,7 +1226,6 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
                     json_object_set_new(labels, "jobset.sigs.k8s.io/job-index", json_string(idx)) ||
                     json_object_set_new(pod, "apiVersion", json_string("v1")) ||
                     json_object_set_new(pod, "kind", json_string("Pod")) ||
-                    json_object_set_new(pod, "metadata", meta) ||
                     json_object_set_new(pod, "spec",
                                         json_object_get(ptpl, "spec")
                                             ? json_deep_copy(json_object_get(ptpl, "spec"))
@@ -1320,7 +1335,10 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
     if (rc == COMMON_EINVAL && out.errors.n) {
         const struct trainjob_field_error *fe = &out.errors.items[0];
         const char *text = trainjob_errors_format(&out.errors, 0);
-        where(l, it, fe->node, pos, sizeof(pos));
+        if (fe->parent && fe->key) /* a value without a position of its own (null) */
+            where_key(l, it, (json_t *)fe->parent, fe->key, pos, sizeof(pos));
+        else
+            where(l, it, fe->node, pos, sizeof(pos));
         rc = bad(err, pos, fe->doc == tj ? id : "runtime", "", text ? text : e.msg);
         goto out;
     }
