@@ -20,6 +20,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/intmath.h"
 #include "common/leader.h"
 #include "common/names.h"
 
@@ -44,15 +45,6 @@ static enum common_rc ssl_fail(struct common_error *err, const char *what)
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
-}
-
-static int64_t add_sat(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b)
-        return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b)
-        return INT64_MIN;
-    return a + b;
 }
 
 /* days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil) */
@@ -411,7 +403,7 @@ enum common_rc common_certs_make_ca(struct common_arena *a, const char *cn, int6
     key = new_p256();
     x = X509_new();
     if (!key || !x || !X509_set_version(x, X509_VERSION_3) || !set_serial(x) ||
-        !set_times(x, now - COMMON_CERTS_SKEW_S, add_sat(now, lifetime_s)) ||
+        !set_times(x, now - COMMON_CERTS_SKEW_S, common_add_sat(now, lifetime_s)) ||
         !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_UTF8,
                                     (const unsigned char *)cn, -1, -1, 0) ||
         !X509_set_issuer_name(x, X509_get_subject_name(x)) || !X509_set_pubkey(x, key)) {
@@ -590,7 +582,7 @@ enum common_rc common_certs_make_serving(struct common_arena *a, const struct co
         rc = common_error_set(err, COMMON_EINVAL, "CA certificate: expired at %s", t);
         goto out;
     }
-    na = min64(add_sat(now, lifetime_s), ca_na);
+    na = min64(common_add_sat(now, lifetime_s), ca_na);
     snprintf(cn, sizeof(cn), "%s.%s.svc", names->service, names->namespace);
     if (strlen(cn) > CN_MAX)
         snprintf(cn, sizeof(cn), "%s", names->service);
@@ -986,7 +978,7 @@ void common_certs_decide(const struct common_certs_view *v, const struct common_
     if (v->old_cas > 0) {
         if (v->serving_issuer == COMMON_CERTS_ISSUER_CA) {
             int64_t loaded =
-                add_sat(v->serving.not_before, COMMON_CERTS_SKEW_S + p->switch_grace_s);
+                common_add_sat(v->serving.not_before, COMMON_CERTS_SKEW_S + p->switch_grace_s);
             if (!usable || !v->serving_names_ok || now >= serving_due) {
                 act(d, COMMON_CERTS_RENEW_SERVING, now,
                     !usable                ? "the serving certificate has expired: renew it"
@@ -1015,9 +1007,10 @@ void common_certs_decide(const struct common_certs_view *v, const struct common_
                        "configuration");
             return;
         }
-        if (now < add_sat(v->bundle_published_at, p->publish_grace_s)) {
-            wait_until(d, min64(add_sat(v->bundle_published_at, p->publish_grace_s), serving_end),
-                       "waiting for every API server to see the bundle with both CAs");
+        if (now < common_add_sat(v->bundle_published_at, p->publish_grace_s)) {
+            wait_until(
+                d, min64(common_add_sat(v->bundle_published_at, p->publish_grace_s), serving_end),
+                "waiting for every API server to see the bundle with both CAs");
             return;
         }
         act(d, COMMON_CERTS_SWITCH_SERVING, now,

@@ -800,9 +800,9 @@ static void node_fill(struct packer *pk, struct gnode *n, const struct common_no
 static void presence(struct gang_state *s, struct gnode *n, int sign)
 {
     for (int i = 0; i < NRES; i++) {
-        s->tot_alloc[i] += sign * n->alloc[i];
-        s->tot_used[i] += sign * n->used[i];
-        s->tot_resv[i] += sign * n->resv[i];
+        s->tot_alloc[i] += sign * (__int128)n->alloc[i];
+        s->tot_used[i] += sign * (__int128)n->used[i];
+        s->tot_resv[i] += sign * (__int128)n->resv[i];
     }
 }
 
@@ -1378,11 +1378,23 @@ static enum common_rc vec_cmp(const char *what, const char *node, const int64_t 
     return COMMON_OK;
 }
 
+/* the same for the 128-bit cluster totals (printed by their low 64 bits) */
+static enum common_rc tot_cmp(const char *what, const __int128 *a, const __int128 *b,
+                              struct common_error *err)
+{
+    for (int i = 0; i < NRES; i++)
+        if (a[i] != b[i])
+            return common_error_set(err, COMMON_ECONFLICT,
+                                    "%s of cluster[%d]: books %lld, recomputed %lld", what, i,
+                                    (long long)a[i], (long long)b[i]);
+    return COMMON_OK;
+}
+
 enum common_rc gang_check(const struct gang_state *s, struct common_error *err)
 {
     int64_t(*used)[NRES] = NULL, (*resv)[NRES] = NULL;
     uint32_t *refs = NULL;
-    int64_t ta[NRES], tu[NRES], tr[NRES];
+    __int128 ta[NRES], tu[NRES], tr[NRES];
     enum common_rc rc = COMMON_OK;
     size_t held = 0;
     uint64_t pods = 0;
@@ -1455,9 +1467,9 @@ enum common_rc gang_check(const struct gang_state *s, struct common_error *err)
                 tr[k] += n->resv[k];
             }
     }
-    if ((rc = vec_cmp("total allocatable", "cluster", s->tot_alloc, ta, err)) ||
-        (rc = vec_cmp("total used", "cluster", s->tot_used, tu, err)) ||
-        (rc = vec_cmp("total reserved", "cluster", s->tot_resv, tr, err)))
+    if ((rc = tot_cmp("total allocatable", s->tot_alloc, ta, err)) ||
+        (rc = tot_cmp("total used", s->tot_used, tu, err)) ||
+        (rc = tot_cmp("total reserved", s->tot_resv, tr, err)))
         goto out;
     for (size_t i = 0; i < s->gang_by_key.cap; i++) {
         const struct gang *g = s->gang_by_key.e[i].hash ? s->gang_by_key.e[i].val : NULL;

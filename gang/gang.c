@@ -280,7 +280,7 @@ static int min_resources_short(const struct gang_state *s, struct gang *g)
 {
     for (uint32_t i = 0; i < g->n_min_res; i++) {
         uint16_t id = g->min_res[i].id;
-        int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id];
+        __int128 free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id];
         int64_t need = gang_min_res_need(g, i);
         if (need > free) {
             char nb[64], fb[64];
@@ -290,7 +290,7 @@ static int min_resources_short(const struct gang_state *s, struct gang *g)
                     g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
                     gang_amount_text(id, need, nb, sizeof(nb)),
                     need != g->min_res[i].v ? " (its phased pods done)" : "",
-                    gang_amount_text(id, free > 0 ? free : 0, fb, sizeof(fb)));
+                    gang_amount_text(id, gang_amount64(free), fb, sizeof(fb)));
             return 1;
         }
     }

@@ -288,7 +288,10 @@ struct gang_state {
     struct gmap node_by_name;
     int32_t *gc;
     uint32_t n_gc, cap_gc;
-    int64_t tot_alloc[NRES], tot_used[NRES], tot_resv[NRES];
+    /* cluster totals of the present nodes, in 128 bits: a sum over nodes of int64 amounts
+     * (two Nodes of 2^63-1 bytes of memory) must neither overflow nor saturate, since it is
+     * also subtracted from when a node goes */
+    __int128 tot_alloc[NRES], tot_used[NRES], tot_resv[NRES];
     /* pods, gangs, shapes */
     struct gmap pod_by_uid;
     struct gmap gang_by_key;
@@ -480,6 +483,13 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq,
  * were gone? 0 yes, 1 no (the reason in s->why2), -1 out of memory. The caller starts a census
  * epoch first (s->pre_call = ++s->pre_epoch). */
 int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p);
+
+/* a 128-bit amount (cluster totals and what is free of them) as an int64 for messages and
+ * comparisons with one request: clamped to [0, INT64_MAX] */
+static inline int64_t gang_amount64(__int128 v)
+{
+    return v <= 0 ? 0 : v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
 
 #endif
 

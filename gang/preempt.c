@@ -115,7 +115,7 @@ int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p)
 {
     const struct gpod **freed;
     size_t n = 0;
-    int64_t give[NRES];
+    __int128 give[NRES]; /* a sum over pods of int64 requests */
     struct plan_req rq;
     struct plan_out po;
     int32_t prio = p->priority;
@@ -136,7 +136,7 @@ int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p)
     if (!g->active && g->has_min_res)
         for (uint32_t i = 0; i < g->n_min_res; i++) {
             uint16_t id = g->min_res[i].id;
-            int64_t free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id] + give[id];
+            __int128 free = s->tot_alloc[id] - s->tot_used[id] - s->tot_resv[id] + give[id];
             int64_t need = gang_min_res_need(g, i);
             if (need > free) {
                 char nb[64], fb[64];
@@ -145,7 +145,7 @@ int whole_gang_short(struct gang_state *s, struct gang *g, const struct gpod *p)
                         "even with every pod of priority below %d evicted (%zu pods)",
                         g->key, s->res_names[id] ? s->res_names[id] : "an untracked resource",
                         gang_amount_text(id, need, nb, sizeof(nb)),
-                        gang_amount_text(id, free > 0 ? free : 0, fb, sizeof(fb)), prio, n);
+                        gang_amount_text(id, gang_amount64(free), fb, sizeof(fb)), prio, n);
                 common_free(freed);
                 return 1;
             }

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/intmath.h"
 
 #define HEAP_NONE SIZE_MAX
 #define DEFAULT_BASE_MS 5
@@ -89,13 +90,6 @@ static int64_t now_ms(void)
 static int64_t q_now(const struct rc_queue *q)
 {
     return q->clock_ms ? q->clock_ms(q->clock_ctx) : now_ms();
-}
-
-static int64_t add_sat(int64_t a, long b)
-{
-    if (b > 0 && a > INT64_MAX - b)
-        return INT64_MAX;
-    return a + b;
 }
 
 /* ---- backoff ---- */
@@ -420,7 +414,7 @@ static int add_key(struct rc_queue *q, const char *key, long delay_ms, int rate_
         q->used++;
     }
     if (delay_ms > 0)
-        changed = delay_ent(q, e, add_sat(q_now(q), delay_ms));
+        changed = delay_ent(q, e, common_add_sat(q_now(q), delay_ms));
     else
         changed = ready_ent(q, e);
     if (changed)
@@ -501,7 +495,7 @@ int rc_queue_get(struct rc_queue *q, long timeout_ms, char **key)
     *key = NULL;
     if (!q)
         return -1;
-    deadline = timeout_ms < 0 ? INT64_MAX : add_sat(q_now(q), timeout_ms);
+    deadline = timeout_ms < 0 ? INT64_MAX : common_add_sat(q_now(q), timeout_ms);
     pthread_mutex_lock(&q->lock);
     for (;;) {
         int64_t now, wake;

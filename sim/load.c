@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/intmath.h"
 #include "common/names.h"
 #include "integrations/backend.h"
 #include "sim/sim_int.h"
@@ -419,7 +420,11 @@ static enum common_rc object_head(const struct sim_loader *l, const struct item 
 }
 
 /* a node's allocatable amounts are never negative (the kubelet reports none; the API server's
- * node validation refuses them): "status.allocatable[NAME]: Invalid value: ..." */
+ * node validation refuses them), and its GPUs fit the int32 counters of the engine:
+ * "status.allocatable[NAME]: Invalid value: ..." */
+#define SIM_GPUS_PER_NODE_WHY                                                                      \
+    "simulate counts at most 2147483647 GPUs per node (a 32-bit count, like a Kubernetes "         \
+    "replica count)"
 static enum common_rc node_amounts(const struct sim_loader *l, const struct item *it, json_t *doc,
                                    const struct common_node *n, const char *id,
                                    struct common_error *err)
@@ -435,16 +440,22 @@ static enum common_rc node_amounts(const struct sim_loader *l, const struct item
                                                  : NULL;
     char field[300];
 
-    for (uint32_t i = 0; !neg && i < r->n_extended; i++)
+    const char *big = NULL;
+
+    for (uint32_t i = 0; !neg && i < r->n_extended; i++) {
         if (r->extended[i].value < 0)
             neg = r->extended[i].name;
-    if (!neg)
+        else if (r->extended[i].value > INT32_MAX && strcmp(r->extended[i].name, l->gpu) == 0)
+            big = r->extended[i].name;
+    }
+    if (!neg && !big)
         return COMMON_OK;
-    v = json_object_get(json_object_get(status, list), neg);
+    v = json_object_get(json_object_get(status, list), neg ? neg : big);
     where(l, it, v ? v : doc, pos, sizeof(pos));
-    snprintf(field, sizeof(field), "status.%s[%s]", list, neg);
-    snprintf(what, sizeof(what), "Invalid value: \"%.100s\": must be greater than or equal to 0",
-             json_is_string(v) ? json_string_value(v) : "?");
+    snprintf(field, sizeof(field), "status.%s[%s]", list, neg ? neg : big);
+    snprintf(what, sizeof(what), "Invalid value: \"%.100s\": %s",
+             json_is_string(v) ? json_string_value(v) : "?",
+             neg ? "must be greater than or equal to 0" : SIM_GPUS_PER_NODE_WHY);
     return bad(err, pos, id, field, what);
 }
 
@@ -1046,6 +1057,19 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
         if (!uid || json_object_set_new(meta, "uid", json_string(uid)))
             return oom(err);
     }
+    for (int m = 0; m < 2; m++) {
+        /* a null map is an empty one (as the API server stores it); anything else but an
+         * object is refused */
+        const char *key = m ? "annotations" : "labels";
+        json_t *map = json_object_get(meta, key);
+        if (json_is_null(map))
+            json_object_del(meta, key);
+        else if (map && !json_is_object(map))
+            return bad(err, pos, id, m ? "metadata.annotations" : "metadata.labels",
+                       json_is_array(map)    ? "Invalid value: must be of type object, not array"
+                       : json_is_string(map) ? "Invalid value: must be of type object, not string"
+                                             : "Invalid value: must be of type object");
+    }
     if (group) {
         json_t *labels = json_object_get(meta, "labels");
         if (!labels && json_object_set_new(meta, "labels", labels = json_object()))
@@ -1189,19 +1213,22 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
             par = json_integer_value(comp);
         for (json_int_t r = 0; r < replicas; r++)
             for (json_int_t k = 0; k < par; k++) {
-                json_t *pod = json_object(), *meta, *labels;
+                json_t *pod = json_object(), *tmeta = json_object_get(ptpl, "metadata"), *meta;
+                json_t *labels = NULL;
                 char name[400], idx[32];
                 snprintf(name, sizeof(name), "%s-%s-%lld-%lld", jsname, rname ? rname : "job",
                          (long long)r, (long long)k);
                 snprintf(idx, sizeof(idx), "%lld", (long long)r);
-                meta = json_deep_copy(json_object_get(ptpl, "metadata"));
-                if (!meta)
-                    meta = json_object();
-                labels = json_object_get(meta, "labels");
-                if (!labels)
-                    json_object_set_new(meta, "labels", labels = json_object());
-                if (!pod || !meta || !labels ||
-                    json_object_set_new(meta, "name", json_string(name)) ||
+                /* render's schema check let only objects and null (unset) through: a null
+                 * metadata or labels map is an empty one, as the API server stores it */
+                meta = json_is_object(tmeta) ? json_deep_copy(tmeta) : json_object();
+                if (pod && !json_object_set_new(pod, "metadata", meta)) { /* pod owns meta */
+                    labels = json_object_get(meta, "labels");
+                    if (!json_is_object(labels) &&
+                        json_object_set_new(meta, "labels", labels = json_object()))
+                        labels = NULL;
+                }
+                if (!pod || !labels || json_object_set_new(meta, "name", json_string(name)) ||
                     json_object_set_new(meta, "namespace", json_string(ns)) ||
                     json_object_set_new(labels, "jobset.sigs.k8s.io/jobset-name",
                                         json_string(jsname)) ||
@@ -1210,7 +1237,6 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
                     json_object_set_new(labels, "jobset.sigs.k8s.io/job-index", json_string(idx)) ||
                     json_object_set_new(pod, "apiVersion", json_string("v1")) ||
                     json_object_set_new(pod, "kind", json_string("Pod")) ||
-                    json_object_set_new(pod, "metadata", meta) ||
                     json_object_set_new(pod, "spec",
                                         json_object_get(ptpl, "spec")
                                             ? json_deep_copy(json_object_get(ptpl, "spec"))
@@ -1320,7 +1346,10 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
     if (rc == COMMON_EINVAL && out.errors.n) {
         const struct trainjob_field_error *fe = &out.errors.items[0];
         const char *text = trainjob_errors_format(&out.errors, 0);
-        where(l, it, fe->node, pos, sizeof(pos));
+        if (fe->parent && fe->key) /* a value without a position of its own (null) */
+            where_key(l, it, (json_t *)fe->parent, fe->key, pos, sizeof(pos));
+        else
+            where(l, it, fe->node, pos, sizeof(pos));
         rc = bad(err, pos, fe->doc == tj ? id : "runtime", "", text ? text : e.msg);
         goto out;
     }
@@ -1577,6 +1606,22 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
                                 "%s: the cluster has no nodes: give Node objects or a SimCluster "
                                 "with at least one node",
                                 l->cluster_file ? l->cluster_file : "cluster");
+    /* node_amounts checked the GPUs of each Node under the GPU resource in force then; a
+     * SimCluster read later may have named another one */
+    for (size_t i = 0; i < l->n_nodes; i++) {
+        const struct common_resources *r = &l->nodes[i]->allocatable;
+        for (uint32_t x = 0; x < r->n_extended; x++) {
+            char pos[300], id[400], field[300], what[300];
+            if (r->extended[x].value <= INT32_MAX || strcmp(r->extended[x].name, l->gpu) != 0)
+                continue;
+            snprintf(pos, sizeof(pos), "%s: ", l->cluster_file ? l->cluster_file : "cluster");
+            snprintf(id, sizeof(id), "Node %s", l->nodes[i]->name);
+            snprintf(field, sizeof(field), "status.allocatable[%s]", l->gpu);
+            snprintf(what, sizeof(what), "Invalid value: \"%lld\": " SIM_GPUS_PER_NODE_WHY,
+                     (long long)r->extended[x].value);
+            return bad(err, pos, id, field, what);
+        }
+    }
     qsort(l->nodes, l->n_nodes, sizeof(*l->nodes), node_cmp);
     for (size_t i = 1; i < l->n_nodes; i++)
         if (strcmp(l->nodes[i - 1]->name, l->nodes[i]->name) == 0)
@@ -1638,7 +1683,9 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
             for (uint32_t x = 0; x < j->pods[k]->requests.n_extended; x++)
                 if (strcmp(j->pods[k]->requests.extended[x].name, l->gpu) == 0)
                     g = j->pods[k]->requests.extended[x].value;
-            j->gpus += g;
+            /* saturated: the sum only meets the cluster's free GPUs (at most SIM_MAX_NODES x
+             * INT32_MAX), so a saturated job still never fits, and the report prints it */
+            j->gpus = common_add_sat(j->gpus, g);
             if (g > 0 && (j->pod_gpus == 0 || g < j->pod_gpus))
                 j->pod_gpus = g;
         }

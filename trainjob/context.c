@@ -7,6 +7,7 @@
  * build.
  */
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "trainjob/trainjob_int.h"
@@ -55,6 +56,60 @@ const json_t *tj_gpu_resources(struct tj_ctx *c)
     if (!ps || !c->runtime_trainer_resources)
         return NULL;
     return c->runtime_trainer_resources;
+}
+
+/* where the runtime (as given) holds its trainer node container's resources: *path gets
+ * "spec.template.spec.replicatedJobs[i].template.spec.template.spec.containers[j].resources";
+ * NULL when the runtime has none there */
+static const json_t *runtime_gpu_resources(struct tj_ctx *c, char *path, size_t n)
+{
+    struct tj_podset *tp = tj_trainer_podset(c);
+    const json_t *rjobs = tj_get(c->runtime_doc, "spec.template.spec.replicatedJobs");
+    size_t i, j;
+    json_t *rj, *ct;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        if (!tp || !json_is_object(rj) || !tj_str(rj, "name") ||
+            strcmp(tj_str(rj, "name"), tp->name) != 0)
+            continue;
+        json_array_foreach(tj_get(rj, "template.spec.template.spec.containers"), j, ct)
+        {
+            if (!json_is_object(ct) || !tj_str(ct, "name") || strcmp(tj_str(ct, "name"), "node"))
+                continue;
+            snprintf(path, n,
+                     "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec."
+                     "containers[%zu].resources",
+                     i, j);
+            return json_object_get(ct, "resources");
+        }
+    }
+    return NULL;
+}
+
+int64_t tj_gpu_count_int32(struct tj_ctx *c, int64_t pods, const char *what)
+{
+    const json_t *res = tj_gpu_resources(c);
+    int64_t gpus = tj_gpu_count(res);
+    const json_t *doc = c->trainjob, *node = NULL;
+    const char *list = NULL, *key = NULL;
+    char base[300], path[600];
+
+    if (pods < 1)
+        pods = 1;
+    if (gpus <= INT32_MAX / pods)
+        return gpus;
+    snprintf(base, sizeof(base), "spec.trainer.resourcesPerNode");
+    if (res != c->resources) { /* the runtime's own resources (a copy): name them there */
+        doc = c->runtime_doc;
+        res = runtime_gpu_resources(c, base, sizeof(base));
+    }
+    tj_gpu_find(res, &list, &key, &node);
+    snprintf(path, sizeof(path), "%s.%s[%s]", base, list ? list : "limits", key ? key : "gpu");
+    tj_err(c->errs, doc, node, "Invalid", path,
+           "must be at most %lld GPUs: %s must fit a 32-bit integer (at most %d)",
+           (long long)(INT32_MAX / pods), what, INT32_MAX);
+    return -1;
 }
 
 json_t *tj_owner_meta(struct tj_ctx *c, const char *name)

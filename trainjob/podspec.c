@@ -474,7 +474,9 @@ static int contains_gpu(const char *name)
     return 0;
 }
 
-static int64_t gpu_in(const json_t *list)
+/* the GPU count in one list (limits or requests): the first name by name order containing "gpu";
+ * *key and *node (may be NULL) get its name and value */
+static int64_t gpu_in(const json_t *list, const char **key, const json_t **node)
 {
     const char *best = NULL;
     const json_t *bestv = NULL;
@@ -490,6 +492,10 @@ static int64_t gpu_in(const json_t *list)
     }
     if (!bestv)
         return 0;
+    if (key)
+        *key = best;
+    if (node)
+        *node = bestv;
     {
         struct common_quantity q;
         int64_t n = 0;
@@ -499,16 +505,34 @@ static int64_t gpu_in(const json_t *list)
     }
 }
 
-int64_t tj_gpu_count(const json_t *resources)
+int64_t tj_gpu_find(const json_t *resources, const char **list, const char **key,
+                    const json_t **node)
 {
+    const char *l = "requests", *k = NULL;
+    const json_t *v = NULL;
     int64_t n;
 
     if (!resources)
         return 0;
-    n = gpu_in(json_object_get(resources, "requests"));
-    if (n > 0)
-        return n;
-    return gpu_in(json_object_get(resources, "limits"));
+    n = gpu_in(json_object_get(resources, l), &k, &v);
+    if (n <= 0) {
+        l = "limits";
+        n = gpu_in(json_object_get(resources, l), &k, &v);
+    }
+    if (n > 0) {
+        if (list)
+            *list = l;
+        if (key)
+            *key = k;
+        if (node)
+            *node = v;
+    }
+    return n;
+}
+
+int64_t tj_gpu_count(const json_t *resources)
+{
+    return tj_gpu_find(resources, NULL, NULL, NULL);
 }
 
 /* canonical text of a quantity value (number or string) in place; an unparsable value is left

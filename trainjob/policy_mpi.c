@@ -27,6 +27,9 @@ static enum common_rc mpi_counts(struct tj_ctx *c, struct common_error *err)
             n = n - 1 > 1 ? n - 1 : 1;
         ps->count = n;
     }
+    /* the slots per host come from the GPU count: an int32 (a field error otherwise) */
+    if (!c->has_nppn && c->mpi_nppn == 1)
+        tj_gpu_count_int32(c, 1, "the MPI slots per node (OMPI_MCA_orte_set_default_slots)");
     return COMMON_OK;
 }
 
@@ -37,8 +40,8 @@ static int32_t slots(struct tj_ctx *c)
     if (c->has_nppn)
         return c->nppn;
     gpus = tj_gpu_count(tj_gpu_resources(c));
-    if (c->mpi_nppn == 1 && gpus > 1)
-        return (int32_t)gpus;
+    if (c->mpi_nppn == 1 && gpus > 1) /* mpi_counts refused a count past INT32_MAX */
+        return gpus > INT32_MAX ? INT32_MAX : (int32_t)gpus;
     return c->mpi_nppn;
 }
 

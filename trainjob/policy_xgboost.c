@@ -28,6 +28,9 @@ static enum common_rc xgb_enforce(struct tj_ctx *c, struct common_error *err)
     gpus = tj_gpu_count(tj_gpu_resources(c));
     if (gpus < 1)
         gpus = 1;
+    if (gpus > INT32_MAX / (ps->count > 0 ? ps->count : 1)) /* xgb_counts refused it */
+        return common_error_set(err, COMMON_EINVAL, "DMLC_NUM_WORKER: more than %d workers",
+                                INT32_MAX);
     snprintf(uri, sizeof(uri), "%s-node-0-0.%s", c->name, c->name);
     snprintf(port, sizeof(port), "%d", TJ_PORT);
     snprintf(workers, sizeof(workers), "%lld", (long long)ps->count * (long long)gpus);
@@ -38,6 +41,21 @@ static enum common_rc xgb_enforce(struct tj_ctx *c, struct common_error *err)
         tj_upsert(env, "name", tj_env_value("DMLC_NUM_WORKER", workers)) ||
         tj_upsert_port(node, TJ_PORT))
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return COMMON_OK;
+}
+
+/* the trainer's count, then its worker count: DMLC_NUM_WORKER = nodes x GPUs per node must fit
+ * an int32 (a field error at the GPU quantity otherwise) */
+static enum common_rc xgb_counts(struct tj_ctx *c, struct common_error *err)
+{
+    struct tj_podset *ps;
+    enum common_rc rc = tj_trainer_count(c, err);
+
+    if (rc)
+        return rc;
+    ps = tj_trainer_podset(c);
+    if (ps && c->trainer)
+        tj_gpu_count_int32(c, ps->count, "DMLC_NUM_WORKER (numNodes x GPUs per node)");
     return COMMON_OK;
 }
 
@@ -64,7 +82,7 @@ static void xgb_validate(struct tj_ctx *c)
 const struct tj_ml_policy tj_policy_xgboost = {
     .name = "xgboost",
     .kind = TJ_ML_XGBOOST,
-    .counts = tj_trainer_count,
+    .counts = xgb_counts,
     .enforce = xgb_enforce,
     .validate = xgb_validate,
 };

@@ -327,6 +327,8 @@ struct walk {
     struct trainjob_errors *e;
     const json_t *doc;
     char path[1024];
+    const json_t *obj; /* the object and key holding the value being walked (positions of */
+    const char *key;   /* errors at values that have none of their own, like null items) */
 };
 
 static const char *type_word(enum tj_sty t)
@@ -543,7 +545,13 @@ static void walk_object(struct walk *w, const struct tj_snode *n, const json_t *
             f++;
         old = push(w, k, 0);
         if (f->name) {
+            const json_t *obj = w->obj;
+            const char *key = w->key;
+            w->obj = v;
+            w->key = k;
             walk_node(w, f->node, child);
+            w->obj = obj;
+            w->key = key;
         } else if (!n->open) {
             size_t before = w->e->n;
             const char *near = closest_field(n, k);
@@ -574,6 +582,21 @@ static void walk_array(struct walk *w, const struct tj_snode *n, const json_t *v
     json_array_foreach(v, i, it)
     {
         size_t old = push(w, NULL, i);
+        /* null is "unset" for a field, but a list item cannot be unset: the API server refuses
+         * it (every item schema of these lists is a non-nullable type) */
+        if (json_is_null(it)) {
+            size_t before = w->e->n;
+            if (n->items->t == T_ANY)
+                tj_err(w->e, w->doc, it, "Invalid", w->path, "must not be null");
+            else
+                type_error(w, n->items, it);
+            if (w->e->n > before && w->obj) { /* null has no position: the list's key has */
+                w->e->items[before].parent = w->obj;
+                w->e->items[before].key = w->key;
+            }
+            w->path[old] = '\0';
+            continue;
+        }
         walk_node(w, n->items, it);
         if (n->list_key && json_is_object(it)) {
             json_t *key = json_object_get(it, n->list_key);
@@ -681,6 +704,8 @@ void tj_schema_check(enum tj_schema_kind kind, const json_t *obj, struct trainjo
 
     w.e = e;
     w.doc = obj;
+    w.obj = NULL;
+    w.key = NULL;
     w.path[0] = '\0';
     walk_node(&w, kind == TJ_SCHEMA_TRAINJOB ? &trainjob_node : &runtime_node, obj);
 }

@@ -36,7 +36,8 @@ struct trainjob_field_error {
     const json_t *node; /* the offending value (for positions), or NULL */
     const json_t *doc;  /* the document it belongs to (the TrainJob or the runtime) */
     /* for an unknown field: the object that holds it and the key as written (positions point
-     * at the key, not at its value); NULL otherwise */
+     * at the key, not at its value); for a null list item (null has no position of its own):
+     * the object and key holding the list; NULL otherwise */
     const json_t *parent;
     const char *key;
 };

@@ -87,6 +87,10 @@ enum common_rc tj_pod_requests(const json_t *podspec, json_t **out, struct commo
 /* GPU count: first resource (by name order) whose name contains "gpu" (any case) in
  * requests, else in limits; 0 when none. */
 int64_t tj_gpu_count(const json_t *resources);
+/* the same, with where the count was read: *list "requests" or "limits", *key the resource name,
+ * *node its value (each may be NULL; set only when the count is > 0) */
+int64_t tj_gpu_find(const json_t *resources, const char **list, const char **key,
+                    const json_t **node);
 
 /* ---- the build context ---- */
 struct tj_podset {
@@ -102,8 +106,9 @@ enum tj_gang { TJ_GANG_NONE, TJ_GANG_COSCHEDULING, TJ_GANG_VOLCANO };
 
 struct tj_ctx {
     struct common_arena *arena;
-    const json_t *trainjob; /* the defaulted TrainJob (owned by the arena) */
-    const json_t *runtime;  /* the defaulted runtime (owned by the arena) */
+    const json_t *trainjob;    /* the defaulted TrainJob (owned by the arena) */
+    const json_t *runtime;     /* the defaulted runtime (owned by the arena) */
+    const json_t *runtime_doc; /* the runtime as given (field errors point into it) */
     const char *name, *ns, *uid;
     /* TrainJob */
     const json_t *trainer; /* spec.trainer or NULL */
@@ -146,6 +151,13 @@ struct tj_podset *tj_trainer_podset(struct tj_ctx *c);
 /* resources used for GPU detection: TrainJob resourcesPerNode wholesale, else the runtime's
  * trainer node container resources */
 const json_t *tj_gpu_resources(struct tj_ctx *c);
+/* The GPU count of tj_gpu_resources (tj_gpu_count) when gpus x pods fits the int32 count an ML
+ * policy makes of it (a worker or slot count; Kubernetes' replica and parallelism counts are
+ * int32 too); pods < 1 counts as 1. Else one field error at the quantity, named where it was
+ * written: spec.trainer.resourcesPerNode.<requests|limits>[<name>] of the TrainJob, or the
+ * runtime's spec.template.spec.replicatedJobs[i]...containers[j].resources.<list>[<name>];
+ * what (e.g. "DMLC_NUM_WORKER") says which count; and -1. */
+int64_t tj_gpu_count_int32(struct tj_ctx *c, int64_t pods, const char *what);
 json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, ownerRefs} */
 /* standard base64 of the string s (Secret data) in the arena; NULL when out of memory */
 char *tj_b64(struct common_arena *a, const char *s);
