@@ -374,6 +374,7 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
         tj_object_meta(trainjob, 1, errs);
         tj_cel_trainjob(trainjob, errs);
         tj_check_resources_trainjob(trainjob, errs);
+        tj_check_pods_trainjob(trainjob, errs);
     }
     {
         const char *kind = tj_str(trainjob, "spec.runtimeRef.kind");
@@ -408,6 +409,7 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
         tj_object_meta(runtime, kind && strcmp(kind, "TrainingRuntime") == 0, errs);
         tj_cel_runtime(runtime, errs);
         tj_check_resources_runtime(runtime, errs);
+        tj_check_pods_runtime(runtime, errs);
     }
     if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
         tj_webhook_runtime(runtime, errs);
@@ -454,6 +456,8 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (rc)
         return rc;
     tj_webhook_trainjob(c);
+    if (c->errs->n == 0) /* after the patch names are known good */
+        tj_check_mounts(c);
     ml = tj_ml_policy_for(c->ml);
     if (ml && ml->validate)
         ml->validate(c);
