@@ -212,6 +212,8 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
                                " (resourcesPerNode is merged over the resources of the runtime's "
                                "node container)",
                                c->errs);
+            tj_check_resources_claims(c->trainjob, c->resources, ps->podspec,
+                                      "spec.trainer.resourcesPerNode", c->errs);
         }
     }
     return COMMON_OK;

@@ -47,6 +47,11 @@ void tj_check_resources(const json_t *doc, const json_t *res, const char *path, 
 void tj_check_resources_trainjob(const json_t *tj, struct trainjob_errors *e);
 /* the above on every container and init container of a runtime's replicated jobs */
 void tj_check_resources_runtime(const json_t *rt, struct trainjob_errors *e);
+/* res.claims[].name (res: a ResourceRequirements found at path in doc) must each name an entry
+ * of podspec.resourceClaims, else NotSupported at "<path>.claims[k].name" (the pod check of
+ * check_pod_claims, for spec.trainer.resourcesPerNode once merged into a pod) */
+void tj_check_resources_claims(const json_t *doc, const json_t *res, const json_t *podspec,
+                               const char *path, struct trainjob_errors *e);
 
 /* ---- pod template fields (podchecks.c), Kubernetes v1.36 pod validation ---- */
 /* One EnvVar list env (array; anything else is ignored) found at path in doc: name empty
