@@ -310,6 +310,10 @@ nomem:
     return common_error_set(err, COMMON_ENOMEM, "out of memory");
 }
 
+static const char *first_error(struct trainjob_errors *e, struct common_error *err);
+
+#define TJ_CONFIGMAP_MAX 1048576 /* bytes of ConfigMap data (Kubernetes core.MaxSecretSize) */
+
 static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct common_error *err)
 {
     struct common_buf yaml;
@@ -344,6 +348,19 @@ static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct comm
         return rc;
     }
     name = common_arena_printf(c->arena, "%s-runtime-snapshot", c->name);
+    if (name && yaml.len > TJ_CONFIGMAP_MAX) {
+        /* the API server refuses a ConfigMap whose data values total more than 1 MiB
+         * (ValidateConfigMap, core.MaxSecretSize): the TrainJob could never start */
+        tj_err(c->errs, c->trainjob, tj_get(c->trainjob, "spec.runtimeRef"), "TooLong",
+               "spec.runtimeRef",
+               "Too long: %s \"%s\" is too large for its runtime snapshot: ConfigMap \"%s\" would "
+               "hold %zu bytes of data, and may not hold more than %d bytes",
+               tj_str(c->runtime, "kind") ? tj_str(c->runtime, "kind") : "runtime",
+               tj_str(c->runtime, "metadata.name") ? tj_str(c->runtime, "metadata.name") : "", name,
+               yaml.len, TJ_CONFIGMAP_MAX);
+        common_buf_free(&yaml);
+        return first_error(c->errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
+    }
     if (name)
         cm = json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
                        "metadata", tj_owner_meta(c, name), "data", "runtime", yaml.data);
