@@ -126,8 +126,9 @@ enum tj_gang { TJ_GANG_NONE, TJ_GANG_COSCHEDULING, TJ_GANG_VOLCANO };
 
 struct tj_ctx {
     struct common_arena *arena;
-    const json_t *trainjob; /* the defaulted TrainJob (owned by the arena) */
-    const json_t *runtime;  /* the defaulted runtime (owned by the arena) */
+    const json_t *trainjob;   /* the defaulted TrainJob (owned by the arena) */
+    const json_t *runtime;    /* the defaulted runtime (owned by the arena) */
+    const json_t *runtime_in; /* the runtime as given (for error positions), or NULL */
     const char *name, *ns, *uid;
     /* TrainJob */
     const json_t *trainer; /* spec.trainer or NULL */
