@@ -314,18 +314,20 @@ static const char *first_error(struct trainjob_errors *e, struct common_error *e
 
 #define TJ_CONFIGMAP_MAX 1048576 /* bytes of ConfigMap data (Kubernetes core.MaxSecretSize) */
 
-static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct common_error *err)
+/* the snapshot's data: runtime (defaulted; its spec's quantities are normalized in place)
+ * without status and managedFields, as YAML into yaml (initialised here; the caller frees it) */
+static enum common_rc snapshot_yaml(const json_t *runtime, struct common_buf *yaml,
+                                    struct common_error *err)
 {
-    struct common_buf yaml;
-    json_t *obj = json_object(), *cm = NULL;
+    json_t *obj = json_object();
     const char *k;
     json_t *v;
     enum common_rc rc;
-    char *name;
 
+    common_buf_init(yaml, 64u << 20);
     if (!obj)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    json_object_foreach((json_t *)c->runtime, k, v)
+    json_object_foreach((json_t *)runtime, k, v)
     {
         if (strcmp(k, "status") == 0)
             continue;
@@ -340,9 +342,19 @@ static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct comm
         json_decref(obj);
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
-    common_buf_init(&yaml, 64u << 20);
-    rc = common_yaml_emit(obj, &yaml, err);
+    rc = common_yaml_emit(obj, yaml, err);
     json_decref(obj);
+    return rc;
+}
+
+static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct common_error *err)
+{
+    struct common_buf yaml;
+    json_t *cm = NULL;
+    enum common_rc rc;
+    char *name;
+
+    rc = snapshot_yaml(c->runtime, &yaml, err);
     if (rc) {
         common_buf_free(&yaml);
         return rc;
@@ -414,6 +426,31 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
     return COMMON_OK;
 }
 
+/* the runtime snapshot ConfigMap every TrainJob of this runtime gets must fit the API server's
+ * limit on ConfigMap data; TooLong at spec otherwise, naming the runtime */
+static void check_snapshot_size(const json_t *runtime, struct trainjob_errors *errs)
+{
+    json_t *rt = tj_default_runtime(runtime);
+    struct common_buf yaml;
+    struct common_error e = {0};
+
+    if (!rt) {
+        errs->oom = 1;
+        return;
+    }
+    if (snapshot_yaml(rt, &yaml, &e) == COMMON_ENOMEM)
+        errs->oom = 1;
+    else if (yaml.len > TJ_CONFIGMAP_MAX)
+        tj_err(errs, runtime, tj_get(runtime, "spec"), "TooLong", "spec",
+               "Too long: %s \"%s\" is too large for the runtime snapshot ConfigMap of its "
+               "TrainJobs: it would hold %zu bytes of data, and may not hold more than %d bytes",
+               tj_str(runtime, "kind") ? tj_str(runtime, "kind") : "runtime",
+               tj_str(runtime, "metadata.name") ? tj_str(runtime, "metadata.name") : "", yaml.len,
+               TJ_CONFIGMAP_MAX);
+    common_buf_free(&yaml);
+    json_decref(rt);
+}
+
 enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_errors *errs,
                                          struct common_error *err)
 {
@@ -429,6 +466,7 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
         tj_cel_runtime(runtime, errs);
         tj_check_resources_runtime(runtime, errs);
         tj_check_pods_runtime(runtime, errs);
+        check_snapshot_size(runtime, errs);
     }
     if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
         tj_webhook_runtime(runtime, errs);
