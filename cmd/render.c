@@ -930,6 +930,11 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             backend = optarg;
             break;
         case 'Q':
+            if (*optarg && common_names_dns1123_subdomain(optarg)) {
+                fprintf(err, "error: --volcano-queue \"%s\": a Volcano Queue name: %s\n", optarg,
+                        common_names_dns1123_subdomain(optarg));
+                return 2;
+            }
             volcano_queue = optarg;
             break;
         case 'T': {

@@ -84,6 +84,8 @@ struct serve_config {
     /* extender topologies, "NAME=LEVEL,LEVEL,..." (topology/topology.h), the first the default */
     char topo_specs[SERVE_MAX_TOPOLOGIES][512];
     int n_topo_specs;
+    unsigned topo_by_flag; /* bit at: topo_specs[at] was set by a flag (not the file) */
+    int topo_loading_file; /* 1 while extender.topologies of the file is applied */
     double tls_reload_s;
     char trainer_lease_namespace[254]; /* where Kubeflow Trainer's Lease is looked for */
     int allow_trainer;                 /* --allow-trainer-controller */
@@ -431,10 +433,22 @@ static int load_topologies(struct serve_config *c, const char *file, const json_
             n += (size_t)snprintf(spec + n, sizeof(spec) - n, "%s%s", j ? "," : "",
                                   json_string_value(l));
         }
+        for (size_t k = 0; k < i; k++)
+            if (json_equal(json_object_get(json_array_get(v, k), "name"),
+                           json_object_get(t, "name"))) {
+                fprintf(err,
+                        "trainsched serve: %s: extender.topologies[%zu]: topology \"%s\" is "
+                        "already declared at extender.topologies[%zu]\n",
+                        file, i, name, k);
+                return -1;
+            }
+        c->topo_loading_file = 1;
         if (n >= sizeof(spec) || apply_setting(c, "--extender-topology", spec, err)) {
+            c->topo_loading_file = 0;
             fprintf(err, "trainsched serve: %s: extender.topologies[%zu]: invalid\n", file, i);
             return -1;
         }
+        c->topo_loading_file = 0;
     }
     return 0;
 }
@@ -667,6 +681,13 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
             if (strncmp(c->topo_specs[at], ts.name, strlen(ts.name)) == 0 &&
                 c->topo_specs[at][strlen(ts.name)] == '=')
                 break;
+        /* a flag replaces the file's topology of that name; two flags naming one are an error
+         * (not last-wins) */
+        if (at < c->n_topo_specs && !c->topo_loading_file && (c->topo_by_flag & (1u << at))) {
+            fprintf(err, "trainsched serve: --extender-topology: topology \"%s\" is given twice\n",
+                    ts.name);
+            return -1;
+        }
         if (at == SERVE_MAX_TOPOLOGIES) {
             fprintf(err, "trainsched serve: --extender-topology: at most %d topologies\n",
                     SERVE_MAX_TOPOLOGIES);
@@ -674,6 +695,8 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         }
         if (at == c->n_topo_specs)
             c->n_topo_specs++;
+        if (!c->topo_loading_file)
+            c->topo_by_flag |= 1u << at;
         return set_str(c->topo_specs[at], sizeof(c->topo_specs[at]), v, "topology", err);
     }
     if (strcmp(flag, "--webhook-extender-wired") == 0)
@@ -683,9 +706,19 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     if (strcmp(flag, "--trainer-lease-namespace") == 0)
         return set_str(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), v,
                        "trainer lease namespace", err);
-    if (strcmp(flag, "--gang-scheduler-name") == 0)
+    if (strcmp(flag, "--gang-scheduler-name") == 0) {
+        /* it becomes the pods' spec.schedulerName: a DNS-1123 subdomain (pod validation) */
+        const char *bad = *v ? common_names_dns1123_subdomain(v) : NULL;
+        if (bad) {
+            fprintf(err,
+                    "trainsched serve: --gang-scheduler-name (webhook.gangSchedulerName): "
+                    "\"%s\": %s\n",
+                    v, bad);
+            return -3;
+        }
         return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
                        "gang scheduler name", err);
+    }
     if (strcmp(flag, "--kai-queue") == 0) {
         const char *bad = common_names_dns1123_subdomain(v);
         if (bad) {
@@ -704,8 +737,16 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         }
         return set_str(c->default_backend, sizeof(c->default_backend), v, "default backend", err);
     }
-    if (strcmp(flag, "--volcano-queue") == 0)
+    if (strcmp(flag, "--volcano-queue") == 0) {
+        /* a Volcano Queue is a cluster-scoped object: its name is a DNS-1123 subdomain */
+        const char *bad = *v ? common_names_dns1123_subdomain(v) : NULL;
+        if (bad) {
+            fprintf(err, "trainsched serve: --volcano-queue (backends.volcano.queue): \"%s\": %s\n",
+                    v, bad);
+            return -3;
+        }
         return set_str(c->volcano_queue, sizeof(c->volcano_queue), v, "volcano queue", err);
+    }
     if (strcmp(flag, "--volcano-tiers") == 0) {
         struct common_error ve;
         if (volcano_tiers_check("backends.volcano.tiers", v, &ve) != COMMON_OK) {

@@ -51,6 +51,16 @@ static const char *placement(const json_t *tj, const json_t *rt, const char *key
     return v ? v : (fallback && *fallback ? fallback : NULL);
 }
 
+/* a partition (or a comma-separated list of them, as sbatch -p takes): Slurm splits its
+ * configuration and lists on whitespace, so a name never holds any, nor control characters */
+static int partition_ok(const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
 static enum common_rc set_new(json_t *obj, const char *key, json_t *v, struct common_error *err)
 {
     if (!v || json_object_set_new(obj, key, v))
@@ -253,6 +263,25 @@ enum common_rc slurm_submission(const json_t *trainjob, const json_t *runtime, c
     if (rc)
         return rc;
     launcher_as_node(trainjob, runtime, &need);
+    /* slurmrestd reads the node and task counts as 32-bit integers (as the KAI and native
+     * backends refuse a minMember past int32) */
+    if (need.pods > INT32_MAX)
+        return common_error_set(err, COMMON_EINVAL,
+                                "Slurm job nodes: %" PRId64 " (the largest replicated job's "
+                                "replicas x parallelism) is more than an int32",
+                                need.pods);
+    v = placement(trainjob, runtime, SLURM_ANNOTATION_PARTITION, cfg->partition);
+    if (v && !partition_ok(v))
+        return common_error_set(
+            err, COMMON_EINVAL,
+            "%s: Invalid value: \"%s\": a Slurm partition name has no whitespace or control "
+            "characters",
+            annotation(trainjob, SLURM_ANNOTATION_PARTITION)
+                ? "TrainJob metadata.annotations[\"" SLURM_ANNOTATION_PARTITION "\"]"
+            : runtime && annotation(runtime, SLURM_ANNOTATION_PARTITION)
+                ? "runtime metadata.annotations[\"" SLURM_ANNOTATION_PARTITION "\"]"
+                : "slurm.partition",
+            v);
     a = common_arena_create(0);
     body = json_object();
     job = json_object();

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "integrations/backend.h"
 #include "integrations/gang_members.h"
 #include "integrations/volcano.h"
@@ -209,6 +210,11 @@ static enum common_rc set_queue(const struct backend_in *in, json_t *spec, struc
         return COMMON_OK; /* Volcano's own "default", which Volcano creates: not checked */
     }
     queue = json_string_value(json_object_get(spec, "queue"));
+    /* a Queue is a cluster-scoped object: a name that is no DNS-1123 subdomain never exists */
+    if (queue && common_names_dns1123_subdomain(queue))
+        return common_error_set(
+            err, COMMON_EINVAL, "%s: Invalid value: \"%s\": a Volcano Queue name: %s",
+            tq ? QUEUE_FIELD : "spec.queue", queue, common_names_dns1123_subdomain(queue));
     if (!queue || !in->opts || !in->opts->exists)
         return COMMON_OK;
     rc = in->opts->exists(in->opts->exists_ctx, "Queue", queue, &e);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/names.h"
 #include "topology/topology.h"
 
 /* ---- annotations and levels ---- */
@@ -38,8 +39,14 @@ enum common_rc topo_levels_check(const char *what, const char *const *keys, size
         return common_error_set(err, COMMON_EINVAL, "%s: needs 1 to %d levels, has %zu", what,
                                 TOPO_MAX_LEVELS, n);
     for (size_t i = 0; i < n; i++) {
+        const char *bad;
         if (!keys[i] || !*keys[i])
             return common_error_set(err, COMMON_EINVAL, "%s: level %zu is empty", what, i);
+        /* a level is a node label key (the nodeLabel pattern of Kueue's and KAI's Topology) */
+        if ((bad = common_names_qualified_name(keys[i])))
+            return common_error_set(err, COMMON_EINVAL,
+                                    "%s: level %zu \"%s\" is not a node label key: %s", what, i,
+                                    keys[i], bad);
         for (size_t j = 0; j < i; j++)
             if (strcmp(keys[i], keys[j]) == 0)
                 return common_error_set(err, COMMON_EINVAL, "%s: level %zu \"%s\" is listed twice",

@@ -212,6 +212,8 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
                                " (resourcesPerNode is merged over the resources of the runtime's "
                                "node container)",
                                c->errs);
+            tj_check_resources_claims(c->trainjob, c->resources, ps->podspec,
+                                      "spec.trainer.resourcesPerNode", c->errs);
         }
     }
     return COMMON_OK;
@@ -308,18 +310,24 @@ nomem:
     return common_error_set(err, COMMON_ENOMEM, "out of memory");
 }
 
-static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct common_error *err)
+static const char *first_error(struct trainjob_errors *e, struct common_error *err);
+
+#define TJ_CONFIGMAP_MAX 1048576 /* bytes of ConfigMap data (Kubernetes core.MaxSecretSize) */
+
+/* the snapshot's data: runtime (defaulted; its spec's quantities are normalized in place)
+ * without status and managedFields, as YAML into yaml (initialised here; the caller frees it) */
+static enum common_rc snapshot_yaml(const json_t *runtime, struct common_buf *yaml,
+                                    struct common_error *err)
 {
-    struct common_buf yaml;
-    json_t *obj = json_object(), *cm = NULL;
+    json_t *obj = json_object();
     const char *k;
     json_t *v;
     enum common_rc rc;
-    char *name;
 
+    common_buf_init(yaml, 64u << 20);
     if (!obj)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    json_object_foreach((json_t *)c->runtime, k, v)
+    json_object_foreach((json_t *)runtime, k, v)
     {
         if (strcmp(k, "status") == 0)
             continue;
@@ -334,14 +342,37 @@ static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct comm
         json_decref(obj);
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
-    common_buf_init(&yaml, 64u << 20);
-    rc = common_yaml_emit(obj, &yaml, err);
+    rc = common_yaml_emit(obj, yaml, err);
     json_decref(obj);
+    return rc;
+}
+
+static enum common_rc build_snapshot(struct tj_ctx *c, json_t **out, struct common_error *err)
+{
+    struct common_buf yaml;
+    json_t *cm = NULL;
+    enum common_rc rc;
+    char *name;
+
+    rc = snapshot_yaml(c->runtime, &yaml, err);
     if (rc) {
         common_buf_free(&yaml);
         return rc;
     }
     name = common_arena_printf(c->arena, "%s-runtime-snapshot", c->name);
+    if (name && yaml.len > TJ_CONFIGMAP_MAX) {
+        /* the API server refuses a ConfigMap whose data values total more than 1 MiB
+         * (ValidateConfigMap, core.MaxSecretSize): the TrainJob could never start */
+        tj_err(c->errs, c->trainjob, tj_get(c->trainjob, "spec.runtimeRef"), "TooLong",
+               "spec.runtimeRef",
+               "Too long: %s \"%s\" is too large for its runtime snapshot: ConfigMap \"%s\" would "
+               "hold %zu bytes of data, and may not hold more than %d bytes",
+               tj_str(c->runtime, "kind") ? tj_str(c->runtime, "kind") : "runtime",
+               tj_str(c->runtime, "metadata.name") ? tj_str(c->runtime, "metadata.name") : "", name,
+               yaml.len, TJ_CONFIGMAP_MAX);
+        common_buf_free(&yaml);
+        return first_error(c->errs, err) ? COMMON_EINVAL : COMMON_ENOMEM;
+    }
     if (name)
         cm = json_pack("{s:s, s:s, s:o, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
                        "metadata", tj_owner_meta(c, name), "data", "runtime", yaml.data);
@@ -374,6 +405,7 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
         tj_object_meta(trainjob, 1, errs);
         tj_cel_trainjob(trainjob, errs);
         tj_check_resources_trainjob(trainjob, errs);
+        tj_check_pods_trainjob(trainjob, errs);
     }
     {
         const char *kind = tj_str(trainjob, "spec.runtimeRef.kind");
@@ -394,6 +426,31 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
     return COMMON_OK;
 }
 
+/* the runtime snapshot ConfigMap every TrainJob of this runtime gets must fit the API server's
+ * limit on ConfigMap data; TooLong at spec otherwise, naming the runtime */
+static void check_snapshot_size(const json_t *runtime, struct trainjob_errors *errs)
+{
+    json_t *rt = tj_default_runtime(runtime);
+    struct common_buf yaml;
+    struct common_error e = {0};
+
+    if (!rt) {
+        errs->oom = 1;
+        return;
+    }
+    if (snapshot_yaml(rt, &yaml, &e) == COMMON_ENOMEM)
+        errs->oom = 1;
+    else if (yaml.len > TJ_CONFIGMAP_MAX)
+        tj_err(errs, runtime, tj_get(runtime, "spec"), "TooLong", "spec",
+               "Too long: %s \"%s\" is too large for the runtime snapshot ConfigMap of its "
+               "TrainJobs: it would hold %zu bytes of data, and may not hold more than %d bytes",
+               tj_str(runtime, "kind") ? tj_str(runtime, "kind") : "runtime",
+               tj_str(runtime, "metadata.name") ? tj_str(runtime, "metadata.name") : "", yaml.len,
+               TJ_CONFIGMAP_MAX);
+    common_buf_free(&yaml);
+    json_decref(rt);
+}
+
 enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_errors *errs,
                                          struct common_error *err)
 {
@@ -408,6 +465,8 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
         tj_object_meta(runtime, kind && strcmp(kind, "TrainingRuntime") == 0, errs);
         tj_cel_runtime(runtime, errs);
         tj_check_resources_runtime(runtime, errs);
+        tj_check_pods_runtime(runtime, errs);
+        check_snapshot_size(runtime, errs);
     }
     if (errs->n == 0 && !(wv && strcmp(wv, "disabled") == 0))
         tj_webhook_runtime(runtime, errs);
@@ -448,6 +507,7 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (!rt)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     c->runtime_doc = runtime;
+    c->runtime_in = runtime;
     rc = load_ctx(c, trainjob, rt);
     if (rc)
         return common_error_set(err, rc, "out of memory");
@@ -455,6 +515,8 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (rc)
         return rc;
     tj_webhook_trainjob(c);
+    if (c->errs->n == 0) /* after the patch names are known good */
+        tj_check_mounts(c);
     ml = tj_ml_policy_for(c->ml);
     if (ml && ml->validate)
         ml->validate(c);

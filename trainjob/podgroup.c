@@ -235,6 +235,104 @@ static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct commo
     return rc;
 }
 
+/* where topology annotation key comes from, for an error's path: the TrainJob's own
+ * annotations, else the last runtime patch's template that sets it, else the runtime's template */
+static const json_t *topology_source(struct tj_ctx *c, const char *key, const json_t **doc,
+                                     char *path, size_t n)
+{
+    const json_t *patches = tj_get(c->trainjob, "spec.runtimePatches"), *v;
+    size_t i, j;
+    json_t *rj;
+
+    *doc = c->trainjob;
+    if ((v = json_object_get(tj_get(c->trainjob, "metadata.annotations"), key))) {
+        snprintf(path, n, "metadata.annotations[%s]", key);
+        return v;
+    }
+    for (i = json_array_size(patches); i-- > 0;)
+        json_array_foreach(
+            tj_get(json_array_get(patches, i), "trainingRuntimeSpec.template.spec.replicatedJobs"),
+            j, rj)
+        {
+            if ((v = json_object_get(tj_get(rj, "template.spec.template.metadata.annotations"),
+                                     key))) {
+                snprintf(path, n,
+                         "spec.runtimePatches[%zu].trainingRuntimeSpec.template.spec."
+                         "replicatedJobs[%zu].template.spec.template.metadata.annotations[%s]",
+                         i, j, key);
+                return v;
+            }
+        }
+    json_array_foreach(
+        tj_get(c->runtime_in ? c->runtime_in : c->runtime, "spec.template.spec.replicatedJobs"), j,
+        rj)
+    {
+        if ((v = json_object_get(tj_get(rj, "template.spec.template.metadata.annotations"), key))) {
+            *doc = c->runtime_in ? c->runtime_in : c->runtime;
+            snprintf(path, n,
+                     "spec.template.spec.replicatedJobs[%zu].template.spec.template.metadata."
+                     "annotations[%s]",
+                     j, key);
+            return v;
+        }
+    }
+    snprintf(path, n, "metadata.annotations");
+    return NULL;
+}
+
+/*
+ * The topology request the PodGroup will carry, parsed as the extender parses it
+ * (topo_request_parse): a request the extender can never serve (a slice size "0" or not an
+ * integer, a slice level without a size or the reverse, two levels for one request, Kueue's
+ * required with preferred, unconstrained with a level) is an error here instead of a gang that
+ * waits forever (docs/topology.md: never a silent fallback). The topology name and the levels
+ * are left to the extender: they may come from Topology objects created later.
+ */
+static void cosched_validate(struct tj_ctx *c)
+{
+    struct common_error e = {0};
+    struct common_kv kv[32];
+    struct topo_request rq;
+    char *phased = phased_jobs(c);
+    json_t *ann = json_object();
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+
+    if (!phased || !ann) {
+        c->errs->oom = 1;
+        goto out;
+    }
+    if (topology_annotations(c, phased, ann, &e)) {
+        if (e.code == COMMON_ENOMEM)
+            c->errs->oom = 1;
+        goto out; /* two templates disagree: the build reports it */
+    }
+    json_object_foreach(ann, k, v)
+    {
+        if (n < sizeof(kv) / sizeof(kv[0])) {
+            kv[n].key = k;
+            kv[n].value = json_string_value(v);
+            n++;
+        }
+    }
+    if (n && topo_request_parse(kv, n, &rq, &e) == COMMON_EINVAL) {
+        const json_t *doc = c->trainjob, *node = NULL;
+        char path[400] = "metadata.annotations";
+
+        /* the path of the first annotation the message names */
+        for (size_t i = 0; i < n && !node; i++)
+            if (strstr(e.msg, kv[i].key))
+                node = topology_source(c, kv[i].key, &doc, path, sizeof(path));
+        tj_err(c->errs, doc, node, "Invalid", path,
+               "Invalid value: \"%s\": the gang's topology request can never be served: %s",
+               node && json_is_string(node) ? json_string_value(node) : "", e.msg);
+    }
+out:
+    free(phased);
+    json_decref(ann);
+}
+
 /* the gang marks of trainjob.h in every pod template: what the pod webhook would add */
 static enum common_rc cosched_mark(struct tj_ctx *c, struct common_error *err)
 {
@@ -358,7 +456,7 @@ static const struct tj_gang_policy coscheduling = {
     .kind = TJ_GANG_COSCHEDULING,
     .enforce = cosched_enforce,
     .build = cosched_build,
-    .validate = NULL,
+    .validate = cosched_validate,
     .mark = cosched_mark,
 };
 

@@ -275,3 +275,25 @@ void tj_check_resources_runtime(const json_t *rt, struct trainjob_errors *e)
         }
     }
 }
+
+void tj_check_resources_claims(const json_t *doc, const json_t *res, const json_t *podspec,
+                               const char *path, struct trainjob_errors *e)
+{
+    const json_t *claims = json_object_get(podspec, "resourceClaims");
+    size_t k;
+    json_t *cl;
+
+    json_array_foreach(json_object_get(res, "claims"), k, cl)
+    {
+        const json_t *cn = json_object_get(cl, "name");
+        char p[600];
+
+        if (!json_is_string(cn) || tj_find_named(claims, "name", json_string_value(cn)))
+            continue;
+        snprintf(p, sizeof(p), "%s.claims[%zu].name", path, k);
+        tj_err(e, doc, cn, "NotSupported", p,
+               "Unsupported value: \"%s\": must be one of the names in pod.spec.resourceClaims%s "
+               "(resourcesPerNode goes into the trainer's node container)",
+               json_string_value(cn), json_array_size(claims) ? "" : " which are currently empty");
+    }
+}

@@ -47,6 +47,30 @@ void tj_check_resources(const json_t *doc, const json_t *res, const char *path, 
 void tj_check_resources_trainjob(const json_t *tj, struct trainjob_errors *e);
 /* the above on every container and init container of a runtime's replicated jobs */
 void tj_check_resources_runtime(const json_t *rt, struct trainjob_errors *e);
+/* res.claims[].name (res: a ResourceRequirements found at path in doc) must each name an entry
+ * of podspec.resourceClaims, else NotSupported at "<path>.claims[k].name" (the pod check of
+ * check_pod_claims, for spec.trainer.resourcesPerNode once merged into a pod) */
+void tj_check_resources_claims(const json_t *doc, const json_t *res, const json_t *podspec,
+                               const char *path, struct trainjob_errors *e);
+
+/* ---- pod template fields (podchecks.c), Kubernetes v1.36 pod validation ---- */
+/* One EnvVar list env (array; anything else is ignored) found at path in doc: name empty
+ * (Required) or not printable ASCII without '=' (Invalid) at "<path>[i].name"; valueFrom with no
+ * source, with value set too, or with more than one source (Invalid at "<path>[i].valueFrom");
+ * a fieldRef.fieldPath the downward API does not offer to env (at ".fieldRef.fieldPath"). */
+void tj_check_env(const json_t *doc, const json_t *env, const char *path,
+                  struct trainjob_errors *e);
+/* One PodSpec (or a runtime patch's PodSpec) at path in doc: every container's env (above),
+ * schedulingGates[i] qualified names, nodeSelector keys (qualified names) and values (label
+ * values), tolerations (key, operator Equal|Exists, value empty for Exists, effect), and
+ * serviceAccountName a DNS-1123 subdomain. */
+void tj_check_podspec(const json_t *doc, const json_t *ps, const char *path,
+                      struct trainjob_errors *e);
+/* a TrainJob: spec.trainer.image (not empty, no leading/trailing whitespace), spec.trainer.env,
+ * spec.initializer.{dataset,model}.env, and every runtime patch's pod spec */
+void tj_check_pods_trainjob(const json_t *tj, struct trainjob_errors *e);
+/* a runtime: every replicated job's pod spec */
+void tj_check_pods_runtime(const json_t *rt, struct trainjob_errors *e);
 
 /* ---- JSON helpers (podspec.c) ---- */
 json_t *tj_get(const json_t *obj, const char *dotted); /* borrowed; NULL when any step missing */
@@ -109,6 +133,7 @@ struct tj_ctx {
     const json_t *trainjob;    /* the defaulted TrainJob (owned by the arena) */
     const json_t *runtime;     /* the defaulted runtime (owned by the arena) */
     const json_t *runtime_doc; /* the runtime as given (field errors point into it) */
+    const json_t *runtime_in;  /* the same (for error positions), or NULL */
     const char *name, *ns, *uid;
     /* TrainJob */
     const json_t *trainer; /* spec.trainer or NULL */
@@ -140,6 +165,12 @@ struct tj_ctx {
     const struct trainjob_options *opts;
     struct trainjob_errors *errs;
 };
+
+/* after the runtime patches are merged (podchecks.c): a volumeMounts[].name that a runtime
+ * patch sets must name a volume of the merged pod or a JobSet volumeClaimPolicies template, else
+ * NotFound at the mount's name in the (last) patch that set it. Mounts of the runtime's own
+ * template are left alone (JobSet or other controllers may add their volumes). */
+void tj_check_mounts(struct tj_ctx *c);
 
 /* ---- the context's helpers (context.c) ---- */
 /* keep a new JSON reference alive until the arena is destroyed; returns v, or NULL when out of

@@ -712,6 +712,19 @@ START_TEST(an_unknown_output_format_is_bad_usage)
 }
 END_TEST
 
+/* --volcano-queue names a cluster-scoped Volcano Queue: a DNS-1123 subdomain, as serve's
+ * backends.volcano.queue */
+START_TEST(a_volcano_queue_that_is_no_queue_name_is_bad_usage)
+{
+    struct run r;
+    const char *says[] = {"--volcano-queue", "\"Bad Q\"", "RFC 1123 subdomain", NULL};
+
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--volcano-queue", "Bad Q");
+    check_refusal("--volcano-queue 'Bad Q'", &r, NULL, NULL, NULL, says);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(an_unknown_option_is_bad_usage)
 {
     struct run r;
@@ -1001,6 +1014,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc_cli, tmp_setup, tmp_teardown);
     tcase_add_test(tc_cli, no_input_file_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_output_format_is_bad_usage);
+    tcase_add_test(tc_cli, a_volcano_queue_that_is_no_queue_name_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
     tcase_add_test(tc_cli, version_after_the_command_prints_the_version);
     tcase_add_test(tc_cli, a_missing_file_is_named);

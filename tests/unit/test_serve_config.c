@@ -136,6 +136,54 @@ START_TEST(bad_settings_name_the_key)
 END_TEST
 
 /* extender topologies (docs/topology.md): the file's list and the repeatable flag, checked */
+/* names that end up in objects are checked as the API server checks them: the gang scheduler
+ * name (pods' spec.schedulerName) and the Volcano queue (a cluster-scoped Queue) are DNS-1123
+ * subdomains, topology levels are node label keys; a topology name given twice by flags or
+ * twice in the file is an error, not last-wins */
+START_TEST(names_and_topologies_are_checked_as_kubernetes_checks_them)
+{
+    char path[] = "/tmp/ts-config-XXXXXX", args[512], out[8192];
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+
+    ck_assert_int_eq(run("--check-config --components extender --gang-scheduler-name 'Bad Name'",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "--gang-scheduler-name") && strstr(out, "RFC 1123 subdomain"), "%s",
+                  out);
+    ck_assert_int_eq(run("--check-config --components extender --gang-scheduler-name "
+                         "trainsched-gang",
+                         out, sizeof(out)),
+                     0);
+    ck_assert_int_eq(
+        run("--check-config --components extender --volcano-queue 'Bad Q'", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--volcano-queue") && strstr(out, "\"Bad Q\""), "%s", out);
+    ck_assert_int_eq(run("--check-config --components extender --extender-topology "
+                         "t='example.com/rack,bad key'",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "level 1 \"bad key\" is not a node label key"), "%s", out);
+    ck_assert_int_eq(run("--check-config --components extender --extender-topology "
+                         "t=example.com/rack --extender-topology t=example.com/block",
+                         out, sizeof(out)),
+                     2);
+    ck_assert_msg(strstr(out, "topology \"t\" is given twice"), "%s", out);
+    write_file(path, "extender:\n  topologies:\n"
+                     "    - {name: t, levels: [example.com/rack]}\n"
+                     "    - {name: t, levels: [example.com/block]}\n");
+    snprintf(args, sizeof(args), "--config '%s' --check-config --components extender", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "extender.topologies[1]: topology \"t\" is already declared at "
+                              "extender.topologies[0]"),
+                  "%s", out);
+    write_file(path, "backends:\n  volcano:\n    queue: Bad Q\n");
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "backends.volcano.queue"), "%s", out);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(topologies_from_file_and_flags)
 {
     char path[] = "/tmp/ts-config-XXXXXX", args[512], out[8192];
@@ -643,6 +691,7 @@ int main(void)
     tcase_add_test(tc, shipped_configmap_is_valid);
     tcase_add_test(tc, bad_settings_name_the_key);
     tcase_add_test(tc, topologies_from_file_and_flags);
+    tcase_add_test(tc, names_and_topologies_are_checked_as_kubernetes_checks_them);
     tcase_add_test(tc, slurm_settings_from_file_and_flags);
     tcase_add_test(tc, slurm_settings_are_checked_before_start);
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);

@@ -676,6 +676,11 @@ START_TEST(command_line)
                       strstr(r.err, "level 1 is empty"),
                   "%s", r.err);
     run_free(&r);
+    /* a level is a node label key (Kueue's and KAI's Topology nodeLabel) */
+    run_cmd(&r, (const char *[]){"-f", ex, "--topology", "x=example.com/rack,bad key", NULL});
+    ck_assert_msg(r.status == 2 && strstr(r.err, "level 1 \"bad key\" is not a node label key"),
+                  "%s", r.err);
+    run_free(&r);
 }
 END_TEST
 
