@@ -633,8 +633,14 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     }
     if (strcmp(flag, "--namespace") == 0)
         return set_str(c->namespace, sizeof(c->namespace), v, "namespace", err);
-    if (strcmp(flag, "--field-manager") == 0)
-        return set_str(c->field_manager, sizeof(c->field_manager), v, "field manager", err);
+    if (strcmp(flag, "--field-manager") == 0) {
+        /* empty: the default, as the reconciler takes it (and --check-config shows it) */
+        if (set_str(c->field_manager, sizeof(c->field_manager), v, "field manager", err))
+            return -1;
+        if (!c->field_manager[0])
+            snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
+        return 0;
+    }
     if (strcmp(flag, "--tls-cert-file") == 0)
         return set_str(c->tls_cert_file, sizeof(c->tls_cert_file), v, "tls cert file", err);
     if (strcmp(flag, "--tls-key-file") == 0)

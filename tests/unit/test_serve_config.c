@@ -552,6 +552,9 @@ START_TEST(names_unknown_flags_and_version)
                          "\"x/y\"") != NULL,
                   "%s", out);
     ck_assert_int_eq(run("--check-config --namespace ''", out, sizeof(out)), 0);
+    /* an empty field manager is the default, and --check-config says which */
+    ck_assert_int_eq(run("--check-config --field-manager ''", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "fieldManager: \"trainsched\"") != NULL, "%s", out);
     ck_assert_int_eq(run("--check-config --not-a-flag --workers 3", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "unknown option --not-a-flag (see --help)") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "unexpected argument") == NULL, "%s", out);
