@@ -35,4 +35,19 @@ int cmd_version(int argc, char **argv, FILE *out, FILE *err);
  */
 const char *cli_yaml_quote(const char *s);
 
+/*
+ * cli_expand_paths - the file arguments in[0..nin) with each folder replaced by its .yaml, .yml
+ * and .json files (not its sub-folders), in name order, as `kubectl apply -f DIR` reads a folder;
+ * "-" (standard input) and paths that are not folders pass as given. out (room for max) gets
+ * common_malloc'd copies, *nout how many (free with cli_free_paths, also after a failure).
+ * *stdin_seen counts "-" across calls: a second one is refused. Returns 0; 2 after printing to
+ * err why (a second "-", an unreadable folder, a folder without such a file, more than max
+ * files); 1 when out of memory.
+ */
+int cli_expand_paths(const char *const *in, size_t nin, char **out, size_t max, size_t *nout,
+                     int *stdin_seen, FILE *err);
+
+/* cli_free_paths - free p[0..n) of cli_expand_paths. */
+void cli_free_paths(char **p, size_t n);
+
 #endif

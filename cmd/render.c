@@ -54,7 +54,8 @@ static const char usage[] =
     "                        order, as kubectl reads one (\"-\" reads standard input, once);\n"
     "                        repeatable, required\n"
     "      --runtime FILE    a file of TrainingRuntimes/ClusterTrainingRuntimes; repeatable\n"
-    "      --existing FILE   objects already in the cluster (e.g. `kubectl get -o yaml`):\n"
+    "      --existing FILE   objects already in the cluster (e.g. `kubectl get -o yaml`), a file\n"
+    "                        or a folder as for -f:\n"
     "                        what Trainer would leave alone is not printed (an existing\n"
     "                        runtime snapshot, MPI Secret, running JobSet, or PodGroup of an\n"
     "                        unsuspended TrainJob), and an existing snapshot's runtime is\n"
@@ -763,91 +764,6 @@ static int check_duplicates(struct loaded *l, const char *ns, FILE *err)
     return status;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int manifest_name(const char *n)
-{
-    size_t len = strlen(n);
-    return n[0] != '.' && ((len > 5 && strcmp(n + len - 5, ".yaml") == 0) ||
-                           (len > 4 && strcmp(n + len - 4, ".yml") == 0) ||
-                           (len > 5 && strcmp(n + len - 5, ".json") == 0));
-}
-
-/*
- * The -f arguments with each folder replaced by its .yaml, .yml and .json files (not its
- * sub-folders), in name order, as `kubectl apply -f DIR` reads a folder. *out[0..*nout) are
- * common_malloc'd; free with free_paths. "-" may be given once (*stdin_seen counts it across
- * calls). Returns 0 or the exit status
- * after printing why.
- */
-static int expand_paths(const char *const *in, size_t nin, char **out, size_t *nout,
-                        int *stdin_seen, FILE *err)
-{
-    *nout = 0;
-    for (size_t i = 0; i < nin; i++) {
-        struct stat st;
-        DIR *d;
-        struct dirent *e;
-        size_t first = *nout;
-
-        if (strcmp(in[i], "-") == 0) {
-            if ((*stdin_seen)++) {
-                fprintf(err, "error: \"-\" (standard input) is given twice: it can be read only "
-                             "once\n");
-                return 2;
-            }
-        }
-        if (strcmp(in[i], "-") == 0 || stat(in[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-            if (*nout >= MAX_FILES)
-                goto too_many;
-            if (!(out[(*nout)++] = common_strdup(in[i])))
-                return oom(err);
-            continue;
-        }
-        if (!(d = opendir(in[i]))) {
-            fprintf(err, "error: %s: cannot read the folder\n", in[i]);
-            return 2;
-        }
-        while ((e = readdir(d))) {
-            char path[4096];
-            struct stat fst;
-            if (!manifest_name(e->d_name))
-                continue;
-            snprintf(path, sizeof(path), "%s%s%s", in[i],
-                     in[i][strlen(in[i]) - 1] == '/' ? "" : "/", e->d_name);
-            if (stat(path, &fst) != 0 || S_ISDIR(fst.st_mode))
-                continue;
-            if (*nout >= MAX_FILES) {
-                closedir(d);
-                goto too_many;
-            }
-            if (!(out[(*nout)++] = common_strdup(path))) {
-                closedir(d);
-                return oom(err);
-            }
-        }
-        closedir(d);
-        if (*nout == first) {
-            fprintf(err, "error: %s: no .yaml, .yml or .json file in the folder\n", in[i]);
-            return 2;
-        }
-        qsort(out + first, *nout - first, sizeof(*out), cmp_names);
-    }
-    return 0;
-too_many:
-    fprintf(err, "error: too many files (at most %d)\n", MAX_FILES);
-    return 2;
-}
-
-static void free_paths(char **p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        common_free(p[i]);
-}
-
 int cmd_render(int argc, char **argv, FILE *out, FILE *err)
 {
     static const struct option longopts[] = {
@@ -868,8 +784,8 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         {"kai-queue", required_argument, NULL, 'q'},
         {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
-    char *paths[MAX_FILES], *rtpaths[MAX_FILES];
-    size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0;
+    char *paths[MAX_FILES], *rtpaths[MAX_FILES], *expaths[MAX_FILES];
+    size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0, nxp = 0;
     const char *format = "yaml", *ns = "default", *backend = NULL, *kai_queue = NULL;
     const char *volcano_queue = NULL, *volcano_tiers = NULL;
     struct loaded *l = NULL;
@@ -1032,15 +948,17 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
         goto out;
     }
-    status = expand_paths(rtfiles, nr, rtpaths, &nrp, &stdin_seen, err);
+    status = cli_expand_paths(rtfiles, nr, rtpaths, MAX_FILES, &nrp, &stdin_seen, err);
     if (!status)
-        status = expand_paths(files, nf, paths, &np, &stdin_seen, err);
+        status = cli_expand_paths(files, nf, paths, MAX_FILES, &np, &stdin_seen, err);
     for (i = 0; i < nrp && !status; i++)
         status = load(l, rtpaths[i], 1, err);
     for (i = 0; i < np && !status; i++)
         status = load(l, paths[i], 0, err);
-    for (i = 0; i < nx && !status; i++)
-        status = load_existing(l, exfiles[i], err);
+    if (!status)
+        status = cli_expand_paths(exfiles, nx, expaths, MAX_FILES, &nxp, &stdin_seen, err);
+    for (i = 0; i < nxp && !status; i++)
+        status = load_existing(l, expaths[i], err);
     if (status)
         goto out;
     if (json_array_size(l->trainjobs) == 0) {
@@ -1090,8 +1008,9 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     }
 out:
     common_free(ca);
-    free_paths(paths, np);
-    free_paths(rtpaths, nrp);
+    cli_free_paths(paths, np);
+    cli_free_paths(rtpaths, nrp);
+    cli_free_paths(expaths, nxp);
     json_decref(list);
     json_decref(items);
     if (l) {

@@ -39,8 +39,10 @@ static const char usage[] =
     "add named ones. Gangs asking a topology level are placed as the extender places them.\n"
     "\n"
     "Options:\n"
-    "  -f, --filename FILE       jobs (\"-\" reads standard input); repeatable, required\n"
-    "      --cluster FILE        the cluster; repeatable (the nodes add up)\n"
+    "  -f, --filename FILE       jobs (\"-\" reads standard input; a folder: its .yaml, .yml\n"
+    "                            and .json files in name order); repeatable, required\n"
+    "      --cluster FILE        the cluster (a file or a folder, as for -f); repeatable (the\n"
+    "                            nodes add up)\n"
     "  -o, --output FORMAT       text (default), json or yaml\n"
     "      --svg FILE            also write a timeline (nodes x time, jobs coloured) as SVG\n"
     "      --until DURATION      stop at this simulated time (default: when nothing changes)\n"
@@ -140,7 +142,8 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *clusters[MAX_FILES], *topos[MAX_FILES];
-    size_t nf = 0, nc = 0, nt = 0, nloaded = 0;
+    char *fpaths[MAX_FILES], *cpaths[MAX_FILES];
+    size_t nf = 0, nc = 0, nt = 0, nloaded = 0, nfp = 0, ncp = 0;
     const char *format = "text", *svg = NULL, *gpu = NULL;
     int64_t until = 0, bind_timeout = -1;
     struct common_yaml_docs *loaded = NULL;
@@ -236,7 +239,12 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "error: no job files: give at least one -f FILE\n\n%s", usage);
         return 2;
     }
-    loaded = common_malloc((nf + nc + 1) * sizeof(*loaded));
+    /* folders, as render reads them ("-" was counted above: counted again here) */
+    stdin_seen = 0;
+    if ((status = cli_expand_paths(clusters, nc, cpaths, MAX_FILES, &ncp, &stdin_seen, err)) ||
+        (status = cli_expand_paths(files, nf, fpaths, MAX_FILES, &nfp, &stdin_seen, err)))
+        goto out;
+    loaded = common_malloc((nfp + ncp + 1) * sizeof(*loaded));
     a = common_arena_create(0);
     l = a ? sim_loader_create(a, gpu) : NULL;
     if (!loaded || !l) {
@@ -255,8 +263,8 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
             goto out;
         }
     }
-    for (size_t i = 0; i < nc; i++) {
-        if ((status = load_file(&loaded[nloaded++], clusters[i], err)))
+    for (size_t i = 0; i < ncp; i++) {
+        if ((status = load_file(&loaded[nloaded++], cpaths[i], err)))
             goto out;
         if ((rc = sim_load_cluster(l, &loaded[nloaded - 1], &e))) {
             fprintf(err, "error: %s\n", e.msg);
@@ -270,8 +278,8 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
             status = status_of(rc);
             goto out;
         }
-    for (size_t i = 0; i < nf; i++) {
-        if ((status = load_file(&loaded[nloaded++], files[i], err)))
+    for (size_t i = 0; i < nfp; i++) {
+        if ((status = load_file(&loaded[nloaded++], fpaths[i], err)))
             goto out;
         if ((rc = sim_load_jobs(l, &loaded[nloaded - 1], &e))) {
             fprintf(err, "error: %s\n", e.msg);
@@ -322,5 +330,7 @@ out:
         common_yaml_docs_free(&loaded[i]);
     common_free(loaded);
     common_arena_destroy(a);
+    cli_free_paths(fpaths, nfp);
+    cli_free_paths(cpaths, ncp);
     return status;
 }

@@ -757,6 +757,31 @@ START_TEST(version_after_the_command_prints_the_version)
 }
 END_TEST
 
+/* --existing takes a folder as -f does (it was "read failed: Is a directory") */
+START_TEST(existing_takes_a_folder)
+{
+    char dir[] = "/tmp/test-render-existing-XXXXXX", p[300];
+    struct run r;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(p, sizeof(p), "%s/cm.yaml", dir);
+    f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: default}\n", f);
+    fclose(f);
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--existing", dir);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    run_free(&r);
+    unlink(p);
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--existing", dir);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "no .yaml, .yml or .json file in the folder"), "%s", r.err);
+    run_free(&r);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(a_missing_file_is_named)
 {
     struct run r;
@@ -1016,6 +1041,7 @@ int main(void)
     tcase_add_test(tc_cli, an_unknown_output_format_is_bad_usage);
     tcase_add_test(tc_cli, a_volcano_queue_that_is_no_queue_name_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
+    tcase_add_test(tc_cli, existing_takes_a_folder);
     tcase_add_test(tc_cli, version_after_the_command_prints_the_version);
     tcase_add_test(tc_cli, a_missing_file_is_named);
     tcase_add_test(tc_cli, a_folder_without_manifests_is_named);

@@ -601,6 +601,66 @@ START_TEST(bad_input)
 }
 END_TEST
 
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* -f and --cluster take folders as render's -f does: their .yaml, .yml and .json files in name
+ * order (a folder was "read failed: Is a directory" before) */
+START_TEST(folders_are_read_as_render_reads_them)
+{
+    static const char fx[] =
+        TS_SOURCE_DIR "/tests/fixtures/simulate/"
+                      "a-gang-requiring-a-rack-waits-until-one-rack-frees-rather-than-spreading";
+    char jobs[] = "/tmp/test-simulate-jobs-XXXXXX", cl[] = "/tmp/test-simulate-cl-XXXXXX";
+    char p[300], src[300];
+    struct run r, want;
+    char *text;
+
+    ck_assert_ptr_nonnull(mkdtemp(jobs));
+    ck_assert_ptr_nonnull(mkdtemp(cl));
+    snprintf(src, sizeof(src), "%s/jobs.yaml", fx);
+    text = testutil_read(src);
+    snprintf(p, sizeof(p), "%s/jobs.yaml", jobs);
+    put_file(p, text);
+    free(text);
+    snprintf(src, sizeof(src), "%s/cluster.yaml", fx);
+    text = testutil_read(src);
+    snprintf(p, sizeof(p), "%s/cluster.yml", cl);
+    put_file(p, text);
+    free(text);
+    snprintf(p, sizeof(p), "%s/notes.txt", cl); /* not a manifest: skipped */
+    put_file(p, "not yaml: [");
+
+    snprintf(src, sizeof(src), "%s/jobs.yaml", fx);
+    snprintf(p, sizeof(p), "%s/cluster.yaml", fx);
+    run_cmd(&want, (const char *[]){"-f", src, "--cluster", p, NULL});
+    ck_assert_msg(want.status == 0, "%s", want.err);
+    run_cmd(&r, (const char *[]){"-f", jobs, "--cluster", cl, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_str_eq(r.out, want.out);
+    run_free(&r);
+    run_free(&want);
+
+    snprintf(p, sizeof(p), "%s/cluster.yml", cl);
+    unlink(p);
+    run_cmd(&r, (const char *[]){"-f", jobs, "--cluster", cl, NULL});
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "no .yaml, .yml or .json file in the folder"), "%s", r.err);
+    run_free(&r);
+    snprintf(p, sizeof(p), "%s/notes.txt", cl);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/jobs.yaml", jobs);
+    unlink(p);
+    rmdir(cl);
+    rmdir(jobs);
+}
+END_TEST
+
 START_TEST(command_line)
 {
     struct run r;
@@ -796,6 +856,7 @@ int main(void)
     tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
+    tcase_add_test(tc, folders_are_read_as_render_reads_them);
     tcase_add_test(tc, binary_is_deterministic);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
