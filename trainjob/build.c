@@ -507,7 +507,6 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     if (!rt)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     c->runtime_doc = runtime;
-    c->runtime_in = runtime;
     rc = load_ctx(c, trainjob, rt);
     if (rc)
         return common_error_set(err, rc, "out of memory");

@@ -264,11 +264,11 @@ static const json_t *topology_source(struct tj_ctx *c, const char *key, const js
             }
         }
     json_array_foreach(
-        tj_get(c->runtime_in ? c->runtime_in : c->runtime, "spec.template.spec.replicatedJobs"), j,
-        rj)
+        tj_get(c->runtime_doc ? c->runtime_doc : c->runtime, "spec.template.spec.replicatedJobs"),
+        j, rj)
     {
         if ((v = json_object_get(tj_get(rj, "template.spec.template.metadata.annotations"), key))) {
-            *doc = c->runtime_in ? c->runtime_in : c->runtime;
+            *doc = c->runtime_doc ? c->runtime_doc : c->runtime;
             snprintf(path, n,
                      "spec.template.spec.replicatedJobs[%zu].template.spec.template.metadata."
                      "annotations[%s]",

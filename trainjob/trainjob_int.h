@@ -132,8 +132,7 @@ struct tj_ctx {
     struct common_arena *arena;
     const json_t *trainjob;    /* the defaulted TrainJob (owned by the arena) */
     const json_t *runtime;     /* the defaulted runtime (owned by the arena) */
-    const json_t *runtime_doc; /* the runtime as given (field errors point into it) */
-    const json_t *runtime_in;  /* the same (for error positions), or NULL */
+    const json_t *runtime_doc; /* the runtime as given (field errors point into it), or NULL */
     const char *name, *ns, *uid;
     /* TrainJob */
     const json_t *trainer; /* spec.trainer or NULL */

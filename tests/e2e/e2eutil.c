@@ -804,15 +804,6 @@ void e2e_tj_set_nodes(struct common_kube *k, const char *ns, const char *name, i
                   "patch trainjob %s numNodes %d: %s", name, nodes, err.msg);
 }
 
-void e2e_drop_jobset(struct common_kube *k, const char *ns, const char *name)
-{
-    struct common_error err;
-
-    ck_assert_msg(common_kube_delete(k, &common_kube_jobsets, ns, name, NULL, NULL, "Background",
-                                     &err) == COMMON_OK,
-                  "delete jobset %s: %s", name, err.msg);
-}
-
 json_t *e2e_wait_named(double secs, int nap_ms, e2e_named_fn fn, const char *name, const void *arg,
                        const char *what, const char *ns)
 {

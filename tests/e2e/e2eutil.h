@@ -87,9 +87,6 @@ json_t *e2e_tj_cond(struct common_kube *k, const char *ns, const char *name, con
 /* e2e_tj_set_nodes - merge-patch TrainJob name of namespace ns through k to
  * spec.trainer.numNodes: nodes; a failure fails the running test. */
 void e2e_tj_set_nodes(struct common_kube *k, const char *ns, const char *name, int nodes);
-/* e2e_drop_jobset - DELETE JobSet name of namespace ns through k (propagationPolicy Background);
- * a failure, not found included, fails the running test. */
-void e2e_drop_jobset(struct common_kube *k, const char *ns, const char *name);
 /* e2e_jobset_pods - the pods of namespace ns labelled jobset.sigs.k8s.io/jobset-name=jobset, as
  * listed through k (a new array); a failed list fails the running test ("list pods: ..."). */
 json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset);
