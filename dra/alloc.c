@@ -757,6 +757,22 @@ size_t dra_node_devices(const struct dra_index *ix, const char *node)
     return n;
 }
 
+/* the device r names among the current slices of ix->slices[lo..hi), NULL when absent */
+static const struct dra_device *device_in(const struct dra_index *ix, size_t lo, size_t hi,
+                                          const struct dra_result *r)
+{
+    for (size_t i = lo; i < hi; i++) {
+        const struct dra_slice *sl = ix->slices[i];
+        if (strcmp(sl->driver, r->driver) != 0 || strcmp(sl->pool, r->pool) != 0 ||
+            !dra_slice_current(ix, sl))
+            continue;
+        for (size_t d = 0; d < sl->n_devices; d++)
+            if (strcmp(sl->devices[d].name, r->device) == 0)
+                return &sl->devices[d];
+    }
+    return NULL;
+}
+
 const struct dra_attr *dra_device_attr(const struct dra_index *ix, const char *node,
                                        const struct dra_result *r, const char *domain,
                                        const char *name)
@@ -765,16 +781,11 @@ const struct dra_attr *dra_device_attr(const struct dra_index *ix, const char *n
 
     node_range(ix, "", &lo[0], &hi[0]);
     node_range(ix, node ? node : "", &lo[1], &hi[1]);
-    for (int k = 0; k < (node && node[0] ? 2 : 1); k++)
-        for (size_t i = lo[k]; i < hi[k]; i++) {
-            const struct dra_slice *sl = ix->slices[i];
-            if (strcmp(sl->driver, r->driver) != 0 || strcmp(sl->pool, r->pool) != 0 ||
-                !dra_slice_current(ix, sl))
-                continue;
-            for (size_t d = 0; d < sl->n_devices; d++)
-                if (strcmp(sl->devices[d].name, r->device) == 0)
-                    return find_attr(&sl->devices[d], domain, name);
-        }
+    for (int k = 0; k < (node && node[0] ? 2 : 1); k++) {
+        const struct dra_device *dev = device_in(ix, lo[k], hi[k], r);
+        if (dev)
+            return find_attr(dev, domain, name);
+    }
     return NULL;
 }
 
@@ -813,4 +824,14 @@ int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl)
     struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
     const struct pool_info *p = bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
     return p && sl->generation == p->gen;
+}
+
+int dra_device_node_local(const struct dra_index *ix, const char *node, const struct dra_result *r)
+{
+    size_t lo, hi;
+
+    if (!node || !node[0])
+        return 0;
+    node_range(ix, node, &lo, &hi);
+    return device_in(ix, lo, hi, r) != NULL;
 }

@@ -267,6 +267,12 @@ int dra_device_in_use(const struct dra_index *ix, const char *driver, const char
  * pool, else 0. O(log pools). */
 int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl);
 
+/* dra_device_node_local - 1 when the device r names (driver, pool, device) is in a slice of
+ * the newest generation of its pool whose spec.nodeName is node; 0 when it is not (an allNodes
+ * slice, or absent). Decides status.allocation.nodeSelector as upstream's createNodeSelector
+ * does: one node-local device pins the claim to its node. */
+int dra_device_node_local(const struct dra_index *ix, const char *node, const struct dra_result *r);
+
 /* 1 when two attribute values are equal (same type and value) */
 int dra_attr_equal(const struct dra_attr *a, const struct dra_attr *b);
 

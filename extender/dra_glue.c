@@ -14,8 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/pmap.h"
+#include "dra/status.h"
+#include "dra/sweep.h"
 #include "dra/view.h"
 #include "extender/server_int.h"
 
@@ -145,7 +148,6 @@ void extender_dra_destroy(struct extender_server *x)
 /* the finalizer kube-scheduler puts on a claim it allocates, and our mark on the claims whose
  * allocation trainsched wrote (the pod uid it was written for) */
 #define DELETE_PROTECTION "resource.kubernetes.io/delete-protection"
-#define DRA_WRITER_ANNOTATION "trainsched.io/dra-allocated-for"
 
 /* the stale-allocation sweep (below): how often, and how long an allocation must stay stale */
 #define SWEEP_PERIOD_MS 2000
@@ -309,6 +311,7 @@ retry:
 int extender_dra_metrics_register(struct extender_server *x, struct common_metrics *m)
 {
     static const char *const dev_labels[] = {"driver", "pool", "state", NULL};
+    static const char *const alloc_labels[] = {"event", NULL};
 
     x->m_dra_devices = common_metrics_gauge(
         m, "trainsched_extender_dra_devices",
@@ -320,7 +323,33 @@ int extender_dra_metrics_register(struct extender_server *x, struct common_metri
         "Gangs not holding nor admitted whose reason is their ResourceClaims (a claim missing or "
         "malformed, or not enough free devices for every member at once).",
         NULL);
-    return x->m_dra_devices && x->m_dra_waiting ? 0 : -1;
+    x->m_dra_allocs = common_metrics_counter(
+        m, "trainsched_extender_dra_allocations_total",
+        "ResourceClaim allocations trainsched wrote or released, by event: written (status."
+        "allocation written for a planned member), refused (a write or release the API server "
+        "refused, conflicts aside), released (a member's gang attempt ended), leaked_freed (the "
+        "sweep freed an allocation of ours that no gang plans, holds or runs).",
+        alloc_labels);
+    return x->m_dra_devices && x->m_dra_waiting && x->m_dra_allocs ? 0 : -1;
+}
+
+/* one allocation event: the counter, and an Event regarding the claim (ns/name, uid may be
+ * NULL) with reason and note */
+static void alloc_event(struct extender_server *x, const char *what, const char *ns,
+                        const char *name, const char *uid, int warning, const char *reason,
+                        const char *note)
+{
+    struct common_event_ref ref = {"resource.k8s.io/v1", "ResourceClaim", ns, name, uid};
+    const char *lv[1] = {what};
+    struct common_error e = {0};
+
+    if (x->m_dra_allocs)
+        common_metric_add(x->m_dra_allocs, lv, 1);
+    if (x->o.events && common_events_record(x->o.events, &ref,
+                                            warning ? COMMON_EVENT_WARNING : COMMON_EVENT_NORMAL,
+                                            reason, "Scheduling", note, &e) != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: Event not recorded", "claim", name, "error", e.msg,
+                   NULL);
 }
 
 static int slice_pool_cmp(const void *x, const void *y)
@@ -465,23 +494,26 @@ static enum common_rc mark_claim(struct extender_server *x, const char *ns, cons
     return rc;
 }
 
-/* status.allocation for results on node, as kube-scheduler's DRA plugin writes it */
-static json_t *allocation_json(const struct gang_dra_claim *c)
+/* a DeviceClass from the watch cache (dra_class_lookup over a snapshot) */
+static const json_t *class_of(void *ctx, const char *name)
 {
-    json_t *res = json_array();
+    return ctx ? common_pmap_snap_get(ctx, name) : NULL;
+}
+
+/* status.allocation for claim obj and c's devices, as kube-scheduler 1.36's DRA plugin writes
+ * it (dra/status.h: configs, tolerations, nodeSelector, allocationTimestamp) */
+static json_t *allocation_json(struct extender_server *x, const json_t *obj,
+                               const struct gang_dra_claim *c, struct common_error *e)
+{
+    struct common_pmap_snap *cls = x->dra_inf[1] ? common_informer_snapshot(x->dra_inf[1]) : NULL;
+    char ts[32];
     json_t *a;
 
-    for (size_t i = 0; res && i < c->n_results; i++) {
-        const struct dra_result *r = &c->results[i];
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "request", r->request, "driver", r->driver,
-                              "pool", r->pool, "device", r->device);
-        if (o && r->admin_access)
-            json_object_set_new(o, "adminAccess", json_true());
-        json_array_append_new(res, o);
-    }
-    a = json_pack("{s:{s:o}, s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}", "devices", "results", res,
-                  "nodeSelector", "nodeSelectorTerms", "matchFields", "key", "metadata.name",
-                  "operator", "In", "values", c->node);
+    dra_status_timestamp((long long)time(NULL), ts, sizeof(ts));
+    a = dra_status_allocation(obj, class_of, cls, c->results, c->n_results, c->node, c->node_local,
+                              ts, e);
+    if (cls)
+        common_pmap_snap_release(cls);
     return a;
 }
 
@@ -498,33 +530,52 @@ static size_t write_planned(struct extender_server *x, const char *uid, const ch
                             const char *only_node, const char *when)
 {
     struct gang_dra_claim c[DRA_CLAIMS_MAX];
-    json_t *allocs[DRA_CLAIMS_MAX];
     char ns[DRA_CLAIMS_MAX][64], name[DRA_CLAIMS_MAX][254];
+    struct common_arena *a;
     size_t n, written = 0;
 
-    if (!x->dra_inf[2])
+    if (!x->dra_inf[2] || !(a = common_arena_create(0)))
         return 0;
     pthread_mutex_lock(&x->mu);
     n = gang_dra_planned(x->gs, uid, c, DRA_CLAIMS_MAX);
     if (n && only_node &&
         (strcmp(c[0].node, only_node) != 0 || !gang_dra_first_fit_differs(x->gs, uid)))
         n = 0;
+    /* the plan's strings belong to the books: copied out before x->mu is dropped */
     for (size_t i = 0; i < n; i++) {
-        allocs[i] = allocation_json(&c[i]);
+        struct dra_result *r = common_arena_alloc(a, (c[i].n_results + 1) * sizeof(*r));
         extender_copy_str(ns[i], sizeof(ns[i]), c[i].ns);
         extender_copy_str(name[i], sizeof(name[i]), c[i].name);
+        c[i].node = common_arena_strdup(a, c[i].node);
+        for (size_t k = 0; r && k < c[i].n_results; k++) {
+            r[k] = c[i].results[k];
+            r[k].request = common_arena_strdup(a, r[k].request);
+            r[k].driver = common_arena_strdup(a, r[k].driver);
+            r[k].pool = common_arena_strdup(a, r[k].pool);
+            r[k].device = common_arena_strdup(a, r[k].device);
+            if (!r[k].request || !r[k].driver || !r[k].pool || !r[k].device)
+                r = NULL;
+        }
+        c[i].results = r;
+        c[i].ns = c[i].name = NULL;
     }
     pthread_mutex_unlock(&x->mu);
     for (size_t i = 0; i < n; i++) {
         json_t *obj = cached_claim(x, ns[i], name[i]);
-        json_t *st;
+        json_t *st, *alloc;
         struct common_error e = {0};
         enum common_rc rc;
-        if (!obj || !allocs[i] || json_object_get(json_object_get(obj, "status"), "allocation")) {
+        if (!obj || !c[i].results || !c[i].node ||
+            json_object_get(json_object_get(obj, "status"), "allocation")) {
             /* already allocated (by an earlier write, or by kube-scheduler's PreBind) or
              * unknown: nothing of ours to write */
             json_decref(obj);
-            json_decref(allocs[i]);
+            continue;
+        }
+        if (!(alloc = allocation_json(x, obj, &c[i], &e))) {
+            common_log(COMMON_LOG_WARN, "extender: claim allocation not written", "claim", name[i],
+                       "namespace", ns[i], "pod", pod_name, "at", when, "error", e.msg, NULL);
+            json_decref(obj);
             continue;
         }
         rc = mark_claim(x, ns[i], name[i], uid, &obj, &e);
@@ -533,30 +584,48 @@ static size_t write_planned(struct extender_server *x, const char *uid, const ch
             st = json_object();
             json_object_set_new(obj, "status", st);
         }
-        json_object_set_new(st, "allocation", allocs[i]);
-        allocs[i] = NULL;
+        json_object_set_new(st, "allocation", alloc);
         json_object_set_new(
             st, "reservedFor",
             json_pack("[{s:s, s:s, s:s}]", "resource", "pods", "name", pod_name, "uid", uid));
         if (rc == COMMON_OK)
             rc = put_status(x, ns[i], name[i], obj, &e);
-        json_decref(obj);
-        pthread_mutex_lock(&x->mu);
-        if (rc == COMMON_OK)
-            x->st.dra_claims_written++;
-        pthread_mutex_unlock(&x->mu);
-        if (rc == COMMON_OK) {
-            written++;
-            common_log(COMMON_LOG_DEBUG, "extender: claim allocation written", "claim", name[i],
-                       "namespace", ns[i], "pod", pod_name, "at", when, NULL);
-        } else {
-            /* a conflict: the cache lags an allocation written meanwhile (ours or the
-             * scheduler's); the next pass sees it */
-            common_log(rc == COMMON_ECONFLICT ? COMMON_LOG_DEBUG : COMMON_LOG_WARN,
-                       "extender: claim allocation not written", "claim", name[i], "namespace",
-                       ns[i], "pod", pod_name, "at", when, "error", e.msg, NULL);
+        {
+            char cuid[128], note[COMMON_EVENTS_NOTE_MAX];
+            extender_copy_str(
+                cuid, sizeof(cuid),
+                json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid")));
+            json_decref(obj);
+            pthread_mutex_lock(&x->mu);
+            if (rc == COMMON_OK)
+                x->st.dra_claims_written++;
+            pthread_mutex_unlock(&x->mu);
+            if (rc == COMMON_OK) {
+                written++;
+                common_log(COMMON_LOG_DEBUG, "extender: claim allocation written", "claim", name[i],
+                           "namespace", ns[i], "pod", pod_name, "at", when, NULL);
+                snprintf(note, sizeof(note),
+                         "trainsched wrote the planned devices on node %s for pod %s (at %s)",
+                         c[i].node, pod_name, when);
+                alloc_event(x, "written", ns[i], name[i], cuid[0] ? cuid : NULL, 0,
+                            "DeviceAllocationWritten", note);
+            } else {
+                /* a conflict: the cache lags an allocation written meanwhile (ours or the
+                 * scheduler's); the next pass sees it */
+                common_log(rc == COMMON_ECONFLICT ? COMMON_LOG_DEBUG : COMMON_LOG_WARN,
+                           "extender: claim allocation not written", "claim", name[i], "namespace",
+                           ns[i], "pod", pod_name, "at", when, "error", e.msg, NULL);
+                if (rc != COMMON_ECONFLICT) {
+                    snprintf(note, sizeof(note),
+                             "the API server refused the allocation for pod %s: %s", pod_name,
+                             e.msg);
+                    alloc_event(x, "refused", ns[i], name[i], cuid[0] ? cuid : NULL, 1,
+                                "DeviceAllocationRefused", note);
+                }
+            }
         }
     }
+    common_arena_destroy(a);
     return written;
 }
 
@@ -652,20 +721,35 @@ void extender_dra_release(struct extender_server *x, const struct gang_answer *a
         if (rc == COMMON_OK)
             x->st.dra_claims_released++;
         pthread_mutex_unlock(&x->mu);
-        if (rc != COMMON_OK && rc != COMMON_ENOTFOUND)
-            common_log(COMMON_LOG_WARN, "extender: claim allocation not released", "claim", name,
-                       "namespace", ns, "pod", a->name, "error", e.msg, NULL);
-        else if (rc == COMMON_OK)
-            common_log(COMMON_LOG_INFO,
-                       "extender: claim allocation released (the member was not bound)", "claim",
-                       name, "namespace", ns, "pod", a->name, NULL);
+        {
+            const char *cuid =
+                json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+            char note[COMMON_EVENTS_NOTE_MAX];
+            if (rc != COMMON_OK && rc != COMMON_ENOTFOUND) {
+                common_log(COMMON_LOG_WARN, "extender: claim allocation not released", "claim",
+                           name, "namespace", ns, "pod", a->name, "error", e.msg, NULL);
+                if (rc != COMMON_ECONFLICT) {
+                    snprintf(note, sizeof(note), "the API server refused the release: %s", e.msg);
+                    alloc_event(x, "refused", ns, name, cuid, 1, "DeviceAllocationRefused", note);
+                }
+            } else if (rc == COMMON_OK) {
+                common_log(COMMON_LOG_INFO,
+                           "extender: claim allocation released (the member was not bound)",
+                           "claim", name, "namespace", ns, "pod", a->name, NULL);
+                snprintf(note, sizeof(note),
+                         "trainsched released the devices: pod %s was not bound (%s)", a->name,
+                         a->reason[0] ? a->reason : "its gang attempt ended");
+                alloc_event(x, "released", ns, name, cuid, 0, "DeviceAllocationReleased", note);
+            }
+        }
     }
     json_decref(o.found);
 }
 
 /* ---- stale allocations ---- */
 
-/* the one node of status.allocation.nodeSelector (matchFields metadata.name In [node]) */
+/* the one node of status.allocation.nodeSelector (matchFields metadata.name In [node]), NULL
+ * when the allocation has no nodeSelector (devices reachable from every node) */
 static const char *alloc_node_of(const json_t *alloc)
 {
     const json_t *term = json_array_get(
@@ -677,56 +761,78 @@ static const char *alloc_node_of(const json_t *alloc)
 struct stale_ctx {
     struct extender_server *x;
     struct common_pmap_snap *pods;
-    json_t *found; /* array of claim copies that look stale now */
+    const char *node; /* the allocation's node of the claim being judged, or NULL */
+    json_t *found;    /* array of [claim copy, reason] that look stale now */
 };
 
+/* the books' word on an unbound gang pod uid: planned, held or released on c->node */
+static enum dra_sweep_pod books_state(struct stale_ctx *c, const char *uid)
+{
+    int placed;
+    pthread_mutex_lock(&c->x->mu);
+    placed = gang_dra_pod_placed(c->x->gs, uid, c->node);
+    pthread_mutex_unlock(&c->x->mu);
+    return placed > 0    ? DRA_SWEEP_POD_PLACED
+           : placed == 0 ? DRA_SWEEP_POD_ENDED
+                         : DRA_SWEEP_POD_GONE;
+}
+
+/* dra_sweep_pod_of over the pod cache and the books (dra/sweep.h) */
+static enum dra_sweep_pod pod_state(void *ctx, const char *ns, const char *name, const char *uid)
+{
+    struct stale_ctx *c = ctx;
+    const struct common_pod *p;
+    char pkey[KEY_MAX];
+
+    if (!name) {
+        /* the writer: only its uid is recorded; trainsched writes for gang pods alone, and
+         * the books know every gang pod of the pod cache, so one they do not know is gone */
+        enum dra_sweep_pod b = books_state(c, uid);
+        return b;
+    }
+    if (!ns)
+        return DRA_SWEEP_POD_OTHER;
+    snprintf(pkey, sizeof(pkey), "%s/%s", ns, name);
+    p = common_pmap_snap_get(c->pods, pkey);
+    if (!p || !p->uid || strcmp(p->uid, uid) != 0)
+        return DRA_SWEEP_POD_GONE;
+    if (p->node_name && *p->node_name)
+        return DRA_SWEEP_POD_BOUND;
+    if (!extender_pod_group_of(p))
+        return DRA_SWEEP_POD_OTHER;
+    {
+        enum dra_sweep_pod b = books_state(c, uid);
+        return b == DRA_SWEEP_POD_GONE ? DRA_SWEEP_POD_OTHER : b;
+    }
+}
+
 /*
- * A claim allocation trainsched wrote (annotation DRA_WRITER_ANNOTATION naming the pod of
- * reservedFor), reserved for one gang pod that is not bound and that the
- * books no longer plan, hold or release on the allocation's node: the pod's attempt ended
- * while kube-scheduler had it in backoff (after its PreBind found the claim allocated), so no
- * held bind carries the release.
+ * A claim allocation trainsched wrote (annotation DRA_WRITER_ANNOTATION) whose pods are all
+ * gone or unbound gang members the books no longer plan, hold or release on the allocation's
+ * node, whatever status.reservedFor holds: the attempt ended while kube-scheduler had the pod
+ * in backoff, the gang was deleted, or trainsched restarted meanwhile (dra/sweep.h decides).
  */
 static int stale_one(const char *key, void *item, void *ctx)
 {
     struct stale_ctx *c = ctx;
-    const json_t *obj = item, *st = json_object_get(obj, "status"), *rf;
-    const json_t *md = json_object_get(obj, "metadata");
-    const json_t *alloc = json_object_get(st, "allocation");
-    const struct common_pod *p;
-    const char *ns, *pod, *uid, *node, *mark;
-    char pkey[KEY_MAX];
-    int placed;
+    const json_t *obj = item,
+                 *alloc = json_object_get(json_object_get(obj, "status"), "allocation");
+    const char *why = NULL;
     (void)key;
 
-    rf = json_object_get(st, "reservedFor");
-    if (!alloc || json_array_size(rf) != 1)
+    if (!alloc)
         return 0;
-    ns = json_string_value(json_object_get(md, "namespace"));
-    mark = json_string_value(
-        json_object_get(json_object_get(md, "annotations"), DRA_WRITER_ANNOTATION));
-    pod = json_string_value(json_object_get(json_array_get(rf, 0), "name"));
-    uid = json_string_value(json_object_get(json_array_get(rf, 0), "uid"));
-    node = alloc_node_of(alloc);
-    if (!ns || !mark || !pod || !uid || !node || strcmp(mark, uid) != 0)
-        return 0;
-    snprintf(pkey, sizeof(pkey), "%s/%s", ns, pod);
-    p = common_pmap_snap_get(c->pods, pkey);
-    if (!p || !p->uid || strcmp(p->uid, uid) != 0 || (p->node_name && *p->node_name) ||
-        !extender_pod_group_of(p))
-        return 0;
-    pthread_mutex_lock(&c->x->mu);
-    placed = gang_dra_pod_placed(c->x->gs, uid, node);
-    pthread_mutex_unlock(&c->x->mu);
-    if (placed == 0)
-        json_array_append_new(c->found, json_deep_copy(obj));
+    c->node = alloc_node_of(alloc);
+    if (dra_sweep_decide_json(obj, pod_state, c, &why) == DRA_SWEEP_RELEASE)
+        json_array_append_new(c->found, json_pack("[o, s]", json_deep_copy(obj), why));
     return 0;
 }
 
 /* release (one status PUT) the allocations that stayed stale for SWEEP_GRACE_MS */
 static void sweep_stale(struct extender_server *x, int64_t now)
 {
-    struct stale_ctx c = {x, NULL, json_array()};
+    struct stale_ctx c = {x, NULL, NULL, json_array()};
+    json_t *item;
     struct common_pmap_snap *snap;
     json_t *seen = json_object(), *obj;
     size_t i;
@@ -738,15 +844,18 @@ static void sweep_stale(struct extender_server *x, int64_t now)
     if (c.pods)
         common_pmap_snap_release(c.pods);
     common_pmap_snap_release(snap);
-    json_array_foreach(c.found, i, obj)
+    json_array_foreach(c.found, i, item)
     {
-        const json_t *md = json_object_get(obj, "metadata");
+        const char *why = json_string_value(json_array_get(item, 1));
+        const json_t *md = json_object_get(obj = json_array_get(item, 0), "metadata");
         const char *cuid = json_string_value(json_object_get(md, "uid"));
         const char *ns = json_string_value(json_object_get(md, "namespace"));
         const char *name = json_string_value(json_object_get(md, "name"));
         json_t *st = json_object_get(obj, "status");
         json_int_t first;
         struct common_error e = {0};
+        char note[COMMON_EVENTS_NOTE_MAX];
+        enum common_rc rc;
         if (!cuid || !ns || !name)
             continue;
         first = x->dra_stale ? json_integer_value(json_object_get(x->dra_stale, cuid)) : 0;
@@ -761,15 +870,21 @@ static void sweep_stale(struct extender_server *x, int64_t now)
         json_object_del(st, "allocation");
         json_object_del(st, "reservedFor");
         json_object_del(st, "devices");
-        if (put_status(x, ns, name, obj, &e) == COMMON_OK) {
+        if ((rc = put_status(x, ns, name, obj, &e)) == COMMON_OK) {
             pthread_mutex_lock(&x->mu);
             x->st.dra_claims_released++;
+            x->st.dra_leaks_freed++;
             pthread_mutex_unlock(&x->mu);
-            common_log(COMMON_LOG_INFO,
-                       "extender: stale claim allocation released (the pod's gang attempt "
-                       "ended before its bind)",
-                       "claim", name, "namespace", ns, NULL);
+            common_log(COMMON_LOG_INFO, "extender: leaked claim allocation freed", "claim", name,
+                       "namespace", ns, "why", why, NULL);
+            snprintf(note, sizeof(note),
+                     "trainsched freed an allocation it wrote that nothing uses: %s", why);
+            alloc_event(x, "leaked_freed", ns, name, cuid, 0, "LeakedAllocationFreed", note);
         } else {
+            if (rc != COMMON_ENOTFOUND && rc != COMMON_ECONFLICT) {
+                snprintf(note, sizeof(note), "the API server refused the release: %s", e.msg);
+                alloc_event(x, "refused", ns, name, cuid, 1, "DeviceAllocationRefused", note);
+            }
             json_object_set_new(seen, cuid, json_integer(first)); /* next sweep again */
         }
     }

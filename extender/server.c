@@ -311,6 +311,7 @@ void extender_server_stats(struct extender_server *x, struct extender_server_sta
     out->pod_touches = x->st.pod_touches;
     out->dra_claims_written = x->st.dra_claims_written;
     out->dra_claims_released = x->st.dra_claims_released;
+    out->dra_leaks_freed = x->st.dra_leaks_freed;
     out->filter = __atomic_load_n(&x->st.filter, __ATOMIC_RELAXED);
     out->prioritize = __atomic_load_n(&x->st.prioritize, __ATOMIC_RELAXED);
     out->bind = __atomic_load_n(&x->st.bind, __ATOMIC_RELAXED);

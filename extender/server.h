@@ -134,7 +134,8 @@ struct extender_server_stats {
     /* DRA (docs/dra.md): claim allocations written before a Binding, and cleared after a
      * gang's attempt ended */
     uint64_t dra_claims_written, dra_claims_released;
-    size_t held_now; /* held right now */
+    uint64_t dra_leaks_freed; /* of dra_claims_released: freed by the stale-allocation sweep */
+    size_t held_now;          /* held right now */
 };
 
 struct extender_server;

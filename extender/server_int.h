@@ -115,7 +115,7 @@ struct extender_server {
      * first time (ms) it was seen stale, and when the last sweep ran */
     json_t *dra_stale;
     int64_t dra_sweep_at;
-    struct common_metric *m_dra_devices, *m_dra_waiting;
+    struct common_metric *m_dra_devices, *m_dra_waiting, *m_dra_allocs;
 };
 
 /* ---- server.c ---- */

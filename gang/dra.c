@@ -23,8 +23,14 @@
 
 struct mem {
     const struct dra_pod_claims *pc;
-    const struct dra_claim **un; /* claims not yet allocated */
-    size_t n_un;
+    /* claims not yet allocated that this member allocates: un[0..n_cap) its own, then the
+     * claims it shares with later members (it is their owner: the first member naming them) */
+    const struct dra_claim **un;
+    size_t n_un, n_cap;
+    /* claims not yet allocated that an earlier member owns: allocated once, by the owner */
+    const struct dra_claim **follow;
+    uint32_t *owner; /* per follow[]: the member index of its owner */
+    size_t n_follow;
     int32_t pin; /* -1 none, -2 unknown node, else the slot of the allocation's node */
 };
 
@@ -55,6 +61,7 @@ struct gdra_ctx {
     int limited;                    /* the devices cut some node's room for a member */
     char why[GANG_REASON_MAX];      /* an error that no node can fix (class, CEL, limits) */
     char conflict[GANG_REASON_MAX]; /* the first node's reason a member's claims did not fit */
+    char shared[GANG_REASON_MAX];   /* why members sharing a claim could not share a node */
     struct common_arena *scratch;   /* node_copies' memory (scratch()) */
     uint32_t scratch_uses;
 };
@@ -201,6 +208,140 @@ static void pinned_value(struct gdra_ctx *d)
             d->g->key, d->g->dra_match, attr_text(pv, b1, sizeof(b1)));
 }
 
+struct cref {
+    const struct dra_claim *c;
+    uint32_t member;
+};
+
+static int cref_cmp(const void *x, const void *y)
+{
+    const struct cref *a = x, *b = y;
+    if (a->c != b->c)
+        return (uintptr_t)a->c < (uintptr_t)b->c ? -1 : 1;
+    return a->member < b->member ? -1 : a->member > b->member;
+}
+
+/* the first member (by index) whose un names claim c, UINT32_MAX when only one does */
+static uint32_t first_sharer(const struct cref *r, size_t n, const struct dra_claim *c,
+                             uint32_t member, int *later)
+{
+    size_t lo = 0, hi = n;
+    *later = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)r[mid].c < (uintptr_t)c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo + 1 >= n || r[lo + 1].c != c)
+        return UINT32_MAX; /* named by one member only */
+    for (size_t k = lo; k < n && r[k].c == c; k++)
+        *later |= r[k].member > member;
+    return r[lo].member;
+}
+
+/*
+ * A claim named by several members (resourceClaimName in each, or any other way to one claim)
+ * is planned and allocated once, by its owner (the first member naming it); the others follow
+ * it. Each member's un becomes its own claims, then the shared ones it owns (n_cap counts its
+ * own: the per-node room of a shape counts those alone).
+ */
+static int share_claims(struct gdra_ctx *d)
+{
+    struct cref *r;
+    size_t n = 0, dup = 0;
+
+    for (uint32_t i = 0; i < d->n_e; i++)
+        n += d->m[i].n_un;
+    if (n < 2)
+        return 0;
+    if (!(r = common_arena_alloc(d->a, n * sizeof(*r))))
+        return -1;
+    n = 0;
+    for (uint32_t i = 0; i < d->n_e; i++)
+        for (size_t k = 0; k < d->m[i].n_un; k++)
+            r[n++] = (struct cref){d->m[i].un[k], i};
+    qsort(r, n, sizeof(*r), cref_cmp);
+    for (size_t k = 1; k < n && !dup; k++)
+        dup = r[k].c == r[k - 1].c;
+    if (!dup)
+        return 0;
+    for (uint32_t i = 0; i < d->n_e; i++) {
+        struct mem *m = &d->m[i];
+        const struct dra_claim **own, **shared;
+        size_t n_own = 0, n_shared = 0;
+        if (!m->n_un)
+            continue;
+        own = common_arena_alloc(d->a, (m->n_un + 1) * sizeof(*own));
+        shared = common_arena_alloc(d->a, (m->n_un + 1) * sizeof(*shared));
+        m->follow = common_arena_alloc(d->a, (m->n_un + 1) * sizeof(*m->follow));
+        m->owner = common_arena_alloc(d->a, (m->n_un + 1) * sizeof(*m->owner));
+        if (!own || !shared || !m->follow || !m->owner)
+            return -1;
+        for (size_t k = 0; k < m->n_un; k++) {
+            int later;
+            uint32_t first = first_sharer(r, n, m->un[k], i, &later);
+            if (first == UINT32_MAX) {
+                own[n_own++] = m->un[k];
+            } else if (first < i) {
+                m->follow[m->n_follow] = m->un[k];
+                m->owner[m->n_follow++] = first;
+            } else {
+                shared[n_shared++] = m->un[k];
+            }
+        }
+        memcpy(own + n_own, shared, n_shared * sizeof(*own));
+        m->un = own;
+        m->n_un = n_own + n_shared;
+        m->n_cap = n_own;
+    }
+    return 0;
+}
+
+uint32_t gdra_owner(const struct gdra_ctx *d, uint32_t e)
+{
+    return d && d->m[e].pc && d->m[e].n_follow ? d->m[e].owner[0] : UINT32_MAX;
+}
+
+/*
+ * After every member's claims are allocated: a member that follows a shared claim must reach
+ * its devices from its own node. A device of a node's own slice (spec.nodeName) is reachable
+ * from that node alone, so then every member sharing the claim must be on the owner's node.
+ * 0 ok, 1 not (d->conflict names the claim, the pods and the node).
+ */
+static int shared_reachable(struct gdra_ctx *d, const int32_t *assign)
+{
+    for (uint32_t i = 0; i < d->n_e; i++) {
+        const struct mem *m = &d->m[i];
+        for (size_t f = 0; f < m->n_follow; f++) {
+            uint32_t o = m->owner[f];
+            const struct mem *om = &d->m[o];
+            size_t k = om->n_cap;
+            if (assign[i] < 0 || assign[o] < 0 || assign[i] == assign[o] || !d->res[o])
+                continue;
+            while (k < om->n_un && om->un[k] != m->follow[f])
+                k++;
+            if (k == om->n_un)
+                continue;
+            for (size_t r = 0; r < d->res[o][k].n_results; r++) {
+                const struct dra_result *x = &d->res[o][k].results[r];
+                if (!dra_device_node_local(d->s->dra->ix, d->s->nodes[assign[o]]->name, x))
+                    continue;
+                set_why(d->shared,
+                        "claim %s/%s is shared by pods %s/%s and %s/%s; its device %s/%s is "
+                        "local to node %s, so every pod sharing it must run there",
+                        m->follow[f]->ns, m->follow[f]->name, d->e[o]->ns, d->e[o]->name,
+                        d->e[i]->ns, d->e[i]->name, x->pool, x->device,
+                        d->s->nodes[assign[o]]->name);
+                d->limited = 1;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint32_t n_e,
                struct gdra_ctx **out)
 {
@@ -246,13 +387,18 @@ int gdra_begin(struct gang_state *s, struct gang *g, struct gpod *const *e, uint
                 continue; /* the gate waits for it */
             if (!c->is_allocated) {
                 m->un[m->n_un++] = c;
-            } else if (m->pin == -1) {
-                m->pin = c->alloc_node ? node_slot_find(s, c->alloc_node) : -2;
+            } else if (m->pin == -1 && c->alloc_node) {
+                /* an allocation without a node (allNodes devices) is reachable anywhere */
+                m->pin = node_slot_find(s, c->alloc_node);
                 if (m->pin < 0 || !s->nodes[m->pin]->present)
                     m->pin = -2;
             }
         }
     }
+    for (uint32_t i = 0; i < n_e; i++)
+        d->m[i].n_cap = d->m[i].n_un;
+    if (share_claims(d))
+        goto oom;
     /* devices held or planned by other active gangs, and by this gang's held members */
     for (uint32_t i = 0; i < s->n_active; i++) {
         const struct gang *o = s->active[i];
@@ -360,7 +506,7 @@ static int32_t max_copies(const struct gdra_ctx *d, const struct mem *m, int32_t
     int64_t need = 0;
     size_t have = dra_node_devices(d->s->dra->ix, d->s->nodes[node]->name);
 
-    for (size_t c = 0; c < m->n_un; c++)
+    for (size_t c = 0; c < m->n_cap; c++)
         for (size_t r = 0; r < m->un[c]->n_requests; r++) {
             const struct dra_request *rq = &m->un[c]->requests[r];
             int64_t least = INT64_MAX;
@@ -390,7 +536,7 @@ static int32_t node_copies(struct gdra_ctx *d, uint32_t rep, int32_t node)
     struct dra_claim_alloc *out;
     struct dra_claim *cl;
     struct common_error err;
-    size_t n_extra = d->n_base, cap = d->n_base + (size_t)4 * DRA_MAX_RESULTS * m->n_un, have = 0;
+    size_t n_extra = d->n_base, cap = d->n_base + (size_t)4 * DRA_MAX_RESULTS * m->n_cap, have = 0;
     int64_t need = 0;
     int32_t k = 0, mx;
 
@@ -398,13 +544,13 @@ static int32_t node_copies(struct gdra_ctx *d, uint32_t rep, int32_t node)
         return 0;
     opts_of(d, &o);
     extra = common_arena_alloc(a, (cap + 1) * sizeof(*extra));
-    out = common_arena_alloc(a, (m->n_un + 1) * sizeof(*out));
-    cl = common_arena_alloc(a, (m->n_un + 1) * sizeof(*cl));
+    out = common_arena_alloc(a, (m->n_cap + 1) * sizeof(*out));
+    cl = common_arena_alloc(a, (m->n_cap + 1) * sizeof(*cl));
     if (!extra || !out || !cl)
         return 0;
     if (d->n_base)
         memcpy(extra, d->base, d->n_base * sizeof(*extra));
-    for (size_t i = 0; i < m->n_un; i++)
+    for (size_t i = 0; i < m->n_cap; i++)
         cl[i] = *m->un[i];
     mx = max_copies(d, m, node, &need, &have);
     if (!mx && !d->conflict[0])
@@ -414,7 +560,7 @@ static int32_t node_copies(struct gdra_ctx *d, uint32_t rep, int32_t node)
         enum common_rc rc;
         o.extra_used = extra;
         o.n_extra_used = n_extra;
-        rc = dra_allocate_opts(a, d->s->dra->ix, d->s->nodes[node]->name, cl, m->n_un, &o, out,
+        rc = dra_allocate_opts(a, d->s->dra->ix, d->s->nodes[node]->name, cl, m->n_cap, &o, out,
                                &err);
         if (rc != COMMON_OK) {
             if (rc != COMMON_ECONFLICT)
@@ -423,7 +569,7 @@ static int32_t node_copies(struct gdra_ctx *d, uint32_t rep, int32_t node)
                 set_why(d->conflict, "%s", err.msg);
             break;
         }
-        for (size_t i = 0; i < m->n_un; i++) {
+        for (size_t i = 0; i < m->n_cap; i++) {
             if (n_extra + out[i].n_results > cap) {
                 struct dra_result *nx;
                 cap = 2 * (n_extra + out[i].n_results);
@@ -450,7 +596,7 @@ int64_t gdra_cap(struct gdra_ctx *d, const struct gshape *sh, int32_t node, int6
     if (!c) {
         uint32_t rep = UINT32_MAX;
         for (uint32_t i = 0; i < d->n_e && rep == UINT32_MAX; i++)
-            if (d->e[i]->shape == sh && d->m[i].pc && d->m[i].pin == -1 && d->m[i].n_un)
+            if (d->e[i]->shape == sh && d->m[i].pc && d->m[i].pin == -1 && d->m[i].n_cap)
                 rep = i;
         c = &d->sc[d->n_sc];
         c->sh = sh;
@@ -484,7 +630,7 @@ int32_t gdra_pin(const struct gdra_ctx *d, uint32_t e)
 
 void gdra_assign(struct gdra_ctx *d, uint32_t e, int32_t node, int delta)
 {
-    if (node >= 0 && d->m[e].pc && d->m[e].pin == -1 && d->m[e].n_un)
+    if (node >= 0 && d->m[e].pc && d->m[e].pin == -1 && d->m[e].n_cap)
         d->assigned[node] += delta;
 }
 
@@ -540,6 +686,8 @@ int gdra_verify(struct gdra_ctx *d, const int32_t *assign)
             return 1;
         }
     }
+    if (shared_reachable(d, assign))
+        return 1;
     d->verified = 1;
     return 0;
 }
@@ -600,13 +748,15 @@ void gdra_fail_why(const struct gdra_ctx *d, uint32_t placed, uint32_t need, cha
 {
     if (d->why[0])
         set_why(why, "ResourceClaims: %s", d->why);
+    else if (d->shared[0])
+        set_why(why, "ResourceClaims: %s", d->shared);
     else if (d->limited)
         set_why(why,
                 "only %u of the %u pods it needs fit at once with the devices of their "
                 "ResourceClaims (after other gangs' reservations)%s%s%s",
                 placed, need, d->g->dra_match ? ", devices agreeing on " : "",
                 d->g->dra_match ? d->g->dra_match : "", d->conflict[0] ? "; " : "");
-    if (!d->why[0] && d->limited && d->conflict[0]) {
+    if (!d->why[0] && !d->shared[0] && d->limited && d->conflict[0]) {
         size_t l = strlen(why);
         snprintf(why + l, GANG_REASON_MAX - l, "%s", d->conflict);
     }
@@ -715,6 +865,9 @@ size_t gang_dra_planned(const struct gang_state *s, const char *uid, struct gang
         out[n].node = s->nodes[p->dra->node]->name;
         out[n].results = p->dra->claims[i].results;
         out[n].n_results = p->dra->claims[i].n_results;
+        out[n].node_local = 0;
+        for (size_t k = 0; s->dra && k < out[n].n_results && !out[n].node_local; k++)
+            out[n].node_local = dra_device_node_local(s->dra->ix, out[n].node, &out[n].results[k]);
     }
     return n;
 }
@@ -728,7 +881,9 @@ int gang_dra_pod_placed(const struct gang_state *s, const char *uid, const char 
         return -1;
     if (p->node >= 0)
         return 1;
-    slot = node ? node_slot_find(s, node) : -1;
+    if (!node) /* an allocation reachable from every node: any planned node will do */
+        return p->planned >= 0 || p->held >= 0 || p->released >= 0;
+    slot = node_slot_find(s, node);
     return slot >= 0 && (p->planned == slot || p->held == slot || p->released == slot);
 }
 

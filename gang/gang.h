@@ -255,6 +255,8 @@ struct gang_dra_claim {
     const char *node;
     const struct dra_result *results; /* as status.allocation.devices.results[] holds them */
     size_t n_results;
+    int node_local; /* a device comes from a slice of node (spec.nodeName): the allocation's
+                     * nodeSelector names node; 0: every device is reachable from every node */
 };
 
 /*
@@ -267,7 +269,8 @@ size_t gang_dra_planned(const struct gang_state *s, const char *uid, struct gang
 
 /*
  * gang_dra_pod_placed - for a claim allocation the extender wrote itself: 1 when pod uid is
- * planned, held or released by the books on node (its name), or bound; 0 when the books know
+ * planned, held or released by the books on node (its name; NULL: on any node), or bound; 0
+ * when the books know
  * the pod as a gang member that is none of these (its attempt ended: the allocation is stale);
  * -1 when the books do not know the pod (nothing can be said).
  */

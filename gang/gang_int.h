@@ -615,6 +615,9 @@ void gdra_round(struct gdra_ctx *d, size_t k);
 int64_t gdra_cap(struct gdra_ctx *d, const struct gshape *sh, int32_t node, int64_t f);
 /* node a member's allocated claims pin it to (-1 none, -2 a node the books do not know) */
 int32_t gdra_pin(const struct gdra_ctx *d, uint32_t e);
+/* the member that owns (allocates once) a claim member e shares with it, UINT32_MAX when e
+ * follows no shared claim; plan.c puts the sharers on one node when it can */
+uint32_t gdra_owner(const struct gdra_ctx *d, uint32_t e);
 /* member e was placed on node (delta 1) or taken back (-1) */
 void gdra_assign(struct gdra_ctx *d, uint32_t e, int32_t node, int delta);
 /* allocate every assigned member's claims on its node together: 0 ok, 1 not (gdra_why), -1 OOM */

@@ -347,6 +347,83 @@ static int place_slices(struct pctx *c, const struct plan_scopes *ps, const stru
  * one attempt inside scope sc: steps 1-4 (or slices). Returns -1 out of memory, else 0 with
  * *failed_shape set when some member could not go where it had to.
  */
+/* 1 when node n may take member e as the current request allows (the restricted member stays
+ * on its candidates; a member whose claims are allocated stays on their node) */
+static int may_move(const struct pctx *c, const struct plan_req *rq, uint32_t e, int32_t n)
+{
+    int32_t pin = gdra_pin(c->dra, e);
+    if (pin != -1)
+        return pin == n;
+    if (rq && rq->pin && c->e[e] == rq->pin)
+        return rq->pin_node == n;
+    if (rq && rq->restrict_pod && c->e[e] == rq->restrict_pod) {
+        for (size_t i = 0; i < rq->n_cands; i++)
+            if (rq->cands[i] == n)
+                return 1;
+        return 0;
+    }
+    return 1;
+}
+
+/*
+ * step 5: members sharing a ResourceClaim go to one node when they can (its owner's, else a
+ * sharer's), since a device of a node's own slice is reachable from that node alone
+ * (gdra_verify refuses a plan that splits them over such a device). -1 out of memory.
+ */
+static int colocate(struct pctx *c, const struct plan_req *rq)
+{
+    int32_t *was;
+
+    if (!c->dra)
+        return 0;
+    if (!(was = common_malloc(((size_t)c->n_e + 1) * sizeof(*was))))
+        return -1;
+    for (uint32_t o = 0; o < c->n_e; o++) {
+        int split = 0, done = 0;
+        if (c->assign[o] < 0)
+            continue;
+        for (uint32_t e = 0; e < c->n_e; e++)
+            split |=
+                gdra_owner(c->dra, e) == o && c->assign[e] >= 0 && c->assign[e] != c->assign[o];
+        if (!split)
+            continue;
+        /* candidate nodes: the owner's, then each sharer's */
+        for (uint32_t t = o; t < c->n_e && !done; t++) {
+            int32_t n;
+            int ok = 1;
+            if (t != o && gdra_owner(c->dra, t) != o)
+                continue;
+            if ((n = c->assign[t]) < 0 || (t != o && n == c->assign[o]))
+                continue;
+            for (uint32_t e = 0; e < c->n_e; e++) {
+                was[e] = c->assign[e];
+                if ((e == o || gdra_owner(c->dra, e) == o) && c->assign[e] >= 0 &&
+                    c->assign[e] != n)
+                    unconsume(c, e);
+            }
+            for (uint32_t e = 0; e < c->n_e && ok; e++)
+                if ((e == o || gdra_owner(c->dra, e) == o) && was[e] >= 0 && c->assign[e] == -1) {
+                    ok = may_move(c, rq, e, n) && copies(c, c->e[e]->shape, n, 1) >= 1;
+                    if (ok)
+                        consume(c, e, n);
+                }
+            if (ok) {
+                done = 1;
+                continue;
+            }
+            /* undo: back where they were */
+            for (uint32_t e = 0; e < c->n_e; e++)
+                if (c->assign[e] != was[e] && c->assign[e] >= 0)
+                    unconsume(c, e);
+            for (uint32_t e = 0; e < c->n_e; e++)
+                if (was[e] >= 0 && c->assign[e] == -1)
+                    consume(c, e, was[e]);
+        }
+    }
+    common_free(was);
+    return 0;
+}
+
 static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan_scopes *ps,
                     const struct topo_scope *sc, int64_t *cap, uint8_t *chunk, uint8_t *mask,
                     const struct gshape **failed_shape, struct plan_out *out)
@@ -463,6 +540,9 @@ static int plan_try(struct pctx *c, const struct plan_req *rq, const struct plan
     }
     /* 4. the rest, each shape once, largest first */
     if (!slices && place_rest(c))
+        return -1;
+    /* 5. members sharing a claim together */
+    if (!slices && colocate(c, rq))
         return -1;
     return 0;
 }

@@ -17,6 +17,8 @@
 #include "common/arena.h"
 #include "dra/cel.h"
 #include "dra/dra.h"
+#include "dra/status.h"
+#include "dra/sweep.h"
 #include "dra/view.h"
 #include "testutil.h"
 
@@ -608,6 +610,134 @@ START_TEST(a_view_on_devices_decoded_before_equals_a_full_rebuild)
 }
 END_TEST
 
+/* fn(name, case) for every tests/fixtures/<area>/<name>/case.json (README.md left out); at
+ * least min cases */
+static void each_case(const char *area, int min, void (*fn)(const char *name, const json_t *c))
+{
+    char *names[64];
+    int n = testutil_cases(area, names, 64), cases = 0;
+    for (int i = 0; i < n; i++) {
+        char rel[512];
+        char *text;
+        json_t *c;
+        json_error_t je;
+        if (strcmp(names[i], "README.md") != 0) {
+            snprintf(rel, sizeof(rel), "%s/%s/case.json", area, names[i]);
+            text = testutil_read(testutil_path(rel));
+            c = json_loads(text, 0, &je);
+            free(text);
+            ck_assert_msg(c != NULL, "%s: %s", rel, je.text);
+            fn(names[i], c);
+            json_decref(c);
+            cases++;
+        }
+        free(names[i]);
+    }
+    ck_assert_int_ge(cases, min);
+}
+
+/* ---- the stale-allocation sweep's decision: tests/fixtures/dra-sweep/<case>/case.json ---- */
+
+static enum dra_sweep_pod sweep_pod_of(void *ctx, const char *ns, const char *name, const char *uid)
+{
+    const char *s = json_string_value(json_object_get(ctx, uid));
+    (void)ns;
+    (void)name;
+    if (!s)
+        return DRA_SWEEP_POD_GONE;
+    for (int p = DRA_SWEEP_POD_GONE; p <= DRA_SWEEP_POD_OTHER; p++)
+        if (strcmp(dra_sweep_pod_name((enum dra_sweep_pod)p), s) == 0)
+            return (enum dra_sweep_pod)p;
+    ck_abort_msg("unknown pod state %s", s);
+    return DRA_SWEEP_POD_GONE;
+}
+
+static void sweep_case(const char *name, const json_t *c)
+{
+    const char *why = NULL;
+    enum dra_sweep_verdict v = dra_sweep_decide_json(json_object_get(c, "claim"), sweep_pod_of,
+                                                     (void *)json_object_get(c, "pods"), &why);
+    const char *exp = json_string_value(json_object_get(c, "expect"));
+    const char *want_why = json_string_value(json_object_get(c, "why"));
+    ck_assert_msg(exp && strcmp(dra_sweep_verdict_name(v), exp) == 0, "%s: %s, want %s (%s)", name,
+                  dra_sweep_verdict_name(v), exp, why);
+    ck_assert_msg(why && want_why && strstr(why, want_why), "%s: reason \"%s\" lacks \"%s\"", name,
+                  why, want_why);
+}
+
+START_TEST(sweep_fixtures)
+{
+    each_case("dra-sweep", 12, sweep_case);
+}
+END_TEST
+
+/* ---- status.allocation as kube-scheduler writes it: tests/fixtures/dra-status ---- */
+
+static const json_t *status_class_of(void *ctx, const char *name)
+{
+    const json_t *o;
+    size_t i;
+    json_array_foreach((json_t *)ctx, i, o)
+    {
+        const char *n = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+        if (n && strcmp(n, name) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+static void status_case(const char *name, const json_t *c)
+{
+    struct dra_result res[DRA_MAX_RESULTS];
+    size_t nr = 0, k;
+    struct common_error e = {0};
+    const json_t *rj;
+    json_t *got;
+    char *got_s, *want_s;
+
+    json_array_foreach(json_object_get(c, "results"), k, rj)
+    {
+        res[nr].request = json_string_value(json_object_get(rj, "request"));
+        res[nr].driver = json_string_value(json_object_get(rj, "driver"));
+        res[nr].pool = json_string_value(json_object_get(rj, "pool"));
+        res[nr].device = json_string_value(json_object_get(rj, "device"));
+        res[nr].admin_access = json_is_true(json_object_get(rj, "adminAccess"));
+        nr++;
+    }
+    got = dra_status_allocation(json_object_get(c, "claim"), status_class_of,
+                                (void *)json_object_get(c, "classes"), res, nr,
+                                json_string_value(json_object_get(c, "node")),
+                                json_is_true(json_object_get(c, "nodeLocal")),
+                                json_string_value(json_object_get(c, "timestamp")), &e);
+    if (json_object_get(c, "error")) {
+        ck_assert_msg(got == NULL && strstr(e.msg, json_string_value(json_object_get(c, "error"))),
+                      "%s: error \"%s\"", name, e.msg);
+        return;
+    }
+    ck_assert_msg(got != NULL, "%s: %s", name, e.msg);
+    got_s = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
+    want_s = json_dumps(json_object_get(c, "expect"), JSON_SORT_KEYS | JSON_COMPACT);
+    ck_assert_msg(json_equal(got, json_object_get(c, "expect")), "%s:\n got %s\nwant %s", name,
+                  got_s, want_s);
+    free(got_s);
+    free(want_s);
+    json_decref(got);
+}
+
+START_TEST(status_fixtures)
+{
+    each_case("dra-status", 3, status_case);
+}
+END_TEST
+
+START_TEST(status_timestamp_is_rfc3339_utc)
+{
+    char b[32];
+    ck_assert_str_eq(dra_status_timestamp(0, b, sizeof(b)), "1970-01-01T00:00:00Z");
+    ck_assert_str_eq(dra_status_timestamp(1796668200LL, b, sizeof(b)), "2026-12-07T18:30:00Z");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dra");
@@ -618,6 +748,9 @@ int main(void)
     tcase_add_test(tc, allocation_failures_are_clean);
     tcase_add_test(tc, one_index_serves_every_node);
     tcase_add_test(tc, a_view_on_devices_decoded_before_equals_a_full_rebuild);
+    tcase_add_test(tc, sweep_fixtures);
+    tcase_add_test(tc, status_fixtures);
+    tcase_add_test(tc, status_timestamp_is_rfc3339_utc);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
