@@ -34,7 +34,20 @@
  *       other binds nothing and none of its claims is allocated;
  *   a_restart_mid_gang_rebuilds_from_the_claims
  *       the same gang held, the extender replaced by a new instance, the third pod ungated: all
- *       three bound, each claim allocated on its pod's node.
+ *       three bound, each claim allocated on its pod's node;
+ *   a_claim_shared_by_two_members_binds_whole_ten_times_of_ten
+ *       ten rounds of a gang of two pods naming one ResourceClaim (resourceClaimName): each
+ *       binds whole, both pods on one node, the claim allocated once (2 devices) on that node
+ *       and reserved for both;
+ *   a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing
+ *       two of three 4-GPU members held on nodes mixing two models (their claims written by
+ *       trainsched at filter time), the extender stopped without releasing anything and
+ *       replaced, the third pod ungated: bound whole within one gang timeout plus its backoff,
+ *       and no claim stays allocated without a bound pod reserving it;
+ *   a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted
+ *       a standalone claim trainsched allocated for a gang that then times out (reserved for
+ *       nobody, still allocated), then the gang deleted: the sweep frees the allocation
+ *       (trainsched_extender_dra_allocations_total{event="leaked_freed"}).
  */
 #include <check.h>
 #include <stdio.h>
@@ -682,6 +695,289 @@ START_TEST(a_restart_mid_gang_rebuilds_from_the_claims)
 }
 END_TEST
 
+/* a pod of gang naming the standalone ResourceClaim claim (resourceClaimName) */
+static void make_pod_sharing(const char *name, const char *gang, int gated, const char *claim)
+{
+    create(&common_kube_pods, ns,
+           e2e_yamlf("apiVersion: v1\nkind: Pod\n"
+                     "metadata: {name: %s, namespace: %s, labels: {%s: %s}}\n"
+                     "spec:\n"
+                     "  nodeSelector: {%s: '%s'}\n"
+                     "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                     "effect: NoSchedule}]\n"
+                     "  resourceClaims: [{name: gpu, resourceClaimName: %s}]\n"
+                     "  containers:\n"
+                     "  - name: c\n"
+                     "    image: registry.k8s.io/pause:3.10\n"
+                     "    resources:\n"
+                     "      requests: {cpu: '1', trainsched.io/gang: '1'}\n"
+                     "      limits: {trainsched.io/gang: '1'}\n"
+                     "      claims: [{name: gpu}]\n"
+                     "%s",
+                     name, ns, GANG_LABEL, gang, RUN_LABEL, run, claim,
+                     gated ? "  schedulingGates: [{name: trainsched.io/e2e-later}]\n" : ""));
+}
+
+static void make_claim(const char *name, int count)
+{
+    create(&r_claims, ns,
+           e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+                     "metadata: {name: %s, namespace: %s}\n"
+                     "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: %s, "
+                     "allocationMode: ExactCount, count: %d}}]}}\n",
+                     name, ns, cls, count));
+}
+
+static json_t *get_claim(const char *name)
+{
+    json_t *c = NULL;
+    struct common_error err;
+    ck_assert_msg(common_kube_get(kube, &r_claims, ns, name, &c, &err) == COMMON_OK,
+                  "get claim %s: %s", name, err.msg);
+    return c;
+}
+
+/* 1 when pod uid is in the claim's status.reservedFor */
+static int reserved_for(const json_t *claim, const char *uid)
+{
+    const json_t *r;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(claim, "status"), "reservedFor"), i, r)
+    {
+        const char *u = json_string_value(json_object_get(r, "uid"));
+        if (u && strcmp(u, uid) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* allocated claims of the namespace whose status.reservedFor names no bound pod: devices held
+ * by nobody */
+static int leaked_claims(void)
+{
+    json_t *claims = list(&r_claims), *pods = list(&common_kube_pods), *c, *p;
+    size_t k, i;
+    int n = 0;
+
+    json_array_foreach(claims, k, c)
+    {
+        int used = 0;
+        if (!json_object_get(json_object_get(c, "status"), "allocation") ||
+            strncmp(str_at(c, "metadata", "name"), "busy-", 5) == 0)
+            continue;
+        json_array_foreach(pods, i, p)
+        {
+            const char *nn = str_at(p, "spec", "nodeName");
+            used |= nn && *nn && reserved_for(c, str_at(p, "metadata", "uid"));
+        }
+        n += !used;
+    }
+    json_decref(claims);
+    json_decref(pods);
+    return n;
+}
+
+static double alloc_metric(const char *event)
+{
+    struct common_buf b;
+    char lab[64];
+    double v;
+    common_buf_init(&b, (size_t)8 << 20);
+    ck_assert_int_eq(common_metrics_render(metrics, &b), COMMON_OK);
+    snprintf(lab, sizeof(lab), "event=\"%s\"", event);
+    v = e2e_metric(b.data, "trainsched_extender_dra_allocations_total", lab);
+    common_buf_free(&b);
+    return v;
+}
+
+START_TEST(a_claim_shared_by_two_members_binds_whole_ten_times_of_ten)
+{
+    int whole = 0;
+
+    make_gpu_node("h100", "c1.A");
+    make_gpu_node("h100", "c1.A");
+    for (int k = 0; k < 10; k++) {
+        char gang[16], claim[32], p0[24], p1[24];
+        json_t *c, *pods, *p;
+        const char *node = NULL;
+        size_t i;
+        double t0 = e2e_now_s();
+        int n = 0;
+        snprintf(gang, sizeof(gang), "s%d", k);
+        snprintf(claim, sizeof(claim), "shared-%d", k);
+        snprintf(p0, sizeof(p0), "s%d-0", k);
+        snprintf(p1, sizeof(p1), "s%d-1", k);
+        make_claim(claim, 2);
+        make_podgroup(gang, 2, 20, NULL);
+        make_pod_sharing(p0, gang, 0, claim);
+        make_pod_sharing(p1, gang, 0, claim);
+        while (e2e_now_s() - t0 < 60 && (n = bound(gang)) < 2)
+            e2e_nap(250);
+        if (n < 2)
+            dump_claims();
+        ck_assert_msg(n == 2, "round %d: %d of 2 members sharing claim %s bound after 60 s", k, n,
+                      claim);
+        /* one allocation, on the node both run on, reserved for both */
+        c = get_claim(claim);
+        pods = list(&common_kube_pods);
+        json_array_foreach(pods, i, p)
+        {
+            const char *g = str_at(json_object_get(p, "metadata"), "labels", GANG_LABEL);
+            if (!g || strcmp(g, gang) != 0)
+                continue;
+            if (!node)
+                node = str_at(p, "spec", "nodeName");
+            ck_assert_str_eq(str_at(p, "spec", "nodeName"), node);
+            ck_assert_msg(reserved_for(c, str_at(p, "metadata", "uid")),
+                          "claim %s is not reserved for %s", claim, str_at(p, "metadata", "name"));
+        }
+        {
+            const json_t *alloc = json_object_get(json_object_get(c, "status"), "allocation");
+            const json_t *term = json_array_get(
+                json_object_get(json_object_get(alloc, "nodeSelector"), "nodeSelectorTerms"), 0);
+            const json_t *mf = json_array_get(json_object_get(term, "matchFields"), 0);
+            ck_assert_int_eq(
+                json_array_size(json_object_get(json_object_get(alloc, "devices"), "results")), 2);
+            ck_assert_str_eq(json_string_value(json_array_get(json_object_get(mf, "values"), 0)),
+                             node);
+        }
+        json_decref(pods);
+        json_decref(c);
+        whole++;
+        fprintf(stderr, "shared claim: round %d bound whole in %.1f s on %s\n", k, e2e_now_s() - t0,
+                node);
+        drop_pods();
+        common_kube_delete(kube, &r_claims, ns, claim, NULL, NULL, NULL, NULL);
+        common_kube_delete(kube, &common_kube_podgroups, ns, gang, NULL, NULL, NULL, NULL);
+    }
+    ck_assert_int_eq(whole, 10);
+}
+END_TEST
+
+/* two of three 4-GPU members held on nodes listing four h100 then four a100, the gang asking
+ * one productName: the plan takes a100, so trainsched writes each claim at filter time */
+static void hold_two_mixed(const char *gang, int timeout_s)
+{
+    struct extender_server_stats st;
+    double t0 = e2e_now_s();
+
+    for (int k = 0; k < 3; k++)
+        make_node("h100", "a100", "c1.A");
+    make_podgroup(gang, 3, timeout_s, DRIVER "/productName");
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "%s-%d", gang, k);
+        make_pod_claiming(name, gang, k == 2, "gpu-4");
+    }
+    for (;;) {
+        extender_server_stats(ext, &st);
+        if (st.held_now == 2)
+            break;
+        ck_assert_int_eq(bound(gang), 0);
+        if (e2e_now_s() - t0 >= 60)
+            dump_claims();
+        ck_assert_msg(e2e_now_s() - t0 < 60, "%zu binds held after 60 s, want 2", st.held_now);
+        e2e_nap(200);
+    }
+}
+
+START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing)
+{
+    char models[4][16];
+    struct common_error err;
+    struct extender_server_stats st;
+    double t0, took;
+    int leaked = -1;
+
+    hold_two_mixed("k", 30);
+    extender_server_stats(ext, &st);
+    fprintf(stderr, "kill: 2 held, %llu claims written by trainsched\n",
+            (unsigned long long)st.dra_claims_written);
+    ck_assert_uint_ge(st.dra_claims_written, 1);
+    /* the extender goes away without releasing anything: the held binds fail, kube-scheduler
+     * unreserves the pods; the claims stay allocated as trainsched wrote them */
+    stop_extender();
+    ck_assert_int_eq(bound("k"), 0);
+    start_extender();
+    ck_assert_msg(common_kube_patch(kube, &common_kube_pods, ns, "k-2", COMMON_KUBE_JSON_PATCH,
+                                    "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]",
+                                    NULL, NULL, &err) == COMMON_OK,
+                  "ungate k-2: %s", err.msg);
+    t0 = e2e_now_s();
+    /* one gang timeout (30 s) plus its backoff (at most 4 s) */
+    wait_bound("k", 3, 34);
+    took = e2e_now_s() - t0;
+    ck_assert_int_eq(check_claims_n("k", models, 4, 4), 3);
+    t0 = e2e_now_s();
+    while (e2e_now_s() - t0 < 20 && (leaked = leaked_claims()) != 0)
+        e2e_nap(250);
+    if (leaked)
+        dump_claims();
+    fprintf(stderr, "kill: bound whole %.1f s after the restart; claims allocated to nobody: %d\n",
+            took, leaked);
+    ck_assert_int_eq(leaked, 0);
+}
+END_TEST
+
+START_TEST(a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted)
+{
+    double t0;
+    json_t *c = NULL;
+    int state = 0;
+
+    /* member 0 names a standalone claim; member 1 is gated, so the gang never completes */
+    make_node("h100", "a100", "c1.A");
+    make_node("h100", "a100", "c1.A");
+    make_claim("keep", 4);
+    make_podgroup("d", 2, 6, DRIVER "/productName");
+    make_pod_sharing("d-0", "d", 0, "keep");
+    make_pod_sharing("d-1", "d", 1, "keep");
+    /* trainsched writes the claim (the plan's a100; the scheduler's first fit is h100); the
+     * gang times out: kube-scheduler unreserves the pod, the allocation stays, reserved for
+     * nobody (kube-controller-manager deallocates only a claim whose last reservation it
+     * removed itself) */
+    t0 = e2e_now_s();
+    while (e2e_now_s() - t0 < 60 && state < 2) {
+        const json_t *st, *md;
+        json_decref(c);
+        c = get_claim("keep");
+        st = json_object_get(c, "status");
+        md = json_object_get(c, "metadata");
+        if (json_object_get(st, "allocation") &&
+            json_object_get(json_object_get(md, "annotations"), "trainsched.io/dra-allocated-for"))
+            state = json_array_size(json_object_get(st, "reservedFor")) == 0 ? 2 : 1;
+        e2e_nap(100);
+    }
+    json_decref(c);
+    if (state < 2)
+        dump_claims();
+    ck_assert_msg(state == 2, "claim keep: %s after 60 s",
+                  state ? "allocated by trainsched, still reserved"
+                        : "never allocated by trainsched");
+    /* the gang goes away: nothing plans, holds or runs the allocation any more */
+    drop_pods();
+    common_kube_delete(kube, &common_kube_podgroups, ns, "d", NULL, NULL, NULL, NULL);
+    t0 = e2e_now_s();
+    while (e2e_now_s() - t0 < 30) {
+        c = get_claim("keep");
+        state = json_object_get(json_object_get(c, "status"), "allocation") != NULL;
+        json_decref(c);
+        if (!state)
+            break;
+        e2e_nap(250);
+    }
+    if (state)
+        dump_claims();
+    fprintf(stderr, "gang deleted: claim released %.1f s later; leaked_freed %g\n",
+            e2e_now_s() - t0, alloc_metric("leaked_freed"));
+    ck_assert_msg(!state, "claim keep still allocated 30 s after its gang was deleted");
+    ck_assert_msg(alloc_metric("leaked_freed") >= 1,
+                  "trainsched_extender_dra_allocations_total{event=\"leaked_freed\"} not counted");
+    ck_assert_msg(alloc_metric("written") >= 1,
+                  "trainsched_extender_dra_allocations_total{event=\"written\"} not counted");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gangs with DRA claims, real kube-scheduler and controller-manager");
@@ -702,6 +998,9 @@ int main(void)
     tcase_add_test(tc, a_gang_short_of_a_member_holds_no_device_after_its_timeout);
     tcase_add_test(tc, two_gangs_racing_for_the_same_gpus_never_both_hold);
     tcase_add_test(tc, a_restart_mid_gang_rebuilds_from_the_claims);
+    tcase_add_test(tc, a_claim_shared_by_two_members_binds_whole_ten_times_of_ten);
+    tcase_add_test(tc, a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing);
+    tcase_add_test(tc, a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted);
     suite_add_tcase(s, tc);
     return e2e_run_with_extender(s, port, BIND_TIMEOUT_S) ? 1 : 0;
 }
