@@ -626,19 +626,22 @@ static void dump_claims(void)
     json_decref(claims);
 }
 
-/* two of three members held (the third is gated); returns when the extender holds 2 */
-static void hold_two(const char *gang, int timeout_s)
+/* two of three members held (the third is gated); returns when the extender holds 2. mixed:
+ * 4-GPU members on nodes listing four h100 then four a100, the gang asking one productName,
+ * so the plan takes a100 and trainsched writes each claim at filter time; else 8-GPU members
+ * on h100 nodes */
+static void hold_two_on(const char *gang, int timeout_s, int mixed)
 {
     struct extender_server_stats st;
     double t0 = e2e_now_s();
 
     for (int k = 0; k < 3; k++)
-        make_gpu_node("h100", "c1.A");
-    make_podgroup(gang, 3, timeout_s, NULL);
+        make_node("h100", mixed ? "a100" : NULL, "c1.A");
+    make_podgroup(gang, 3, timeout_s, mixed ? DRIVER "/productName" : NULL);
     for (int k = 0; k < 3; k++) {
         char name[16];
         snprintf(name, sizeof(name), "%s-%d", gang, k);
-        make_pod(name, gang, k == 2);
+        make_pod_claiming(name, gang, k == 2, mixed ? "gpu-4" : "gpu-8");
     }
     for (;;) {
         extender_server_stats(ext, &st);
@@ -650,6 +653,11 @@ static void hold_two(const char *gang, int timeout_s)
         ck_assert_msg(e2e_now_s() - t0 < 60, "%zu binds held after 60 s, want 2", st.held_now);
         e2e_nap(200);
     }
+}
+
+static void hold_two(const char *gang, int timeout_s)
+{
+    hold_two_on(gang, timeout_s, 0);
 }
 
 START_TEST(a_gang_short_of_a_member_holds_no_device_after_its_timeout)
@@ -854,33 +862,6 @@ START_TEST(a_claim_shared_by_two_members_binds_whole_ten_times_of_ten)
 }
 END_TEST
 
-/* two of three 4-GPU members held on nodes listing four h100 then four a100, the gang asking
- * one productName: the plan takes a100, so trainsched writes each claim at filter time */
-static void hold_two_mixed(const char *gang, int timeout_s)
-{
-    struct extender_server_stats st;
-    double t0 = e2e_now_s();
-
-    for (int k = 0; k < 3; k++)
-        make_node("h100", "a100", "c1.A");
-    make_podgroup(gang, 3, timeout_s, DRIVER "/productName");
-    for (int k = 0; k < 3; k++) {
-        char name[16];
-        snprintf(name, sizeof(name), "%s-%d", gang, k);
-        make_pod_claiming(name, gang, k == 2, "gpu-4");
-    }
-    for (;;) {
-        extender_server_stats(ext, &st);
-        if (st.held_now == 2)
-            break;
-        ck_assert_int_eq(bound(gang), 0);
-        if (e2e_now_s() - t0 >= 60)
-            dump_claims();
-        ck_assert_msg(e2e_now_s() - t0 < 60, "%zu binds held after 60 s, want 2", st.held_now);
-        e2e_nap(200);
-    }
-}
-
 START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing)
 {
     char models[4][16];
@@ -889,7 +870,7 @@ START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothi
     double t0, took;
     int leaked = -1;
 
-    hold_two_mixed("k", 30);
+    hold_two_on("k", 30, 1);
     extender_server_stats(ext, &st);
     fprintf(stderr, "kill: 2 held, %llu claims written by trainsched\n",
             (unsigned long long)st.dra_claims_written);
