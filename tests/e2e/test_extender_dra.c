@@ -805,9 +805,8 @@ START_TEST(a_claim_shared_by_two_members_binds_whole_ten_times_of_ten)
     make_gpu_node("h100", "c1.A");
     make_gpu_node("h100", "c1.A");
     for (int k = 0; k < 10; k++) {
-        char gang[16], claim[32], p0[24], p1[24];
+        char gang[16], claim[32], p0[24], p1[24], node[96] = "";
         json_t *c, *pods, *p;
-        const char *node = NULL;
         size_t i;
         double t0 = e2e_now_s();
         int n = 0;
@@ -833,8 +832,8 @@ START_TEST(a_claim_shared_by_two_members_binds_whole_ten_times_of_ten)
             const char *g = str_at(json_object_get(p, "metadata"), "labels", GANG_LABEL);
             if (!g || strcmp(g, gang) != 0)
                 continue;
-            if (!node)
-                node = str_at(p, "spec", "nodeName");
+            if (!node[0])
+                snprintf(node, sizeof(node), "%s", str_at(p, "spec", "nodeName"));
             ck_assert_str_eq(str_at(p, "spec", "nodeName"), node);
             ck_assert_msg(reserved_for(c, str_at(p, "metadata", "uid")),
                           "claim %s is not reserved for %s", claim, str_at(p, "metadata", "name"));
