@@ -743,8 +743,26 @@ static int jobset_refused(struct rctx *c, const json_t *obj, const json_t *exist
  * Write the rendered children. *jobset gets the JobSet as the cluster has it (applied, or the
  * cached one when left alone; borrowed or owned per *jobset_owned).
  */
+static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t **jobset_out,
+                                 int snapshot_cached, struct common_error *err);
+
 static enum common_rc write_children(struct rctx *c, const json_t *objects, json_t **jobset_out,
                                      int snapshot_cached, struct common_error *err)
+{
+    /* what is sent: no empty map fields, which server-side apply could turn into a null the
+     * CRD refuses (rc_apply_body) */
+    json_t *sent = rc_apply_body(objects);
+    enum common_rc rc;
+
+    if (!sent)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = write_sent(c, sent, jobset_out, snapshot_cached, err);
+    json_decref(sent);
+    return rc;
+}
+
+static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t **jobset_out,
+                                 int snapshot_cached, struct common_error *err)
 {
     struct common_kube_write_opts wo = {
         .field_manager = c->r->field_manager, .force = 1, .strict = 1};
