@@ -45,6 +45,8 @@
 
 const struct common_kube_resource volcano_queues = {"scheduling.volcano.sh", "v1beta1", "queues",
                                                     0};
+const struct common_kube_resource volcano_podgroups = {"scheduling.volcano.sh", "v1beta1",
+                                                       "podgroups", 1};
 
 #define QUEUE_FIELD "metadata.annotations[\"" VOLCANO_QUEUE_ANNOTATION "\"]"
 #define MAX_TIER 1000000
@@ -414,10 +416,16 @@ static enum common_rc volcano_translate(const struct backend_in *in, json_t *obj
     return COMMON_OK;
 }
 
+/* the PodGroup CRD: without it the JobSet's pods would wait for ever for a scheduler that is not
+ * there */
+static const struct common_kube_resource *const volcano_requires[] = {&volcano_podgroups, NULL};
+
 const struct backend backend_volcano = {
     .name = "volcano",
     .built = 1,
     .what = "Volcano PodGroup (scheduling.volcano.sh/v1beta1), gang enforced by Volcano",
     .core_gang = TRAINJOB_GANG_VOLCANO,
+    .requires = volcano_requires,
+    .install = "install Volcano, whose CRDs define it, and its scheduler",
     .translate = volcano_translate,
 };
