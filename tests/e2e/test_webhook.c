@@ -32,6 +32,9 @@
  *                                  message naming the field
  *   valid_trainjob_defaulted       runtimePatches[0].time stamped, suspend/managedBy/apiGroup/kind
  *                                  set; an UPDATE keeps the time
+ *   runtime_and_trainjob_created_together  a new TrainingRuntime and at once a TrainJob naming
+ *                                  it, 40 times: every TrainJob admitted (the webhook reads a
+ *                                  runtime its cache has not seen yet from the API server)
  *   runtime_policy_denied          TrainingRuntime / ClusterTrainingRuntime with an ancestor job of
  *                                  2 replicas (case 86) denied; an unknown backend annotation and
  *                                  one contradicting podGroupPolicy denied naming the fields;
@@ -163,17 +166,24 @@ static double metric(const char *text, const char *name, const char *labels)
     return isnan(v) ? 0 : v;
 }
 
-/* trainsched_webhook_requests_total of one webhook (every result) on daemon d */
-static double webhook_requests(const struct daemon *d, const char *webhook)
+/* family `name` on daemon d's /metrics, its series whose labels contain key="value" */
+static double daemon_metric(const struct daemon *d, const char *name, const char *key,
+                            const char *value)
 {
     char *body = NULL, lab[128];
     double v;
     int code = e2e_http_get(d->http_port, "/metrics", &body);
     ck_assert_msg(code == 200 && body, "%s /metrics: %d", d->name, code);
-    snprintf(lab, sizeof(lab), "webhook=\"%s\"", webhook);
-    v = metric(body, "trainsched_webhook_requests_total", lab);
+    snprintf(lab, sizeof(lab), "%s=\"%s\"", key, value);
+    v = metric(body, name, lab);
     free(body);
     return v;
+}
+
+/* trainsched_webhook_requests_total of one webhook (every result) on daemon d */
+static double webhook_requests(const struct daemon *d, const char *webhook)
+{
+    return daemon_metric(d, "trainsched_webhook_requests_total", "webhook", webhook);
 }
 
 /* ---- child processes ---- */
@@ -881,7 +891,7 @@ static void mark_passed(void)
     fclose(f);
 }
 
-#define NTESTS 10
+#define NTESTS 11
 
 static int passed_count(void)
 {
@@ -1128,6 +1138,55 @@ START_TEST(valid_trainjob_defaulted)
     ck_assert_str_eq(path_str(out, "metadata.labels.touched"), "yes");
     ck_assert_str_eq(path_str(out, "spec.runtimePatches.0.time"), first_time);
     json_decref(out);
+    mark_passed();
+}
+END_TEST
+
+/* trainsched_webhook_runtime_reads_total{result="<result>"} on daemon d */
+static double runtime_reads(const struct daemon *d, const char *result)
+{
+    return daemon_metric(d, "trainsched_webhook_runtime_reads_total", "result", result);
+}
+
+#define TOGETHER_ROUNDS 40
+
+/* `kubectl apply -f` of one file holding a TrainingRuntime and a TrainJob on it: the TrainJob
+ * reaches the webhook a moment after the runtime is stored, often before the runtime's watch
+ * event reaches the webhook's cache. Each round creates a new runtime and at once a TrainJob
+ * naming it: every TrainJob is admitted (the webhook reads a runtime its cache has not seen from
+ * the API server; before, such a TrainJob was refused "... not found: specified trainingRuntime
+ * must be created before the TrainJob is created"). The daemon's counter of those reads says
+ * how often the race happened. */
+START_TEST(runtime_and_trainjob_created_together)
+{
+    double reads0 = runtime_reads(&dmain, "found");
+    int refused = 0;
+    char first[1024] = "";
+
+    for (int i = 0; i < TOGETHER_ROUNDS; i++) {
+        char rt[64], tj[64];
+        struct common_error err;
+        enum common_rc rc;
+        json_t *o;
+
+        snprintf(rt, sizeof(rt), "together-%d", i);
+        snprintf(tj, sizeof(tj), "together-%d", i);
+        o = create_ok(&common_kube_trainingruntimes, ns, runtime(rt, ns, 1, ""), 0);
+        json_decref(o);
+        rc = try_create(admin, &common_kube_trainjobs, ns, trainjob(tj, ns, rt, NULL), 0, NULL,
+                        &err);
+        if (rc != COMMON_OK) {
+            refused++;
+            if (!first[0])
+                snprintf(first, sizeof(first), "%s: %s", common_rc_name(rc), err.msg);
+        }
+    }
+    fprintf(stderr,
+            "runtime_and_trainjob_created_together: %d rounds, %.0f runtime(s) read from the API "
+            "server on a cache miss, %d refused\n",
+            TOGETHER_ROUNDS, runtime_reads(&dmain, "found") - reads0, refused);
+    ck_assert_msg(refused == 0, "%d of %d TrainJobs refused; the first: %s", refused,
+                  TOGETHER_ROUNDS, first);
     mark_passed();
 }
 END_TEST
@@ -1996,6 +2055,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, invalid_trainjob_denied);
     tcase_add_test(tc, valid_trainjob_defaulted);
+    tcase_add_test(tc, runtime_and_trainjob_created_together);
     tcase_add_test(tc, runtime_policy_denied);
     tcase_add_test(tc, runtime_update_union_and_timeout_cap);
     tcase_add_test(tc, gang_pods_mutated);
