@@ -1791,17 +1791,25 @@ static int same_resource(const struct common_kube_resource *a, const struct comm
            strcmp(a->resource, b->resource) == 0;
 }
 
-/* whether the cluster serves res: its informer started (opt_inf), else asked once now */
+/* whether the cluster serves res: its informer started (opt_inf), else whether discovery
+ * lists its group/version (any authenticated user may read discovery: no RBAC rule for the
+ * resource itself is needed, as none is for Kueue's Workloads) */
 static enum common_rc required_served(struct rc_reconciler *r,
                                       const struct common_kube_resource *res, int *served,
                                       struct common_error *err)
 {
+    char path[300];
+
     for (size_t i = 0; i < sizeof(opt_inf) / sizeof(opt_inf[0]); i++)
         if (same_resource(opt_inf[i].res, res)) {
             *served = r->inf[opt_inf[i].slot].inf != NULL;
             return COMMON_OK;
         }
-    return resource_served(r, res, served, err);
+    if (res->group[0])
+        snprintf(path, sizeof(path), "/apis/%s/%s", res->group, res->version);
+    else
+        snprintf(path, sizeof(path), "/api/%s", res->version);
+    return common_kube_served(r->o.kube, path, r->o.sync_timeout_ms, served, err);
 }
 
 /* r->backend_missing: for every backend, the first API of its `requires` the cluster does not
