@@ -884,6 +884,7 @@ struct daemon {
     /* --trainjob-status: the status server, its API client, the reconciler's CA source */
     struct ss_server *ss;
     struct common_kube *ss_kube;
+    struct common_kube *wh_kube; /* the webhook's runtime reads on a cache miss (short timeout) */
     struct trainer_status_ca *ts_ca;
     char ts_url[512];
 };
@@ -1011,6 +1012,9 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static enum common_rc load_kubeconfig(const struct serve_config *c, struct common_kubeconfig *kc,
+                                      struct common_error *err);
+
 static int start_webhook(struct daemon *d, FILE *err)
 {
     struct webhook_server_opts wo = {0};
@@ -1044,8 +1048,29 @@ static int start_webhook(struct daemon *d, FILE *err)
         return 1;
     }
     atomic_store(&d->webhook_caches, 1);
+    {
+        /* a runtime the caches have not seen yet is read from the API server before a TrainJob
+         * naming it is refused (a runtime and its TrainJob applied together) */
+        struct common_kubeconfig kc;
+        struct common_kube_opts ko = common_kube_opts_default();
+        if (load_kubeconfig(&d->cfg, &kc, &e) != COMMON_OK) {
+            fprintf(err, "trainsched serve: webhook: %s\n", e.msg);
+            return 1;
+        }
+        ko.qps = d->cfg.qps;
+        ko.burst = d->cfg.burst;
+        ko.max_retries = 1;
+        ko.timeout_ms = WEBHOOK_RUNTIME_GET_TIMEOUT_MS;
+        d->wh_kube = common_kube_client_create(&kc, &ko, &e);
+        common_kubeconfig_free(&kc);
+        if (!d->wh_kube) {
+            fprintf(err, "trainsched serve: webhook: %s\n", e.msg);
+            return 1;
+        }
+    }
     wo.lookup = webhook_lookup;
     wo.lookup_ctx = d;
+    wo.kube = d->wh_kube;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
     wo.extender_wired = d->cfg.extender_wired;
     wo.default_backend = d->cfg.default_backend[0] ? d->cfg.default_backend : NULL;
@@ -1934,6 +1959,7 @@ out:
         common_httpd_destroy(d.https);
     }
     webhook_server_destroy(d.webhook);
+    common_kube_client_destroy(d.wh_kube);
     extender_server_destroy(d.ext);
     ss_server_destroy(d.ss);
     common_kube_client_destroy(d.ss_kube);

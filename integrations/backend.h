@@ -83,6 +83,8 @@ struct backend {
      * the reconciler checks them before writing anything and, when one is missing, sets a
      * condition on the TrainJob instead of creating half the objects */
     const struct common_kube_resource *const *requires;
+    /* how a cluster gets what `requires` names, for the condition when it is missing */
+    const char *install;
     /*
      * MAY (pure): after trainjob_render. objects (in/out) is its apply list, the JobSet
      * editable in place (pod template marks); append the gang objects the reconciler applies
@@ -104,6 +106,9 @@ struct backend {
     /* MAY: the TrainJob was suspended, finished or deleted (Slurm: cancel the job) */
     enum common_rc (*cancel)(void *state, const struct backend_job *job, struct common_error *err);
 };
+
+/* {scheduling.x-k8s.io/v1alpha1 podgroups, NULL}: what coscheduling and slurm require */
+extern const struct common_kube_resource *const backend_cosched_requires[];
 
 /* scheduling.k8s.io/v1alpha2 podgroups (the native backend's PodGroups, Kubernetes 1.36) */
 extern const struct common_kube_resource backend_native_podgroups;

@@ -8,6 +8,11 @@
 
 #include "integrations/backend.h"
 
+/* the scheduler-plugins PodGroup CRD (scheduling.x-k8s.io/v1alpha1), which coscheduling and slurm
+ * write */
+const struct common_kube_resource *const backend_cosched_requires[] = {&common_kube_podgroups,
+                                                                       NULL};
+
 /* coscheduling: the PodGroup of Trainer's podGroupPolicy (trainjob/podgroup.c) */
 const struct backend backend_coscheduling = {
     .name = "coscheduling",
@@ -15,6 +20,9 @@ const struct backend backend_coscheduling = {
     .what = "scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1), gang enforced by "
             "trainsched's scheduler extender",
     .core_gang = TRAINJOB_GANG_COSCHEDULING,
+    .requires = backend_cosched_requires,
+    .install = "install the PodGroup CRD of kubernetes-sigs/scheduler-plugins "
+               "(config/crd/bases/scheduling.x-k8s.io_podgroups.yaml; docs/install.md)",
 };
 
 /* volcano: integrations/volcano.c (Trainer's PodGroup from trainjob/podgroup.c, plus ours) */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "integrations/gang_members.h"
+#include "trainjob/trainjob.h"
 
 json_t *gang_jobset_of(json_t *objects)
 {
@@ -37,51 +38,15 @@ int gang_depended_on(const json_t *rjobs, const char *name)
     return 0;
 }
 
-static int ready_status(const json_t *dep)
-{
-    const char *st = json_string_value(json_object_get(dep, "status"));
-    return st && strcmp(st, "Ready") == 0;
-}
-
-/* 1 when some replicated job of rjobs dependsOn name with a status other than Ready */
-static int runs_before(const json_t *rjobs, const char *name)
-{
-    size_t i, k;
-    const json_t *rj, *dep;
-
-    json_array_foreach(rjobs, i, rj)
-    {
-        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
-        {
-            const char *dn = json_string_value(json_object_get(dep, "name"));
-            if (dn && strcmp(dn, name) == 0 && !ready_status(dep))
-                return 1;
-        }
-    }
-    return 0;
-}
-
 enum gang_role gang_role(const json_t *rjobs, const char *name)
 {
-    size_t i, k;
-    const json_t *rj, *dep;
-
-    if (!name)
-        return GANG_MEMBER;
-    if (runs_before(rjobs, name))
+    switch (trainjob_gang_stage(rjobs, name)) {
+    case TRAINJOB_STAGE_BEFORE:
         return GANG_BEFORE;
-    json_array_foreach(rjobs, i, rj)
-    {
-        const char *rn = json_string_value(json_object_get(rj, "name"));
-        if (!rn || strcmp(rn, name) != 0)
-            continue;
-        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
-        {
-            const char *dn = json_string_value(json_object_get(dep, "name"));
-            /* Ready on a job of the gang; Ready on a job that runs before is still a member */
-            if (dn && ready_status(dep) && !runs_before(rjobs, dn))
-                return GANG_AFTER;
-        }
+    case TRAINJOB_STAGE_AFTER:
+        return GANG_AFTER;
+    case TRAINJOB_STAGE_MEMBER:
+        break;
     }
     return GANG_MEMBER;
 }

@@ -1,6 +1,6 @@
 /*
  * integrations/gang_members.h - which pods of a rendered JobSet form the gang, shared by the
- * backends that write their own gang object (native, kai).
+ * backends that write their own gang object (native, kai) and by volcano.
  *
  * JobSet's dependsOn makes stages. A replicated job that another one dependsOn with status
  * Complete (the dataset and model initializers) runs first and ends: its pods are never members
@@ -44,7 +44,8 @@ int gang_depended_on(const json_t *rjobs, const char *name);
 /* gang_role - the stage of replicated job name of rjobs (the JobSet's spec.replicatedJobs):
  * GANG_BEFORE when some replicated job dependsOn it with a status other than Ready, else
  * GANG_AFTER when its own dependsOn names, with status Ready, a replicated job that is not
- * GANG_BEFORE, else GANG_MEMBER. A name NULL is GANG_MEMBER. */
+ * GANG_BEFORE, else GANG_MEMBER. A name NULL is GANG_MEMBER. trainjob_gang_stage decides (the
+ * Volcano PodGroup of trainjob/podgroup.c follows the same rule). */
 enum gang_role { GANG_MEMBER, GANG_BEFORE, GANG_AFTER };
 enum gang_role gang_role(const json_t *rjobs, const char *name);
 

@@ -279,6 +279,7 @@ const struct backend backend_kai = {
     .what = "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2), gang and queue enforced by KAI",
     .core_gang = TRAINJOB_GANG_NONE,
     .requires = kai_requires,
+    .install = "install KAI Scheduler, whose CRDs define it",
     .translate = kai_translate,
 };
 

@@ -483,10 +483,18 @@ static enum common_rc kueue_translate(const struct backend_in *in, json_t *objec
                : COMMON_OK;
 }
 
+const struct common_kube_resource kueue_workloads = {"kueue.x-k8s.io", "v1beta2", "workloads", 1};
+
+/* Kueue's Workloads (kueue.x-k8s.io/v1beta2, Kueue v0.15 on): without Kueue nothing would queue
+ * the TrainJob, which would run outside any quota */
+static const struct common_kube_resource *const kueue_requires[] = {&kueue_workloads, NULL};
+
 const struct backend backend_kueue = {
     .name = "kueue",
     .built = 1,
     .what = "Kueue queues the TrainJob (label kueue.x-k8s.io/queue-name); no gang object",
     .core_gang = TRAINJOB_GANG_NONE,
+    .requires = kueue_requires,
+    .install = "install Kueue v0.15 or later with the trainer.kubeflow.org/trainjob framework",
     .translate = kueue_translate,
 };

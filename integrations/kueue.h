@@ -17,8 +17,12 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "common/kube.h"
 
 #define KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+/* Kueue's Workloads (kueue.x-k8s.io/v1beta2): what the kueue backend requires the cluster to
+ * serve */
+extern const struct common_kube_resource kueue_workloads;
 #define KUEUE_PRIORITY_LABEL "kueue.x-k8s.io/priority-class"
 #define KUEUE_RUNTIME_PATCH_MANAGER "kueue.x-k8s.io/manager"
 #define KUEUE_WORKLOAD_NAME_MAX 253      /* object names */

@@ -118,5 +118,7 @@ const struct backend backend_native = {
     .what = "kube-scheduler's GangScheduling (scheduling.k8s.io/v1alpha2 PodGroup)",
     .core_gang = TRAINJOB_GANG_NONE,
     .requires = native_requires,
+    .install = "kube-apiserver --runtime-config=scheduling.k8s.io/v1alpha2=true and the "
+               "GenericWorkload feature gate",
     .translate = native_translate,
 };

@@ -57,5 +57,8 @@ const struct backend backend_slurm = {
     .built = 1,
     .what = "one Slurm job per gang through slurmrestd; the pods bind to the nodes Slurm gave it",
     .core_gang = TRAINJOB_GANG_COSCHEDULING,
+    .requires = backend_cosched_requires,
+    .install = "install the PodGroup CRD of kubernetes-sigs/scheduler-plugins, whose PodGroups "
+               "carry the Slurm allocation to the extender",
     .translate = slurm_translate,
 };

@@ -17,6 +17,14 @@
  *                    VOLCANO_DEFAULT_TIERS); a level without a tier is an error naming the
  *                    annotation. Slices have no Volcano spelling here and are refused.
  *   schedulerName    "volcano" in every pod template that names no scheduler.
+ *   gang members     unlike Trainer, minMember, minResources and minTaskMember count the
+ *                    gang's members alone (trainjob_gang_stage): not the initializers, which run
+ *                    and end before the trainers exist (their pods get neither the group
+ *                    annotation nor schedulerName), nor an MPI launcher, created once the workers
+ *                    are Ready (its pods join the group beyond the minimum). Volcano's gang
+ *                    plugin refuses a group with fewer existing pods than minMember, or fewer of
+ *                    a task than its minTaskMember ("Not enough valid tasks for
+ *                    gang-scheduling"), so counting them held the gang for ever.
  *   minTaskMember    {replicated job: its pods} and the pod annotation volcano.sh/task-spec,
  *                    for runtimes that choose Volcano without Trainer's podGroupPolicy.volcano
  *                    (the trainsched.io/backend annotation, the config default, render
@@ -37,6 +45,8 @@
 
 const struct common_kube_resource volcano_queues = {"scheduling.volcano.sh", "v1beta1", "queues",
                                                     0};
+const struct common_kube_resource volcano_podgroups = {"scheduling.volcano.sh", "v1beta1",
+                                                       "podgroups", 1};
 
 #define QUEUE_FIELD "metadata.annotations[\"" VOLCANO_QUEUE_ANNOTATION "\"]"
 #define MAX_TIER 1000000
@@ -337,7 +347,10 @@ static json_int_t int_or(const json_t *v, json_int_t dflt)
 }
 
 /* pod templates: schedulerName volcano where none is named; with per_task, the task-spec
- * annotation and spec.minTaskMember */
+ * annotation and spec.minTaskMember. By the gang's stages (gang_role): the replicated jobs that
+ * run before the gang (initializers) are left alone, as trainjob_render left them out of the
+ * PodGroup; one that comes after it (an MPI launcher) is scheduled by Volcano in the group but
+ * has no minimum in minTaskMember, as it has none in minMember */
 static enum common_rc mark_pods(const json_t *rjobs, json_t *pgspec, int per_task,
                                 struct common_error *err)
 {
@@ -353,8 +366,9 @@ static enum common_rc mark_pods(const json_t *rjobs, json_t *pgspec, int per_tas
         json_t *tmpl = json_object_get(jspec, "template");
         json_t *ps = json_object_get(tmpl, "spec"), *meta, *ann;
         json_int_t pods = int_or(json_object_get(jspec, "parallelism"), 1);
+        enum gang_role role = gang_role(rjobs, name);
 
-        if (!name || !json_is_object(ps))
+        if (!name || !json_is_object(ps) || role == GANG_BEFORE)
             continue;
         if (!json_is_string(json_object_get(ps, "schedulerName")) &&
             json_object_set_new(ps, "schedulerName", json_string(VOLCANO_SCHEDULER)))
@@ -368,7 +382,7 @@ static enum common_rc mark_pods(const json_t *rjobs, json_t *pgspec, int per_tas
         if (!json_is_object(ann) && json_object_set_new(meta, "annotations", ann = json_object()))
             goto nomem;
         if (json_object_set_new(ann, VOLCANO_TASK_ANNOTATION, json_string(name)) ||
-            json_object_set_new(tasks, name, json_integer(pods)))
+            (role == GANG_MEMBER && json_object_set_new(tasks, name, json_integer(pods))))
             goto nomem;
     }
     if (pgspec && json_object_size(tasks) && json_object_set(pgspec, "minTaskMember", tasks))
@@ -402,10 +416,16 @@ static enum common_rc volcano_translate(const struct backend_in *in, json_t *obj
     return COMMON_OK;
 }
 
+/* the PodGroup CRD: without it the JobSet's pods would wait for ever for a scheduler that is not
+ * there */
+static const struct common_kube_resource *const volcano_requires[] = {&volcano_podgroups, NULL};
+
 const struct backend backend_volcano = {
     .name = "volcano",
     .built = 1,
     .what = "Volcano PodGroup (scheduling.volcano.sh/v1beta1), gang enforced by Volcano",
     .core_gang = TRAINJOB_GANG_VOLCANO,
+    .requires = volcano_requires,
+    .install = "install Volcano, whose CRDs define it, and its scheduler",
     .translate = volcano_translate,
 };

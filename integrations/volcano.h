@@ -31,8 +31,8 @@
     "cloud.provider.com/topology-rack=1,cloud.provider.com/topology-block=2,"                      \
     "topology.kubernetes.io/zone=3"
 
-/* Volcano's Queues (cluster-scoped) */
-extern const struct common_kube_resource volcano_queues;
+/* Volcano's Queues (cluster-scoped) and PodGroups (namespaced; the backend requires them) */
+extern const struct common_kube_resource volcano_queues, volcano_podgroups;
 
 /*
  * volcano_tiers_check - validate a mapping "LEVEL=TIER,LEVEL=TIER,..." (spaces around items

@@ -221,6 +221,72 @@ int rc_child_replace(const json_t *rendered, const json_t *existing)
                        json_object_get(json_object_get(existing, "spec"), "schedulingPolicy"));
 }
 
+const char *const RC_EMPTY_MAP_FIELDS[] = {
+    "labels",
+    "annotations",
+    "nodeSelector",
+    "requests",
+    "limits",
+    "overhead",
+    "data",
+    "binaryData",
+    "matchLabels",
+    "volumeAttributes",
+    "minResources",
+    "minTaskMember",
+    /* objects whose fields are all maps: a pod template's metadata, a container's resources */
+    "metadata",
+    "resources",
+    NULL,
+};
+
+static int empty_map_field(const char *key, const json_t *v)
+{
+    if (!json_is_object(v) || json_object_size(v) != 0)
+        return 0;
+    for (size_t i = 0; RC_EMPTY_MAP_FIELDS[i]; i++)
+        if (strcmp(key, RC_EMPTY_MAP_FIELDS[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* drop the empty map fields of v (in place), depth first; 0 or -1 on no memory */
+static int drop_empty_maps(json_t *v)
+{
+    size_t i;
+    json_t *it;
+
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, it)
+        {
+            if (drop_empty_maps(it))
+                return -1;
+        }
+    } else if (json_is_object(v)) {
+        const char *k;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, it)
+        {
+            if (drop_empty_maps(it))
+                return -1;
+            if (empty_map_field(k, it) && json_object_del(v, k))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+json_t *rc_apply_body(const json_t *child)
+{
+    json_t *copy = child ? json_deep_copy(child) : NULL;
+
+    if (copy && drop_empty_maps(copy)) {
+        json_decref(copy);
+        return NULL;
+    }
+    return copy;
+}
+
 enum rc_refused rc_jobset_refused(const json_t *trainjob, const json_t *existing,
                                   enum common_rc code, const char *msg)
 {

@@ -119,6 +119,27 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
  */
 int rc_child_replace(const json_t *rendered, const json_t *existing);
 
+/*
+ * rc_apply_body - child as the reconciler sends it to the API server (server-side apply, or
+ * create): a deep copy without the map fields that are empty, at any depth. A map field is
+ * one of RC_EMPTY_MAP_FIELDS (metadata labels and annotations, nodeSelector, resource requests,
+ * limits and overhead, ConfigMap data and binaryData, matchLabels, CSI volumeAttributes, the
+ * PodGroups' minResources and minTaskMember, and the objects made of maps alone: a template's
+ * metadata, a container's resources): for the API server an empty map is the same as
+ * none, but server-side apply turns a map the applier sends as {} into null once it removes
+ * the last key this manager owned there, and the CRD's structural schema then refuses the
+ * whole apply ("... Invalid value: \"null\": ... must be of type object"; kubernetes/kubernetes
+ * #135841). That happens when a runtime's pod template has `annotations: {}` or
+ * `nodeSelector: {}` (as Helm and kustomize write them) and Kueue's eviction empties its
+ * runtimePatches entry. Empty objects of any other field are kept: some mean something
+ * (`emptyDir: {}`, a LabelSelector `{}` that matches everything). Returns a new reference, or
+ * NULL on no memory (child NULL: NULL).
+ */
+json_t *rc_apply_body(const json_t *child);
+
+/* the names of the map fields rc_apply_body leaves out when empty (NULL-terminated) */
+extern const char *const RC_EMPTY_MAP_FIELDS[];
+
 /* What to do when the API server refused the apply of a JobSet (rc_jobset_refused). */
 enum rc_refused {
     RC_REFUSED_FAIL,    /* report it: ResourcesCreated=False, as for any refused child */

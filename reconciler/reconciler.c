@@ -24,9 +24,7 @@
 
 #define TJ_API "trainer.kubeflow.org/v1alpha1"
 #define KEY_MAX 512
-
-static const struct common_kube_resource volcano_podgroups = {"scheduling.volcano.sh", "v1beta1",
-                                                              "podgroups", 1};
+#define RC_MAX_BACKENDS 16
 
 /* PriorityClasses (INF_PC) and Volcano Queues (INF_VQ, where served): what a gang object names
  * must exist before it is written (Trainer's Volcano rule; integrations/volcano.c) */
@@ -208,6 +206,9 @@ struct rc_reconciler {
     char trainer_status_url[512];
     char volcano_queue[254], volcano_tiers[1024];
     int kai_queues_served; /* scheduling.run.ai/v2 queues answered at start */
+    /* per backend of backend_table (same index): the first API it requires that the cluster
+     * did not serve at start, or NULL */
+    const struct common_kube_resource *backend_missing[RC_MAX_BACKENDS];
     struct rc_queue *q;
     struct inf_slot inf[INF_N];
     pthread_t *threads;
@@ -743,8 +744,26 @@ static int jobset_refused(struct rctx *c, const json_t *obj, const json_t *exist
  * Write the rendered children. *jobset gets the JobSet as the cluster has it (applied, or the
  * cached one when left alone; borrowed or owned per *jobset_owned).
  */
+static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t **jobset_out,
+                                 int snapshot_cached, struct common_error *err);
+
 static enum common_rc write_children(struct rctx *c, const json_t *objects, json_t **jobset_out,
                                      int snapshot_cached, struct common_error *err)
+{
+    /* what is sent: no empty map fields, which server-side apply could turn into a null the
+     * CRD refuses (rc_apply_body) */
+    json_t *sent = rc_apply_body(objects);
+    enum common_rc rc;
+
+    if (!sent)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = write_sent(c, sent, jobset_out, snapshot_cached, err);
+    json_decref(sent);
+    return rc;
+}
+
+static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t **jobset_out,
+                                 int snapshot_cached, struct common_error *err)
 {
     struct common_kube_write_opts wo = {
         .field_manager = c->r->field_manager, .force = 1, .strict = 1};
@@ -1047,11 +1066,12 @@ static enum common_rc kai_refs_check(struct rctx *c, const json_t *objects,
  */
 static int backend_served(struct rc_reconciler *r, const struct backend *b, char *what, size_t n)
 {
-    for (size_t i = 0; b->requires && b->requires[i]; i++) {
-        const struct common_kube_resource *res = b->requires[i];
-        if (res == &backend_native_podgroups && r->inf[INF_NPG].inf)
-            continue;
-        if (res == &backend_kai_podgroups && r->inf[INF_KPG].inf)
+    size_t nb;
+    const struct backend *const *table = backend_table(&nb);
+
+    for (size_t i = 0; i < nb && i < RC_MAX_BACKENDS; i++) {
+        const struct common_kube_resource *res = r->backend_missing[i];
+        if (table[i] != b || !res)
             continue;
         snprintf(what, n, "%s/%s %s", res->group, res->version, res->resource);
         return 0;
@@ -1365,10 +1385,11 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         if (rc == COMMON_OK && !backend_served(r, backend, unserved, sizeof(unserved))) {
             char msg[900];
             snprintf(msg, sizeof(msg),
-                     "backend \"%s\" needs the API %s, which this cluster does not serve (for "
-                     "native: kube-apiserver --runtime-config=scheduling.k8s.io/v1alpha2=true "
-                     "and the GenericWorkload feature gate; trainsched looks at start)",
-                     backend->name, unserved);
+                     "backend \"%s\" needs the API %s, which this cluster does not serve (%s; "
+                     "trainsched looks at start: restart it once the API is served); nothing "
+                     "is written",
+                     backend->name, unserved,
+                     backend->install ? backend->install : "install what defines it");
             json_decref(runtime);
             return fail(c, RC_REASON_BACKEND_UNAVAILABLE, msg, COMMON_EUNSUPPORTED, err);
         }
@@ -1750,6 +1771,74 @@ static enum common_rc start_informer(struct rc_reconciler *r, enum inf_kind kind
     return common_informer_start(s->inf, err);
 }
 
+/* gang objects' and queues' informers: only for the APIs this cluster serves */
+static const struct {
+    int slot;
+    const char *name;
+    const struct common_kube_resource *res;
+} opt_inf[] = {
+    {INF_PG, "podgroups", &common_kube_podgroups},
+    {INF_VPG, "volcano-podgroups", &volcano_podgroups},
+    {INF_VQ, "volcano-queues", &volcano_queues},
+    /* the native backend's PodGroups: only where the alpha API is switched on */
+    {INF_NPG, "native-podgroups", &backend_native_podgroups},
+    {INF_KPG, "kai-podgroups", &backend_kai_podgroups},
+};
+
+static int same_resource(const struct common_kube_resource *a, const struct common_kube_resource *b)
+{
+    return strcmp(a->group, b->group) == 0 && strcmp(a->version, b->version) == 0 &&
+           strcmp(a->resource, b->resource) == 0;
+}
+
+/* whether the cluster serves res: its informer started (opt_inf), else whether discovery
+ * lists its group/version (any authenticated user may read discovery: no RBAC rule for the
+ * resource itself is needed, as none is for Kueue's Workloads) */
+static enum common_rc required_served(struct rc_reconciler *r,
+                                      const struct common_kube_resource *res, int *served,
+                                      struct common_error *err)
+{
+    char path[300];
+
+    for (size_t i = 0; i < sizeof(opt_inf) / sizeof(opt_inf[0]); i++)
+        if (same_resource(opt_inf[i].res, res)) {
+            *served = r->inf[opt_inf[i].slot].inf != NULL;
+            return COMMON_OK;
+        }
+    if (res->group[0])
+        snprintf(path, sizeof(path), "/apis/%s/%s", res->group, res->version);
+    else
+        snprintf(path, sizeof(path), "/api/%s", res->version);
+    return common_kube_served(r->o.kube, path, r->o.sync_timeout_ms, served, err);
+}
+
+/* r->backend_missing: for every backend, the first API of its `requires` the cluster does not
+ * serve, so that a TrainJob on it gets BackendUnavailable before anything is written */
+static enum common_rc backends_check(struct rc_reconciler *r, struct common_error *err)
+{
+    size_t nb;
+    const struct backend *const *table = backend_table(&nb);
+
+    for (size_t i = 0; i < nb && i < RC_MAX_BACKENDS; i++) {
+        const struct backend *b = table[i];
+        r->backend_missing[i] = NULL;
+        for (size_t k = 0; b->built && b->requires && b->requires[k]; k++) {
+            int served = 0;
+            enum common_rc rc = required_served(r, b->requires[k], &served, err);
+            if (rc)
+                return rc;
+            if (!served) {
+                r->backend_missing[i] = b->requires[k];
+                common_log(COMMON_LOG_INFO, "backend unavailable: an API it requires is not served",
+                           "backend", b->name, "resource", b->requires[k] -> resource, "group",
+                           b->requires[k] -> group, NULL);
+                break;
+            }
+        }
+    }
+    return COMMON_OK;
+}
+
 enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
 {
     enum common_rc rc;
@@ -1765,24 +1854,12 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
     if ((rc = start_informer(r, INF_PC, "priorityclasses", &priorityclasses, err)))
         goto fail;
     {
-        /* gang objects' and queues' informers: only for the APIs this cluster serves */
-        static const struct {
-            int slot;
-            const char *name;
-            const struct common_kube_resource *res;
-        } opt[] = {
-            {INF_PG, "podgroups", &common_kube_podgroups},
-            {INF_VPG, "volcano-podgroups", &volcano_podgroups},
-            {INF_VQ, "volcano-queues", &volcano_queues},
-            /* the native backend's PodGroups: only where the alpha API is switched on */
-            {INF_NPG, "native-podgroups", &backend_native_podgroups},
-            {INF_KPG, "kai-podgroups", &backend_kai_podgroups},
-        };
         int served = 0;
-        for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
-            if ((rc = resource_served(r, opt[i].res, &served, err)))
+        for (size_t i = 0; i < sizeof(opt_inf) / sizeof(opt_inf[0]); i++) {
+            if ((rc = resource_served(r, opt_inf[i].res, &served, err)))
                 goto fail;
-            if (served && (rc = start_informer(r, opt[i].slot, opt[i].name, opt[i].res, err)))
+            if (served &&
+                (rc = start_informer(r, opt_inf[i].slot, opt_inf[i].name, opt_inf[i].res, err)))
                 goto fail;
         }
         /* whether the kai backend's Queues can be checked */
@@ -1790,6 +1867,8 @@ enum common_rc rc_start(struct rc_reconciler *r, struct common_error *err)
             goto fail;
         r->kai_queues_served = served;
     }
+    if ((rc = backends_check(r, err)))
+        goto fail;
     for (int i = 0; i < INF_N; i++) {
         long left = r->o.sync_timeout_ms - (long)((mono_s() - t0) * 1000);
         if (r->inf[i].inf && !common_informer_wait_synced(r->inf[i].inf, left > 0 ? left : 1)) {

@@ -17,8 +17,63 @@
  * other replicated jobs dependsOn, whose pods the extender binds on their own */
 #define PHASED_ANNOTATION "trainsched.io/phased-replicated-jobs"
 
-enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
-                              struct common_error *err)
+static int ready_status(const json_t *dep)
+{
+    const char *st = json_string_value(json_object_get(dep, "status"));
+    return st && strcmp(st, "Ready") == 0;
+}
+
+/* 1 when some replicated job of rjobs dependsOn name with a status other than Ready */
+static int runs_before(const json_t *rjobs, const char *name)
+{
+    size_t i, k;
+    const json_t *rj, *dep;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
+        {
+            const char *dn = json_string_value(json_object_get(dep, "name"));
+            if (dn && strcmp(dn, name) == 0 && !ready_status(dep))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+enum trainjob_stage trainjob_gang_stage(const json_t *rjobs, const char *name)
+{
+    size_t i, k;
+    const json_t *rj, *dep;
+
+    if (!name)
+        return TRAINJOB_STAGE_MEMBER;
+    if (runs_before(rjobs, name))
+        return TRAINJOB_STAGE_BEFORE;
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *rn = json_string_value(json_object_get(rj, "name"));
+        if (!rn || strcmp(rn, name) != 0)
+            continue;
+        json_array_foreach(json_object_get(rj, "dependsOn"), k, dep)
+        {
+            const char *dn = json_string_value(json_object_get(dep, "name"));
+            /* Ready on a job of the gang; Ready on a job that runs before is still a member */
+            if (dn && ready_status(dep) && !runs_before(rjobs, dn))
+                return TRAINJOB_STAGE_AFTER;
+        }
+    }
+    return TRAINJOB_STAGE_MEMBER;
+}
+
+/* the gang stage of podset i of c (trainjob_gang_stage on the rendered JobSet) */
+static enum trainjob_stage podset_stage(const struct tj_ctx *c, size_t i)
+{
+    return trainjob_gang_stage(json_object_get(c->spec, "replicatedJobs"), c->podsets[i].name);
+}
+
+enum common_rc tj_gang_totals(struct tj_ctx *c, int members_only, int64_t *min_member,
+                              json_t **min_resources, struct common_error *err)
 {
     json_t *total = json_object();
     enum common_rc rc = COMMON_OK;
@@ -32,6 +87,8 @@ enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **mi
         const char *k;
         json_t *v;
 
+        if (members_only && podset_stage(c, i) != TRAINJOB_STAGE_MEMBER)
+            continue;
         *min_member += ps->count;
         rc = tj_pod_requests(ps->podspec, &req, err);
         if (rc)
@@ -69,13 +126,19 @@ enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **mi
     return COMMON_OK;
 }
 
+/* the group key on every pod template; with skip_before, not on the podsets that run before
+ * the gang (TRAINJOB_STAGE_BEFORE) */
 static enum common_rc tag_pods(struct tj_ctx *c, const char *where, const char *key,
-                               struct common_error *err)
+                               int skip_before, struct common_error *err)
 {
     for (size_t i = 0; i < c->npodsets; i++) {
         json_t *tmpl = tj_get(c->podsets[i].rjob, "template.spec.template");
-        json_t *meta = tmpl ? tj_obj(tmpl, "metadata") : NULL;
-        json_t *m = meta ? tj_obj(meta, where) : NULL;
+        json_t *meta, *m;
+
+        if (skip_before && podset_stage(c, i) == TRAINJOB_STAGE_BEFORE)
+            continue;
+        meta = tmpl ? tj_obj(tmpl, "metadata") : NULL;
+        m = meta ? tj_obj(meta, where) : NULL;
         if (!m || tj_set(m, key, json_string(c->name)))
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
@@ -84,7 +147,7 @@ static enum common_rc tag_pods(struct tj_ctx *c, const char *where, const char *
 
 static enum common_rc cosched_enforce(struct tj_ctx *c, struct common_error *err)
 {
-    return tag_pods(c, "labels", COSCHED_LABEL, err);
+    return tag_pods(c, "labels", COSCHED_LABEL, 0, err);
 }
 
 /* the comma-separated names of the replicated jobs of the rendered JobSet that another one
@@ -198,7 +261,7 @@ static enum common_rc cosched_build(struct tj_ctx *c, json_t **obj, struct commo
     char *phased;
     const json_t *timeout =
         tj_get(c->runtime, "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds");
-    enum common_rc rc = tj_gang_totals(c, &mm, &res, err);
+    enum common_rc rc = tj_gang_totals(c, 0, &mm, &res, err);
 
     if (rc)
         return rc;
@@ -367,7 +430,7 @@ static enum common_rc cosched_mark(struct tj_ctx *c, struct common_error *err)
 
 static enum common_rc volcano_enforce(struct tj_ctx *c, struct common_error *err)
 {
-    return tag_pods(c, "annotations", VOLCANO_ANNOTATION, err);
+    return tag_pods(c, "annotations", VOLCANO_ANNOTATION, 1, err);
 }
 
 static enum common_rc volcano_build(struct tj_ctx *c, json_t **obj, struct common_error *err)
@@ -377,7 +440,11 @@ static enum common_rc volcano_build(struct tj_ctx *c, json_t **obj, struct commo
     const char *queue = json_string_value(json_object_get(c->annotations, VOLCANO_QUEUE));
     const char *prio = NULL;
     const json_t *topo = tj_get(c->runtime, "spec.podGroupPolicy.volcano.networkTopology");
-    enum common_rc rc = tj_gang_totals(c, &mm, &res, err);
+    /* the gang's members only, unlike Trainer (docs/compatibility.md): Volcano refuses a group
+     * whose existing pods are fewer than minMember ("Not enough valid tasks for
+     * gang-scheduling"), and the initializers run, and the MPI launcher is created, while the
+     * workers' pods alone exist */
+    enum common_rc rc = tj_gang_totals(c, 1, &mm, &res, err);
 
     if (rc)
         return rc;

@@ -203,6 +203,22 @@ enum common_rc trainjob_runtime_ref(const json_t *trainjob, const char *default_
                                     struct trainjob_ref *ref, struct common_error *err);
 
 /*
+ * trainjob_gang_stage - where replicated job name of rjobs (a JobSet's spec.replicatedJobs,
+ * borrowed) stands in a gang, by JobSet's dependsOn ({name, status: Ready|Complete}):
+ *   TRAINJOB_STAGE_BEFORE  some replicated job dependsOn it with a status other than Ready (the
+ *                          dataset and model initializers): it runs and ends before the gang
+ *                          exists, so its pods are never members;
+ *   TRAINJOB_STAGE_AFTER   its own dependsOn names, with status Ready, a replicated job that is
+ *                          not BEFORE (the MPI launcher of the deepspeed and mlx runtimes, created
+ *                          once the workers are Ready): it joins the gang's scheduler but is not
+ *                          counted in the gang's minimum, else the gang waits for a pod that only
+ *                          comes after it;
+ *   TRAINJOB_STAGE_MEMBER  every other one (and name NULL).
+ */
+enum trainjob_stage { TRAINJOB_STAGE_MEMBER, TRAINJOB_STAGE_BEFORE, TRAINJOB_STAGE_AFTER };
+enum trainjob_stage trainjob_gang_stage(const json_t *rjobs, const char *name);
+
+/*
  * trainjob_pod_requests - the effective requests of one pod spec as the scheduler counts them:
  * the sum of containers and restartable init containers (sidecars), or the largest plain init
  * container plus the sidecars started before it when that is more, per resource. In: podspec

@@ -240,9 +240,10 @@ struct tj_gang_policy {
     enum common_rc (*mark)(struct tj_ctx *c, struct common_error *err);
 };
 const struct tj_gang_policy *tj_gang_policy_for(enum tj_gang kind);
-/* minMember and minResources over every podset (§3.1) */
-enum common_rc tj_gang_totals(struct tj_ctx *c, int64_t *min_member, json_t **min_resources,
-                              struct common_error *err);
+/* minMember and minResources over every podset (§3.1), or with members_only over the gang's
+ * members alone (trainjob_gang_stage TRAINJOB_STAGE_MEMBER: no initializer, no MPI launcher) */
+enum common_rc tj_gang_totals(struct tj_ctx *c, int members_only, int64_t *min_member,
+                              json_t **min_resources, struct common_error *err);
 
 /* ---- defaults (defaults.c) ---- */
 json_t *tj_default_trainjob(const json_t *tj, const char *default_ns); /* new ref */

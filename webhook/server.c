@@ -18,6 +18,10 @@ struct webhook_route {
 
 struct webhook_server {
     struct webhook_options o;
+    webhook_lookup_fn lookup; /* the caller's */
+    void *lookup_ctx;
+    struct common_kube *kube;    /* read-through on a runtime cache miss, or NULL */
+    struct common_metric *reads; /* trainsched_webhook_runtime_reads_total */
     char *scheduler_name, *gang_resource, *default_backend, *volcano_tiers;
     size_t arena_max;
     struct common_metric *requests, *duration;
@@ -28,6 +32,50 @@ struct webhook_server {
 
 static const double duration_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                           0.05,   0.1,   0.25,   0.5,   1,    2.5};
+
+/*
+ * The handlers' lookup: the caller's cache, and for a runtime it does not hold (a runtime
+ * created a moment before the TrainJob that names it, as one `kubectl apply -f` of both does,
+ * reaches the webhook before the watch event reaches the cache; or the cache is not synced
+ * yet) one GET through w->kube. A 404 is the answer "not found"; a failed GET leaves the
+ * cache's answer.
+ */
+static enum common_rc server_lookup(void *ctx, const char *kind, const char *ns, const char *name,
+                                    json_t **out, struct common_error *err)
+{
+    struct webhook_server *w = ctx;
+    const struct common_kube_resource *res = NULL;
+    struct common_error ge = {0};
+    json_t *got = NULL;
+    enum common_rc rc = w->lookup(w->lookup_ctx, kind, ns, name, out, err), grc;
+    const char *result;
+
+    if (rc == COMMON_OK || rc == COMMON_EUNSUPPORTED || !w->kube)
+        return rc;
+    if (strcmp(kind, "TrainingRuntime") == 0)
+        res = &common_kube_trainingruntimes;
+    else if (strcmp(kind, "ClusterTrainingRuntime") == 0)
+        res = &common_kube_clustertrainingruntimes;
+    if (!res)
+        return rc;
+    grc = common_kube_get(w->kube, res, res->namespaced ? ns : NULL, name, &got, &ge);
+    result = grc == COMMON_OK ? "found" : grc == COMMON_ENOTFOUND ? "not_found" : "error";
+    if (w->reads) {
+        const char *lv[] = {result, NULL};
+        common_metric_add(w->reads, lv, 1);
+    }
+    if (grc == COMMON_OK) {
+        *out = got;
+        return COMMON_OK;
+    }
+    if (grc == COMMON_ENOTFOUND) {
+        *err = ge;
+        return COMMON_ENOTFOUND;
+    }
+    common_log(COMMON_LOG_WARN, "webhook: cannot read the runtime from the API server", "kind",
+               kind, "name", name, "error", ge.msg, NULL);
+    return rc;
+}
 
 void webhook_server_destroy(struct webhook_server *w)
 {
@@ -45,6 +93,7 @@ struct webhook_server *webhook_server_create(const struct webhook_server_opts *o
 {
     static const char *const req_labels[] = {"webhook", "result", NULL};
     static const char *const dur_labels[] = {"webhook", NULL};
+    static const char *const read_labels[] = {"result", NULL};
     struct webhook_server *w;
 
     if (!opts || !opts->lookup) {
@@ -62,8 +111,11 @@ struct webhook_server *webhook_server_create(const struct webhook_server_opts *o
         goto nomem;
     if (opts->volcano_tiers && !(w->volcano_tiers = common_strdup(opts->volcano_tiers)))
         goto nomem;
-    w->o.lookup = opts->lookup;
-    w->o.lookup_ctx = opts->lookup_ctx;
+    w->lookup = opts->lookup;
+    w->lookup_ctx = opts->lookup_ctx;
+    w->kube = opts->kube;
+    w->o.lookup = server_lookup;
+    w->o.lookup_ctx = w;
     w->o.scheduler_name = w->scheduler_name;
     w->o.gang_resource = w->gang_resource;
     w->o.default_backend = w->default_backend;
@@ -84,7 +136,12 @@ struct webhook_server *webhook_server_create(const struct webhook_server_opts *o
             opts->metrics, "trainsched_webhook_duration_seconds",
             "Time to answer an admission review, by webhook.", dur_labels, duration_buckets,
             sizeof(duration_buckets) / sizeof(duration_buckets[0]));
-        if (!w->requests || !w->duration)
+        w->reads = common_metrics_counter(
+            opts->metrics, "trainsched_webhook_runtime_reads_total",
+            "Runtimes the TrainJob webhook read from the API server because its cache had not "
+            "seen them (yet), by result (found, not_found, error).",
+            read_labels);
+        if (!w->requests || !w->duration || !w->reads)
             goto nomem;
     }
     for (size_t i = 0; i < WEBHOOK_COUNT; i++) {

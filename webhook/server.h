@@ -23,6 +23,9 @@
  *   trainsched_webhook_requests_total{webhook,result}   counter; result: allowed, denied,
  *                                                       invalid (4xx: bad input), error (5xx)
  *   trainsched_webhook_duration_seconds{webhook}        histogram of the time to answer
+ *   trainsched_webhook_runtime_reads_total{result}      counter of the runtimes read from the
+ *                                                       API server on a cache miss (opts.kube);
+ *                                                       result: found, not_found, error
  * webhook is the endpoint name ("validate-trainjob", ..., "mutate-pod").
  *
  * Source: common/httpd.h (routes, handlers), common/metrics.h, protocols.md §2.
@@ -35,12 +38,19 @@
 
 #include "common/error.h"
 #include "common/httpd.h"
+#include "common/kube.h"
 #include "common/metrics.h"
 #include "webhook/handlers.h"
 
 struct webhook_server_opts {
-    webhook_lookup_fn lookup;   /* runtimes (and JobSets) from the caller's caches; MUST */
-    void *lookup_ctx;           /* borrowed; must outlive the server */
+    webhook_lookup_fn lookup; /* runtimes (and JobSets) from the caller's caches; MUST */
+    void *lookup_ctx;         /* borrowed; must outlive the server */
+    /* MAY (borrowed, must outlive the server): when lookup does not find a TrainingRuntime or
+     * ClusterTrainingRuntime (its cache lags, or is not synced yet), it is read with one GET
+     * through this client before the TrainJob is refused; a 404 still refuses it. Give it a
+     * short timeout (the API server waits for the webhook: 10 s in the shipped configuration;
+     * serve uses WEBHOOK_RUNTIME_GET_TIMEOUT_MS). NULL: the cache alone decides. */
+    struct common_kube *kube;
     const char *scheduler_name; /* mutate-pod: gang pods' schedulerName; NULL = leave it (copied) */
     const char *gang_resource;  /* NULL = WEBHOOK_GANG_RESOURCE (copied) */
     int extender_wired;         /* mutate-pod routes gang pods (webhook_options.extender_wired) */
@@ -53,6 +63,9 @@ struct webhook_server_opts {
     int64_t (*now)(void *ctx);       /* Unix seconds; NULL = time(NULL) (tests pin it) */
     void *now_ctx;
 };
+
+/* the timeout serve gives the client of webhook_server_opts.kube: one GET, no retry beyond it */
+#define WEBHOOK_RUNTIME_GET_TIMEOUT_MS 2000
 
 struct webhook_server;
 

@@ -13,6 +13,14 @@
  * without the API, the native TrainJob gets ResourcesCreated=False BackendUnavailable and
  * nothing is written. Which of the two a run checks follows the bed's TESTBED_NATIVE_GANG (its
  * env file exports it), and the API must match it; scripts/test.sh runs this suite on both.
+ *
+ * The same for the other backends' APIs (volcano: scheduling.volcano.sh/v1beta1 PodGroups;
+ * coscheduling and slurm: scheduling.x-k8s.io/v1alpha1 PodGroups; kueue: kueue.x-k8s.io/v1beta2
+ * Workloads): a backend whose CRD the bed lacks gets BackendUnavailable naming the API, and
+ * neither the snapshot nor the JobSet is written (its pods would wait for ever for a scheduler
+ * that is not there). The bed's TESTBED_CRDS (exported by its env file) says which CRDs it
+ * installed, and the APIs must match it; scripts/test.sh runs this suite on a bed with all of
+ * them and on one with none of them.
  */
 #include <check.h>
 #include <stdio.h>
@@ -23,6 +31,8 @@
 #include "common/log.h"
 #include "e2eutil.h"
 #include "integrations/backend.h"
+#include "integrations/kueue.h"
+#include "integrations/volcano.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
 #include "trainjob/status.h"
@@ -60,6 +70,51 @@ static int native_served(void)
         common_kube_list(admin, &backend_native_podgroups, NULL, &lo, &items, NULL, &err);
     json_decref(items);
     return rc == COMMON_OK;
+}
+
+/* the backends whose API comes from a CRD set of the bed (up.sh TESTBED_CRDS) */
+static const struct crd_backend {
+    const char *backend, *crds; /* the backend; its CRD set's name in TESTBED_CRDS */
+    const struct common_kube_resource *res;
+} crd_backends[] = {
+    {"volcano", "volcano", &volcano_podgroups},
+    {"coscheduling", "coscheduling", &common_kube_podgroups},
+    {"kueue", "kueue", &kueue_workloads},
+};
+
+static int served(const struct common_kube_resource *res)
+{
+    json_t *items = NULL;
+    struct common_error err;
+    struct common_kube_list_opts lo = {.limit = 1};
+    enum common_rc rc = common_kube_list(admin, res, NULL, &lo, &items, NULL, &err);
+    json_decref(items);
+    return rc == COMMON_OK;
+}
+
+/* whether the bed serves the API of backend b; it must agree with TESTBED_CRDS, the CRD sets
+ * the bed installed, which its env file exports */
+static int crd_bed(const struct crd_backend *b)
+{
+    const char *sets = getenv("TESTBED_CRDS");
+    char padded[512], word[64];
+    int want, have = served(b->res);
+
+    snprintf(padded, sizeof(padded), " %s ", sets && *sets ? sets : "");
+    snprintf(word, sizeof(word), " %s ", b->crds);
+    want = !sets || strstr(padded, word) != NULL; /* unset: a bed older than the export */
+    ck_assert_msg(want == have, "TESTBED_CRDS=\"%s\" but %s/%s %s are %sserved", sets ? sets : "",
+                  b->res->group, b->res->version, b->res->resource, have ? "" : "not ");
+    return have;
+}
+
+/* the crd_backends row of backend name, or NULL */
+static const struct crd_backend *crd_backend(const char *name)
+{
+    for (size_t i = 0; i < sizeof(crd_backends) / sizeof(crd_backends[0]); i++)
+        if (strcmp(crd_backends[i].backend, name) == 0)
+            return &crd_backends[i];
+    return NULL;
 }
 
 static void create(const struct common_kube_resource *r, json_t *obj)
@@ -403,6 +458,46 @@ START_TEST(native_without_the_api_writes_nothing)
 }
 END_TEST
 
+/* Each backend whose API the bed does not serve (its CRD set left out of TESTBED_CRDS): an
+ * unsuspended TrainJob on it gets ResourcesCreated=False BackendUnavailable naming the API, and
+ * nothing is written: no snapshot, no JobSet (whose pods would otherwise wait for ever for
+ * Volcano, or run outside Kueue's quota), no gang object. */
+START_TEST(backend_without_its_api_writes_nothing)
+{
+    int checked = 0;
+
+    for (size_t i = 0; i < sizeof(crd_backends) / sizeof(crd_backends[0]); i++) {
+        const struct crd_backend *b = &crd_backends[i];
+        struct want_cond w = {NULL, RC_COND_CREATED, "False", RC_REASON_BACKEND_UNAVAILABLE};
+        char rt[64], name[64], snap[96], api[200];
+        const char *msg;
+        json_t *tj, *o;
+
+        if (crd_bed(b))
+            continue; /* one_trainjob_per_backend_value */
+        snprintf(rt, sizeof(rt), "rt-%s", b->backend);
+        snprintf(name, sizeof(name), "noapi-%s", b->backend);
+        snprintf(snap, sizeof(snap), "%s-runtime-snapshot", name);
+        snprintf(api, sizeof(api), "%s/%s %s", b->res->group, b->res->version, b->res->resource);
+        create(&common_kube_trainingruntimes, runtime(rt, b->backend, "", 2, "1"));
+        create(&common_kube_trainjobs, trainjob(name, rt, 0));
+        w.tj = name;
+        tj = wait_for(60, has_cond, &w, "ResourcesCreated=False BackendUnavailable");
+        msg = json_string_value(json_object_get(
+            trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED), "message"));
+        ck_assert_msg(msg && strstr(msg, api), "%s: %s", b->backend, msg ? msg : "(none)");
+        json_decref(tj);
+        ck_assert_ptr_null(o = get(&common_kube_jobsets, name));
+        ck_assert_ptr_null(o = get(&common_kube_configmaps, snap));
+        ck_assert_ptr_null(o = get(b->res, name));
+        checked++;
+    }
+    if (!checked)
+        fprintf(stderr, "backend_without_its_api_writes_nothing: the bed serves every backend's "
+                        "API; nothing to check (scripts/test.sh runs it on a bed without them)\n");
+}
+END_TEST
+
 /* one TrainJob per backend value; each gets exactly its gang object (suspended, so nothing
  * schedules), and an unknown value is refused naming the annotation */
 START_TEST(one_trainjob_per_backend_value)
@@ -419,8 +514,9 @@ START_TEST(one_trainjob_per_backend_value)
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char rt[64], name[64];
         int is_policy = strcmp(values[i], "policy") == 0;
-        if (strcmp(values[i], "native") == 0 && !native)
-            continue;
+        const struct crd_backend *cb = crd_backend(is_policy ? "coscheduling" : values[i]);
+        if ((strcmp(values[i], "native") == 0 && !native) || (cb && !crd_bed(cb)))
+            continue; /* backend_without_its_api_writes_nothing */
         snprintf(rt, sizeof(rt), "rt-%s", values[i]);
         snprintf(name, sizeof(name), "tj-%s", values[i]);
         create(&common_kube_trainingruntimes,
@@ -431,7 +527,8 @@ START_TEST(one_trainjob_per_backend_value)
         char name[64];
         const char *v = values[i];
         int want_cosched = strcmp(v, "coscheduling") == 0 || strcmp(v, "policy") == 0;
-        if (strcmp(v, "native") == 0 && !native)
+        const struct crd_backend *cb = crd_backend(want_cosched ? "coscheduling" : v);
+        if ((strcmp(v, "native") == 0 && !native) || (cb && !crd_bed(cb)))
             continue;
         snprintf(name, sizeof(name), "tj-%s", v);
         js.name = name;
@@ -486,6 +583,7 @@ int main(void)
     add(s, "native_resize_while_suspended_replaces_the_podgroup",
         native_resize_while_suspended_replaces_the_podgroup);
     add(s, "native_without_the_api_writes_nothing", native_without_the_api_writes_nothing);
+    add(s, "backend_without_its_api_writes_nothing", backend_without_its_api_writes_nothing);
     add(s, "one_trainjob_per_backend_value", one_trainjob_per_backend_value);
     failed = e2e_run_suite(s);
     return failed ? 1 : 0;

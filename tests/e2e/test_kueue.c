@@ -19,7 +19,9 @@
  * Scenarios: second_trainjob_waits_for_the_quota_of_the_first (admission, pending Workload, the
  * next one admitted after completion; the Workload preview of integrations/kueue.c matches
  * Kueue's), higher_priority_evicts_and_the_injected_fields_go (WorkloadPriorityClass
- * preemption), runtime_edited_after_admission_keeps_the_snapshot,
+ * preemption), eviction_with_empty_maps_in_the_runtime_removes_the_injected_fields (the same
+ * with `annotations: {}` and `nodeSelector: {}` in the runtime's pod template),
+ * runtime_edited_after_admission_keeps_the_snapshot,
  * multikueue_trainjob_is_left_to_multikueue, and
  * queued_coscheduling_trainjob_is_admitted_then_gang_scheduled (Kueue admits, then trainsched's
  * extender, which main() wires into the bed's kube-scheduler, binds the gang), and
@@ -45,6 +47,7 @@
 #include "e2eutil.h"
 #include "extender/server.h"
 #include "integrations/kueue.h"
+#include "reconciler/core.h"
 #include "reconciler/reconciler.h"
 #include "trainjob/status.h"
 
@@ -298,17 +301,18 @@ static void make_node(void)
     make_node_in(ns, "");
 }
 
-/* a TrainingRuntime whose one pod asks for 8 GPUs; marker goes into its pod-template labels */
-static json_t *gpu_runtime(const char *name, const char *marker)
+/* a TrainingRuntime whose one pod asks for 8 GPUs, with pod template metadata `meta` (a YAML
+ * flow map) and `spec` (more pod spec lines, each indented by 16 spaces, or "") */
+static json_t *gpu_runtime_with(const char *name, const char *meta, const char *spec)
 {
     return e2e_yamlf(
         "apiVersion: trainer.kubeflow.org/v1alpha1\n"
         "kind: TrainingRuntime\n"
         "metadata: {name: %s, namespace: %s}\n"
         "spec:\n"
-        "  mlPolicy: {numNodes: 1}\n" E2E_RT_NODE_JOB
-        "              metadata: {labels: {kueue-test-marker: %s}}\n"
+        "  mlPolicy: {numNodes: 1}\n" E2E_RT_NODE_JOB "              metadata: %s\n"
         "              spec:\n"
+        "%s"
         "                containers:\n"
         "                - name: node\n"
         "                  image: busybox:1.36\n"
@@ -316,7 +320,15 @@ static json_t *gpu_runtime(const char *name, const char *marker)
         "                  resources:\n"
         "                    requests: {cpu: 100m, memory: 64Mi, nvidia.com/gpu: '8'}\n"
         "                    limits: {nvidia.com/gpu: '8'}\n",
-        name, ns, marker);
+        name, ns, meta, spec);
+}
+
+/* a TrainingRuntime whose one pod asks for 8 GPUs; marker goes into its pod-template labels */
+static json_t *gpu_runtime(const char *name, const char *marker)
+{
+    char meta[200];
+    snprintf(meta, sizeof(meta), "{labels: {kueue-test-marker: %s}}", marker);
+    return gpu_runtime_with(name, meta, "");
 }
 
 static json_t *queued_trainjob(const char *name, const char *runtime, const char *priority)
@@ -481,13 +493,39 @@ START_TEST(second_trainjob_waits_for_the_quota_of_the_first)
 }
 END_TEST
 
-/* A low-priority TrainJob admitted (its pods wait: no node yet) is evicted by a high-priority
- * one (WorkloadPriorityClass): it is suspended, Kueue's runtimePatches entry is emptied, and its
- * JobSet is suspended without the flavor's node selector; the high one is admitted. */
-START_TEST(higher_priority_evicts_and_the_injected_fields_go)
+/* the first kueue.x-k8s.io/ annotation of the JobSet's first pod template, or NULL */
+static const char *jobset_kueue_annotation(const json_t *js)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(
+        (json_t *)at(js, "spec.replicatedJobs.0.template.spec.template.metadata.annotations"), k, v)
+    {
+        if (strncmp(k, KQ_GROUP "/", strlen(KQ_GROUP) + 1) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+/* the JobSet `name` once it is suspended and carries neither the flavor's node selector nor an
+ * annotation of Kueue's */
+static json_t *js_evicted_clean(const char *name, const void *arg)
+{
+    json_t *js = js_evicted(name, arg);
+    if (js && !jobset_kueue_annotation(js))
+        return js;
+    json_decref(js);
+    return NULL;
+}
+
+/* TrainJob "low" of runtime rt admitted (its pods wait: no node yet), then evicted by "high"
+ * (WorkloadPriorityClass): low is suspended, Kueue's runtimePatches entry is emptied, and its
+ * JobSet is suspended and passes evicted (js_evicted: without the flavor's node selector); high
+ * is admitted. Returns low's JobSet as evicted (a new reference). */
+static json_t *evict_low_by_high(const char *rt, pred_fn evicted)
 {
     int no = 0;
-    json_t *l, *h, *js;
+    json_t *l, *h, *js, *out;
     char low[160], high[160];
 
     snprintf(low, sizeof(low), "%s-low", ns);
@@ -498,24 +536,54 @@ START_TEST(higher_priority_evicts_and_the_injected_fields_go)
     create(&wpcs, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
                             "metadata: {name: %s}\nvalue: 1000\n",
                             high));
-    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "v1"));
-    create(&common_kube_trainjobs, queued_trainjob("low", "gpu8", low));
+    create(&common_kube_trainjobs, queued_trainjob("low", rt, low));
     js = wait_for(60, js_admitted, "low", NULL, "JobSet low admitted");
     json_decref(js);
 
-    create(&common_kube_trainjobs, queued_trainjob("high", "gpu8", high));
+    create(&common_kube_trainjobs, queued_trainjob("high", rt, high));
     /* Kueue suspends first, then (once the TrainJob's status.jobsStatus counts no active Job,
      * which trainsched writes from the suspended JobSet) empties its runtimePatches entry */
     l = wait_for(90, tj_evicted, "low", NULL,
                  "TrainJob low suspended and Kueue's runtimePatches entry emptied");
     ck_assert_msg(kueue_patch(l) != NULL, "low lost Kueue's runtimePatches entry");
     json_decref(l);
-    js = wait_for(60, js_evicted, "low", NULL, "JobSet low suspended without node selector");
-    json_decref(js);
+    out = wait_for(60, evicted, "low", NULL, "JobSet low suspended without Kueue's fields");
     h = wait_for(60, tj_suspend_is, "high", &no, "TrainJob high admitted");
     json_decref(h);
     js = wait_for(60, js_admitted, "high", NULL, "JobSet high admitted");
     json_decref(js);
+    return out;
+}
+
+/* A low-priority TrainJob admitted is evicted by a high-priority one: its JobSet is suspended
+ * without the flavor's node selector; the high one is admitted. */
+START_TEST(higher_priority_evicts_and_the_injected_fields_go)
+{
+    create(&common_kube_trainingruntimes, gpu_runtime("gpu8", "v1"));
+    json_decref(evict_low_by_high("gpu8", js_evicted));
+}
+END_TEST
+
+/* The same eviction with a runtime whose pod template has `labels: {}`, `annotations: {}` and
+ * `nodeSelector: {}` (as Helm and kustomize write them): Kueue's node selector and annotations
+ * leave the JobSet, and no reconcile fails. Before rc_apply_body, server-side apply turned the
+ * {} the reconciler sent into null once Kueue's keys were gone, and every apply of the JobSet
+ * was refused (422 "template.metadata.annotations: Invalid value: \"null\" ... must be of type
+ * object"). */
+START_TEST(eviction_with_empty_maps_in_the_runtime_removes_the_injected_fields)
+{
+    json_t *l;
+    const json_t *c;
+
+    create(&common_kube_trainingruntimes,
+           gpu_runtime_with("empty-maps", "{labels: {}, annotations: {}}",
+                            "                nodeSelector: {}\n"));
+    json_decref(evict_low_by_high("empty-maps", js_evicted_clean));
+    /* no reconcile of low failed on the way */
+    l = get(&common_kube_trainjobs, "low");
+    c = trainjob_status_condition(json_object_get(l, "status"), RC_COND_CREATED);
+    ck_assert_msg(c == NULL, "low: %s", json_string_value(json_object_get(c, "message")));
+    json_decref(l);
 }
 END_TEST
 
@@ -917,6 +985,8 @@ int main(void)
         second_trainjob_waits_for_the_quota_of_the_first);
     add(s, "higher_priority_evicts_and_the_injected_fields_go",
         higher_priority_evicts_and_the_injected_fields_go);
+    add(s, "eviction_with_empty_maps_in_the_runtime_removes_the_injected_fields",
+        eviction_with_empty_maps_in_the_runtime_removes_the_injected_fields);
     add(s, "runtime_edited_after_admission_keeps_the_snapshot",
         runtime_edited_after_admission_keeps_the_snapshot);
     add(s, "multikueue_trainjob_is_left_to_multikueue", multikueue_trainjob_is_left_to_multikueue);

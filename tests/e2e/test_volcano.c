@@ -12,6 +12,11 @@
  *                        topology request: the PodGroup has queue, priorityClassName, minMember,
  *                        minTaskMember, minResources, networkTopology; the pods (made by the
  *                        JobSet and Job controllers) carry group-name, task-spec, schedulerName
+ *   mpi_gang_is_valid_for_volcano_with_the_pods_made_before_it_runs
+ *                        an MPI runtime (the launcher dependsOn the workers being Ready): the
+ *                        PodGroup's minMember and minTaskMember are met by the worker pods the
+ *                        JobSet controller makes before the gang runs, as Volcano's gang plugin
+ *                        requires; the launcher's template joins the group
  *   missing_queue_is_a_condition_and_an_event_until_the_queue_exists
  *                        a Queue that does not exist: ResourcesCreated=False naming spec.queue
  *                        and where the name came from, a Warning Event, no JobSet, no PodGroup,
@@ -373,6 +378,88 @@ START_TEST(missing_priority_class_is_a_condition_and_nothing_is_written)
 }
 END_TEST
 
+/* Volcano's gang plugin accepts a group only when its existing pods (pending ones included)
+ * reach minMember and, per task, minTaskMember ("Not enough valid tasks for gang-scheduling"
+ * otherwise: the group is never scheduled). An MPI runtime's launcher dependsOn the workers
+ * being Ready, so before Volcano schedules the gang the JobSet controller makes the 2 worker
+ * pods alone: the PodGroup written on the bed must be valid with exactly those pods. It was not
+ * (minMember 3, minTaskMember {launcher: 1, node: 2}). */
+START_TEST(mpi_gang_is_valid_for_volcano_with_the_pods_made_before_it_runs)
+{
+    struct e2e_obj_ref pgref = {admin, ns, &volcano_pgs, "mpi"};
+    json_t *pg, *pods, *p;
+    const char *task;
+    json_t *min;
+    size_t i;
+
+    e2e_create(
+        admin, &common_kube_trainingruntimes, ns,
+        e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                  "kind: TrainingRuntime\n"
+                  "metadata: {name: mpi, namespace: %s, annotations: {trainsched.io/backend: "
+                  "volcano}}\n"
+                  "spec:\n"
+                  "  mlPolicy: {numNodes: 2}\n" E2E_RT_NODE_JOB "              spec:\n"
+                  "                containers:\n"
+                  "                - {name: node, image: busybox:1.36, command: [sleep, "
+                  "'3600'], resources: {requests: {cpu: '1', memory: 1Gi}}}\n"
+                  "      - name: launcher\n"
+                  "        dependsOn: [{name: node, status: Ready}]\n"
+                  "        template:\n"
+                  "          spec:\n"
+                  "            template:\n"
+                  "              spec:\n"
+                  "                containers:\n"
+                  "                - {name: launcher, image: busybox:1.36, command: [sleep, "
+                  "'3600'], resources: {requests: {cpu: 300m, memory: 1Gi}}}\n",
+                  ns));
+    e2e_create(admin, &common_kube_trainjobs, ns, trainjob("mpi", "mpi", NULL, 0));
+    pg = wait_for(90, e2e_exists, &pgref, "the Volcano PodGroup");
+    /* the pods the JobSet and Job controllers made: the workers (no Volcano here runs them, so
+     * they never become Ready and the launcher is never created) */
+    pods = pods_with_volcano_keys("mpi", 2);
+    ck_assert_msg(json_integer_value(at(pg, "spec.minMember")) <= (json_int_t)json_array_size(pods),
+                  "minMember %lld with %zu pods: Volcano refuses the group",
+                  (long long)json_integer_value(at(pg, "spec.minMember")), json_array_size(pods));
+    json_object_foreach(at(pg, "spec.minTaskMember"), task, min)
+    {
+        json_int_t have = 0;
+        json_array_foreach(pods, i, p)
+        {
+            const char *t = json_string_value(
+                json_object_get(at(p, "metadata.annotations"), VOLCANO_TASK_ANNOTATION));
+            have += t && strcmp(t, task) == 0;
+        }
+        ck_assert_msg(have >= json_integer_value(min),
+                      "minTaskMember[%s] %lld with %lld such pods: Volcano refuses the group", task,
+                      (long long)json_integer_value(min), (long long)have);
+    }
+    /* the gang is the workers: their 2 pods and requests */
+    ck_assert_int_eq(json_integer_value(at(pg, "spec.minMember")), 2);
+    ck_assert_str_eq(str(pg, "spec.minResources.cpu"), "2");
+    /* the launcher's template joins the group when it comes */
+    {
+        json_t *js = get(&common_kube_jobsets, "mpi"), *rj;
+        int seen = 0;
+        json_array_foreach(at(js, "spec.replicatedJobs"), i, rj)
+        {
+            const json_t *tm = at(rj, "template.spec.template");
+            if (strcmp(str(rj, "name"), "launcher") != 0)
+                continue;
+            seen = 1;
+            ck_assert_str_eq(str(tm, "spec.schedulerName"), VOLCANO_SCHEDULER);
+            ck_assert_str_eq(json_string_value(json_object_get(at(tm, "metadata.annotations"),
+                                                               VOLCANO_GROUP_ANNOTATION)),
+                             "mpi");
+        }
+        ck_assert_msg(seen, "the JobSet has no launcher");
+        json_decref(js);
+    }
+    json_decref(pods);
+    json_decref(pg);
+}
+END_TEST
+
 /* numNodes 2 -> 4 on suspended TrainJob `name`: the gang object of resource r follows */
 struct pg_size {
     const struct common_kube_resource *r;
@@ -633,6 +720,8 @@ int main(void)
 
     add(s, "podgroup_and_pods_carry_queue_priority_tasks_and_topology",
         podgroup_and_pods_carry_queue_priority_tasks_and_topology);
+    add(s, "mpi_gang_is_valid_for_volcano_with_the_pods_made_before_it_runs",
+        mpi_gang_is_valid_for_volcano_with_the_pods_made_before_it_runs);
     add(s, "missing_queue_is_a_condition_and_an_event_until_the_queue_exists",
         missing_queue_is_a_condition_and_an_event_until_the_queue_exists);
     add(s, "missing_priority_class_is_a_condition_and_nothing_is_written",

@@ -32,6 +32,14 @@
  *                                  message naming the field
  *   valid_trainjob_defaulted       runtimePatches[0].time stamped, suspend/managedBy/apiGroup/kind
  *                                  set; an UPDATE keeps the time
+ *   runtime_and_trainjob_created_together  a new TrainingRuntime and at once a TrainJob naming
+ *                                  it, 100 times: every TrainJob admitted; prints how often the
+ *                                  daemon's cache had not seen the runtime yet (on an idle bed
+ *                                  the watch usually wins: the next test makes the race certain)
+ *   runtime_missing_from_the_cache_is_read_from_the_api_server  webhook_server in this process
+ *                                  with a lookup that never holds the runtime and the bed's API
+ *                                  as its client: a TrainJob on the existing "rt" is admitted, one
+ *                                  on a runtime that does not exist refused with Trainer's message
  *   runtime_policy_denied          TrainingRuntime / ClusterTrainingRuntime with an ancestor job of
  *                                  2 replicas (case 86) denied; an unknown backend annotation and
  *                                  one contradicting podGroupPolicy denied naming the fields;
@@ -93,8 +101,10 @@
 #include "common/kube.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
+#include "common/httpd.h"
 #include "common/yaml.h"
 #include "e2eutil.h"
+#include "webhook/server.h"
 
 #define RUN_LABEL "trainsched.io/e2e-webhook"
 #define POD_LABEL "trainsched.io/e2e-webhook-pods"
@@ -163,17 +173,24 @@ static double metric(const char *text, const char *name, const char *labels)
     return isnan(v) ? 0 : v;
 }
 
-/* trainsched_webhook_requests_total of one webhook (every result) on daemon d */
-static double webhook_requests(const struct daemon *d, const char *webhook)
+/* family `name` on daemon d's /metrics, its series whose labels contain key="value" */
+static double daemon_metric(const struct daemon *d, const char *name, const char *key,
+                            const char *value)
 {
     char *body = NULL, lab[128];
     double v;
     int code = e2e_http_get(d->http_port, "/metrics", &body);
     ck_assert_msg(code == 200 && body, "%s /metrics: %d", d->name, code);
-    snprintf(lab, sizeof(lab), "webhook=\"%s\"", webhook);
-    v = metric(body, "trainsched_webhook_requests_total", lab);
+    snprintf(lab, sizeof(lab), "%s=\"%s\"", key, value);
+    v = metric(body, name, lab);
     free(body);
     return v;
+}
+
+/* trainsched_webhook_requests_total of one webhook (every result) on daemon d */
+static double webhook_requests(const struct daemon *d, const char *webhook)
+{
+    return daemon_metric(d, "trainsched_webhook_requests_total", "webhook", webhook);
 }
 
 /* ---- child processes ---- */
@@ -881,7 +898,7 @@ static void mark_passed(void)
     fclose(f);
 }
 
-#define NTESTS 10
+#define NTESTS 12
 
 static int passed_count(void)
 {
@@ -1128,6 +1145,166 @@ START_TEST(valid_trainjob_defaulted)
     ck_assert_str_eq(path_str(out, "metadata.labels.touched"), "yes");
     ck_assert_str_eq(path_str(out, "spec.runtimePatches.0.time"), first_time);
     json_decref(out);
+    mark_passed();
+}
+END_TEST
+
+/* trainsched_webhook_runtime_reads_total{result="<result>"} on daemon d */
+static double runtime_reads(const struct daemon *d, const char *result)
+{
+    return daemon_metric(d, "trainsched_webhook_runtime_reads_total", "result", result);
+}
+
+#define TOGETHER_ROUNDS 100
+
+/* `kubectl apply -f` of one file holding a TrainingRuntime and a TrainJob on it: the TrainJob
+ * reaches the webhook a moment after the runtime is stored, often before the runtime's watch
+ * event reaches the webhook's cache. Each round creates a new runtime and at once a TrainJob
+ * naming it: every TrainJob is admitted (the webhook reads a runtime its cache has not seen from
+ * the API server; before, such a TrainJob was refused "... not found: specified trainingRuntime
+ * must be created before the TrainJob is created"). The daemon's counter of those reads says
+ * how often the race happened. */
+START_TEST(runtime_and_trainjob_created_together)
+{
+    double reads0 = runtime_reads(&dmain, "found");
+    int refused = 0;
+    char first[1024] = "";
+
+    for (int i = 0; i < TOGETHER_ROUNDS; i++) {
+        char rt[64], tj[64];
+        struct common_error err;
+        enum common_rc rc;
+        json_t *o;
+
+        snprintf(rt, sizeof(rt), "together-%d", i);
+        snprintf(tj, sizeof(tj), "together-%d", i);
+        /* the runtime skips the runtime webhook (as Trainer's configuration lets it): its
+         * create returns sooner, so the TrainJob follows it closer */
+        o = create_ok(&common_kube_trainingruntimes, ns,
+                      runtime(rt, ns, 1, "trainer.kubeflow.org/webhook-validation: disabled"), 0);
+        json_decref(o);
+        rc = try_create(admin, &common_kube_trainjobs, ns, trainjob(tj, ns, rt, NULL), 0, NULL,
+                        &err);
+        if (rc != COMMON_OK) {
+            refused++;
+            if (!first[0])
+                snprintf(first, sizeof(first), "%s: %s", common_rc_name(rc), err.msg);
+        }
+    }
+    fprintf(stderr,
+            "runtime_and_trainjob_created_together: %d rounds, %.0f runtime(s) read from the API "
+            "server on a cache miss, %d refused\n",
+            TOGETHER_ROUNDS, runtime_reads(&dmain, "found") - reads0, refused);
+    ck_assert_msg(refused == 0, "%d of %d TrainJobs refused; the first: %s", refused,
+                  TOGETHER_ROUNDS, first);
+    mark_passed();
+}
+END_TEST
+
+/* a lookup whose cache never holds a runtime: the cache of a webhook that has not seen the watch
+ * event of a runtime created a moment ago */
+static enum common_rc lagging_cache(void *ctx, const char *kind, const char *namespace,
+                                    const char *name, json_t **out, struct common_error *err)
+{
+    (void)ctx;
+    (void)namespace;
+    *out = NULL;
+    if (strcmp(kind, "JobSet") == 0)
+        return common_error_set(err, COMMON_EUNSUPPORTED, "no cache of JobSets");
+    return common_error_set(err, COMMON_ENOTFOUND, "%s %s not in the cache", kind, name);
+}
+
+/* POST an AdmissionReview of a CREATE of TrainJob tj (consumed) to /validate-trainjob on the
+ * plain-HTTP port; returns the response's "response" object (a new reference) */
+static json_t *review_trainjob(int port, json_t *tj)
+{
+    json_t *review = json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, "
+        "s:s, s:s, s:o}}",
+        "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid", "e2e-lag",
+        "kind", "group", "trainer.kubeflow.org", "version", "v1alpha1", "kind", "TrainJob",
+        "resource", "group", "trainer.kubeflow.org", "version", "v1alpha1", "resource", "trainjobs",
+        "namespace", ns, "operation", "CREATE", "name",
+        json_string_value(json_object_get(json_object_get(tj, "metadata"), "name")), "object", tj);
+    char *body = json_dumps(review, JSON_COMPACT), head[256], buf[65536];
+    size_t got = 0;
+    ssize_t r;
+    int fd = connect_local(port, 20);
+    json_t *resp, *out;
+    const char *split;
+
+    ck_assert_ptr_nonnull(body);
+    ck_assert_int_ge(fd, 0);
+    snprintf(head, sizeof(head),
+             "POST /validate-trainjob HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+             "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+             strlen(body));
+    ck_assert(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+    ck_assert(write(fd, body, strlen(body)) == (ssize_t)strlen(body));
+    while (got < sizeof(buf) - 1 && (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += (size_t)r;
+    buf[got] = '\0';
+    close(fd);
+    free(body);
+    json_decref(review);
+    split = strstr(buf, "\r\n\r\n");
+    ck_assert_msg(split != NULL, "no HTTP answer: %s", buf);
+    resp = json_loads(split + 4, 0, NULL);
+    ck_assert_msg(resp != NULL, "not JSON: %s", split + 4);
+    out = json_incref(json_object_get(resp, "response"));
+    json_decref(resp);
+    ck_assert_ptr_nonnull(out);
+    return out;
+}
+
+/* The same race made certain: the webhook's cache never holds the runtime (lagging_cache). A
+ * TrainJob on TrainingRuntime "rt", which exists, is admitted: the webhook reads the runtime
+ * through its API client before refusing (before, it was refused "... not found: specified
+ * trainingRuntime must be created before the TrainJob is created"). A TrainJob on a runtime
+ * that does not exist is still refused with that message, after the API server's 404. */
+START_TEST(runtime_missing_from_the_cache_is_read_from_the_api_server)
+{
+    struct webhook_server_opts wo = {0};
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_metrics *m = common_metrics_create();
+    struct common_kube *k = e2e_client(WEBHOOK_RUNTIME_GET_TIMEOUT_MS, 1);
+    struct common_httpd *h;
+    struct webhook_server *w;
+    struct common_error err;
+    json_t *resp;
+    const char *msg;
+
+    ck_assert_ptr_nonnull(m);
+    wo.lookup = lagging_cache;
+    wo.kube = k;
+    wo.metrics = m;
+    w = webhook_server_create(&wo, &err);
+    ck_assert_msg(w != NULL, "%s", err.msg);
+    ho.address = "127.0.0.1:0";
+    h = common_httpd_create(&ho, &err);
+    ck_assert_msg(h != NULL, "%s", err.msg);
+    ck_assert_msg(webhook_server_install(w, h, &err) == COMMON_OK, "%s", err.msg);
+    ck_assert_msg(common_httpd_start(h, &err) == COMMON_OK, "%s", err.msg);
+
+    resp = review_trainjob(common_httpd_port(h), trainjob("lagged", ns, "rt", NULL));
+    ck_assert_msg(json_is_true(json_object_get(resp, "allowed")), "refused: %s",
+                  json_dumps(resp, JSON_COMPACT));
+    json_decref(resp);
+
+    resp = review_trainjob(common_httpd_port(h), trainjob("lagged", ns, "no-such-rt", NULL));
+    msg = json_string_value(json_object_get(json_object_get(resp, "status"), "message"));
+    ck_assert_msg(json_is_false(json_object_get(resp, "allowed")) && msg &&
+                      strstr(msg, "TrainingRuntime.trainer.kubeflow.org \"no-such-rt\" not "
+                                  "found: specified trainingRuntime must be created before the "
+                                  "TrainJob is created"),
+                  "%s", json_dumps(resp, JSON_COMPACT));
+    json_decref(resp);
+
+    common_httpd_stop(h);
+    common_httpd_destroy(h);
+    webhook_server_destroy(w);
+    common_metrics_destroy(m);
+    common_kube_client_destroy(k);
     mark_passed();
 }
 END_TEST
@@ -1996,6 +2173,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, invalid_trainjob_denied);
     tcase_add_test(tc, valid_trainjob_defaulted);
+    tcase_add_test(tc, runtime_and_trainjob_created_together);
+    tcase_add_test(tc, runtime_missing_from_the_cache_is_read_from_the_api_server);
     tcase_add_test(tc, runtime_policy_denied);
     tcase_add_test(tc, runtime_update_union_and_timeout_cap);
     tcase_add_test(tc, gang_pods_mutated);

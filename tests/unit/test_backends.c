@@ -88,6 +88,29 @@ START_TEST(table_names_are_unique_and_found)
 END_TEST
 
 /* an unbuilt backend cannot render */
+/* Every built backend but none writes objects the cluster must know (a gang object, or Kueue's
+ * queueing): each names the API it requires and how to get it, so that the reconciler refuses a
+ * TrainJob on it (BackendUnavailable) before writing half of its objects. */
+START_TEST(every_backend_but_none_names_the_api_it_requires)
+{
+    size_t n;
+    const struct backend *const *t = backend_table(&n);
+
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i]->built || strcmp(t[i]->name, "none") == 0)
+            continue;
+        ck_assert_msg(t[i]->requires && t[i]->requires[0], "%s names no API it requires",
+                      t[i]->name);
+        ck_assert_msg(t[i]->install && *t[i]->install, "%s says not how to get its API",
+                      t[i]->name);
+        for (size_t k = 0; t[i]->requires[k]; k++)
+            ck_assert_msg(t[i]->requires[k] -> group[0] && t[i] -> requires[k] -> version[0] && t[i]
+                          -> requires[k] -> resource[0],
+                          "%s: requires[%zu] incomplete", t[i]->name, k);
+    }
+}
+END_TEST
+
 START_TEST(render_refuses_an_unbuilt_backend)
 {
     static const struct backend unbuilt = {.name = "x", .built = 0};
@@ -111,6 +134,7 @@ int main(void)
     ncases = testutil_cases("backends", cases, MAX_CASES);
     tcase_add_test(tc, table_names_are_unique_and_found);
     tcase_add_test(tc, render_refuses_an_unbuilt_backend);
+    tcase_add_test(tc, every_backend_but_none_names_the_api_it_requires);
     tcase_add_loop_test(tc, select_case, 0, ncases);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);

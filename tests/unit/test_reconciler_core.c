@@ -26,6 +26,7 @@
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/yaml.h"
+#include "integrations/backend.h"
 #include "reconciler/core.h"
 #include "testutil.h"
 #include "trainjob/builtin.h"
@@ -770,6 +771,166 @@ START_TEST(render_errors_are_attributed_to_their_document)
 }
 END_TEST
 
+/* ---- rc_apply_body (core.h) ---- */
+
+/* Every map field empty, as Helm and kustomize write them, beside fields whose {} means
+ * something (emptyDir, a LabelSelector that matches everything) and non-empty maps. */
+#define RT_EMPTY_MAPS                                                                              \
+    "apiVersion: trainer.kubeflow.org/v1alpha1\n"                                                  \
+    "kind: TrainingRuntime\n"                                                                      \
+    "metadata: {name: empty-maps, namespace: default, labels: {}, annotations: {}}\n"              \
+    "spec:\n"                                                                                      \
+    "  mlPolicy: {numNodes: 2}\n"                                                                  \
+    "  template:\n"                                                                                \
+    "    metadata: {labels: {}, annotations: {}}\n"                                                \
+    "    spec:\n"                                                                                  \
+    "      replicatedJobs:\n"                                                                      \
+    "      - name: node\n"                                                                         \
+    "        template:\n"                                                                          \
+    "          metadata:\n"                                                                        \
+    "            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}\n"                 \
+    "            annotations: {}\n"                                                                \
+    "          spec:\n"                                                                            \
+    "            template:\n"                                                                      \
+    "              metadata: {labels: {}, annotations: {}}\n"                                      \
+    "              spec:\n"                                                                        \
+    "                nodeSelector: {}\n"                                                           \
+    "                overhead: {}\n"                                                               \
+    "                affinity:\n"                                                                  \
+    "                  podAffinity:\n"                                                             \
+    "                    requiredDuringSchedulingIgnoredDuringExecution:\n"                        \
+    "                    - topologyKey: kubernetes.io/hostname\n"                                  \
+    "                      labelSelector: {matchLabels: {}}\n"                                     \
+    "                volumes:\n"                                                                   \
+    "                - {name: scratch, emptyDir: {}}\n"                                            \
+    "                - {name: csi, csi: {driver: d.example.com, volumeAttributes: {}}}\n"          \
+    "                initContainers:\n"                                                            \
+    "                - name: init\n"                                                               \
+    "                  image: busybox\n"                                                           \
+    "                  resources: {requests: {}, limits: {}}\n"                                    \
+    "                containers:\n"                                                                \
+    "                - name: node\n"                                                               \
+    "                  image: busybox\n"                                                           \
+    "                  resources: {requests: {}, limits: {}}\n"                                    \
+    "                  volumeMounts: [{name: scratch, mountPath: /s}]\n"
+
+#define TJ_EMPTY_MAPS                                                                              \
+    "apiVersion: trainer.kubeflow.org/v1alpha1\n"                                                  \
+    "kind: TrainJob\n"                                                                             \
+    "metadata: {name: em, namespace: default, uid: 00000000-0000-0000-0000-0000000000e1}\n"        \
+    "spec:\n"                                                                                      \
+    "  suspend: true\n"                                                                            \
+    "  runtimeRef: {name: empty-maps, kind: TrainingRuntime}\n"                                    \
+    "  trainer: {resourcesPerNode: {requests: {}, limits: {}}}\n"
+
+/* the paths (into buf, "; "-separated) of every empty object in v under a key other than
+ * emptyDir and labelSelector, whose {} means something */
+static void empty_objects(const json_t *v, const char *path, char *buf, size_t n)
+{
+    size_t i;
+    const char *k;
+    json_t *it;
+    char sub[1024];
+
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, it)
+        {
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            empty_objects(it, sub, buf, n);
+        }
+        return;
+    }
+    json_object_foreach((json_t *)v, k, it)
+    {
+        snprintf(sub, sizeof(sub), "%s.%s", path, k);
+        if (json_is_object(it) && json_object_size(it) == 0 && strcmp(k, "emptyDir") != 0 &&
+            strcmp(k, "labelSelector") != 0)
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s; ", sub);
+        empty_objects(it, sub, buf, n);
+    }
+}
+
+/* What the reconciler sends for a runtime whose map fields are all {} (each backend that writes
+ * objects of its own): no empty map anywhere, since server-side apply can turn one into a null
+ * the CRD refuses (Kueue's eviction then fails every reconcile with 422 "must be of type
+ * object"); emptyDir {} and a LabelSelector {} stay. */
+START_TEST(apply_body_has_no_empty_map_for_any_backend)
+{
+    static const char *const backends[] = {"none", "coscheduling", "volcano", "kai", "native"};
+    json_t *rt = parse(RT_EMPTY_MAPS), *tj = parse(TJ_EMPTY_MAPS);
+
+    for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
+        struct common_arena *a = common_arena_create(0);
+        struct trainjob_output out;
+        struct common_error e;
+        json_t *sent;
+        char before[8192] = "", after[8192] = "";
+
+        memset(&out, 0, sizeof(out));
+        ck_assert_msg(backend_render(backend_lookup(backends[b]), a, tj, rt, NULL, NULL, &out, NULL,
+                                     &e) == COMMON_OK,
+                      "%s: %s", backends[b], rc_first_error(&out.errors, &e));
+        empty_objects(out.objects, "", before, sizeof(before));
+        /* the case has teeth: the rendered objects do carry empty maps */
+        ck_assert_msg(strstr(before, "nodeSelector") && strstr(before, "annotations"),
+                      "%s: rendered without empty maps: %s", backends[b], before);
+        sent = rc_apply_body(out.objects);
+        ck_assert_ptr_nonnull(sent);
+        empty_objects(sent, "", after, sizeof(after));
+        ck_assert_msg(after[0] == '\0', "%s: empty objects sent: %s", backends[b], after);
+        /* what means something stays */
+        {
+            char *dump = json_dumps(sent, JSON_COMPACT);
+            ck_assert_msg(strstr(dump, "\"emptyDir\":{}"), "%s: emptyDir lost", backends[b]);
+            ck_assert_msg(strstr(dump, "\"labelSelector\":{}"), "%s: labelSelector lost",
+                          backends[b]);
+            free(dump);
+        }
+        json_decref(sent);
+        json_decref(out.objects);
+        common_arena_destroy(a);
+    }
+    json_decref(rt);
+    json_decref(tj);
+}
+END_TEST
+
+/* The exact body: empty maps go at any depth (a map emptied by that is an object that stays),
+ * non-empty maps and other empty objects stay, the input is not modified, arrays keep their
+ * length. */
+START_TEST(apply_body_drops_only_empty_maps)
+{
+    json_t *in = parse("metadata: {name: x, labels: {}, annotations: {a: b}}\n"
+                       "data: {}\n"
+                       "binaryData: {}\n"
+                       "spec:\n"
+                       "  minResources: {}\n"
+                       "  minTaskMember: {}\n"
+                       "  resources: {requests: {}, limits: {cpu: '1'}}\n"
+                       "  template: {metadata: {labels: {}}, resources: {requests: {}}}\n"
+                       "  list: [{}, {nodeSelector: {}}]\n"
+                       "  securityContext: {}\n"
+                       "  selector: {matchLabels: {}}\n");
+    json_t *want = parse("metadata: {name: x, annotations: {a: b}}\n"
+                         "spec:\n"
+                         "  resources: {limits: {cpu: '1'}}\n"
+                         "  template: {}\n"
+                         "  list: [{}, {}]\n"
+                         "  securityContext: {}\n"
+                         "  selector: {}\n");
+    json_t *copy = json_deep_copy(in), *got = rc_apply_body(in);
+
+    ck_assert_ptr_nonnull(got);
+    ck_assert_msg(json_equal(got, want), "got %s", json_dumps(got, JSON_COMPACT));
+    ck_assert_msg(json_equal(in, copy), "the input was modified");
+    ck_assert_ptr_null(rc_apply_body(NULL));
+    json_decref(in);
+    json_decref(copy);
+    json_decref(got);
+    json_decref(want);
+}
+END_TEST
+
 /* ---- rc_transient (core.h) ---- */
 
 START_TEST(transient_codes)
@@ -996,6 +1157,8 @@ int main(void)
     tcase_add_test(unit, first_error_is_the_first_field_error_or_the_message);
     tcase_add_test(unit, render_errors_are_attributed_to_their_document);
     tcase_add_test(unit, transient_codes);
+    tcase_add_test(unit, apply_body_has_no_empty_map_for_any_backend);
+    tcase_add_test(unit, apply_body_drops_only_empty_maps);
     tcase_add_test(unit, queue_label_needs_kueues_runtime_patch);
     tcase_add_test(unit, snapshot_allocation_failure_is_a_clean_error);
     tcase_add_test(unit, status_patch_allocation_failure_is_clean_and_leaks_nothing);

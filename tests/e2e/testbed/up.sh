@@ -562,6 +562,7 @@ export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
 export TESTBED_NATIVE_GANG=${TESTBED_NATIVE_GANG:-0}
 export TESTBED_KUEUE_RUNNING=${KUEUE_RUNNING:-0}
 export TESTBED_KAI_RUNNING=${KAI_RUNNING:-0}
+export TESTBED_CRDS="$(awk '$2 == "OK" {printf "%s ", $1}' "$RUN/crds.txt")"
 EOF
 
 trap - ERR
