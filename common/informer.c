@@ -219,8 +219,21 @@ int common_informer_wait_synced(struct common_informer *inf, long timeout_ms)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&inf->lock);
-    while (!inf->synced) {
-        if (pthread_cond_timedwait(&inf->cond, &inf->lock, &until) == ETIMEDOUT)
+    while (!inf->synced && !common_kube_canceled(inf->kube)) {
+        /* in slices of at most 100 ms: a client cancelled meanwhile (common_kube_cancel_after)
+         * never lets it sync, so stop waiting */
+        struct timespec slice;
+        clock_gettime(CLOCK_REALTIME, &slice);
+        slice.tv_nsec += 100 * 1000000L;
+        if (slice.tv_nsec >= 1000000000L) {
+            slice.tv_sec++;
+            slice.tv_nsec -= 1000000000L;
+        }
+        if (slice.tv_sec > until.tv_sec ||
+            (slice.tv_sec == until.tv_sec && slice.tv_nsec > until.tv_nsec))
+            slice = until;
+        if (pthread_cond_timedwait(&inf->cond, &inf->lock, &slice) == ETIMEDOUT &&
+            (slice.tv_sec == until.tv_sec && slice.tv_nsec == until.tv_nsec))
             break;
     }
     s = inf->synced;
