@@ -2089,6 +2089,16 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 out:
     if (stop_requested(&d))
         status = 0; /* what failed meanwhile failed because the stop cut its calls */
+    if (d.sig_started) {
+        /* not stopped by a signal: wake the signal thread, which cuts the clients' calls as for
+         * a signal (the exit is as prompt); joined before any client is destroyed */
+        pthread_mutex_lock(&d.mu);
+        d.exiting = 1;
+        pthread_mutex_unlock(&d.mu);
+        if (!stop_requested(&d))
+            pthread_kill(d.sig_thread, SIGTERM);
+        pthread_join(d.sig_thread, NULL);
+    }
     stop_reconciler(&d);
     common_leader_stop(d.leader, COMMON_LEADER_RELEASE);
     extender_server_stop(d.ext); /* answers held binds before the server stops */
@@ -2121,15 +2131,6 @@ out:
     common_health_destroy(health);
     common_metrics_destroy(d.metrics);
     certmgr_destroy(d.cm);
-    if (d.sig_started) {
-        /* not stopped by a signal: wake the signal thread to end it */
-        pthread_mutex_lock(&d.mu);
-        d.exiting = 1;
-        pthread_mutex_unlock(&d.mu);
-        if (!stop_requested(&d))
-            pthread_kill(d.sig_thread, SIGTERM);
-        pthread_join(d.sig_thread, NULL);
-    }
     common_kube_client_destroy(d.kube);
     common_kube_client_destroy(d.lease_kube);
     pthread_cond_destroy(&d.stop_cond);
