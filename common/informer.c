@@ -614,8 +614,9 @@ static void *run(void *arg)
             if (rc) {
                 common_free(rv);
                 count(inf, &inf->stats.errors);
-                common_log(COMMON_LOG_WARN, "list failed", "informer", inf->ops.name, "error",
-                           err.msg, NULL);
+                /* a client cut by a stopping process: expected, not a warning */
+                common_log(common_kube_canceled(inf->kube) ? COMMON_LOG_DEBUG : COMMON_LOG_WARN,
+                           "list failed", "informer", inf->ops.name, "error", err.msg, NULL);
                 sleep_ms(inf, backoff);
                 backoff = backoff * 2 > 30000 ? 30000 : backoff * 2;
                 continue;
@@ -687,6 +688,8 @@ static void *run(void *arg)
             common_log(quiet ? COMMON_LOG_DEBUG : COMMON_LOG_INFO, "watch quiet, reconnecting",
                        "informer", inf->ops.name, "error", err.msg, NULL);
             quiet = 1;
+        } else if (common_kube_canceled(inf->kube)) {
+            common_log(COMMON_LOG_DEBUG, "watch cancelled", "informer", inf->ops.name, NULL);
         } else {
             common_log(rc == COMMON_EGONE ? COMMON_LOG_INFO : COMMON_LOG_WARN,
                        rc == COMMON_EGONE ? "watch expired, relisting" : "watch failed", "informer",
