@@ -72,10 +72,10 @@ void certmgr_settings_default(struct certmgr_settings *s)
     s->renew_den = p.renew_den;
 }
 
-static int set_str(char *dst, size_t size, const char *v, const char *what, FILE *err)
+static int set_str(char *dst, size_t size, const char *v, char *why, size_t why_size)
 {
     if (strlen(v) >= size) {
-        fprintf(err, "trainsched serve: %s: longer than %zu bytes\n", what, size - 1);
+        snprintf(why, why_size, "longer than %zu bytes", size - 1);
         return -1;
     }
     snprintf(dst, size, "%s", v);
@@ -83,7 +83,7 @@ static int set_str(char *dst, size_t size, const char *v, const char *what, FILE
 }
 
 /* a duration ("90s", "2m", "1h30m") or plain seconds; zero_ok: "0" and "0s" give 0 */
-static int parse_secs(const char *v, int zero_ok, int64_t *out, FILE *err, const char *what)
+static int parse_secs(const char *v, int zero_ok, int64_t *out, char *why, size_t why_size)
 {
     struct common_error e;
     char *end;
@@ -96,20 +96,23 @@ static int parse_secs(const char *v, int zero_ok, int64_t *out, FILE *err, const
     errno = 0;
     n = strtoll(v, &end, 10);
     if (!errno && end != v && !*end) {
-        if (n < 1 || n > COMMON_CERTS_LIFETIME_MAX)
+        if (n < 1 || n > COMMON_CERTS_LIFETIME_MAX) {
+            snprintf(why, why_size, "must be a duration of %s1 s to %lld s", zero_ok ? "0 or " : "",
+                     (long long)COMMON_CERTS_LIFETIME_MAX);
             return -1;
+        }
         *out = n;
         return 0;
     }
     if (common_certs_parse_duration(v, out, &e) != COMMON_OK) {
-        fprintf(err, "trainsched serve: %s: %s\n", what, e.msg);
+        snprintf(why, why_size, "%s", e.msg);
         return -1;
     }
     return 0;
 }
 
 /* "N/D" or a decimal strictly between 0 and 1 (as thousandths) */
-static int parse_fraction(const char *v, int *num, int *den)
+static int parse_fraction(const char *v, int *num, int *den, char *why, size_t why_size)
 {
     char *end;
     long n, d;
@@ -119,10 +122,10 @@ static int parse_fraction(const char *v, int *num, int *den)
         errno = 0;
         n = strtol(v, &end, 10);
         if (errno || end == v || *end != '/')
-            return -1;
+            goto bad;
         d = strtol(end + 1, &end, 10);
         if (errno || *end || n < 1 || d < 2 || d > 1000 || n >= d)
-            return -1;
+            goto bad;
         *num = (int)n;
         *den = (int)d;
         return 0;
@@ -130,52 +133,59 @@ static int parse_fraction(const char *v, int *num, int *den)
     errno = 0;
     f = strtod(v, &end);
     if (errno || end == v || *end || !(f > 0 && f < 1))
-        return -1;
+        goto bad;
     n = (long)(f * 1000 + 0.5);
     if (n < 1 || n > 999)
-        return -1;
+        goto bad;
     *num = (int)n;
     *den = 1000;
     return 0;
+bad:
+    snprintf(why, why_size,
+             "must be a fraction strictly between 0 and 1: N/D (D up to 1000) or a "
+             "decimal (thousandths)");
+    return -1;
 }
 
-int certmgr_apply_setting(struct certmgr_settings *s, const char *flag, const char *v, FILE *err)
+int certmgr_apply_setting(struct certmgr_settings *s, const char *flag, const char *v, char *why,
+                          size_t why_size)
 {
     if (strcmp(flag, "--tls-managed") == 0) {
         if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
             s->managed = 1;
         else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
             s->managed = 0;
-        else
+        else {
+            snprintf(why, why_size, "must be true or false");
             return -1;
+        }
         return 0;
     }
     if (strcmp(flag, "--tls-cert-dir") == 0)
-        return set_str(s->cert_dir, sizeof(s->cert_dir), v, "tls cert dir", err);
+        return set_str(s->cert_dir, sizeof(s->cert_dir), v, why, why_size);
     if (strcmp(flag, "--tls-secret-name") == 0)
-        return set_str(s->secret_name, sizeof(s->secret_name), v, "tls secret name", err);
+        return set_str(s->secret_name, sizeof(s->secret_name), v, why, why_size);
     if (strcmp(flag, "--tls-secret-namespace") == 0)
-        return set_str(s->secret_namespace, sizeof(s->secret_namespace), v, "tls secret namespace",
-                       err);
+        return set_str(s->secret_namespace, sizeof(s->secret_namespace), v, why, why_size);
     if (strcmp(flag, "--tls-service-name") == 0)
-        return set_str(s->service, sizeof(s->service), v, "tls service name", err);
+        return set_str(s->service, sizeof(s->service), v, why, why_size);
     if (strcmp(flag, "--tls-extra-dns") == 0)
-        return set_str(s->extra_dns, sizeof(s->extra_dns), v, "tls extra DNS", err);
+        return set_str(s->extra_dns, sizeof(s->extra_dns), v, why, why_size);
     if (strcmp(flag, "--tls-extra-ips") == 0)
-        return set_str(s->extra_ips, sizeof(s->extra_ips), v, "tls extra IPs", err);
+        return set_str(s->extra_ips, sizeof(s->extra_ips), v, why, why_size);
     if (strcmp(flag, "--tls-webhook-configurations") == 0)
-        return set_str(s->webhook_configurations, sizeof(s->webhook_configurations), v,
-                       "tls webhook configurations", err);
+        return set_str(s->webhook_configurations, sizeof(s->webhook_configurations), v, why,
+                       why_size);
     if (strcmp(flag, "--tls-ca-lifetime") == 0)
-        return parse_secs(v, 0, &s->ca_lifetime_s, err, "tls CA lifetime");
+        return parse_secs(v, 0, &s->ca_lifetime_s, why, why_size);
     if (strcmp(flag, "--tls-serving-lifetime") == 0)
-        return parse_secs(v, 0, &s->serving_lifetime_s, err, "tls serving lifetime");
+        return parse_secs(v, 0, &s->serving_lifetime_s, why, why_size);
     if (strcmp(flag, "--tls-publish-grace") == 0)
-        return parse_secs(v, 1, &s->publish_grace_s, err, "tls publish grace");
+        return parse_secs(v, 1, &s->publish_grace_s, why, why_size);
     if (strcmp(flag, "--tls-switch-grace") == 0)
-        return parse_secs(v, 1, &s->switch_grace_s, err, "tls switch grace");
+        return parse_secs(v, 1, &s->switch_grace_s, why, why_size);
     if (strcmp(flag, "--tls-renew-fraction") == 0)
-        return parse_fraction(v, &s->renew_num, &s->renew_den);
+        return parse_fraction(v, &s->renew_num, &s->renew_den, why, why_size);
     return -2;
 }
 

@@ -63,10 +63,11 @@ void certmgr_settings_default(struct certmgr_settings *s);
  * --tls-ca-lifetime, --tls-serving-lifetime, --tls-publish-grace, --tls-switch-grace (durations
  * as common_certs_parse_duration reads them, or plain seconds; graces may be 0),
  * --tls-renew-fraction ("N/D" or a decimal, strictly between 0 and 1). Returns 0, -1 for a bad
- * value (a message on err when it says more than "invalid value"), or -2 when flag is not one
- * of these (nothing printed).
+ * value with why it is refused into why (why_size bytes; serve prints it after the flag or key
+ * and the value), or -2 when flag is not one of these. Prints nothing.
  */
-int certmgr_apply_setting(struct certmgr_settings *s, const char *flag, const char *v, FILE *err);
+int certmgr_apply_setting(struct certmgr_settings *s, const char *flag, const char *v, char *why,
+                          size_t why_size);
 
 /* certmgr_print_settings - the settings as YAML lines of serve's "tls:" mapping (two-space
  * indented keys, without the "tls:" line itself). */

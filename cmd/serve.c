@@ -24,6 +24,7 @@
 
 #include "cmd/certmgr.h"
 #include "cmd/cli.h"
+#include "cmd/serveready.h"
 #include "cmd/trainerdetect.h"
 #include "cmd/trainerstatus.h"
 #include "common/alloc.h"
@@ -58,6 +59,7 @@
 #define EXTENDER_MAX_CONNECTIONS 16384
 
 #define SERVE_MAX_TOPOLOGIES 8
+#define SERVE_CFG_KEYS_MAX 96 /* at least the entries of cfg_keys */
 
 struct serve_config {
     char kubeconfig[PATH_MAX], context[STR_MAX];
@@ -95,6 +97,10 @@ struct serve_config {
     char slurm_url[STR_MAX], slurm_user[254], slurm_token_file[PATH_MAX];
     char slurm_key_file[PATH_MAX], slurm_api_version[32], slurm_node_label[254];
     char slurm_partition[254], slurm_account[254], slurm_qos[254];
+    /* where each value came from, to name it as the user gave it: the --config file's path,
+     * and from_file[i] set when cfg_keys[i] was set by the file and no flag replaced it */
+    const char *config_file;
+    unsigned char from_file[SERVE_CFG_KEYS_MAX];
 };
 
 static void config_defaults(struct serve_config *c)
@@ -241,24 +247,29 @@ static void usage(FILE *f)
         "                                   effect as YAML and exit (0 valid; 2 with a\n"
         "                                   message naming each problem)\n"
         "  -h, --help                       this help\n\n"
-        "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0.\n"
+        "Signals: SIGTERM or SIGINT stop the workers, release the Lease and exit 0, within\n"
+        "2 s at any point (while starting too).\n"
         "Exit status: 0 after a signal, 1 when the kubeconfig or a port cannot be used, 2 bad\n"
         "usage. An API server that cannot be reached is retried (with backoff), not fatal;\n"
         "/readyz says what is wrong meanwhile.\n",
         f);
 }
 
-static int set_str(char *dst, size_t size, const char *v, const char *what, FILE *err)
+/* Setting parsers: 0, or -1 with why a value is refused into why (WHY_MAX bytes); the caller
+ * prints one line naming the flag, or the file and key, the value and why. */
+#define WHY_MAX 1024
+
+static int set_str(char *dst, size_t size, const char *v, char *why)
 {
     if (strlen(v) >= size) {
-        fprintf(err, "trainsched serve: %s: longer than %zu bytes\n", what, size - 1);
+        snprintf(why, WHY_MAX, "longer than %zu bytes", size - 1);
         return -1;
     }
     snprintf(dst, size, "%s", v);
     return 0;
 }
 
-static int parse_bool(const char *v, int *out)
+static int parse_bool(const char *v, int *out, char *why)
 {
     if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
         *out = 1;
@@ -268,25 +279,34 @@ static int parse_bool(const char *v, int *out)
         *out = 0;
         return 0;
     }
+    snprintf(why, WHY_MAX, "must be true or false");
     return -1;
 }
 
-static int parse_num(const char *v, double lo, double hi, double *out)
+/* a number from lo to hi; whole: an integer */
+static int parse_num(const char *v, double lo, double hi, int whole, double *out, char *why)
 {
     char *end;
     double d;
     errno = 0;
     d = strtod(v, &end);
-    if (errno || end == v || *end || d < lo || d > hi)
+    if (errno || end == v || *end || d != d) {
+        snprintf(why, WHY_MAX, "not a number");
         return -1;
+    }
+    if (d < lo || d > hi || (whole && d != (double)(long long)d)) {
+        snprintf(why, WHY_MAX, "must be a %s from %g to %g", whole ? "whole number" : "number", lo,
+                 hi);
+        return -1;
+    }
     *out = d;
     return 0;
 }
 
-static int parse_components(struct serve_config *c, const char *list, FILE *err)
+static int parse_components(struct serve_config *c, const char *list, char *why)
 {
     char buf[STR_MAX], *save = NULL, *tok;
-    if (set_str(buf, sizeof(buf), list, "components", err))
+    if (set_str(buf, sizeof(buf), list, why))
         return -1;
     c->comp_reconciler = c->comp_webhook = c->comp_extender = 0;
     for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -299,10 +319,8 @@ static int parse_components(struct serve_config *c, const char *list, FILE *err)
         else if (strcmp(tok, "extender") == 0)
             c->comp_extender = 1;
         else {
-            fprintf(err,
-                    "trainsched serve: components: unknown component \"%s\" (want reconciler, "
-                    "webhook, extender)\n",
-                    tok);
+            snprintf(why, WHY_MAX, "unknown component \"%s\" (want reconciler, webhook, extender)",
+                     tok);
             return -1;
         }
     }
@@ -326,7 +344,7 @@ static int cfg_scalar(const json_t *v, char *buf, size_t size)
     return 0;
 }
 
-static int apply_setting(struct serve_config *c, const char *flag, const char *v, FILE *err);
+static int apply_setting(struct serve_config *c, const char *flag, const char *v, char *why);
 
 /* key in the file -> the flag it sets */
 static const struct {
@@ -401,6 +419,8 @@ static int load_topologies(struct serve_config *c, const char *file, const json_
 {
     size_t i;
     json_t *t;
+    char why[WHY_MAX];
+    int rc;
 
     if (!json_is_array(v)) {
         fprintf(err, "trainsched serve: %s: extender.topologies: must be a list\n", file);
@@ -443,12 +463,17 @@ static int load_topologies(struct serve_config *c, const char *file, const json_
                 return -1;
             }
         c->topo_loading_file = 1;
-        if (n >= sizeof(spec) || apply_setting(c, "--extender-topology", spec, err)) {
-            c->topo_loading_file = 0;
-            fprintf(err, "trainsched serve: %s: extender.topologies[%zu]: invalid\n", file, i);
-            return -1;
+        if (n >= sizeof(spec)) {
+            snprintf(why, WHY_MAX, "longer than %zu bytes", sizeof(spec) - 1);
+            rc = -1;
+        } else {
+            rc = apply_setting(c, "--extender-topology", spec, why);
         }
         c->topo_loading_file = 0;
+        if (rc) {
+            fprintf(err, "trainsched serve: %s: extender.topologies[%zu]: %s\n", file, i, why);
+            return -1;
+        }
     }
     return 0;
 }
@@ -471,7 +496,7 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
 
     json_object_foreach((json_t *)obj, k, v)
     {
-        char path[256], val[PATH_MAX];
+        char path[256], val[PATH_MAX], why[WHY_MAX];
         size_t i;
         int rc;
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
@@ -490,6 +515,7 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
         if (strcmp(path, "extender.topologies") == 0) {
             if (load_topologies(c, file, v, err))
                 return -1;
+            c->from_file[i] = 1;
             continue;
         }
         if (strcmp(path, "components") == 0 && json_is_array(v)) {
@@ -505,8 +531,11 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
                 }
                 n += (size_t)snprintf(val + n, sizeof(val) - n, "%s%s", j ? "," : "",
                                       json_string_value(it));
-                if (n >= sizeof(val))
+                if (n >= sizeof(val)) {
+                    fprintf(err, "trainsched serve: %s: components: longer than %zu bytes\n", file,
+                            sizeof(val) - 1);
                     return -1;
+                }
             }
         } else if (json_is_null(v)) {
             continue;
@@ -515,14 +544,15 @@ static int load_object(struct serve_config *c, const char *file, const json_t *o
                     path);
             return -1;
         }
-        rc = apply_setting(c, cfg_keys[i].flag, val, err);
-        if (rc == -1)
-            fprintf(err, "trainsched serve: %s: %s: invalid value \"%s\"\n", file, path, val);
-        else if (rc == -3)
-            fprintf(err, "trainsched serve: %s: %s: that value (\"%s\") is the one refused above\n",
-                    file, path, val);
+        rc = apply_setting(c, cfg_keys[i].flag, val, why);
+        if (rc == -3)
+            fprintf(err, "trainsched serve: %s: %s: %s\n", file, path, why);
+        else if (rc)
+            fprintf(err, "trainsched serve: %s: %s: invalid value \"%s\": %s\n", file, path, val,
+                    why);
         if (rc)
             return -1;
+        c->from_file[i] = 1;
     }
     return 0;
 }
@@ -533,6 +563,9 @@ static int load_config(struct serve_config *c, const char *file, FILE *err)
     struct common_error e;
     int rc;
 
+    _Static_assert(sizeof(cfg_keys) / sizeof(cfg_keys[0]) <= SERVE_CFG_KEYS_MAX,
+                   "SERVE_CFG_KEYS_MAX is too small");
+    c->config_file = file;
     if (common_yaml_load_file(file, NULL, &docs, &e) != COMMON_OK) {
         fprintf(err, "trainsched serve: %s\n", e.msg);
         common_yaml_docs_free(&docs);
@@ -548,129 +581,151 @@ static int load_config(struct serve_config *c, const char *file, FILE *err)
     return rc;
 }
 
-/* One setting by flag name (also what the file's keys map to). Returns 0, -1 (bad value), -3 (bad
- * value, already reported naming the flag) or -2 (unknown flag, reported). */
-/* 1 when apply_setting knows flag: tried with an empty value on a scratch config, its messages
- * dropped (so an unknown flag never takes the next argument as its value) */
+/* 1 when apply_setting knows flag: tried with an empty value on a scratch config (so an unknown
+ * flag never takes the next argument as its value) */
 static int flag_known(const char *flag)
 {
     struct serve_config *scratch = common_calloc(1, sizeof(*scratch));
-    FILE *sink = fopen("/dev/null", "w");
+    char why[WHY_MAX];
     int known = 1;
 
-    if (scratch && sink) {
+    if (scratch) {
         config_defaults(scratch);
-        known = apply_setting(scratch, flag, "", sink) != -2;
+        known = apply_setting(scratch, flag, "", why) != -2;
     }
-    if (sink)
-        fclose(sink);
     common_free(scratch);
     return known;
 }
 
-static int apply_setting(struct serve_config *c, const char *flag, const char *v, FILE *err)
+/* a flag given on the command line: what the file set for it no longer counts as the file's */
+static void flag_given(struct serve_config *c, const char *flag)
+{
+    for (size_t i = 0; i < sizeof(cfg_keys) / sizeof(cfg_keys[0]); i++)
+        if (strcmp(cfg_keys[i].flag, flag) == 0)
+            c->from_file[i] = 0;
+}
+
+/* how to name the setting of flag to the user: "FILE: key" when its value came from the
+ * --config file, else the flag */
+static const char *setting_name(const struct serve_config *c, const char *flag, char *buf,
+                                size_t size)
+{
+    for (size_t i = 0; i < sizeof(cfg_keys) / sizeof(cfg_keys[0]); i++)
+        if (c->from_file[i] && strcmp(cfg_keys[i].flag, flag) == 0) {
+            snprintf(buf, size, "%s: %s", c->config_file, cfg_keys[i].path);
+            return buf;
+        }
+    return flag;
+}
+
+/* One setting by flag name (also what the file's keys map to). Returns 0, -1 (bad value: why
+ * into why, WHY_MAX bytes), -3 (bad value: why is a whole message that names the value) or -2
+ * (unknown flag). Prints nothing; the caller prints one line naming the flag or the key. */
+static int apply_setting(struct serve_config *c, const char *flag, const char *v, char *why)
 {
     double d;
     if (strcmp(flag, "--kubeconfig") == 0)
-        return set_str(c->kubeconfig, sizeof(c->kubeconfig), v, "kubeconfig", err);
+        return set_str(c->kubeconfig, sizeof(c->kubeconfig), v, why);
     if (strcmp(flag, "--context") == 0)
-        return set_str(c->context, sizeof(c->context), v, "context", err);
+        return set_str(c->context, sizeof(c->context), v, why);
     if (strcmp(flag, "--components") == 0)
-        return parse_components(c, v, err);
+        return parse_components(c, v, why);
     if (strcmp(flag, "--http-address") == 0)
-        return set_str(c->http_address, sizeof(c->http_address), v, "http-address", err);
+        return set_str(c->http_address, sizeof(c->http_address), v, why);
     if (strcmp(flag, "--https-address") == 0)
-        return set_str(c->https_address, sizeof(c->https_address), v, "https-address", err);
+        return set_str(c->https_address, sizeof(c->https_address), v, why);
     if (strcmp(flag, "--log-level") == 0) {
         enum common_log_level l;
-        if (common_log_parse_level(v, &l))
+        if (common_log_parse_level(v, &l)) {
+            snprintf(why, WHY_MAX, "want debug, info, warn or error");
             return -1;
-        return set_str(c->log_level, sizeof(c->log_level), v, "log-level", err);
+        }
+        return set_str(c->log_level, sizeof(c->log_level), v, why);
     }
     if (strcmp(flag, "--kube-qps") == 0) {
-        if (parse_num(v, 0.1, 100000, &d))
+        if (parse_num(v, 0.1, 100000, 0, &d, why))
             return -1;
         c->qps = d;
         return 0;
     }
     if (strcmp(flag, "--kube-burst") == 0) {
-        if (parse_num(v, 1, 100000, &d) || d != (int)d)
+        if (parse_num(v, 1, 100000, 1, &d, why))
             return -1;
         c->burst = (int)d;
         return 0;
     }
     if (strcmp(flag, "--leader-elect") == 0)
-        return parse_bool(v, &c->leader_elect);
+        return parse_bool(v, &c->leader_elect, why);
     if (strcmp(flag, "--leader-elect-lease-name") == 0)
-        return set_str(c->lease_name, sizeof(c->lease_name), v, "lease name", err);
+        return set_str(c->lease_name, sizeof(c->lease_name), v, why);
     if (strcmp(flag, "--leader-elect-namespace") == 0)
-        return set_str(c->lease_namespace, sizeof(c->lease_namespace), v, "lease namespace", err);
+        return set_str(c->lease_namespace, sizeof(c->lease_namespace), v, why);
     if (strcmp(flag, "--leader-elect-lease-duration") == 0) {
-        if (parse_num(v, 1, 3600, &d) || d != (int)d)
+        if (parse_num(v, 1, 3600, 1, &d, why))
             return -1;
         c->timing.lease_duration_s = (int)d;
         return 0;
     }
     if (strcmp(flag, "--leader-elect-renew-deadline") == 0) {
-        if (parse_num(v, 0.1, 3600, &d))
+        if (parse_num(v, 0.1, 3600, 0, &d, why))
             return -1;
         c->timing.renew_deadline_s = d;
         return 0;
     }
     if (strcmp(flag, "--leader-elect-retry-period") == 0) {
-        if (parse_num(v, 0.05, 3600, &d))
+        if (parse_num(v, 0.05, 3600, 0, &d, why))
             return -1;
         c->timing.retry_period_s = d;
         return 0;
     }
     if (strcmp(flag, "--identity") == 0)
-        return set_str(c->identity, sizeof(c->identity), v, "identity", err);
+        return set_str(c->identity, sizeof(c->identity), v, why);
     if (strcmp(flag, "--workers") == 0) {
-        if (parse_num(v, 1, 256, &d) || d != (int)d)
+        if (parse_num(v, 1, 256, 1, &d, why))
             return -1;
         c->workers = (int)d;
         return 0;
     }
     if (strcmp(flag, "--namespace") == 0)
-        return set_str(c->namespace, sizeof(c->namespace), v, "namespace", err);
+        return set_str(c->namespace, sizeof(c->namespace), v, why);
     if (strcmp(flag, "--field-manager") == 0) {
         /* empty: the default, as the reconciler takes it (and --check-config shows it) */
-        if (set_str(c->field_manager, sizeof(c->field_manager), v, "field manager", err))
+        if (set_str(c->field_manager, sizeof(c->field_manager), v, why))
             return -1;
         if (!c->field_manager[0])
             snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
         return 0;
     }
     if (strcmp(flag, "--tls-cert-file") == 0)
-        return set_str(c->tls_cert_file, sizeof(c->tls_cert_file), v, "tls cert file", err);
+        return set_str(c->tls_cert_file, sizeof(c->tls_cert_file), v, why);
     if (strcmp(flag, "--tls-key-file") == 0)
-        return set_str(c->tls_key_file, sizeof(c->tls_key_file), v, "tls key file", err);
+        return set_str(c->tls_key_file, sizeof(c->tls_key_file), v, why);
     if (strcmp(flag, "--tls-reload-seconds") == 0) {
-        if (parse_num(v, 0.1, 86400, &d))
+        if (parse_num(v, 0.1, 86400, 0, &d, why))
             return -1;
         c->tls_reload_s = d;
         return 0;
     }
     if (strcmp(flag, "--extender-bind-timeout") == 0) {
-        if (parse_num(v, 1, 86400, &d))
+        if (parse_num(v, 1, 86400, 0, &d, why))
             return -1;
         c->ext_bind_timeout_s = d;
         return 0;
     }
     if (strcmp(flag, "--extender-schedule-timeout") == 0) {
-        if (parse_num(v, 1, 86400, &d))
+        if (parse_num(v, 1, 86400, 0, &d, why))
             return -1;
         c->ext_schedule_timeout_s = d;
         return 0;
     }
     if (strcmp(flag, "--extender-backoff-initial") == 0) {
-        if (parse_num(v, 0.1, 86400, &d))
+        if (parse_num(v, 0.1, 86400, 0, &d, why))
             return -1;
         c->ext_backoff_initial_s = d;
         return 0;
     }
     if (strcmp(flag, "--extender-backoff-max") == 0) {
-        if (parse_num(v, 0.1, 86400, &d))
+        if (parse_num(v, 0.1, 86400, 0, &d, why))
             return -1;
         c->ext_backoff_max_s = d;
         return 0;
@@ -680,7 +735,7 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         struct common_error e;
         int at;
         if (topo_spec_parse(v, &ts, &e) != COMMON_OK) {
-            fprintf(err, "trainsched serve: --extender-topology: %s\n", e.msg);
+            snprintf(why, WHY_MAX, "%s", e.msg);
             return -1;
         }
         for (at = 0; at < c->n_topo_specs; at++)
@@ -690,108 +745,99 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
         /* a flag replaces the file's topology of that name; two flags naming one are an error
          * (not last-wins) */
         if (at < c->n_topo_specs && !c->topo_loading_file && (c->topo_by_flag & (1u << at))) {
-            fprintf(err, "trainsched serve: --extender-topology: topology \"%s\" is given twice\n",
-                    ts.name);
+            snprintf(why, WHY_MAX, "topology \"%s\" is given twice", ts.name);
             return -1;
         }
         if (at == SERVE_MAX_TOPOLOGIES) {
-            fprintf(err, "trainsched serve: --extender-topology: at most %d topologies\n",
-                    SERVE_MAX_TOPOLOGIES);
+            snprintf(why, WHY_MAX, "at most %d topologies", SERVE_MAX_TOPOLOGIES);
             return -1;
         }
         if (at == c->n_topo_specs)
             c->n_topo_specs++;
         if (!c->topo_loading_file)
             c->topo_by_flag |= 1u << at;
-        return set_str(c->topo_specs[at], sizeof(c->topo_specs[at]), v, "topology", err);
+        return set_str(c->topo_specs[at], sizeof(c->topo_specs[at]), v, why);
     }
     if (strcmp(flag, "--webhook-extender-wired") == 0)
-        return parse_bool(v, &c->extender_wired);
+        return parse_bool(v, &c->extender_wired, why);
     if (strcmp(flag, "--allow-trainer-controller") == 0)
-        return parse_bool(v, &c->allow_trainer);
+        return parse_bool(v, &c->allow_trainer, why);
     if (strcmp(flag, "--trainer-lease-namespace") == 0)
-        return set_str(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), v,
-                       "trainer lease namespace", err);
+        return set_str(c->trainer_lease_namespace, sizeof(c->trainer_lease_namespace), v, why);
     if (strcmp(flag, "--gang-scheduler-name") == 0) {
         /* it becomes the pods' spec.schedulerName: a DNS-1123 subdomain (pod validation) */
         const char *bad = *v ? common_names_dns1123_subdomain(v) : NULL;
         if (bad) {
-            fprintf(err,
-                    "trainsched serve: --gang-scheduler-name (webhook.gangSchedulerName): "
-                    "\"%s\": %s\n",
-                    v, bad);
-            return -3;
+            snprintf(why, WHY_MAX, "%s", bad);
+            return -1;
         }
-        return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v,
-                       "gang scheduler name", err);
+        return set_str(c->gang_scheduler_name, sizeof(c->gang_scheduler_name), v, why);
     }
     if (strcmp(flag, "--kai-queue") == 0) {
         const char *bad = common_names_dns1123_subdomain(v);
         if (bad) {
-            fprintf(err, "trainsched serve: --kai-queue (backends.kai.queue): \"%s\": %s\n", v,
-                    bad);
-            return -3;
+            snprintf(why, WHY_MAX, "%s", bad);
+            return -1;
         }
-        return set_str(c->kai_queue, sizeof(c->kai_queue), v, "kai queue", err);
+        return set_str(c->kai_queue, sizeof(c->kai_queue), v, why);
     }
     if (strcmp(flag, "--default-backend") == 0) {
         const struct backend *b;
         struct common_error be;
         if (backend_select(NULL, NULL, v, &b, NULL, &be) != COMMON_OK) {
-            fprintf(err, "trainsched serve: --default-backend: %s\n", be.msg);
+            snprintf(why, WHY_MAX, "%s", be.msg); /* names the key and the value */
             return -3;
         }
-        return set_str(c->default_backend, sizeof(c->default_backend), v, "default backend", err);
+        return set_str(c->default_backend, sizeof(c->default_backend), v, why);
     }
     if (strcmp(flag, "--volcano-queue") == 0) {
         /* a Volcano Queue is a cluster-scoped object: its name is a DNS-1123 subdomain */
         const char *bad = *v ? common_names_dns1123_subdomain(v) : NULL;
         if (bad) {
-            fprintf(err, "trainsched serve: --volcano-queue (backends.volcano.queue): \"%s\": %s\n",
-                    v, bad);
-            return -3;
+            snprintf(why, WHY_MAX, "%s", bad);
+            return -1;
         }
-        return set_str(c->volcano_queue, sizeof(c->volcano_queue), v, "volcano queue", err);
+        return set_str(c->volcano_queue, sizeof(c->volcano_queue), v, why);
     }
     if (strcmp(flag, "--volcano-tiers") == 0) {
         struct common_error ve;
         if (volcano_tiers_check("backends.volcano.tiers", v, &ve) != COMMON_OK) {
-            fprintf(err, "trainsched serve: --volcano-tiers: %s\n", ve.msg);
+            snprintf(why, WHY_MAX, "%s", ve.msg); /* names the key and the value */
             return -3;
         }
-        return set_str(c->volcano_tiers, sizeof(c->volcano_tiers), v, "volcano tiers", err);
+        return set_str(c->volcano_tiers, sizeof(c->volcano_tiers), v, why);
     }
     {
         static const struct {
-            const char *flag, *what;
+            const char *flag;
             size_t off, size;
         } slurm[] = {
-#define SLURM_OPT(f, field, w)                                                                     \
-    {f, w, offsetof(struct serve_config, field), sizeof(((struct serve_config *)0)->field)}
-            SLURM_OPT("--slurm-url", slurm_url, "slurmrestd URL"),
-            SLURM_OPT("--slurm-user", slurm_user, "Slurm user name"),
-            SLURM_OPT("--slurm-token-file", slurm_token_file, "Slurm token file"),
-            SLURM_OPT("--slurm-jwt-key-file", slurm_key_file, "Slurm JWT key file"),
-            SLURM_OPT("--slurm-api-version", slurm_api_version, "slurmrestd API version"),
-            SLURM_OPT("--slurm-node-label", slurm_node_label, "Slurm node label"),
-            SLURM_OPT("--slurm-partition", slurm_partition, "Slurm partition"),
-            SLURM_OPT("--slurm-account", slurm_account, "Slurm account"),
-            SLURM_OPT("--slurm-qos", slurm_qos, "Slurm QOS"),
+#define SLURM_OPT(f, field)                                                                        \
+    {f, offsetof(struct serve_config, field), sizeof(((struct serve_config *)0)->field)}
+            SLURM_OPT("--slurm-url", slurm_url),
+            SLURM_OPT("--slurm-user", slurm_user),
+            SLURM_OPT("--slurm-token-file", slurm_token_file),
+            SLURM_OPT("--slurm-jwt-key-file", slurm_key_file),
+            SLURM_OPT("--slurm-api-version", slurm_api_version),
+            SLURM_OPT("--slurm-node-label", slurm_node_label),
+            SLURM_OPT("--slurm-partition", slurm_partition),
+            SLURM_OPT("--slurm-account", slurm_account),
+            SLURM_OPT("--slurm-qos", slurm_qos),
 #undef SLURM_OPT
         };
         for (size_t i = 0; i < sizeof(slurm) / sizeof(slurm[0]); i++)
             if (strcmp(flag, slurm[i].flag) == 0)
-                return set_str((char *)c + slurm[i].off, slurm[i].size, v, slurm[i].what, err);
+                return set_str((char *)c + slurm[i].off, slurm[i].size, v, why);
     }
     {
-        int crc = certmgr_apply_setting(&c->certs, flag, v, err);
+        int crc = certmgr_apply_setting(&c->certs, flag, v, why, WHY_MAX);
         if (crc != -2)
             return crc;
-        crc = trainer_status_apply_setting(&c->ts, flag, v, err);
+        crc = trainer_status_apply_setting(&c->ts, flag, v, why, WHY_MAX);
         if (crc != -2)
             return crc;
     }
-    fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
+    snprintf(why, WHY_MAX, "unknown option");
     return -2;
 }
 
@@ -887,6 +933,17 @@ struct daemon {
     struct common_kube *wh_kube; /* the webhook's runtime reads on a cache miss (short timeout) */
     struct trainer_status_ca *ts_ca;
     char ts_url[512];
+    /* stopping (SIGTERM, SIGINT): a thread of its own waits for the signal, so that it is acted
+     * on at any point of the start too; it cancels the API clients (common_kube_cancel_after),
+     * which ends whatever the main thread waits for, and wakes the main loop. Under mu. */
+    sigset_t sigs;
+    pthread_t sig_thread;
+    int sig_started, stop_sig, exiting;
+    pthread_cond_t stop_cond;
+    struct common_kube
+        *lease_kube; /* the elector's client: cut last, so a held Lease is released */
+    struct common_kube *probe_kube; /* check_trainer's client while it looks */
+    char rc_error[512];             /* the last failed reconciler start, "" once one succeeded */
 };
 
 static void started_leading(void *ctx)
@@ -908,18 +965,21 @@ static void new_leader(void *ctx, const char *identity)
     atomic_store(&d->seen_leader, 1);
 }
 
-/* readiness (common/health.h: 0 = ready): a standby is ready (it serves what needs no Lease);
- * the leader once its caches are synced */
+/* readiness (common/health.h: 0 = ready): serve_ready_reconciler (cmd/serveready.h) on the
+ * state under the lock: a standby is ready, a replica that must reconcile once it does */
 static int ready_reconciler(void *ctx, char *why, size_t why_size)
 {
     struct daemon *d = ctx;
-    int ok;
+    struct serve_reconciler_state st;
+    int rc;
     pthread_mutex_lock(&d->mu);
-    ok = !atomic_load(&d->leading) || rc_synced(d->rc);
+    st.should_run = !d->cfg.leader_elect || atomic_load(&d->want_lead);
+    st.running = atomic_load(&d->leading) && d->rc;
+    st.synced = d->rc && rc_synced(d->rc);
+    st.start_error = d->rc_error;
+    rc = serve_ready_reconciler(&st, why, why_size);
     pthread_mutex_unlock(&d->mu);
-    if (!ok)
-        snprintf(why, why_size, "reconciler caches are not synced yet");
-    return ok ? 0 : 1;
+    return rc;
 }
 
 /* leader election works: some replica holds the Lease. A standby that has seen no holder for
@@ -1197,6 +1257,67 @@ static double queue_processing(void *ctx)
     return queue_gauge(ctx, 2);
 }
 
+/* the signal that asked serve to stop, 0 while none did */
+static int stop_requested(struct daemon *d)
+{
+    int sig;
+    pthread_mutex_lock(&d->mu);
+    sig = d->stop_sig;
+    pthread_mutex_unlock(&d->mu);
+    return sig;
+}
+
+/* wait up to ms for a stop; returns the signal (nonzero) when stopping */
+static int wait_stop(struct daemon *d, long ms)
+{
+    struct timespec until;
+    int sig;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop_sig && pthread_cond_timedwait(&d->stop_cond, &d->mu, &until) != ETIMEDOUT)
+        ;
+    sig = d->stop_sig;
+    pthread_mutex_unlock(&d->mu);
+    return sig;
+}
+
+/* Calls in progress when a stop is asked for get this long to end (a reconcile's write against
+ * a healthy API server takes milliseconds); the elector's client somewhat longer, so that a held
+ * Lease is released after the reconciler stopped writing. Together they keep the exit within
+ * 2 s of the signal, whatever the API server does (Kubernetes' grace period is 30 s). */
+#define STOP_CALLS_MS 500
+#define STOP_LEASE_MS 1200
+
+/* the signal thread: SIGTERM or SIGINT (blocked in every thread) stops the daemon; serve's own
+ * exit on an error wakes it the same way with `exiting` set */
+static void *signal_thread(void *arg)
+{
+    struct daemon *d = arg;
+    int sig = 0;
+
+    while (sigwait(&d->sigs, &sig) != 0)
+        ;
+    pthread_mutex_lock(&d->mu);
+    if (!d->exiting)
+        common_log(COMMON_LOG_INFO, "signal received; stopping", "signal",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+    d->stop_sig = sig ? sig : SIGTERM;
+    common_kube_cancel_after(d->kube, STOP_CALLS_MS);
+    common_kube_cancel_after(d->ss_kube, STOP_CALLS_MS);
+    common_kube_cancel_after(d->probe_kube, 0);
+    /* a standby has no Lease to release: its election attempt ends at once */
+    common_kube_cancel_after(d->lease_kube, atomic_load(&d->want_lead) ? STOP_LEASE_MS : 0);
+    pthread_cond_broadcast(&d->stop_cond);
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
 static int start_reconciler(struct daemon *d)
 {
     struct rc_opts o = {0};
@@ -1234,17 +1355,25 @@ static int start_reconciler(struct daemon *d)
         d->slurm = slurm_sync_create(&so, &err);
         if (!d->slurm) {
             common_log(COMMON_LOG_ERROR, "Slurm backend not started", "error", err.msg, NULL);
+            pthread_mutex_lock(&d->mu);
+            snprintf(d->rc_error, sizeof(d->rc_error), "Slurm backend: %s", err.msg);
+            pthread_mutex_unlock(&d->mu);
             return -1;
         }
     }
     o.slurm = d->slurm;
     rc = rc_create(&o, &err);
     if (!rc || rc_start(rc, &err) != COMMON_OK) {
-        common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);
+        if (!stop_requested(d))
+            common_log(COMMON_LOG_ERROR, "reconciler did not start", "error", err.msg, NULL);
         rc_destroy(rc);
+        pthread_mutex_lock(&d->mu);
+        snprintf(d->rc_error, sizeof(d->rc_error), "%s", err.msg);
+        pthread_mutex_unlock(&d->mu);
         return -1;
     }
     pthread_mutex_lock(&d->mu);
+    d->rc_error[0] = 0;
     d->rc = rc;
     atomic_store(&d->leading, 1);
     pthread_mutex_unlock(&d->mu);
@@ -1331,43 +1460,42 @@ static int check_environment(const struct serve_config *c, FILE *err)
     struct common_kubeconfig kc;
     struct common_error e = {0};
     int problems = 0, https = c->comp_webhook || c->comp_extender;
+    char nb[4][PATH_MAX + 64];
+    /* each setting named as the user gave it: the file's key when it came from --config */
+    const char *http_name = setting_name(c, "--http-address", nb[0], sizeof(nb[0]));
+    const char *https_name = setting_name(c, "--https-address", nb[1], sizeof(nb[1]));
+    const char *ts_name = setting_name(c, "--trainjob-status-address", nb[2], sizeof(nb[2]));
+    const char *ca_name = setting_name(c, "--trainjob-status-ca-file", nb[3], sizeof(nb[3]));
 
-    if (check_listen("--http-address", c->http_address, NULL, NULL, err))
+    if (check_listen(http_name, c->http_address, NULL, NULL, err))
         problems++;
-    if (https && check_listen("--https-address", c->https_address,
-                              c->certs.managed ? NULL : c->tls_cert_file,
-                              c->certs.managed ? NULL : c->tls_key_file, err))
+    if (https &&
+        check_listen(https_name, c->https_address, c->certs.managed ? NULL : c->tls_cert_file,
+                     c->certs.managed ? NULL : c->tls_key_file, err))
         problems++;
-    if (c->ts.enabled && check_listen("--trainjob-status-address", c->ts.address,
-                                      c->certs.managed ? NULL : c->tls_cert_file,
-                                      c->certs.managed ? NULL : c->tls_key_file, err))
+    if (c->ts.enabled &&
+        check_listen(ts_name, c->ts.address, c->certs.managed ? NULL : c->tls_cert_file,
+                     c->certs.managed ? NULL : c->tls_key_file, err))
         problems++;
     if (c->ts.enabled && same_listener(c->ts.address, c->http_address)) {
-        fprintf(err,
-                "trainsched serve: --check-config: --trainjob-status-address %s and "
-                "--http-address %s are the same address\n",
-                c->ts.address, c->http_address);
+        fprintf(err, "trainsched serve: --check-config: %s %s and %s %s are the same address\n",
+                ts_name, c->ts.address, http_name, c->http_address);
         problems++;
     }
     if (c->ts.enabled && https && same_listener(c->ts.address, c->https_address)) {
-        fprintf(err,
-                "trainsched serve: --check-config: --trainjob-status-address %s and "
-                "--https-address %s are the same address\n",
-                c->ts.address, c->https_address);
+        fprintf(err, "trainsched serve: --check-config: %s %s and %s %s are the same address\n",
+                ts_name, c->ts.address, https_name, c->https_address);
         problems++;
     }
     if (https && same_listener(c->https_address, c->http_address)) {
-        fprintf(err,
-                "trainsched serve: --check-config: --https-address %s and --http-address %s are "
-                "the same address\n",
-                c->https_address, c->http_address);
+        fprintf(err, "trainsched serve: --check-config: %s %s and %s %s are the same address\n",
+                https_name, c->https_address, http_name, c->http_address);
         problems++;
     }
     if (c->ts.enabled && c->ts.ca_file[0]) {
         char *pem = NULL;
         if (common_certs_ca_file_read(c->ts.ca_file, &pem, &e) != COMMON_OK) {
-            fprintf(err, "trainsched serve: --check-config: --trainjob-status-ca-file: %s\n",
-                    e.msg);
+            fprintf(err, "trainsched serve: --check-config: %s: %s\n", ca_name, e.msg);
             problems++;
         }
         common_free(pem);
@@ -1513,12 +1641,28 @@ static int connect_api(struct daemon *d, FILE *err)
     if (ko.timeout_ms < 1000)
         ko.timeout_ms = 1000;
     d->kube = common_kube_client_create(&kc, &ko, &e);
+    /* the elector's own client, so that stopping can cut the other calls first and still
+     * release the Lease (STOP_LEASE_MS) */
+    if (d->kube)
+        d->lease_kube = common_kube_client_create(&kc, &ko, &e);
     common_kubeconfig_free(&kc);
-    if (!d->kube) {
+    if (!d->kube || !d->lease_kube) {
         fprintf(err, "trainsched serve: %s\n", e.msg);
         return -1;
     }
     return 0;
+}
+
+/* a client made after the signal thread started: published under the lock, and cancelled at
+ * once (with the same grace as the others) when a stop was already asked for */
+static void publish_client(struct daemon *d, struct common_kube **slot, struct common_kube *k,
+                           long stop_ms)
+{
+    pthread_mutex_lock(&d->mu);
+    *slot = k;
+    if (d->stop_sig)
+        common_kube_cancel_after(k, stop_ms);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* 1 found, 0 not found, -1 could not be read (message into why) */
@@ -1564,6 +1708,7 @@ static int check_trainer(struct daemon *d, FILE *err)
         common_log(COMMON_LOG_WARN, "Kubeflow Trainer check skipped", "error", e.msg, NULL);
         return 0;
     }
+    publish_client(d, &d->probe_kube, k, 0); /* a stop ends the probes at once */
     o.lease_namespace = d->cfg.trainer_lease_namespace;
     o.lease_found = probe(k, &common_kube_leases, o.lease_namespace, TRAINER_LEASE_NAME, &lease,
                           lease_why, sizeof(lease_why));
@@ -1580,7 +1725,10 @@ static int check_trainer(struct daemon *d, FILE *err)
     json_decref(lease);
     json_decref(vw);
     json_decref(mw);
+    publish_client(d, &d->probe_kube, NULL, 0);
     common_kube_client_destroy(k);
+    if (stop_requested(d))
+        return 0; /* cut short: no verdict to give */
     if (dec.refuse) {
         fprintf(err, "trainsched serve: %s\n", dec.message);
         return 1;
@@ -1606,7 +1754,7 @@ static int trainer_status_prepare(struct daemon *d, FILE *err)
     ko.qps = d->cfg.ts.qps;
     ko.burst = d->cfg.ts.burst;
     ko.timeout_ms = 10000; /* Trainer's write timeout */
-    d->ss_kube = common_kube_client_create(&kc, &ko, &e);
+    publish_client(d, &d->ss_kube, common_kube_client_create(&kc, &ko, &e), STOP_CALLS_MS);
     common_kubeconfig_free(&kc);
     d->ts_ca = trainer_status_ca_create(d->kube, d->cfg.ts.ca_file, d->cfg.certs.secret_namespace,
                                         d->cfg.certs.secret_name);
@@ -1644,7 +1792,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     struct common_health *health = NULL;
     struct common_error e;
     enum common_log_level level;
-    sigset_t sigs;
+    pthread_condattr_t ca;
     int status = 1, i, check_only = 0, bad_flags = 0;
     long long cert_mtime = 0;
     double next_cert_check = 0, next_cert_sync = 0;
@@ -1654,6 +1802,10 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     memset(&d, 0, sizeof(d));
     d.started = time(NULL);
     pthread_mutex_init(&d.mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d.stop_cond, &ca);
+    pthread_condattr_destroy(&ca);
     config_defaults(&d.cfg);
     /* --config first, so flags win whatever their order */
     for (i = 1; i < argc; i++) {
@@ -1671,7 +1823,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     if (config && load_config(&d.cfg, config, err))
         return 2;
     for (i = 1; i < argc; i++) {
-        char flag[64];
+        char flag[64], why[WHY_MAX];
         const char *v, *eq;
         int rc;
         if (strncmp(argv[i], "--", 2) != 0) {
@@ -1708,11 +1860,16 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             check_only = 1;
             continue;
         }
-        rc = apply_setting(&d.cfg, flag, v, err);
-        if (rc == -1)
-            fprintf(err, "trainsched serve: %s: invalid value \"%s\"\n", flag, v);
+        rc = apply_setting(&d.cfg, flag, v, why);
+        flag_given(&d.cfg, flag);
+        if (rc == -2)
+            fprintf(err, "trainsched serve: unknown option %s (see --help)\n", flag);
+        else if (rc == -3)
+            fprintf(err, "trainsched serve: %s: %s\n", flag, why);
+        else if (rc)
+            fprintf(err, "trainsched serve: %s: invalid value \"%s\": %s\n", flag, v, why);
         if (rc)
-            bad_flags++; /* go on: every bad flag is reported */
+            bad_flags++; /* go on: every bad flag is reported, once */
     }
     if (bad_flags)
         return 2;
@@ -1767,11 +1924,11 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     common_log_parse_level(d.cfg.log_level, &level);
     common_log_set_level(level);
 
-    /* signals are taken by the main loop alone: block them before any thread starts */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    /* signals are taken by the signal thread alone: block them before any thread starts */
+    sigemptyset(&d.sigs);
+    sigaddset(&d.sigs, SIGINT);
+    sigaddset(&d.sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &d.sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     {
         /* held binds and watch connections are file descriptors: use the hard limit */
@@ -1782,8 +1939,17 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         }
     }
 
-    if (connect_api(&d, err))
+    if (connect_api(&d, err)) {
+        common_kube_client_destroy(d.kube);
         return 1;
+    }
+    /* from here on a signal stops the daemon at any point of the start (a signal that came
+     * before is pending and taken now) */
+    if (pthread_create(&d.sig_thread, NULL, signal_thread, &d) != 0) {
+        fprintf(err, "trainsched serve: cannot start the signal thread\n");
+        goto out;
+    }
+    d.sig_started = 1;
     d.metrics = common_metrics_create();
     if (!d.metrics) {
         fprintf(err, "trainsched serve: out of memory\n");
@@ -1822,6 +1988,8 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
     }
     /* after /healthz is up: an unreachable API server makes these GETs retry for seconds */
     if ((d.cfg.comp_reconciler || d.cfg.comp_webhook) && check_trainer(&d, err))
+        goto out;
+    if (stop_requested(&d))
         goto out;
     d.events = common_events_create(d.kube, d.cfg.identity, NULL, &e);
     if (!d.events) {
@@ -1868,7 +2036,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         /* webhook only: nothing to lead */
     } else if (d.cfg.leader_elect) {
         struct common_leader_callbacks cb = {started_leading, stopped_leading, new_leader, &d};
-        d.leader = common_leader_start(d.kube, d.cfg.lease_namespace, d.cfg.lease_name,
+        d.leader = common_leader_start(d.lease_kube, d.cfg.lease_namespace, d.cfg.lease_name,
                                        d.cfg.identity, &cb, &d.cfg.timing, &e);
         if (!d.leader) {
             fprintf(err, "trainsched serve: leader election: %s\n", e.msg);
@@ -1880,14 +2048,10 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
 
     /* the main loop: signals, and leadership changes turned into reconciler start/stop */
     for (;;) {
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        int sig = sigtimedwait(&sigs, NULL, &ts);
-        int want = atomic_load(&d.want_lead);
-        if (sig == SIGINT || sig == SIGTERM) {
-            common_log(COMMON_LOG_INFO, "signal received; stopping", "signal",
-                       sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
-            break;
-        }
+        int want;
+        if (wait_stop(&d, 200))
+            break; /* the signal thread logged it */
+        want = atomic_load(&d.want_lead);
         /* certificate files replaced (a Secret volume, `trainsched certs`): new connections get
          * the new pair, open ones keep theirs */
         if (d.cfg.ts.enabled && !d.ss && (!d.cm || certmgr_serving_ready(d.cm))) {
@@ -1940,17 +2104,26 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
         if (!d.cfg.comp_reconciler) {
             /* the Lease only decides who rotates certificates */
         } else if (want && !atomic_load(&d.leading)) {
-            if (start_reconciler(&d) != 0) {
-                /* the API may be down: try again shortly */
-                struct timespec pause = {1, 0};
-                nanosleep(&pause, NULL);
-            }
+            if (start_reconciler(&d) != 0 && wait_stop(&d, 1000)) /* the API may be down */
+                break;
         } else if (!want && atomic_load(&d.leading)) {
             stop_reconciler(&d);
         }
     }
     status = 0;
 out:
+    if (stop_requested(&d))
+        status = 0; /* what failed meanwhile failed because the stop cut its calls */
+    if (d.sig_started) {
+        /* not stopped by a signal: wake the signal thread, which cuts the clients' calls as for
+         * a signal (the exit is as prompt); joined before any client is destroyed */
+        pthread_mutex_lock(&d.mu);
+        d.exiting = 1;
+        pthread_mutex_unlock(&d.mu);
+        if (!stop_requested(&d))
+            pthread_kill(d.sig_thread, SIGTERM);
+        pthread_join(d.sig_thread, NULL);
+    }
     stop_reconciler(&d);
     common_leader_stop(d.leader, COMMON_LEADER_RELEASE);
     extender_server_stop(d.ext); /* answers held binds before the server stops */
@@ -1985,6 +2158,8 @@ out:
     common_metrics_destroy(d.metrics);
     certmgr_destroy(d.cm);
     common_kube_client_destroy(d.kube);
+    common_kube_client_destroy(d.lease_kube);
+    pthread_cond_destroy(&d.stop_cond);
     pthread_mutex_destroy(&d.mu);
     return status;
 }

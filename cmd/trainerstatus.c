@@ -26,16 +26,18 @@ void trainer_status_settings_default(struct trainer_status_settings *s)
     s->burst = 10;
 }
 
-static int copy(char *dst, size_t size, const char *v)
+static int copy(char *dst, size_t size, const char *v, char *why, size_t why_size)
 {
-    if (strlen(v) >= size)
+    if (strlen(v) >= size) {
+        snprintf(why, why_size, "longer than %zu bytes", size - 1);
         return -1;
+    }
     snprintf(dst, size, "%s", v);
     return 0;
 }
 
 int trainer_status_apply_setting(struct trainer_status_settings *s, const char *flag, const char *v,
-                                 FILE *err)
+                                 char *why, size_t why_size)
 {
     char *end;
     double d;
@@ -45,30 +47,40 @@ int trainer_status_apply_setting(struct trainer_status_settings *s, const char *
             s->enabled = 1;
         else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
             s->enabled = 0;
-        else
+        else {
+            snprintf(why, why_size, "must be true or false");
             return -1;
+        }
         return 0;
     }
-    if (strcmp(flag, "--trainjob-status-address") == 0)
-        return strrchr(v, ':') ? copy(s->address, sizeof(s->address), v) : -1;
-    if (strcmp(flag, "--trainjob-status-ca-file") == 0)
-        return copy(s->ca_file, sizeof(s->ca_file), v);
-    if (strcmp(flag, "--trainjob-status-url") == 0) {
-        char why[128];
-        if (*v && trainer_status_check_url(v, why, sizeof(why))) {
-            fprintf(err, "trainsched serve: --trainjob-status-url \"%s\": %s\n", v, why);
-            return -3;
+    if (strcmp(flag, "--trainjob-status-address") == 0) {
+        if (!strrchr(v, ':')) {
+            snprintf(why, why_size, "want HOST:PORT (no port)");
+            return -1;
         }
-        return copy(s->url, sizeof(s->url), v);
+        return copy(s->address, sizeof(s->address), v, why, why_size);
+    }
+    if (strcmp(flag, "--trainjob-status-ca-file") == 0)
+        return copy(s->ca_file, sizeof(s->ca_file), v, why, why_size);
+    if (strcmp(flag, "--trainjob-status-url") == 0) {
+        if (*v && trainer_status_check_url(v, why, why_size))
+            return -1;
+        return copy(s->url, sizeof(s->url), v, why, why_size);
     }
     if (strcmp(flag, "--trainjob-status-qps") == 0 ||
         strcmp(flag, "--trainjob-status-burst") == 0) {
         int burst = strcmp(flag, "--trainjob-status-burst") == 0;
         errno = 0;
         d = strtod(v, &end);
-        if (errno || end == v || *end || d < (burst ? 1 : 0.1) || d > 100000 ||
-            (burst && d != (int)d))
+        if (errno || end == v || *end || d != d) {
+            snprintf(why, why_size, "not a number");
             return -1;
+        }
+        if (d < (burst ? 1 : 0.1) || d > 100000 || (burst && d != (int)d)) {
+            snprintf(why, why_size, "must be a %s from %g to 100000",
+                     burst ? "whole number" : "number", burst ? 1 : 0.1);
+            return -1;
+        }
         if (burst)
             s->burst = (int)d;
         else

@@ -38,11 +38,11 @@ void trainer_status_settings_default(struct trainer_status_settings *s);
  * trainer_status_apply_setting - one setting by serve's flag name: --trainjob-status
  * (true|false|1|0), --trainjob-status-address, --trainjob-status-ca-file, --trainjob-status-url
  * (trainer_status_check_url), --trainjob-status-qps (0.1..100000), --trainjob-status-burst
- * (1..100000). Returns 0, -1 for a bad value, -3 for a bad value already reported on err
- * (naming the flag), or -2 when flag is not one of these.
+ * (1..100000). Returns 0, -1 for a bad value with why it is refused into why (why_size bytes),
+ * or -2 when flag is not one of these. Prints nothing.
  */
 int trainer_status_apply_setting(struct trainer_status_settings *s, const char *flag, const char *v,
-                                 FILE *err);
+                                 char *why, size_t why_size);
 
 /*
  * trainer_status_check_url - v is a status-server URL base trainer pods can use:

@@ -219,8 +219,21 @@ int common_informer_wait_synced(struct common_informer *inf, long timeout_ms)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&inf->lock);
-    while (!inf->synced) {
-        if (pthread_cond_timedwait(&inf->cond, &inf->lock, &until) == ETIMEDOUT)
+    while (!inf->synced && !common_kube_canceled(inf->kube)) {
+        /* in slices of at most 100 ms: a client cancelled meanwhile (common_kube_cancel_after)
+         * never lets it sync, so stop waiting */
+        struct timespec slice;
+        clock_gettime(CLOCK_REALTIME, &slice);
+        slice.tv_nsec += 100 * 1000000L;
+        if (slice.tv_nsec >= 1000000000L) {
+            slice.tv_sec++;
+            slice.tv_nsec -= 1000000000L;
+        }
+        if (slice.tv_sec > until.tv_sec ||
+            (slice.tv_sec == until.tv_sec && slice.tv_nsec > until.tv_nsec))
+            slice = until;
+        if (pthread_cond_timedwait(&inf->cond, &inf->lock, &slice) == ETIMEDOUT &&
+            (slice.tv_sec == until.tv_sec && slice.tv_nsec == until.tv_nsec))
             break;
     }
     s = inf->synced;
@@ -601,8 +614,9 @@ static void *run(void *arg)
             if (rc) {
                 common_free(rv);
                 count(inf, &inf->stats.errors);
-                common_log(COMMON_LOG_WARN, "list failed", "informer", inf->ops.name, "error",
-                           err.msg, NULL);
+                /* a client cut by a stopping process: expected, not a warning */
+                common_log(common_kube_canceled(inf->kube) ? COMMON_LOG_DEBUG : COMMON_LOG_WARN,
+                           "list failed", "informer", inf->ops.name, "error", err.msg, NULL);
                 sleep_ms(inf, backoff);
                 backoff = backoff * 2 > 30000 ? 30000 : backoff * 2;
                 continue;
@@ -674,6 +688,8 @@ static void *run(void *arg)
             common_log(quiet ? COMMON_LOG_DEBUG : COMMON_LOG_INFO, "watch quiet, reconnecting",
                        "informer", inf->ops.name, "error", err.msg, NULL);
             quiet = 1;
+        } else if (common_kube_canceled(inf->kube)) {
+            common_log(COMMON_LOG_DEBUG, "watch cancelled", "informer", inf->ops.name, NULL);
         } else {
             common_log(rc == COMMON_EGONE ? COMMON_LOG_INFO : COMMON_LOG_WARN,
                        rc == COMMON_EGONE ? "watch expired, relisting" : "watch failed", "informer",

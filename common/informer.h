@@ -116,7 +116,8 @@ void common_informer_destroy(struct common_informer *inf);
 /* common_informer_synced - nonzero once the first list is in the cache; 0 for NULL. */
 int common_informer_synced(const struct common_informer *inf);
 
-/* common_informer_wait_synced - wait up to timeout_ms for the first list; nonzero if synced. */
+/* common_informer_wait_synced - wait up to timeout_ms for the first list; nonzero if synced.
+ * Returns early (0) once the informer's client is cancelled (common_kube_cancel_after). */
 int common_informer_wait_synced(struct common_informer *inf, long timeout_ms);
 
 /*

@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,8 @@ struct common_kube {
     /* token bucket */
     pthread_mutex_t rl_lock;
     double tokens, last;
+    /* common_kube_cancel_after: CLOCK_MONOTONIC nanoseconds by which every call ends; 0 none */
+    _Atomic long long cutoff_ns;
 };
 
 static double mono_now(void)
@@ -63,15 +66,48 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_s(double s)
+/* the cutoff of common_kube_cancel_after in mono_now() seconds, 0 when none is set */
+static double cutoff_s(struct common_kube *k)
 {
-    struct timespec ts;
-    if (s <= 0)
+    long long ns = atomic_load(&k->cutoff_ns);
+    return ns ? (double)ns / 1e9 : 0;
+}
+
+static int past_cutoff(struct common_kube *k)
+{
+    double c = cutoff_s(k);
+    return c > 0 && mono_now() >= c;
+}
+
+/* sleep s seconds, in slices of at most 50 ms, ending early once k's cutoff has passed */
+static void sleep_s(struct common_kube *k, double s)
+{
+    double end = mono_now() + s;
+    for (;;) {
+        double left = end - mono_now();
+        struct timespec ts;
+        if (left <= 0 || past_cutoff(k))
+            return;
+        if (left > 0.05)
+            left = 0.05;
+        ts.tv_sec = 0;
+        ts.tv_nsec = (long)(left * 1e9);
+        while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+            ;
+    }
+}
+
+void common_kube_cancel_after(struct common_kube *k, long ms)
+{
+    if (!k)
         return;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
+    atomic_store(&k->cutoff_ns,
+                 (long long)((mono_now() + (double)(ms > 0 ? ms : 0) / 1000.0) * 1e9));
+}
+
+int common_kube_canceled(struct common_kube *k)
+{
+    return k && past_cutoff(k);
 }
 
 struct common_kube_opts common_kube_opts_default(void)
@@ -277,7 +313,7 @@ static void rate_wait(struct common_kube *k)
             wait = -k->tokens / k->opts.qps;
     }
     pthread_mutex_unlock(&k->rl_lock);
-    sleep_s(wait);
+    sleep_s(k, wait);
 }
 
 /* the bearer header value into buf ("" when none); re-reads the token file when it changed
@@ -334,6 +370,7 @@ struct xfer {
     double last_byte;
     double stall_s;
     int stalled;
+    int cancelled; /* the client's cutoff passed (common_kube_cancel_after) */
     CURL *handle;
     int checked; /* 1: 2xx stream, 2: error body */
 };
@@ -373,6 +410,17 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
             common_buf_append(x->warn, "\n", 1, NULL);
     }
     return n;
+}
+
+/* requests: end the transfer once the client's cutoff has passed (a cutoff may be set while
+ * the transfer runs; libcurl calls this at least once a second) */
+static int on_request_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return past_cutoff(ud) ? 1 : 0;
 }
 
 static CURL *easy(struct common_kube *k, const char *method, const char *url,
@@ -535,11 +583,20 @@ static enum common_rc request(struct common_kube *k, const char *method, const c
 
     for (int attempt = 0;; attempt++) {
         struct xfer x;
-        struct curl_slist *hdrs = headers(k, force_token, content_type, accept);
-        CURL *h = hdrs ? easy(k, method, url, hdrs) : NULL;
+        struct curl_slist *hdrs;
+        CURL *h;
         CURLcode cc;
-        double backoff;
+        double backoff, cut = cutoff_s(k);
 
+        if (cut > 0 && cut < deadline)
+            deadline = cut;
+        if (cut > 0 && mono_now() >= cut) {
+            rc = common_error_set(err, COMMON_ETIMEOUT, "%s %s: cancelled (the client is stopping)",
+                                  method, path);
+            break;
+        }
+        hdrs = headers(k, force_token, content_type, accept);
+        h = hdrs ? easy(k, method, url, hdrs) : NULL;
         if (!h) {
             curl_slist_free_all(hdrs);
             rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
@@ -555,6 +612,9 @@ static enum common_rc request(struct common_kube *k, const char *method, const c
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_request_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, k);
         {
             /* the whole call, retries included, ends at the deadline */
             long left = (long)((deadline - mono_now()) * 1000.0);
@@ -593,6 +653,11 @@ static enum common_rc request(struct common_kube *k, const char *method, const c
             rc = status_error(method, path, *status, resp, err);
             break;
         }
+        if (cc == CURLE_ABORTED_BY_CALLBACK || past_cutoff(k)) {
+            rc = common_error_set(err, COMMON_ETIMEOUT, "%s %s: cancelled (the client is stopping)",
+                                  method, path);
+            break;
+        }
         if (cc != CURLE_OK &&
             (!retryable_curl(cc) || (!idempotent && cc != CURLE_COULDNT_CONNECT))) {
             rc = common_error_set(err, COMMON_EIO, "%s %s: %s", method, path,
@@ -616,7 +681,7 @@ static enum common_rc request(struct common_kube *k, const char *method, const c
             x.retry_after > 0 ? x.retry_after : 0.1 * (double)(1 << (attempt < 7 ? attempt : 7));
         if (backoff > 10)
             backoff = 10;
-        sleep_s(backoff);
+        sleep_s(k, backoff);
     }
     common_free(url);
     return rc;
@@ -645,7 +710,7 @@ enum common_rc common_kube_served(struct common_kube *k, const char *path, long 
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         waited = (long)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (waited >= timeout_ms)
+        if (waited >= timeout_ms || past_cutoff(k))
             return common_error_set(err, rc,
                                     "cannot tell whether the API server serves %s "
                                     "(asked for %ld ms): %s",
@@ -653,7 +718,7 @@ enum common_rc common_kube_served(struct common_kube *k, const char *path, long 
         common_log(COMMON_LOG_WARN,
                    "cannot tell whether the API server serves a path; retrying in 1 s", "path",
                    path, "error", e.msg, NULL);
-        sleep(1);
+        sleep_s(k, 1);
     }
 }
 
@@ -1053,6 +1118,10 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
         x->stopped = 1;
         return 1;
     }
+    if (past_cutoff(x->k)) {
+        x->cancelled = 1;
+        return 1;
+    }
     if (mono_now() - x->last_byte > x->stall_s) {
         x->stalled = 1;
         return 1;
@@ -1076,6 +1145,9 @@ enum common_rc common_kube_watch(struct common_kube *k, const struct common_kube
 
     if (rc)
         return rc;
+    if (past_cutoff(k))
+        return common_error_set(err, COMMON_ETIMEOUT,
+                                "watch %s: cancelled (the client is stopping)", path);
     add_query(path, sizeof(path), "watch", "1");
     snprintf(tmo, sizeof(tmo), "%d", timeout);
     add_query(path, sizeof(path), "timeoutSeconds", tmo);
@@ -1132,6 +1204,9 @@ enum common_rc common_kube_watch(struct common_kube *k, const struct common_kube
     }
     if (x.stopped)
         rc = COMMON_OK;
+    else if (x.cancelled)
+        rc = common_error_set(err, COMMON_ETIMEOUT, "watch %s: cancelled (the client is stopping)",
+                              path);
     else if (x.watch_rc)
         rc = x.watch_rc;
     else if (x.stalled)

@@ -68,6 +68,19 @@ struct common_kube *common_kube_client_create(const struct common_kubeconfig *cf
 void common_kube_client_destroy(struct common_kube *k);
 
 /*
+ * common_kube_cancel_after - for a process that is stopping (serve on SIGTERM): every call of k
+ * in progress or made later ends at the latest ms milliseconds from now (0: at once). A call
+ * past that cutoff fails with COMMON_ETIMEOUT and a message saying "cancelled"; its retry
+ * backoffs, the rate limiter's waits and common_kube_served's retries end at the cutoff; a
+ * transfer in progress is aborted within about a second (libcurl's progress callback), at once
+ * when it is waiting between attempts; a watch ends with COMMON_ETIMEOUT. Calling it again
+ * moves the cutoff (a later one lets a last write through, such as releasing a Lease).
+ * Thread-safe; k NULL is a no-op. common_kube_canceled is 1 once the cutoff has passed.
+ */
+void common_kube_cancel_after(struct common_kube *k, long ms);
+int common_kube_canceled(struct common_kube *k);
+
+/*
  * common_kube_path - the URL path of a collection (name NULL) or object, with an optional
  * subresource ("status", "binding"), into buf (size bytes). ns is ignored for cluster-scoped
  * resources. Returns 0, or -1 when buf is too small.

@@ -9,10 +9,11 @@
  *   volcano       Volcano PodGroup (scheduling.volcano.sh/v1beta1) (trainjob/podgroup.c as
  *                 Trainer builds it, plus integrations/volcano.c: queue, topology, tasks)
  *   kai           KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2) (integrations/kai.c)
- *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c when built)
+ *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c)
  *   native        kube-scheduler 1.36's own gang scheduling: scheduling.k8s.io/v1alpha2
  *                 PodGroup + pod spec.schedulingGroup (integrations/native.c)
- *   slurm         one Slurm job per gang through slurmrestd (integrations/slurm.c when built)
+ *   slurm         one Slurm job per gang through slurmrestd (integrations/slurm_backend.c,
+ *                 slurm.c, slurm_sync.c; on only with serve's slurm.url, docs/slurm.md)
  *   none          no gang: pods schedule one by one
  * A pod is ganged by exactly one mechanism, never two.
  *
@@ -23,7 +24,8 @@
  * Each backend has a pure translate step (what `render --backend` prints: no I/O, no clock) and
  * may have reconciler hooks for external side effects (a Slurm job, a Kueue preview). To add a
  * backend: define `const struct backend backend_<name>` in integrations/<name>.c and put its
- * address in the table of integrations/backends.c (one line; the unbuilt placeholder goes).
+ * address in the table of integrations/backends.c (one line). Every backend listed here is built
+ * (b->built 1); the flag stays for a backend listed before its code lands.
  */
 #ifndef INTEGRATIONS_BACKEND_H
 #define INTEGRATIONS_BACKEND_H

@@ -6,24 +6,29 @@
  *
  *   same_objects_as_kustomize  `helm lint`; `helm template -n trainsched-system` with the default
  *                              values renders exactly the objects of manifests/kustomization.yaml
- *                              but its Namespace (Helm's --create-namespace makes that): same
- *                              kinds and names, equal JSON, the settings ConfigMap compared as
- *                              parsed YAML and the pod template's config checksum annotation
- *                              aside. With components.webhook=true: also manifests/webhook/
+ *                              but its Namespaces (Helm's --create-namespace makes the release's)
+ *                              and the Kubeflow SDK's public objects in kubeflow-system (values
+ *                              sdkPublic, off by default; with it on, those too): same kinds and
+ *                              names, equal JSON, the settings ConfigMap compared as parsed YAML
+ *                              and the pod template's config checksum annotation aside. With
+ *                              components.webhook=true: also manifests/webhook/
  *                              webhooks.yaml and manifests/rbac/webhook-rbac.yaml, and the
  *                              settings say webhook and tls.managed. backends.default (kueue;
  *                              slurm with backends.slurm) lands in the settings, which
  *                              `serve --check-config` accepts. certificates.mode=provided
  *                              without a caBundle is refused, naming the value.
- *   api_server_accepts_them    the default, webhook (managed) and provided-certificate
+ *   api_server_accepts_them    a real `helm install --create-namespace --skip-crds` of the default
+ *                              values into trainsched-system on a bed without the namespace
+ *                              kubeflow-system (as a cluster without Kubeflow: deleted first when
+ *                              an earlier test made it), as the README says to install (the
+ *                              manifests' copies of the same objects, applied by the e2e helpers,
+ *                              are deleted first: Helm adopts nothing it did not make), whose
+ *                              objects carry Helm's managed-by label, and `helm uninstall`; the
+ *                              manifests' RBAC is applied again (also by the runner's teardown
+ *                              when the test failed midway). Then, kubeflow-system made, the
+ *                              default, SDK-public, webhook (managed) and provided-certificate
  *                              renderings pass `kubectl apply --dry-run=server --validate=strict`
- *                              (the real API server's validation, unknown fields refused); then
- *                              a real `helm install --skip-crds` of the default values into
- *                              trainsched-system of the bed (the manifests' copies of the same
- *                              objects, applied by the e2e helpers, are deleted first: Helm adopts
- *                              nothing it did not make) whose objects carry Helm's managed-by
- *                              label, and `helm uninstall`; the manifests' RBAC is applied again
- *                              (also by the runner's teardown when the test failed midway).
+ *                              (the real API server's validation, unknown fields refused).
  */
 #include <check.h>
 #include <stdio.h>
@@ -105,8 +110,11 @@ static void load_into(json_t *arr, const char *file)
     common_yaml_docs_free(&docs);
 }
 
-/* the objects of manifests/kustomization.yaml's resources, without the Namespace */
-static json_t *kustomize_objects(void)
+#define SDK_NS "kubeflow-system" /* values sdkPublic: the Kubeflow SDK's public objects */
+
+/* the objects of manifests/kustomization.yaml's resources, without the Namespaces; with_public
+ * 0: also without the objects in SDK_NS (the chart's sdkPublic, off by default) */
+static json_t *kustomize_objects(int with_public)
 {
     json_t *k, *res, *all = json_array(), *out = json_array(), *o;
     struct common_yaml_docs docs;
@@ -127,7 +135,8 @@ static json_t *kustomize_objects(void)
     common_yaml_docs_free(&docs);
     json_array_foreach(all, i, o)
     {
-        if (strcmp(json_string_value(json_object_get(o, "kind")), "Namespace") != 0)
+        if (strcmp(json_string_value(json_object_get(o, "kind")), "Namespace") != 0 &&
+            (with_public || strcmp(str_at(o, "metadata", "namespace"), SDK_NS) != 0))
             json_array_append(out, o);
     }
     json_decref(all);
@@ -252,17 +261,42 @@ START_TEST(same_objects_as_kustomize)
     st = run(cmd, NULL, err);
     ck_assert_msg(st == 0, "helm lint --strict: status %d: %s", st, e2e_read_text(err));
 
-    /* default values: exactly the kustomization's objects (but the Namespace) */
+    /* default values: exactly the kustomization's objects (but the Namespaces and the SDK's
+     * public objects: nothing outside the release's namespace) */
     render("default", "", file, sizeof(file));
     got = json_array();
     load_into(got, file);
-    want = kustomize_objects();
+    want = kustomize_objects(0);
     check_contains(got, want, "default values");
     check_config(find(got, "ConfigMap", "trainsched-config"), "default values");
     ck_assert_msg(json_array_size(got) == json_array_size(want),
                   "default values: the chart renders %zu objects, the kustomization %zu",
                   json_array_size(got), json_array_size(want));
+    {
+        size_t i;
+        json_t *o;
+        json_array_foreach(got, i, o)
+        {
+            const char *ons = str_at(o, "metadata", "namespace");
+            ck_assert_msg(!ons[0] || strcmp(ons, NS) == 0,
+                          "default values: %s/%s goes to namespace %s, not the release's",
+                          json_string_value(json_object_get(o, "kind")),
+                          str_at(o, "metadata", "name"), ons);
+        }
+    }
     json_decref(got);
+    /* sdkPublic.enabled=true: all of them (but the Namespaces) */
+    {
+        json_t *all = kustomize_objects(1);
+        render("sdk-public", "--set sdkPublic.enabled=true", file, sizeof(file));
+        got = json_array();
+        load_into(got, file);
+        check_contains(got, all, "sdkPublic.enabled=true");
+        ck_assert_int_eq(json_array_size(got), json_array_size(all));
+        ck_assert_int_gt(json_array_size(all), json_array_size(want));
+        json_decref(got);
+        json_decref(all);
+    }
 
     /* the webhook: plus the shipped configurations and their RBAC; managed certificates */
     render("webhook", "--set components.webhook=true", file, sizeof(file));
@@ -364,10 +398,33 @@ static void uninstall(void)
     common_kube_client_destroy(k);
 }
 
+/* namespace SDK_NS absent (deleted, waited for, when an earlier test made it) */
+static void drop_sdk_namespace(void)
+{
+    struct common_kube *admin = e2e_client(20000, 0);
+    struct common_error kerr;
+    double end = e2e_now_s() + 120;
+    for (;;) {
+        json_t *o = NULL;
+        enum common_rc rc =
+            common_kube_get(admin, &common_kube_namespaces, NULL, SDK_NS, &o, &kerr);
+        json_decref(o);
+        if (rc == COMMON_ENOTFOUND)
+            break;
+        ck_assert_msg(rc == COMMON_OK, "get namespace %s: %s", SDK_NS, kerr.msg);
+        ck_assert_msg(e2e_now_s() < end, "namespace %s still there 120 s after its deletion",
+                      SDK_NS);
+        common_kube_delete(admin, &common_kube_namespaces, NULL, SDK_NS, NULL, NULL, NULL, &kerr);
+        e2e_nap(500);
+    }
+    common_kube_client_destroy(admin);
+}
+
 START_TEST(api_server_accepts_them)
 {
     const char *kubectl = getenv("KUBECTL");
     const char *renders[][2] = {{"default", ""},
+                                {"sdk-public", "--set sdkPublic.enabled=true"},
                                 {"webhook", "--set components.webhook=true"},
                                 {"provided", "--set components.webhook=true --set "
                                              "certificates.mode=provided --set "
@@ -380,34 +437,14 @@ START_TEST(api_server_accepts_them)
         return;
     ck_assert_msg(kubectl && *kubectl, "KUBECTL not set: source the test bed's env");
     k = e2e_client(20000, 1); /* applies manifests/rbac/rbac.yaml: the namespace exists */
-    {
-        /* the chart's kubeflow-trainer-public objects go to kubeflow-system, which it does not
-         * create (values sdkPublic) */
-        struct common_error kerr;
-        json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-                                "metadata", "name", "kubeflow-system");
-        struct common_kube *admin = e2e_client(20000, 0);
-        enum common_rc rc =
-            common_kube_create(admin, &common_kube_namespaces, NULL, nso, NULL, NULL, &kerr);
-        json_decref(nso);
-        common_kube_client_destroy(admin);
-        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "namespace kubeflow-system: %s",
-                      kerr.msg);
-    }
     common_kube_client_destroy(k);
-    for (size_t i = 0; i < sizeof(renders) / sizeof(renders[0]); i++) {
-        render(renders[i][0], renders[i][1], file, sizeof(file));
-        snprintf(err, sizeof(err), "%s/%s-apply.err", tmpdir, renders[i][0]);
-        snprintf(cmd, sizeof(cmd), "'%s' apply --dry-run=server --validate=strict -f '%s'", kubectl,
-                 file);
-        st = run(cmd, NULL, err);
-        ck_assert_msg(st == 0, "kubectl apply --dry-run=server of the %s rendering: status %d: %s",
-                      renders[i][0], st, e2e_read_text(err));
-    }
 
-    /* a real install of the default values: the objects the e2e tests applied from the
-     * manifests go first (Helm adopts nothing it did not make), come back from the release, and
-     * the manifests' copy is applied again afterwards */
+    /* a real install of the default values, as the README says, on a cluster without
+     * kubeflow-system (no Kubeflow): the objects the e2e tests applied from the manifests go
+     * first (Helm adopts nothing it did not make), come back from the release, and the
+     * manifests' copy is applied again afterwards. With sdkPublic on by default this failed:
+     * namespaces "kubeflow-system" not found. */
+    drop_sdk_namespace();
     render("default", "", file, sizeof(file));
     snprintf(err, sizeof(err), "%s/delete.err", tmpdir);
     snprintf(cmd, sizeof(cmd), "'%s' delete --ignore-not-found --wait=false -f '%s'", kubectl,
@@ -415,11 +452,13 @@ START_TEST(api_server_accepts_them)
     st = run(cmd, NULL, err);
     ck_assert_msg(st == 0, "kubectl delete of the manifests' objects: %s", e2e_read_text(err));
     snprintf(err, sizeof(err), "%s/install.err", tmpdir);
-    snprintf(cmd, sizeof(cmd), "'%s' install trainsched-e2e '%s' --namespace %s --skip-crds", helm,
+    snprintf(cmd, sizeof(cmd),
+             "'%s' install trainsched-e2e '%s' --namespace %s --create-namespace --skip-crds", helm,
              CHART, NS);
     st = run(cmd, NULL, err);
     installed = 1;
-    ck_assert_msg(st == 0, "helm install: status %d: %s", st, e2e_read_text(err));
+    ck_assert_msg(st == 0, "helm install --create-namespace without %s: status %d: %s", SDK_NS, st,
+                  e2e_read_text(err));
     {
         char out[600], *text;
         snprintf(out, sizeof(out), "%s/managed-by.txt", tmpdir);
@@ -437,6 +476,30 @@ START_TEST(api_server_accepts_them)
         free(text);
     }
     uninstall();
+
+    /* the renderings against the API server's validation; the SDK's public objects go to
+     * kubeflow-system, which the chart does not create: made here (a dry run creates none) */
+    {
+        struct common_error kerr;
+        json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                                "metadata", "name", SDK_NS);
+        struct common_kube *admin = e2e_client(20000, 0);
+        enum common_rc rc =
+            common_kube_create(admin, &common_kube_namespaces, NULL, nso, NULL, NULL, &kerr);
+        json_decref(nso);
+        common_kube_client_destroy(admin);
+        ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "namespace %s: %s", SDK_NS,
+                      kerr.msg);
+    }
+    for (size_t i = 0; i < sizeof(renders) / sizeof(renders[0]); i++) {
+        render(renders[i][0], renders[i][1], file, sizeof(file));
+        snprintf(err, sizeof(err), "%s/%s-apply.err", tmpdir, renders[i][0]);
+        snprintf(cmd, sizeof(cmd), "'%s' apply --dry-run=server --validate=strict -f '%s'", kubectl,
+                 file);
+        st = run(cmd, NULL, err);
+        ck_assert_msg(st == 0, "kubectl apply --dry-run=server of the %s rendering: status %d: %s",
+                      renders[i][0], st, e2e_read_text(err));
+    }
 }
 END_TEST
 

@@ -41,6 +41,7 @@
 #include "cmd/cli.h"
 #include "common/alloc.h"
 #include "common/yaml.h"
+#include "integrations/backend.h"
 #include "testutil.h"
 
 #define MIB ((size_t)1 << 20)
@@ -969,6 +970,41 @@ static int run_binary(const char *input, size_t *out_len, char *errbuf, size_t e
     return WEXITSTATUS(rc);
 }
 
+/* render --help's --backend paragraph names every backend of integrations/backends.c's table
+ * (slurm was once left out) */
+START_TEST(help_names_every_backend_for_backend)
+{
+    struct run r;
+    const struct backend *const *t;
+    const char *from, *to;
+    size_t n;
+    char para[2048];
+
+    RENDER(&r, "--help");
+    ck_assert_int_eq(r.status, 0);
+    from = strstr(r.out, "      --backend NAME");
+    ck_assert_msg(from != NULL, "no --backend in the help: %s", r.out);
+    to = strstr(from + 1, "\n      --"); /* the next option */
+    ck_assert_ptr_nonnull(to);
+    snprintf(para, sizeof(para), "%.*s", (int)(to - from), from);
+    t = backend_table(&n);
+    ck_assert_uint_gt(n, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = para;
+        size_t len = strlen(t[i]->name);
+        int found = 0;
+        /* as a word of the list: ", NAME" / " NAME," / "NAME or" ... */
+        while (!found && (p = strstr(p, t[i]->name)) != NULL) {
+            found = (p == para || strchr(" ,(", p[-1])) && strchr(" ,)\n", p[len]);
+            p += len;
+        }
+        ck_assert_msg(found, "render --help's --backend does not name \"%s\":\n%s", t[i]->name,
+                      para);
+    }
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(the_binary_exits_2_on_bad_input_and_0_on_good)
 {
     char errbuf[8192], big[600];
@@ -1054,6 +1090,7 @@ int main(void)
     tcase_add_test(tc_cli, good_yaml_renders_a_list);
     tcase_add_test(tc_cli, valid_json_input_renders_a_list);
     tcase_add_test(tc_cli, the_binary_exits_2_on_bad_input_and_0_on_good);
+    tcase_add_test(tc_cli, help_names_every_backend_for_backend);
     suite_add_tcase(s, tc_cli);
 
     {

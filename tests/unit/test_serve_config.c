@@ -18,17 +18,16 @@
 #include "common/yaml.h"
 #include "testutil.h"
 
-/* run the binary with args (a shell-quoted string), output (stdout+stderr) into out */
-static int run(const char *args, char *out, size_t size)
+/* run `serve` with args (a shell-quoted string) after the flags in front (may be ""), output
+ * (stdout+stderr) into out */
+static int run_after(const char *front, const char *args, char *out, size_t size)
 {
     char cmd[4096];
     FILE *p;
     size_t n = 0;
     int status;
 
-    snprintf(cmd, sizeof(cmd),
-             "'%s' serve --http-address 127.0.0.1:0 --https-address 127.0.0.1:0 %s 2>&1", TS_BINARY,
-             args);
+    snprintf(cmd, sizeof(cmd), "'%s' serve %s %s 2>&1", TS_BINARY, front, args);
     p = popen(cmd, "r");
     ck_assert(p != NULL);
     while (n + 1 < size && fgets(out + n, (int)(size - n), p))
@@ -36,6 +35,20 @@ static int run(const char *args, char *out, size_t size)
     out[n] = 0;
     status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* run the binary with args, free loopback ports for both addresses unless args say otherwise */
+static int run(const char *args, char *out, size_t size)
+{
+    return run_after("--http-address 127.0.0.1:0 --https-address 127.0.0.1:0", args, out, size);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
 }
 
 static void write_file(const char *path, const char *text)
@@ -461,10 +474,12 @@ START_TEST(trainer_status_settings)
                   "%s", out);
     /* the same check as render's: no path, query or fragment; a port in range */
     url_refused(dir, "https://x.example/path",
-                "--trainjob-status-url \"https://x.example/path\": want https://HOST[:PORT] "
+                "--trainjob-status-url: invalid value \"https://x.example/path\": want "
+                "https://HOST[:PORT] "
                 "without a path, query or fragment");
     url_refused(dir, "https://x.example:99999",
-                "--trainjob-status-url \"https://x.example:99999\": want https://HOST[:PORT]: "
+                "--trainjob-status-url: invalid value \"https://x.example:99999\": want "
+                "https://HOST[:PORT]: "
                 "port must be 1-65535");
     /* the host: a DNS name (any case) or an address; spaces, '!', '%', a user, a port with a
      * leading zero, non-hex IPv6 were accepted and written into the pods' env */
@@ -660,6 +675,89 @@ START_TEST(check_config_checks_the_trainer_status_ca_file_and_addresses)
 }
 END_TEST
 
+/* serve with args (after writing text into path, when given) exits 2 with one line holding
+ * part1 and part2 (NULL: nothing more) */
+static void refused_once(const char *path, const char *text, const char *args, const char *part1,
+                         const char *part2)
+{
+    char out[8192];
+    if (path)
+        write_file(path, text);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    ck_assert_msg(count_lines(out) == 1, "not one line: %s", out);
+    ck_assert_msg(strstr(out, part1) && (!part2 || strstr(out, part2)), "want \"%s\": %s", part1,
+                  out);
+}
+
+/*
+ * A problem is reported once, on one line, naming the setting as the user gave it (the file's
+ * key when the value came from --config, else the flag) and saying why the value is refused.
+ * Before: httpAddress of the file was named --http-address, a bad backends.kai.queue took two
+ * lines ("that value is the one refused above"), and kubeBurst: -3 said `invalid value "-3"`
+ * and nothing more.
+ */
+START_TEST(check_config_names_the_key_given_once_and_says_why)
+{
+    char path[] = "/tmp/ts-config-XXXXXX", args[512], out[8192], want[700];
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    close(fd);
+    snprintf(args, sizeof(args), "--config '%s' --check-config", path);
+
+    /* an address from the file: named by its key */
+    write_file(path, "httpAddress: \"127.0.0.1:99999\"\n");
+    ck_assert_int_eq(run_after("", args, out, sizeof(out)), 2);
+    snprintf(want, sizeof(want), "%s: httpAddress 127.0.0.1:99999: ", path);
+    ck_assert_msg(strstr(out, want) && strstr(out, "bad port"), "%s", out);
+    ck_assert_msg(!strstr(out, "--http-address"), "%s", out);
+    ck_assert_int_eq(count_lines(out), 1);
+    /* the same value given by the flag (which wins over the file): named by the flag */
+    write_file(path, "httpAddress: \"127.0.0.1:0\"\n");
+    ck_assert_int_eq(run_after("--http-address 127.0.0.1:99999", args, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--check-config: --http-address 127.0.0.1:99999: "), "%s", out);
+    ck_assert_msg(!strstr(out, "httpAddress"), "%s", out);
+    /* two addresses of the file on one port */
+    write_file(path, "httpAddress: \"127.0.0.1:18461\"\nhttpsAddress: \"127.0.0.1:18461\"\n"
+                     "components: [extender]\n");
+    ck_assert_int_eq(run_after("", args, out, sizeof(out)), 2);
+    snprintf(want, sizeof(want),
+             "%s: httpsAddress 127.0.0.1:18461 and %s: httpAddress 127.0.0.1:18461 are the same "
+             "address",
+             path, path);
+    ck_assert_msg(strstr(out, want), "%s", out);
+
+    /* a number out of range: one line, naming the key, the value and the range */
+    write_file(path, "kubeBurst: -3\n");
+    ck_assert_int_eq(run(args, out, sizeof(out)), 2);
+    snprintf(want, sizeof(want),
+             "trainsched serve: %s: kubeBurst: invalid value \"-3\": must be a whole number from "
+             "1 to 100000\n",
+             path);
+    ck_assert_str_eq(out, want);
+    ck_assert_int_eq(run("--check-config --kube-burst -3", out, sizeof(out)), 2);
+    ck_assert_str_eq(out, "trainsched serve: --kube-burst: invalid value \"-3\": must be a whole "
+                          "number from 1 to 100000\n");
+    ck_assert_int_eq(run("--check-config --kube-qps x", out, sizeof(out)), 2);
+    ck_assert_str_eq(out, "trainsched serve: --kube-qps: invalid value \"x\": not a number\n");
+    refused_once(path, "leaderElection:\n  enabled: maybe\n", args,
+                 "leaderElection.enabled: invalid value \"maybe\": must be true or false", NULL);
+    refused_once(path, "tls:\n  renewFraction: 2\n", args,
+                 "tls.renewFraction: invalid value \"2\": must be a fraction", NULL);
+    /* a name the API server would refuse: one line, the key, the value and why */
+    snprintf(want, sizeof(want), "%s: backends.kai.queue: invalid value \"Bad Q\": ", path);
+    refused_once(path, "backends:\n  kai:\n    queue: Bad Q\n", args, want, "RFC 1123 subdomain");
+    refused_once(NULL, NULL, "--check-config --kai-queue 'Bad Q'",
+                 "--kai-queue: invalid value \"Bad Q\": ", "RFC 1123 subdomain");
+    /* a topology of the file: one line naming the entry and why */
+    refused_once(path, "extender:\n  topologies:\n    - {name: t, levels: [\"bad key\"]}\n", args,
+                 "extender.topologies[0]: ", "level 0 \"bad key\" is not a node label key");
+    /* a backend the file names: once, the key's own message */
+    refused_once(path, "backends:\n  default: bogus\n", args,
+                 "backends.default: Unsupported value: \"bogus\"", NULL);
+    unlink(path);
+}
+END_TEST
+
 /* the port is taken (a socket of the test listens on it): serve would fail to listen */
 START_TEST(check_config_finds_a_port_in_use)
 {
@@ -704,6 +802,7 @@ int main(void)
     tcase_add_test(tc, check_config_output_quotes_strings_that_need_it);
     tcase_add_test(tc, names_unknown_flags_and_version);
     tcase_add_test(tc, check_config_reports_each_bad_flag_once);
+    tcase_add_test(tc, check_config_names_the_key_given_once_and_says_why);
     tcase_add_test(tc, volcano_settings_load_from_their_section_and_a_bad_mapping_is_refused);
     tcase_add_test(tc, check_config_checks_the_trainer_status_ca_file_and_addresses);
     /* each case starts `trainsched serve --check-config` as a process */
