@@ -94,6 +94,18 @@ static int load_file(struct common_yaml_docs *f, const char *path, FILE *err)
     return 0;
 }
 
+/* "error: " before each line of msg (the loader gives every field error of a TrainJob, one a
+ * line, as render prints them) */
+static void print_error(FILE *err, const char *msg)
+{
+    for (const char *p = msg, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+        nl = strchr(p, '\n');
+        fprintf(err, "error: %.*s\n", nl ? (int)(nl - p) : (int)strlen(p), p);
+        if (!nl)
+            break;
+    }
+}
+
 static int status_of(enum common_rc rc)
 {
     return rc == COMMON_ENOMEM || rc == COMMON_EIO ? 1 : 2;
@@ -282,13 +294,13 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         if ((status = load_file(&loaded[nloaded++], fpaths[i], err)))
             goto out;
         if ((rc = sim_load_jobs(l, &loaded[nloaded - 1], &e))) {
-            fprintf(err, "error: %s\n", e.msg);
+            print_error(err, e.msg);
             status = status_of(rc);
             goto out;
         }
     }
     if ((rc = sim_loader_finish(l, &in, &e))) {
-        fprintf(err, "error: %s\n", e.msg);
+        print_error(err, e.msg);
         status = status_of(rc);
         goto out;
     }

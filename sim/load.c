@@ -15,6 +15,7 @@
 #include "sim/sim_int.h"
 #include "topology/topology.h"
 #include "trainjob/builtin.h"
+#include "trainjob/lookup.h"
 #include "trainjob/trainjob.h"
 
 #define MAX_FILES 512
@@ -67,6 +68,8 @@ struct sim_loader {
     size_t n_all_pods, cap_all_pods;
     struct sim_job *jobs;
     size_t n_jobs, cap_jobs;
+    const struct item **job_src; /* [n_jobs]: the object each job was made from */
+    size_t cap_job_src;
 };
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
@@ -121,6 +124,7 @@ void sim_loader_destroy(struct sim_loader *l)
     common_free(l->topos);
     common_free(l->all_pods);
     common_free(l->jobs);
+    common_free(l->job_src);
     common_free(l->trainjobs.v);
     common_free(l->runtimes.v);
     common_free(l->podgroups.v);
@@ -176,6 +180,21 @@ static void where_key(const struct sim_loader *l, const struct item *it, json_t 
             return;
         }
     where(l, it, obj, buf, n);
+}
+
+/* render's position of a field error (cmd/render.c print_errors): the key in its parent, else
+ * the value, else the document */
+static void field_pos(const struct sim_loader *l, const struct item *it,
+                      const struct trainjob_field_error *fe, char *buf, size_t n)
+{
+    int line, col;
+
+    for (size_t i = 0; fe->parent && fe->key && i < l->n_files; i++)
+        if (common_yaml_locate_key(l->files[i], (json_t *)fe->parent, fe->key, &line, &col) == 0) {
+            snprintf(buf, n, "%s:%d:%d: ", l->files[i]->name, line, col);
+            return;
+        }
+    where(l, it, fe->node ? fe->node : fe->doc, buf, n);
 }
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
@@ -980,12 +999,14 @@ enum common_rc sim_load_jobs(struct sim_loader *l, const struct common_yaml_docs
 
 /* ---- building jobs ---- */
 
-static struct sim_job *job_new(struct sim_loader *l)
+static struct sim_job *job_new(struct sim_loader *l, const struct item *it)
 {
     struct sim_job *j;
 
-    if (grow((void **)&l->jobs, &l->cap_jobs, l->n_jobs, sizeof(*l->jobs)))
+    if (grow((void **)&l->jobs, &l->cap_jobs, l->n_jobs, sizeof(*l->jobs)) ||
+        grow((void **)&l->job_src, &l->cap_job_src, l->n_jobs, sizeof(*l->job_src)))
         return NULL;
+    l->job_src[l->n_jobs] = it;
     j = &l->jobs[l->n_jobs++];
     memset(j, 0, sizeof(*j));
     j->run_ms = SIM_DEFAULT_RUN_MS;
@@ -1130,19 +1151,20 @@ static const json_t *find_runtime(struct sim_loader *l, const struct trainjob_re
 {
     const struct trainjob_builtin *b;
     struct common_yaml_docs *d;
+    const json_t **v = common_malloc((l->runtimes.n + 1) * sizeof(*v)), *rt = NULL;
 
     *failed = 0;
-    for (size_t i = 0; i < l->runtimes.n; i++) {
-        const json_t *rt = l->runtimes.v[i].doc;
-        const char *name = str_at(rt, "metadata", "name");
-        const char *ns = str_at(rt, "metadata", "namespace");
-        if (!name || strcmp(name, ref->name) != 0 ||
-            strcmp(json_string_value(json_object_get(rt, "kind")), ref->kind) != 0)
-            continue;
-        if (ref->namespace && strcmp(ns ? ns : "default", ref->namespace) != 0)
-            continue;
-        return rt;
+    if (!v) {
+        *failed = 1;
+        common_error_set(err, COMMON_ENOMEM, "out of memory");
+        return NULL;
     }
+    for (size_t i = 0; i < l->runtimes.n; i++)
+        v[i] = l->runtimes.v[i].doc;
+    rt = trainjob_lookup_find(v, l->runtimes.n, ref, "default");
+    common_free(v);
+    if (rt)
+        return rt;
     if (strcmp(ref->kind, "ClusterTrainingRuntime") != 0 || !(b = trainjob_builtin_find(ref->name)))
         return NULL;
     for (size_t i = 0; i < l->n_builtin; i++)
@@ -1285,6 +1307,39 @@ static const char *backend_note(struct sim_loader *l, const struct backend *b)
                                b->name);
 }
 
+/* every field error as render prints it (cmd/render.c print_errors), one a line: "file:line:col:
+ * Kind ns/name: path: Type: detail" (cmd/simulate.c puts "error: " before each line) */
+static enum common_rc field_errors(const struct sim_loader *l, const struct item *it,
+                                   const json_t *tj, const char *ns,
+                                   const struct trainjob_errors *errs, struct common_error *err)
+{
+    char msg[COMMON_ERROR_MSG_MAX];
+    size_t len = 0;
+
+    msg[0] = '\0';
+    for (size_t i = 0; i < errs->n && len < sizeof(msg); i++) {
+        const struct trainjob_field_error *fe = &errs->items[i];
+        const char *what = fe->doc == tj ? "TrainJob" : str_at(fe->doc, "kind", NULL);
+        const char *oname = str_at(fe->doc, "metadata", "name");
+        const char *ons = str_at(fe->doc, "metadata", "namespace");
+        const char *text = trainjob_errors_format(errs, i);
+        char pos[600];
+        int w;
+
+        if (!text)
+            return oom(err);
+        field_pos(l, it, fe, pos, sizeof(pos));
+        if (fe->doc == tj && !ons)
+            ons = ns;
+        w = snprintf(msg + len, sizeof(msg) - len, "%s%s%s %s%s%s: %s", i ? "\n" : "", pos,
+                     what ? what : "?", ons ? ons : "", ons ? "/" : "", oname ? oname : "?", text);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return common_error_set(err, COMMON_EINVAL, "%s", msg);
+}
+
 static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
                                    struct common_error *err)
 {
@@ -1312,17 +1367,32 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
     where(l, it, tj, pos, sizeof(pos));
     if (!a)
         return oom(err);
-    if (trainjob_runtime_ref(tj, ns, &ref, &e) != COMMON_OK) {
-        rc = bad(err, pos, id, "", e.msg);
-        goto out;
+    /* render's checks and messages (trainjob/lookup.h), before the runtime is looked up */
+    {
+        struct trainjob_errors errs;
+        trainjob_errors_init(&errs, a);
+        rc = trainjob_lookup_check(tj, ns, &errs, &ref, &e);
+        if (rc == COMMON_ENOMEM || errs.oom) {
+            rc = oom(err);
+            goto out;
+        }
+        if (rc != COMMON_OK) {
+            rc = errs.n ? field_errors(l, it, tj, ns, &errs, err) : bad(err, pos, id, "", e.msg);
+            goto out;
+        }
     }
     rt = find_runtime(l, &ref, &e, &failed);
     if (!rt) {
-        rc = failed
-                 ? common_error_set(err, COMMON_EINVAL, "built-in runtime %s: %s", ref.name, e.msg)
-                 : bad(err, pos, id, "spec.runtimeRef",
-                       "Invalid: the runtime it names is neither in the input files nor "
-                       "built in (`trainsched render --list-builtin`)");
+        char msg[COMMON_ERROR_MSG_MAX];
+        if (failed) {
+            rc = common_error_set(err, COMMON_EINVAL, "built-in runtime %s: %s", ref.name, e.msg);
+            goto out;
+        }
+        where(l, it,
+              json_object_get(json_object_get(json_object_get(tj, "spec"), "runtimeRef"), "name"),
+              pos, sizeof(pos));
+        rc = bad(err, pos, id, "",
+                 trainjob_lookup_not_found(&ref, "give it in a -f file", msg, sizeof(msg)));
         goto out;
     }
     /* the backend as render and the reconciler choose it: the runtime's annotation, then its
@@ -1344,13 +1414,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         rc = backend_render(&backend_coscheduling, a, tj, rt, &opts, NULL, &out, NULL, &e);
     }
     if (rc == COMMON_EINVAL && out.errors.n) {
-        const struct trainjob_field_error *fe = &out.errors.items[0];
-        const char *text = trainjob_errors_format(&out.errors, 0);
-        if (fe->parent && fe->key) /* a value without a position of its own (null) */
-            where_key(l, it, (json_t *)fe->parent, fe->key, pos, sizeof(pos));
-        else
-            where(l, it, fe->node, pos, sizeof(pos));
-        rc = bad(err, pos, fe->doc == tj ? id : "runtime", "", text ? text : e.msg);
+        rc = field_errors(l, it, tj, ns, &out.errors, err);
         goto out;
     }
     if (rc != COMMON_OK) {
@@ -1373,7 +1437,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         rc = bad(err, pos, id, "", "the runtime builds no JobSet");
         goto out;
     }
-    if (!(j = job_new(l))) {
+    if (!(j = job_new(l, it))) {
         rc = oom(err);
         goto out;
     }
@@ -1472,7 +1536,7 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
         (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)))
         return rc;
-    if (!(j = job_new(l)))
+    if (!(j = job_new(l, it)))
         return oom(err);
     j->kind = "PodGroup";
     j->name = common_arena_printf(l->a, "%s/%s", ns, name);
@@ -1570,7 +1634,7 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
                    "Invalid: no PodGroup of that name in the pod's namespace in the input");
     if (!name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
-    if (!(j = job_new(l)))
+    if (!(j = job_new(l, it)))
         return oom(err);
     j->kind = "Pod";
     j->name = common_arena_printf(l->a, "%s/%s", ns, name);
@@ -1591,6 +1655,115 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
 static int node_cmp(const void *a, const void *b)
 {
     return strcmp((*(struct common_node *const *)a)->name, (*(struct common_node *const *)b)->name);
+}
+
+/* The same object in two places (two files, or twice in one) would run twice, or (runtimes)
+ * leave which one counts to the order of the files: refused as render refuses it, naming both
+ * places (trainjob_lookup_duplicate). */
+static enum common_rc check_duplicates(struct sim_loader *l, struct common_error *err)
+{
+    struct items *lists[] = {&l->trainjobs, &l->runtimes, &l->podgroups, &l->pods};
+    size_t n = 0, k = 0;
+    const json_t **v;
+    const struct item **from;
+    struct trainjob_dup dup;
+    enum common_rc rc;
+
+    for (size_t i = 0; i < 4; i++)
+        n += lists[i]->n;
+    v = common_malloc((n + 1) * sizeof(*v));
+    from = common_malloc((n + 1) * sizeof(*from));
+    if (!v || !from) {
+        common_free(v);
+        common_free(from);
+        return oom(err);
+    }
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < lists[i]->n; j++) {
+            from[k] = &lists[i]->v[j];
+            v[k++] = lists[i]->v[j].doc;
+        }
+    rc = trainjob_lookup_duplicate(v, n, "default", &dup, err);
+    if (rc == COMMON_OK && dup.second) {
+        const struct item *a = NULL, *b = NULL;
+        char first[600], pos[600], msg[COMMON_ERROR_MSG_MAX];
+        size_t len;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] == dup.first && !a)
+                a = from[i];
+            if (v[i] == dup.second)
+                b = from[i];
+        }
+        where(l, a, json_object_get(json_object_get(dup.first, "metadata"), "name"), first,
+              sizeof(first));
+        len = strlen(first);
+        if (len >= 2) /* "file:line:col" without the ": " */
+            first[len - 2] = '\0';
+        where(l, b, json_object_get(json_object_get(dup.second, "metadata"), "name"), pos,
+              sizeof(pos));
+        rc = common_error_set(err, COMMON_EINVAL, "%s%s", pos,
+                              trainjob_lookup_duplicate_message(&dup, first, msg, sizeof(msg)));
+    }
+    common_free(v);
+    common_free(from);
+    return rc;
+}
+
+/* pods by uid, with the job that made them */
+struct uid_key {
+    const char *uid;
+    size_t job;
+};
+
+static int uid_key_cmp(const void *a, const void *b)
+{
+    const struct uid_key *x = a, *y = b;
+    int c = strcmp(x->uid, y->uid);
+    return c ? c : (x->job > y->job) - (x->job < y->job);
+}
+
+/* Two objects of different kinds can still make the same pod (a Pod named as a TrainJob's
+ * JobSet names its pods, or two metadata.uid alike): refused naming both places, before the
+ * engine sees two pods with one uid. */
+static enum common_rc check_pod_uids(struct sim_loader *l, struct common_error *err)
+{
+    size_t n = 0, k = 0;
+    struct uid_key *v;
+    enum common_rc rc = COMMON_OK;
+
+    for (size_t j = 0; j < l->n_jobs; j++)
+        n += l->jobs[j].n_pods;
+    if (!(v = common_malloc((n + 1) * sizeof(*v))))
+        return oom(err);
+    for (size_t j = 0; j < l->n_jobs; j++)
+        for (size_t q = 0; q < l->jobs[j].n_pods; q++)
+            v[k++] = (struct uid_key){l->jobs[j].pods[q]->uid, j};
+    qsort(v, n, sizeof(*v), uid_key_cmp);
+    for (size_t i = 1; i < n && rc == COMMON_OK; i++) {
+        const struct sim_job *a = &l->jobs[v[i - 1].job], *b = &l->jobs[v[i].job];
+        const struct item *ia = l->job_src[v[i - 1].job], *ib = l->job_src[v[i].job];
+        const struct common_pod *p = NULL;
+        char pa[600], pb[600], id[400];
+        size_t len;
+        if (strcmp(v[i - 1].uid, v[i].uid) != 0)
+            continue;
+        for (size_t q = 0; q < b->n_pods && !p; q++)
+            if (strcmp(b->pods[q]->uid, v[i].uid) == 0)
+                p = b->pods[q];
+        where(l, ia, json_object_get(json_object_get(ia->doc, "metadata"), "name"), pa, sizeof(pa));
+        where(l, ib, json_object_get(json_object_get(ib->doc, "metadata"), "name"), pb, sizeof(pb));
+        len = strlen(pa);
+        if (len >= 2) /* "file:line:col" without the ": " */
+            pa[len - 2] = '\0';
+        snprintf(id, sizeof(id), "%s %s", b->kind, b->name);
+        rc = common_error_set(err, COMMON_EINVAL,
+                              "%s%s: metadata.name: Duplicate: it makes pod %s/%s (uid %s), which "
+                              "%s %s at %s makes too; pod names are unique in a namespace",
+                              pb, id, p ? p->namespace : "?", p ? p->name : "?", v[i].uid,
+                              a == b ? "another member of" : a->kind, a->name, pa);
+    }
+    common_free(v);
+    return rc;
 }
 
 enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
@@ -1630,6 +1803,8 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
                                     "share the name",
                                     l->cluster_file ? l->cluster_file : "cluster",
                                     l->nodes[i]->name);
+    if ((rc = check_duplicates(l, err)) != COMMON_OK)
+        return rc;
     for (size_t i = 0; i < l->trainjobs.n; i++)
         if ((rc = trainjob_job(l, &l->trainjobs.v[i], err)) != COMMON_OK)
             return rc;
@@ -1652,6 +1827,8 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
         if (!used[i])
             rc = pod_job(l, &l->pods.v[i], err);
     common_free(used);
+    if (rc == COMMON_OK)
+        rc = check_pod_uids(l, err);
     if (rc != COMMON_OK)
         return rc;
     if (!l->n_jobs)
