@@ -813,6 +813,101 @@ START_TEST(command_line_topology_example)
 }
 END_TEST
 
+/* the shipped examples/ folder is one input: render and simulate take it whole (its TrainJob
+ * and runtime names are unique across its files); render makes a JobSet for every TrainJob of
+ * every file, and simulate runs every one to completion */
+START_TEST(examples_folder_is_one_input)
+{
+    const char *root = TS_SOURCE_DIR "/examples";
+    char *rout = NULL, *rerr = NULL;
+    size_t rlen = 0, relen = 0, i, n_tj = 0;
+    json_t *want = json_object(), *list, *obj, *rep, *job;
+    const char *key;
+    json_error_t je;
+    DIR *d = opendir(root);
+    struct dirent *de;
+    struct run r;
+    FILE *o, *e;
+    int st;
+
+    /* the TrainJobs of the folder's files, as "namespace/name" */
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d))) {
+        char p[2048];
+        struct common_yaml_docs f;
+        struct common_error err;
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+        ck_assert_msg(common_yaml_load_file(p, NULL, &f, &err) == COMMON_OK, "%s", err.msg);
+        for (size_t k = 0; k < f.n; k++) {
+            const char *kind = json_string_value(json_object_get(f.docs[k], "kind"));
+            json_t *m = json_object_get(f.docs[k], "metadata");
+            const char *ns = json_string_value(json_object_get(m, "namespace"));
+            char id[600];
+            if (!kind || strcmp(kind, "TrainJob") != 0)
+                continue;
+            snprintf(id, sizeof(id), "%s/%s", ns ? ns : "default",
+                     json_string_value(json_object_get(m, "name")));
+            ck_assert_msg(!json_object_get(want, id), "TrainJob %s twice in examples/", id);
+            json_object_set_new(want, id, json_string(de->d_name));
+            n_tj++;
+        }
+        common_yaml_docs_free(&f);
+    }
+    closedir(d);
+    ck_assert_uint_ge(n_tj, 10);
+
+    /* render -f examples/ -o json: exit 0, one JobSet per TrainJob */
+    o = open_memstream(&rout, &rlen);
+    e = open_memstream(&rerr, &relen);
+    st = cmd_render(5, (char *[]){"render", "-f", (char *)root, "-o", "json", NULL}, o, e);
+    fclose(o);
+    fclose(e);
+    ck_assert_msg(st == 0, "render -f examples/: exit %d: %s", st, rerr);
+    list = json_loads(rout, 0, &je);
+    ck_assert_ptr_nonnull(list);
+    {
+        size_t jobsets = 0;
+        json_array_foreach(json_object_get(list, "items"), i, obj)
+        {
+            json_t *m = json_object_get(obj, "metadata");
+            char id[600];
+            if (strcmp(json_string_value(json_object_get(obj, "kind")), "JobSet") != 0)
+                continue;
+            snprintf(id, sizeof(id), "%s/%s", json_string_value(json_object_get(m, "namespace")),
+                     json_string_value(json_object_get(m, "name")));
+            ck_assert_msg(json_object_get(want, id), "render made JobSet %s of no TrainJob", id);
+            jobsets++;
+        }
+        ck_assert_uint_eq(jobsets, n_tj);
+    }
+    json_decref(list);
+    free(rout);
+    free(rerr);
+
+    /* simulate -f examples/ -o json: exit 0, every TrainJob Completed */
+    run_cmd(&r, (const char *[]){"-f", root, "-o", "json", NULL});
+    ck_assert_msg(r.status == 0, "simulate -f examples/: exit %d: %s", r.status, r.err);
+    rep = json_loads(r.out, 0, &je);
+    ck_assert_ptr_nonnull(rep);
+    ck_assert_uint_eq(json_array_size(json_object_get(rep, "jobs")), n_tj);
+    json_object_foreach(want, key, obj)
+    {
+        json_t *found = NULL;
+        json_array_foreach(json_object_get(rep, "jobs"), i,
+                           job) if (strcmp(json_string_value(json_object_get(job, "name")), key) ==
+                                    0) found = job;
+        ck_assert_msg(found, "simulate lacks %s (%s)", key, json_string_value(obj));
+        ck_assert_str_eq(json_string_value(json_object_get(found, "state")), "Completed");
+    }
+    json_decref(rep);
+    run_free(&r);
+    json_decref(want);
+}
+END_TEST
+
 /* the real binary: exit status and byte-identical output on two runs */
 START_TEST(binary_is_deterministic)
 {
@@ -883,6 +978,7 @@ int main(void)
     tcase_add_test(tc, command_line);
     tcase_add_test(tc, folders_are_read_as_render_reads_them);
     tcase_add_test(tc, binary_is_deterministic);
+    tcase_add_test(tc, examples_folder_is_one_input);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
