@@ -4,9 +4,11 @@
  * utilisation. Glue only: reading files (common/yaml), the clock for progress lines, writing
  * the report; loading, the simulation and the reports are sim/'s.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd/cli.h"
 #include "common/alloc.h"
@@ -126,7 +128,10 @@ static int write_output(const struct sim_input *in, const struct sim_result *r, 
         return 1;
     }
     if (strcmp(format, "json") == 0) {
-        if (json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF)
+        /* 15 significant digits: 0.775, not 0.77500000000000002 (the report rounds its
+         * ratios to 4 places and times to milliseconds) */
+        if (json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) ||
+            fputc('\n', out) == EOF)
             status = 1;
     } else {
         common_buf_init(&b, (size_t)1 << 31);
@@ -167,7 +172,8 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     struct progress prog;
     struct common_error e;
     enum common_rc rc;
-    int opt, status = 0, stdin_seen = 0;
+    int opt, status = 0, stdin_seen = 0, svg_done = 0;
+    FILE *svgf = NULL;
 
     optind = 1;
     opterr = 0;
@@ -193,7 +199,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                 clusters[nc++] = optarg;
             break;
         case 'o':
-            format = optarg;
+            format = optarg[0] == '=' ? optarg + 1 : optarg; /* -o=json, as render and kubectl */
             if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "yaml")) {
                 fprintf(err, "error: -o: unknown format \"%s\": use text, json or yaml\n", format);
                 return 2;
@@ -249,6 +255,12 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     }
     if (!nf) {
         fprintf(err, "error: no job files: give at least one -f FILE\n\n%s", usage);
+        return 2;
+    }
+    /* --svg is opened before the run: a path that cannot be written fails now, not after a long
+     * run (the file is removed again when the run fails) */
+    if (svg && !(svgf = fopen(svg, "w"))) {
+        fprintf(err, "error: --svg %s: cannot create the file: %s\n", svg, strerror(errno));
         return 2;
     }
     /* folders, as render reads them ("-" was counted above: counted again here) */
@@ -318,18 +330,17 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         status = status_of(rc);
         goto out;
     }
-    if (svg) {
-        FILE *f = fopen(svg, "w");
-        if (!f) {
-            fprintf(err, "error: --svg %s: cannot create the file\n", svg);
+    if (svgf) {
+        int bad = sim_report_svg(&in, &res, svgf);
+        if (fclose(svgf))
+            bad = -1;
+        svgf = NULL;
+        if (bad) {
+            fprintf(err, "error: --svg %s: write failed: %s\n", svg, strerror(errno));
             status = 1;
             goto out;
         }
-        if (sim_report_svg(&in, &res, f) | fclose(f)) {
-            fprintf(err, "error: --svg %s: write failed\n", svg);
-            status = 1;
-            goto out;
-        }
+        svg_done = 1;
     }
     status = write_output(&in, &res, format, out, err);
     if (status == 0 && fflush(out)) {
@@ -337,6 +348,10 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
     }
 out:
+    if (svgf)
+        fclose(svgf);
+    if (svg && !svg_done) /* the run failed: no empty timeline left behind */
+        unlink(svg);
     sim_loader_destroy(l);
     for (size_t i = 0; loaded && i < nloaded; i++)
         common_yaml_docs_free(&loaded[i]);

@@ -769,6 +769,75 @@ START_TEST(command_line)
 }
 END_TEST
 
+/* The report's forms: the text report says a distributed job never ran whole and lists its
+ * waves, uses singular and plural, rounds waits to seconds and lists nodes in natural order;
+ * JSON floats are short; -o=json is taken; --svg is checked before the run with the OS's
+ * reason; the SVG's time ticks are round and waiting time is drawn. */
+START_TEST(report_text_and_svg)
+{
+    static const char fx[] = TS_SOURCE_DIR "/tests/fixtures/simulate/";
+    char cl[600], jobs[600], svg[] = "/tmp/test-simulate-svg-XXXXXX";
+    struct run r;
+    int fd = mkstemp(svg);
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    /* a job of backend none on too small a cluster: Completed, but never whole */
+    snprintf(cl, sizeof(cl), "%s%s/cluster.yaml", fx,
+             "a-distributed-job-without-a-gang-that-never-ran-whole-shows-its-waves");
+    snprintf(jobs, sizeof(jobs), "%s%s/jobs.yaml", fx,
+             "a-distributed-job-without-a-gang-that-never-ran-whole-shows-its-waves");
+    run_cmd(&r, (const char *[]){"--cluster", cl, "-f", jobs, "--svg", svg, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "never ran whole: at most 2 of its 3 pods ran at once, in 2 waves "
+                                "(2 at 0s, 1 at 1h)") &&
+                      strstr(r.out, "Summary: 1 job: 1 completed (1 never ran whole), 0 running"),
+                  "%s", r.out);
+    {
+        /* ends at 2h: ticks every 15m (not at tenths, 12m), the hour of waiting drawn */
+        char *s = testutil_read(svg);
+        ck_assert_msg(strstr(s, ">15m</text>") && strstr(s, ">1h45m</text>") &&
+                          !strstr(s, ">12m</text>") &&
+                          strstr(s, "fill=\"url(#waiting)\"><title>ml/big waited 1h</title>"),
+                      "%s", s);
+        free(s);
+    }
+    run_free(&r);
+    /* waits rounded to seconds (59m49.6s), nodes n2 before n10, plurals */
+    snprintf(cl, sizeof(cl), "%s%s/cluster.yaml", fx,
+             "natural-node-order-and-waits-rounded-to-seconds");
+    snprintf(jobs, sizeof(jobs), "%s%s/jobs.yaml", fx,
+             "natural-node-order-and-waits-rounded-to-seconds");
+    run_cmd(&r, (const char *[]){"--cluster", cl, "-f", jobs, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "   59m50s       2h  Completed  n2,n10\n") &&
+                      strstr(r.out, "wait: average 29m55s, max 59m50s\n") &&
+                      strstr(r.out, "Cluster: 2 nodes,") && strstr(r.out, "Summary: 2 jobs:") &&
+                      !strstr(r.out, "49.600s"),
+                  "%s", r.out);
+    run_free(&r);
+    /* -o=json; ratios printed short (0.775, not 0.77500000000000002) */
+    run_cmd(&r,
+            (const char *[]){"-f", TS_SOURCE_DIR "/examples/simulate-queue.yaml", "-o=json", NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\"gpuUtilisation\": 0.775,") && !strstr(r.out, "00000000") &&
+                      !strstr(r.out, "99999999"),
+                  "%s", r.out);
+    run_free(&r);
+    /* --svg where no file can be made: refused before anything is read or run, with the
+     * reason; a bad job file behind it is not reached */
+    run_cmd(&r, (const char *[]){"-f", "/nonexistent/jobs.yaml", "--svg",
+                                 "/nonexistent-dir/timeline.svg", NULL});
+    ck_assert_msg(r.status == 2 &&
+                      strstr(r.err, "error: --svg /nonexistent-dir/timeline.svg: cannot create the "
+                                    "file: No such file or directory\n") &&
+                      r.outlen == 0,
+                  "%s", r.err);
+    run_free(&r);
+    unlink(svg);
+}
+END_TEST
+
 /* the topology example on the built-in cluster: its topology "default" (block, rack, hostname)
  * reaches the gang core, and the TrainJobs' requests place each gang in one domain; with the
  * default topology's levels replaced by --topology, the same requests name an unknown level */
@@ -976,6 +1045,7 @@ int main(void)
     tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
+    tcase_add_test(tc, report_text_and_svg);
     tcase_add_test(tc, folders_are_read_as_render_reads_them);
     tcase_add_test(tc, binary_is_deterministic);
     tcase_add_test(tc, examples_folder_is_one_input);
