@@ -37,6 +37,13 @@ const char sim_default_cluster_yaml[] = "apiVersion: trainsched.io/v1alpha1\n"
                                         "  podsPerNode: 110\n";
 
 /* a manifest waiting for sim_loader_finish, with where it came from */
+/* DRA is not simulated: a pod's ResourceClaims would be neither allocated nor counted, and its
+ * pods packed as if they asked for no device (docs/simulate.md "Limits"), so they are refused */
+#define SIM_NO_DRA                                                                                 \
+    "Forbidden: simulate does not model DRA (ResourceClaims are not allocated and their devices "  \
+    "not counted, so the placement would be wrong); remove the claims to simulate the job "        \
+    "without its devices, or ask for the devices as an extended resource"
+
 struct item {
     const json_t *doc;
     const struct common_yaml_docs *f;
@@ -880,6 +887,10 @@ static enum common_rc cluster_object(struct sim_loader *l, const struct item *it
         return topology_doc(l, it, doc, err);
     }
     where_key(l, it, doc, "kind", pos, sizeof(pos));
+    if (json_is_string(json_object_get(doc, "apiVersion")) &&
+        strncmp(json_string_value(json_object_get(doc, "apiVersion")), "resource.k8s.io/", 16) == 0)
+        return common_error_set(err, COMMON_EINVAL, "%s%s: kind: \"%s\": %s", pos, what, kind,
+                                SIM_NO_DRA);
     return common_error_set(err, COMMON_EINVAL,
                             "%s%s: kind: \"%s\" is not a cluster object: give Node objects (or a "
                             "NodeList), a SimCluster, or Kueue or KAI Topology objects",
@@ -971,6 +982,9 @@ static enum common_rc job_object(struct sim_loader *l, const struct item *it, js
     if (strcmp(kind, "Pod") == 0 && strcmp(api, "v1") == 0)
         return items_add(&l->pods, doc, x.f, x.di) ? oom(err) : COMMON_OK;
     where_key(l, it, doc, "kind", pos, sizeof(pos));
+    if (strncmp(api, "resource.k8s.io/", 16) == 0)
+        return common_error_set(err, COMMON_EINVAL, "%s%s: kind: \"%s\": %s", pos, what, kind,
+                                SIM_NO_DRA);
     return common_error_set(err, COMMON_EINVAL,
                             "%s%s: kind: \"%s\" is not something simulate reads: give TrainJobs "
                             "(with their runtimes), PodGroups (scheduling.x-k8s.io/v1alpha1) "
@@ -1047,6 +1061,19 @@ static int default_requests(json_t *pod)
     return 0;
 }
 
+/* a Pod of the input with spec.resourceClaims: refused at the field (SIM_NO_DRA) */
+static enum common_rc no_claims(const struct sim_loader *l, const struct item *it,
+                                const json_t *pod, const char *id, struct common_error *err)
+{
+    const json_t *c = json_object_get(json_object_get(pod, "spec"), "resourceClaims");
+    char pos[600];
+
+    if (!json_array_size(c))
+        return COMMON_OK;
+    where(l, it, c, pos, sizeof(pos));
+    return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
+}
+
 /* decode pod JSON (owned copy, modified: uid, namespace, the synthetic group label) and add it
  * to job j */
 static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod, const char *ns,
@@ -1069,6 +1096,8 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
         *json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")))
         return bad(err, pos, id, "spec.nodeName",
                    "Forbidden: simulate places pods itself; leave spec.nodeName unset");
+    if (json_array_size(json_object_get(json_object_get(pod, "spec"), "resourceClaims")))
+        return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
     if (l->n_all_pods >= SIM_MAX_PODS)
         return common_error_set(err, COMMON_EINVAL, "%smore than %d pods", pos, SIM_MAX_PODS);
     if (!json_object_get(meta, "namespace"))
@@ -1185,11 +1214,38 @@ static const json_t *find_runtime(struct sim_loader *l, const struct trainjob_re
     return d->docs[0];
 }
 
+/* spec.resourceClaims of a replicated job's pod template (template.spec.template.spec) */
+static const json_t *template_claims(const json_t *rj)
+{
+    const json_t *jspec = json_object_get(json_object_get(rj, "template"), "spec");
+    return json_object_get(json_object_get(json_object_get(jspec, "template"), "spec"),
+                           "resourceClaims");
+}
+
+/* the runtime's spec.resourceClaims of replicated job rname's pod template, for its position
+ * (NULL when the runtime does not set them: they came from the TrainJob) */
+static const json_t *runtime_claims(const json_t *rt, const char *rname)
+{
+    json_t *rjobs = json_object_get(
+        json_object_get(json_object_get(json_object_get(rt, "spec"), "template"), "spec"),
+        "replicatedJobs");
+    json_t *rj;
+    size_t i;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *n = json_string_value(json_object_get(rj, "name"));
+        if (n && rname && strcmp(n, rname) == 0 && json_array_size(template_claims(rj)))
+            return template_claims(rj);
+    }
+    return NULL;
+}
+
 /* the pods a JobSet makes: replicas Jobs per replicated job, min(parallelism, completions)
  * pods each, named and labelled as the JobSet and Job controllers do */
 static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const json_t *js,
-                                  const char *ns, const char *group, const char *pos,
-                                  struct common_error *err)
+                                  const json_t *rt, const char *ns, const char *group,
+                                  const char *pos, struct common_error *err)
 {
     const char *jsname = str_at(js, "metadata", "name");
     json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs"), *rj;
@@ -1219,6 +1275,23 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
     }
     if (total < 1)
         return bad(err, pos, id, "", "Invalid: its JobSet makes no pods");
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *rname = json_string_value(json_object_get(rj, "name"));
+        const json_t *at = runtime_claims(rt, rname);
+        char field[400], rpos[600];
+        if (!json_array_size(template_claims(rj)))
+            continue;
+        /* where the claims are written: the runtime's pod template, else the TrainJob's */
+        if (at)
+            where(l, NULL, at, rpos, sizeof(rpos));
+        snprintf(field, sizeof(field), "replicatedJobs[%s]: pod template spec.resourceClaims%s%s",
+                 rname ? rname : "?", at ? " (from runtime " : "",
+                 at ? str_at(rt, "metadata", "name") : "");
+        if (at)
+            snprintf(field + strlen(field), sizeof(field) - strlen(field), ")");
+        return bad(err, at && rpos[0] ? rpos : pos, id, field, SIM_NO_DRA);
+    }
     json_array_foreach(rjobs, i, rj)
     {
         const char *rname = json_string_value(json_object_get(rj, "name"));
@@ -1461,7 +1534,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         }
         j->gang = j->pg.min_member > 0;
         j->note = backend_note(l, backend);
-        rc = jobset_pods(l, j, js, ns, NULL, pos, err);
+        rc = jobset_pods(l, j, js, rt, ns, NULL, pos, err);
     } else {
         const char *group = common_arena_printf(l->a, "sim:%s", name);
         if (!group) {
@@ -1470,7 +1543,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         }
         j->note = backend_note(l, backend);
         job_minmember0(j, ns, group);
-        rc = jobset_pods(l, j, js, ns, group, pos, err);
+        rc = jobset_pods(l, j, js, rt, ns, group, pos, err);
     }
 out:
     json_decref(out.objects);
@@ -1599,6 +1672,8 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             if (j->pod_arrival_ms)
                 j->pod_arrival_ms[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
         }
+        if ((rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
+            return rc;
         if (!(copy = json_deep_copy(p)))
             return oom(err);
         rc = job_pod(l, j, copy, ns, NULL, ppos, err);
@@ -1645,6 +1720,8 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
     if ((rc = sim_annotations(l, it, it->doc, id, &j->arrival_ms, &j->run_ms, &any, err)))
         return rc;
     job_minmember0(j, ns, group);
+    if ((rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK)
+        return rc;
     if (!(copy = json_deep_copy(it->doc)))
         return oom(err);
     rc = job_pod(l, j, copy, ns, group, pos, err);
