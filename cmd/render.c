@@ -289,15 +289,15 @@ static int load(struct loaded *l, const char *path, int runtimes_only, FILE *err
 
 static const json_t *find_runtime(struct loaded *l, const struct trainjob_ref *ref)
 {
-    size_t n = json_array_size(l->runtimes);
-    const json_t **v = common_malloc((n + 1) * sizeof(*v)), *rt = NULL;
+    size_t i;
+    json_t *rt;
 
-    for (size_t i = 0; v && i < n; i++)
-        v[i] = json_array_get(l->runtimes, i);
-    if (v) /* out of memory: not found, and the message says so below */
-        rt = trainjob_lookup_find(v, n, ref, l->ns);
-    common_free(v);
-    return rt;
+    json_array_foreach(l->runtimes, i, rt)
+    {
+        if (trainjob_lookup_matches(rt, ref, l->ns))
+            return rt;
+    }
+    return NULL;
 }
 
 /* The built-in runtime called name: *out is NULL when there is none. Returns 0, or the exit

@@ -1180,20 +1180,11 @@ static const json_t *find_runtime(struct sim_loader *l, const struct trainjob_re
 {
     const struct trainjob_builtin *b;
     struct common_yaml_docs *d;
-    const json_t **v = common_malloc((l->runtimes.n + 1) * sizeof(*v)), *rt = NULL;
 
     *failed = 0;
-    if (!v) {
-        *failed = 1;
-        common_error_set(err, COMMON_ENOMEM, "out of memory");
-        return NULL;
-    }
     for (size_t i = 0; i < l->runtimes.n; i++)
-        v[i] = l->runtimes.v[i].doc;
-    rt = trainjob_lookup_find(v, l->runtimes.n, ref, "default");
-    common_free(v);
-    if (rt)
-        return rt;
+        if (trainjob_lookup_matches(l->runtimes.v[i].doc, ref, "default"))
+            return l->runtimes.v[i].doc;
     if (strcmp(ref->kind, "ClusterTrainingRuntime") != 0 || !(b = trainjob_builtin_find(ref->name)))
         return NULL;
     for (size_t i = 0; i < l->n_builtin; i++)

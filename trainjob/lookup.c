@@ -37,18 +37,15 @@ static const char *kind_of(const json_t *o)
     return k ? k : "";
 }
 
-const json_t *trainjob_lookup_find(const json_t *const *runtimes, size_t n,
-                                   const struct trainjob_ref *ref, const char *default_namespace)
+int trainjob_lookup_matches(const json_t *runtime, const struct trainjob_ref *ref,
+                            const char *default_namespace)
 {
-    for (size_t i = 0; i < n; i++) {
-        const char *name = meta(runtimes[i], "name"), *ns = meta(runtimes[i], "namespace");
-        if (!name || strcmp(name, ref->name) != 0 || strcmp(kind_of(runtimes[i]), ref->kind) != 0)
-            continue;
-        if (ref->namespace && strcmp(ns ? ns : default_namespace, ref->namespace) != 0)
-            continue;
-        return runtimes[i];
-    }
-    return NULL;
+    const char *name = meta(runtime, "name"), *ns = meta(runtime, "namespace");
+
+    if (!name || !ref->name || strcmp(name, ref->name) != 0 ||
+        strcmp(kind_of(runtime), ref->kind) != 0)
+        return 0;
+    return !ref->namespace || strcmp(ns ? ns : default_namespace, ref->namespace) == 0;
 }
 
 const char *trainjob_lookup_not_found(const struct trainjob_ref *ref, const char *hint, char *buf,

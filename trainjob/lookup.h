@@ -31,13 +31,13 @@ enum common_rc trainjob_lookup_check(const json_t *trainjob, const char *default
                                      struct common_error *err);
 
 /*
- * trainjob_lookup_find - the runtime of runtimes[0..n) (TrainingRuntime and
- * ClusterTrainingRuntime objects, borrowed) that ref names: same kind and name and, for a
- * namespaced ref, the runtime's metadata.namespace (default_namespace when it names none).
- * Returns it, or NULL.
+ * trainjob_lookup_matches - 1 when runtime (a TrainingRuntime or ClusterTrainingRuntime
+ * object, borrowed) is the one ref names: same kind and name and, for a namespaced ref, the
+ * runtime's metadata.namespace (default_namespace when it names none); else 0. Callers take
+ * the first match of the runtimes they were given, in input order.
  */
-const json_t *trainjob_lookup_find(const json_t *const *runtimes, size_t n,
-                                   const struct trainjob_ref *ref, const char *default_namespace);
+int trainjob_lookup_matches(const json_t *runtime, const struct trainjob_ref *ref,
+                            const char *default_namespace);
 
 /*
  * trainjob_lookup_not_found - render's message for a ref no given or built-in runtime
