@@ -1527,7 +1527,8 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         j->note = backend_note(l, backend);
         rc = jobset_pods(l, j, js, rt, ns, NULL, pos, err);
     } else {
-        const char *group = common_arena_printf(l->a, "sim:%s", name);
+        /* named by kind: a Pod of the same name has its own ("sim-pod:x") */
+        const char *group = common_arena_printf(l->a, "sim-trainjob:%s", name);
         if (!group) {
             rc = oom(err);
             goto out;
@@ -1704,7 +1705,7 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
         return oom(err);
     j->kind = "Pod";
     j->name = common_arena_printf(l->a, "%s/%s", ns, name);
-    group = common_arena_printf(l->a, "sim:%s", name);
+    group = common_arena_printf(l->a, "sim-pod:%s", name);
     ns = common_arena_strdup(l->a, ns);
     if (!j->name || !group || !ns)
         return oom(err);
@@ -1777,58 +1778,69 @@ static enum common_rc check_duplicates(struct sim_loader *l, struct common_error
     return rc;
 }
 
-/* pods by uid, with the job that made them */
-struct uid_key {
-    const char *uid;
+/* what two jobs must not both make: a pod (by uid) or a PodGroup (by namespace and name) */
+struct made_key {
+    int pg;              /* 0: a pod, s1 its uid; 1: a PodGroup, s1/s2 namespace and name */
+    const char *s1, *s2; /* s2 "" for a pod */
     size_t job;
+    const struct common_pod *pod;
 };
 
-static int uid_key_cmp(const void *a, const void *b)
+static int made_key_cmp(const void *a, const void *b)
 {
-    const struct uid_key *x = a, *y = b;
-    int c = strcmp(x->uid, y->uid);
+    const struct made_key *x = a, *y = b;
+    int c = x->pg - y->pg;
+    if (!c)
+        c = strcmp(x->s1, y->s1);
+    if (!c)
+        c = strcmp(x->s2, y->s2);
     return c ? c : (x->job > y->job) - (x->job < y->job);
 }
 
-/* Two objects of different kinds can still make the same pod (a Pod named as a TrainJob's
- * JobSet names its pods, or two metadata.uid alike): refused naming both places, before the
- * engine sees two pods with one uid. */
-static enum common_rc check_pod_uids(struct sim_loader *l, struct common_error *err)
+/* Objects of different kinds can still make the same thing: a Pod named as a TrainJob's JobSet
+ * names its pods (or two metadata.uid alike), or a PodGroup of the input named as a TrainJob
+ * whose gang PodGroup takes that name (the cluster would refuse the second). Refused naming
+ * both places, before the engine sees two pods of one uid or the core one gang of two jobs.
+ * (Jobs without a gang have PodGroups of their own kind-qualified names, "sim-pod:x".) */
+static enum common_rc check_made_twice(struct sim_loader *l, struct common_error *err)
 {
-    size_t n = 0, k = 0;
-    struct uid_key *v;
+    size_t n = l->n_jobs, k = 0;
+    struct made_key *v;
     enum common_rc rc = COMMON_OK;
 
     for (size_t j = 0; j < l->n_jobs; j++)
         n += l->jobs[j].n_pods;
     if (!(v = common_malloc((n + 1) * sizeof(*v))))
         return oom(err);
-    for (size_t j = 0; j < l->n_jobs; j++)
+    for (size_t j = 0; j < l->n_jobs; j++) {
+        v[k++] = (struct made_key){1, l->jobs[j].pg.namespace, l->jobs[j].pg.name, j, NULL};
         for (size_t q = 0; q < l->jobs[j].n_pods; q++)
-            v[k++] = (struct uid_key){l->jobs[j].pods[q]->uid, j};
-    qsort(v, n, sizeof(*v), uid_key_cmp);
+            v[k++] = (struct made_key){0, l->jobs[j].pods[q]->uid, "", j, l->jobs[j].pods[q]};
+    }
+    qsort(v, n, sizeof(*v), made_key_cmp);
     for (size_t i = 1; i < n && rc == COMMON_OK; i++) {
-        const struct sim_job *a = &l->jobs[v[i - 1].job], *b = &l->jobs[v[i].job];
-        const struct item *ia = l->job_src[v[i - 1].job], *ib = l->job_src[v[i].job];
-        const struct common_pod *p = NULL;
-        char pa[600], pb[600], id[400];
+        const struct made_key *x = &v[i - 1], *y = &v[i];
+        const struct sim_job *a = &l->jobs[x->job], *b = &l->jobs[y->job];
+        const struct item *ia = l->job_src[x->job], *ib = l->job_src[y->job];
+        char pa[600], pb[600], what[600];
         size_t len;
-        if (strcmp(v[i - 1].uid, v[i].uid) != 0)
+        if (x->pg != y->pg || strcmp(x->s1, y->s1) != 0 || strcmp(x->s2, y->s2) != 0)
             continue;
-        for (size_t q = 0; q < b->n_pods && !p; q++)
-            if (strcmp(b->pods[q]->uid, v[i].uid) == 0)
-                p = b->pods[q];
         where(l, ia, json_object_get(json_object_get(ia->doc, "metadata"), "name"), pa, sizeof(pa));
         where(l, ib, json_object_get(json_object_get(ib->doc, "metadata"), "name"), pb, sizeof(pb));
         len = strlen(pa);
         if (len >= 2) /* "file:line:col" without the ": " */
             pa[len - 2] = '\0';
-        snprintf(id, sizeof(id), "%s %s", b->kind, b->name);
+        if (y->pg)
+            snprintf(what, sizeof(what), "PodGroup %s/%s", y->s1, y->s2);
+        else
+            snprintf(what, sizeof(what), "pod %s/%s (uid %s)", y->pod->namespace, y->pod->name,
+                     y->s1);
         rc = common_error_set(err, COMMON_EINVAL,
-                              "%s%s: metadata.name: Duplicate: it makes pod %s/%s (uid %s), which "
-                              "%s %s at %s makes too; pod names are unique in a namespace",
-                              pb, id, p ? p->namespace : "?", p ? p->name : "?", v[i].uid,
-                              a == b ? "another member of" : a->kind, a->name, pa);
+                              "%s%s %s: metadata.name: Duplicate: %s would be made twice, by %s%s "
+                              "%s at %s and by this one; names are unique in a namespace",
+                              pb, b->kind, b->name, what, a == b ? "another member of " : "",
+                              a->kind, a->name, pa);
     }
     common_free(v);
     return rc;
@@ -1896,7 +1908,7 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
             rc = pod_job(l, &l->pods.v[i], err);
     common_free(used);
     if (rc == COMMON_OK)
-        rc = check_pod_uids(l, err);
+        rc = check_made_twice(l, err);
     if (rc != COMMON_OK)
         return rc;
     if (!l->n_jobs)
