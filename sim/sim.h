@@ -71,7 +71,8 @@ struct sim_job {
     int64_t arrival_ms;
     int64_t run_ms;
     /* the coscheduling PodGroup (decoded, strings in the loader's arena); for a job without
-     * one the loader makes a PodGroup of minMember 0 named after the job and labels its pods
+     * one the loader makes a PodGroup of minMember 0 named after the job and its kind
+     * ("sim-trainjob:NAME", "sim-pod:NAME") and labels its pods
      * with it, so the core fits them per node and binds each at once (docs/gang.md: "minMember
      * 0: no gang constraint") */
     struct gang_podgroup pg;
