@@ -24,6 +24,7 @@
 #include "integrations/volcano.h"
 #include "reconciler/core.h"
 #include "trainjob/builtin.h"
+#include "trainjob/lookup.h"
 #include "trainjob/trainjob.h"
 
 #define MAX_FILES 256
@@ -293,15 +294,8 @@ static const json_t *find_runtime(struct loaded *l, const struct trainjob_ref *r
 
     json_array_foreach(l->runtimes, i, rt)
     {
-        const char *name =
-            json_string_value(json_object_get(json_object_get(rt, "metadata"), "name"));
-        const char *ns =
-            json_string_value(json_object_get(json_object_get(rt, "metadata"), "namespace"));
-        if (!name || strcmp(name, ref->name) != 0 || strcmp(kind_of(rt), ref->kind) != 0)
-            continue;
-        if (ref->namespace && strcmp(ns ? ns : l->ns, ref->namespace) != 0)
-            continue;
-        return rt;
+        if (trainjob_lookup_matches(rt, ref, l->ns))
+            return rt;
     }
     return NULL;
 }
@@ -609,30 +603,24 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     }
     where(l, tj, NULL, pos, sizeof(pos));
     {
+        /* the checks simulate shares (trainjob/lookup.h) */
         struct trainjob_errors errs;
         trainjob_errors_init(&errs, a);
-        rc = trainjob_validate_trainjob(tj, &errs, &e);
+        rc = trainjob_lookup_check(tj, ns, &errs, &ref, &e);
         if (rc == COMMON_ENOMEM) {
             status = oom(err);
             goto out;
         }
-        if (rc) {
+        if (rc && errs.n) {
             status = print_errors(l, tj, &errs, ns, err);
             goto out;
         }
-    }
-    if (trainjob_runtime_ref(tj, ns, &ref, &e)) {
-        fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
-                e.msg);
-        status = 2;
-        goto out;
-    }
-    if (strcmp(ref.kind, "TrainingRuntime") != 0 &&
-        strcmp(ref.kind, "ClusterTrainingRuntime") != 0) {
-        fprintf(err, "error: %sTrainJob %s/%s: spec.runtimeRef: unsupported runtime: %s.%s\n", pos,
-                tns ? tns : ns, name ? name : "?", ref.kind, ref.api_group);
-        status = 2;
-        goto out;
+        if (rc) {
+            fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
+                    e.msg);
+            status = 2;
+            goto out;
+        }
     }
     where(l, json_object_get(json_object_get(json_object_get(tj, "spec"), "runtimeRef"), "name"),
           tj, pos, sizeof(pos));
@@ -643,15 +631,10 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         (status = builtin_runtime(l, ref.name, &rt, err)))
         goto out;
     if (!rt) {
-        int cluster = strcmp(ref.kind, "ClusterTrainingRuntime") == 0;
-        fprintf(err,
-                "error: %sTrainJob %s/%s: spec.runtimeRef: Invalid: %s \"%s\"%s%s%s not found: "
-                "specified %s must be created before the TrainJob is created (give it with "
-                "--runtime FILE or in the same file%s)\n",
-                pos, tns ? tns : ns, name ? name : "?", ref.kind, ref.name,
-                ref.namespace ? " in namespace \"" : "", ref.namespace ? ref.namespace : "",
-                ref.namespace ? "\"" : "", cluster ? "clusterTrainingRuntime" : "trainingRuntime",
-                cluster ? "; built-in runtimes: `trainsched render --list-builtin`" : "");
+        char msg[1024];
+        fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
+                trainjob_lookup_not_found(&ref, "give it with --runtime FILE or in the same file",
+                                          msg, sizeof(msg)));
         status = 2;
         goto out;
     }
@@ -712,56 +695,41 @@ out:
 }
 
 /* The same TrainJob twice would render every object twice, the same runtime twice would leave
- * which one counts to the order of the files: refuse both. One hash lookup per object
- * ("Kind/namespace/name" keys in a jansson object), so 20,000 TrainJobs cost 20,000 lookups,
- * not 200 million comparisons. Returns 0 or the exit status after printing why. */
+ * which one counts to the order of the files: refuse both, naming both places
+ * (trainjob_lookup_duplicate: one hash lookup per object). Returns 0 or the exit status after
+ * printing why. */
 static int check_duplicates(struct loaded *l, const char *ns, FILE *err)
 {
-    json_t *seen = json_object();
-    json_t *lists[2] = {l->trainjobs, l->runtimes};
-    int status = 0;
+    size_t nt = json_array_size(l->trainjobs), nr = json_array_size(l->runtimes);
+    const json_t **v = common_malloc((nt + nr + 1) * sizeof(*v));
+    struct trainjob_dup dup;
+    struct common_error e;
+    char pos[600], first[600], msg[1400];
+    size_t len;
 
-    if (!seen)
+    if (!v)
         return oom(err);
-    for (int k = 0; k < 2 && !status; k++) {
-        json_t *o;
-        size_t i;
-        json_array_foreach(lists[k], i, o)
-        {
-            const json_t *m = json_object_get(o, "metadata");
-            const char *n = json_string_value(json_object_get(m, "name"));
-            const char *s = json_string_value(json_object_get(m, "namespace"));
-            const char *kind = k == 0 ? "TrainJob" : kind_of(o);
-            int cluster = strcmp(kind, "ClusterTrainingRuntime") == 0;
-            char key[700];
-            int len;
-
-            if (!n)
-                continue;
-            if (cluster)
-                s = "";
-            len = snprintf(key, sizeof(key), "%s/%s/%s", kind, s ? s : ns, n);
-            if (len < 0 || (size_t)len >= sizeof(key))
-                continue; /* too long a name: validation names it later */
-            if (json_object_get(seen, key)) {
-                char pos[600];
-                where(l, json_object_get(m, "name"), o, pos, sizeof(pos));
-                fprintf(err,
-                        "error: %s%s %s%s%s: metadata.name: Duplicate: the same %s is given twice "
-                        "(names are unique %s)\n",
-                        pos, kind, cluster ? "" : (s ? s : ns), cluster ? "" : "/", n, kind,
-                        cluster ? "in a cluster" : "in a namespace");
-                status = 2;
-                break;
-            }
-            if (json_object_set_new(seen, key, json_true())) {
-                status = oom(err);
-                break;
-            }
-        }
+    for (size_t i = 0; i < nt; i++)
+        v[i] = json_array_get(l->trainjobs, i);
+    for (size_t i = 0; i < nr; i++)
+        v[nt + i] = json_array_get(l->runtimes, i);
+    if (trainjob_lookup_duplicate(v, nt + nr, ns, &dup, &e) != COMMON_OK) {
+        common_free(v);
+        return oom(err);
     }
-    json_decref(seen);
-    return status;
+    common_free(v);
+    if (!dup.second)
+        return 0;
+    where(l, json_object_get(json_object_get(dup.first, "metadata"), "name"), dup.first, first,
+          sizeof(first));
+    len = strlen(first);
+    if (len >= 2) /* "file:line:col" without the ": " */
+        first[len - 2] = '\0';
+    where(l, json_object_get(json_object_get(dup.second, "metadata"), "name"), dup.second, pos,
+          sizeof(pos));
+    fprintf(err, "error: %s%s\n", pos,
+            trainjob_lookup_duplicate_message(&dup, first, msg, sizeof(msg)));
+    return 2;
 }
 
 int cmd_render(int argc, char **argv, FILE *out, FILE *err)

@@ -4,9 +4,11 @@
  * utilisation. Glue only: reading files (common/yaml), the clock for progress lines, writing
  * the report; loading, the simulation and the reports are sim/'s.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd/cli.h"
 #include "common/alloc.h"
@@ -94,6 +96,18 @@ static int load_file(struct common_yaml_docs *f, const char *path, FILE *err)
     return 0;
 }
 
+/* "error: " before each line of msg (the loader gives every field error of a TrainJob, one a
+ * line, as render prints them) */
+static void print_error(FILE *err, const char *msg)
+{
+    for (const char *p = msg, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+        nl = strchr(p, '\n');
+        fprintf(err, "error: %.*s\n", nl ? (int)(nl - p) : (int)strlen(p), p);
+        if (!nl)
+            break;
+    }
+}
+
 static int status_of(enum common_rc rc)
 {
     return rc == COMMON_ENOMEM || rc == COMMON_EIO ? 1 : 2;
@@ -114,7 +128,10 @@ static int write_output(const struct sim_input *in, const struct sim_result *r, 
         return 1;
     }
     if (strcmp(format, "json") == 0) {
-        if (json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF)
+        /* 15 significant digits: 0.775, not 0.77500000000000002 (the report rounds its
+         * ratios to 4 places and times to milliseconds) */
+        if (json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) ||
+            fputc('\n', out) == EOF)
             status = 1;
     } else {
         common_buf_init(&b, (size_t)1 << 31);
@@ -155,7 +172,8 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     struct progress prog;
     struct common_error e;
     enum common_rc rc;
-    int opt, status = 0, stdin_seen = 0;
+    int opt, status = 0, stdin_seen = 0, svg_done = 0;
+    FILE *svgf = NULL;
 
     optind = 1;
     opterr = 0;
@@ -181,7 +199,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                 clusters[nc++] = optarg;
             break;
         case 'o':
-            format = optarg;
+            format = optarg[0] == '=' ? optarg + 1 : optarg; /* -o=json, as render and kubectl */
             if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "yaml")) {
                 fprintf(err, "error: -o: unknown format \"%s\": use text, json or yaml\n", format);
                 return 2;
@@ -239,6 +257,12 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "error: no job files: give at least one -f FILE\n\n%s", usage);
         return 2;
     }
+    /* --svg is opened before the run: a path that cannot be written fails now, not after a long
+     * run (the file is removed again when the run fails) */
+    if (svg && !(svgf = fopen(svg, "w"))) {
+        fprintf(err, "error: --svg %s: cannot create the file: %s\n", svg, strerror(errno));
+        return 2;
+    }
     /* folders, as render reads them ("-" was counted above: counted again here) */
     stdin_seen = 0;
     if ((status = cli_expand_paths(clusters, nc, cpaths, MAX_FILES, &ncp, &stdin_seen, err)) ||
@@ -282,13 +306,13 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         if ((status = load_file(&loaded[nloaded++], fpaths[i], err)))
             goto out;
         if ((rc = sim_load_jobs(l, &loaded[nloaded - 1], &e))) {
-            fprintf(err, "error: %s\n", e.msg);
+            print_error(err, e.msg);
             status = status_of(rc);
             goto out;
         }
     }
     if ((rc = sim_loader_finish(l, &in, &e))) {
-        fprintf(err, "error: %s\n", e.msg);
+        print_error(err, e.msg);
         status = status_of(rc);
         goto out;
     }
@@ -306,18 +330,17 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         status = status_of(rc);
         goto out;
     }
-    if (svg) {
-        FILE *f = fopen(svg, "w");
-        if (!f) {
-            fprintf(err, "error: --svg %s: cannot create the file\n", svg);
+    if (svgf) {
+        int bad = sim_report_svg(&in, &res, svgf);
+        if (fclose(svgf))
+            bad = -1;
+        svgf = NULL;
+        if (bad) {
+            fprintf(err, "error: --svg %s: write failed: %s\n", svg, strerror(errno));
             status = 1;
             goto out;
         }
-        if (sim_report_svg(&in, &res, f) | fclose(f)) {
-            fprintf(err, "error: --svg %s: write failed\n", svg);
-            status = 1;
-            goto out;
-        }
+        svg_done = 1;
     }
     status = write_output(&in, &res, format, out, err);
     if (status == 0 && fflush(out)) {
@@ -325,6 +348,10 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
     }
 out:
+    if (svgf)
+        fclose(svgf);
+    if (svg && !svg_done) /* the run failed: no empty timeline left behind */
+        unlink(svg);
     sim_loader_destroy(l);
     for (size_t i = 0; loaded && i < nloaded; i++)
         common_yaml_docs_free(&loaded[i]);

@@ -54,7 +54,9 @@ struct sjob {
     uint32_t failures;
     int64_t last_failure;
     uint32_t filters;
-    uint32_t held; /* pods holding a bind */
+    uint32_t held;        /* pods holding a bind */
+    uint32_t running_now; /* pods running now */
+    uint32_t peak;        /* the most pods running at one time */
     /* the books version and time at which a member's filter found no node (not a retry) */
     uint64_t fail_version;
     int64_t fail_at;
@@ -275,6 +277,8 @@ static enum common_rc pod_bound(struct engine *e, struct spod *p, const char *no
         sj->held--;
     p->state = P_RUNNING;
     p->gen++;
+    if (++sj->running_now > sj->peak)
+        sj->peak = sj->running_now;
     e->gpus_used += p->gpus;
     e->node_gpu_free[p->node] -= (int32_t)p->gpus;
     if (interval_open(e, p, now) ||
@@ -649,6 +653,7 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
             return rc;
         p->state = P_DONE;
         p->gen++;
+        sj->running_now--;
         e->gpus_used -= p->gpus;
         e->node_gpu_free[p->node] += (int32_t)p->gpus;
         e->iv[p->interval].end = now;
@@ -764,6 +769,42 @@ out:
     return ok;
 }
 
+static int int64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* job j's pods grouped by the time they were bound (their intervals' starts) */
+static int waves(const struct engine *e, size_t j, struct sim_job_result *jr,
+                 struct common_arena *a)
+{
+    size_t n = 0, k = 0;
+    int64_t *t = common_malloc((e->job_first[j + 1] - e->job_first[j] + 1) * sizeof(*t));
+
+    if (!t)
+        return -1;
+    for (uint32_t q = e->job_first[j]; q < e->job_first[j + 1]; q++) {
+        const struct spod *p = &e->pods[e->job_pods[q]];
+        if (p->interval >= 0)
+            t[n++] = e->iv[p->interval].start;
+    }
+    qsort(t, n, sizeof(*t), int64_cmp);
+    jr->waves = common_arena_alloc(a, (n + 1) * sizeof(*jr->waves));
+    if (!jr->waves) {
+        common_free(t);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!k || jr->waves[k - 1].start_ms != t[i])
+            jr->waves[k++] = (struct sim_wave){t[i], 0};
+        jr->waves[k - 1].pods++;
+    }
+    jr->n_waves = k;
+    common_free(t);
+    return 0;
+}
+
 static enum common_rc finish(struct engine *e, int64_t end, struct common_arena *a,
                              struct common_error *err)
 {
@@ -864,11 +905,23 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
         }
         if (sj->started && job->n_pods > 1)
             r->multi_pod_jobs++;
-        if (sj->started) {
+        if (waves(e, j, jr, a) != 0)
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        jr->peak_pods = sj->peak;
+        jr->never_whole =
+            sj->started && sj->peak < (job->gang && (size_t)job->pg.min_member < job->n_pods
+                                           ? (uint32_t)job->pg.min_member
+                                           : (uint32_t)job->n_pods);
+        /* the waits: of started jobs, and of jobs that arrived and were still waiting at the
+         * end (counted to the end: leaving them out made a queue that never drains look fast) */
+        if (sj->started || job->arrival_ms < end) {
             started++;
             wait_sum += (double)jr->wait_ms;
             if (jr->wait_ms > r->wait_max_ms)
                 r->wait_max_ms = jr->wait_ms;
+            r->jobs_still_waiting += !sj->started;
+        }
+        if (sj->started) {
             jr->state = jr->end_ms >= 0 ? SIM_JOB_COMPLETED : SIM_JOB_RUNNING;
         } else if (sj->waiting || job->arrival_ms <= end) {
             char why[GANG_REASON_MAX];

@@ -15,6 +15,7 @@
 #include "sim/sim_int.h"
 #include "topology/topology.h"
 #include "trainjob/builtin.h"
+#include "trainjob/lookup.h"
 #include "trainjob/trainjob.h"
 
 #define MAX_FILES 512
@@ -36,6 +37,13 @@ const char sim_default_cluster_yaml[] = "apiVersion: trainsched.io/v1alpha1\n"
                                         "  podsPerNode: 110\n";
 
 /* a manifest waiting for sim_loader_finish, with where it came from */
+/* DRA is not simulated: a pod's ResourceClaims would be neither allocated nor counted, and its
+ * pods packed as if they asked for no device (docs/simulate.md "Limits"), so they are refused */
+#define SIM_NO_DRA                                                                                 \
+    "Forbidden: simulate does not model DRA (ResourceClaims are not allocated and their devices "  \
+    "not counted, so the placement would be wrong); remove the claims to simulate the job "        \
+    "without its devices, or ask for the devices as an extended resource"
+
 struct item {
     const json_t *doc;
     const struct common_yaml_docs *f;
@@ -67,6 +75,8 @@ struct sim_loader {
     size_t n_all_pods, cap_all_pods;
     struct sim_job *jobs;
     size_t n_jobs, cap_jobs;
+    const struct item **job_src; /* [n_jobs]: the object each job was made from */
+    size_t cap_job_src;
 };
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
@@ -121,6 +131,7 @@ void sim_loader_destroy(struct sim_loader *l)
     common_free(l->topos);
     common_free(l->all_pods);
     common_free(l->jobs);
+    common_free(l->job_src);
     common_free(l->trainjobs.v);
     common_free(l->runtimes.v);
     common_free(l->podgroups.v);
@@ -176,6 +187,21 @@ static void where_key(const struct sim_loader *l, const struct item *it, json_t 
             return;
         }
     where(l, it, obj, buf, n);
+}
+
+/* render's position of a field error (cmd/render.c print_errors): the key in its parent, else
+ * the value, else the document */
+static void field_pos(const struct sim_loader *l, const struct item *it,
+                      const struct trainjob_field_error *fe, char *buf, size_t n)
+{
+    int line, col;
+
+    for (size_t i = 0; fe->parent && fe->key && i < l->n_files; i++)
+        if (common_yaml_locate_key(l->files[i], (json_t *)fe->parent, fe->key, &line, &col) == 0) {
+            snprintf(buf, n, "%s:%d:%d: ", l->files[i]->name, line, col);
+            return;
+        }
+    where(l, it, fe->node ? fe->node : fe->doc, buf, n);
 }
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
@@ -861,6 +887,10 @@ static enum common_rc cluster_object(struct sim_loader *l, const struct item *it
         return topology_doc(l, it, doc, err);
     }
     where_key(l, it, doc, "kind", pos, sizeof(pos));
+    if (json_is_string(json_object_get(doc, "apiVersion")) &&
+        strncmp(json_string_value(json_object_get(doc, "apiVersion")), "resource.k8s.io/", 16) == 0)
+        return common_error_set(err, COMMON_EINVAL, "%s%s: kind: \"%s\": %s", pos, what, kind,
+                                SIM_NO_DRA);
     return common_error_set(err, COMMON_EINVAL,
                             "%s%s: kind: \"%s\" is not a cluster object: give Node objects (or a "
                             "NodeList), a SimCluster, or Kueue or KAI Topology objects",
@@ -952,6 +982,9 @@ static enum common_rc job_object(struct sim_loader *l, const struct item *it, js
     if (strcmp(kind, "Pod") == 0 && strcmp(api, "v1") == 0)
         return items_add(&l->pods, doc, x.f, x.di) ? oom(err) : COMMON_OK;
     where_key(l, it, doc, "kind", pos, sizeof(pos));
+    if (strncmp(api, "resource.k8s.io/", 16) == 0)
+        return common_error_set(err, COMMON_EINVAL, "%s%s: kind: \"%s\": %s", pos, what, kind,
+                                SIM_NO_DRA);
     return common_error_set(err, COMMON_EINVAL,
                             "%s%s: kind: \"%s\" is not something simulate reads: give TrainJobs "
                             "(with their runtimes), PodGroups (scheduling.x-k8s.io/v1alpha1) "
@@ -980,12 +1013,14 @@ enum common_rc sim_load_jobs(struct sim_loader *l, const struct common_yaml_docs
 
 /* ---- building jobs ---- */
 
-static struct sim_job *job_new(struct sim_loader *l)
+static struct sim_job *job_new(struct sim_loader *l, const struct item *it)
 {
     struct sim_job *j;
 
-    if (grow((void **)&l->jobs, &l->cap_jobs, l->n_jobs, sizeof(*l->jobs)))
+    if (grow((void **)&l->jobs, &l->cap_jobs, l->n_jobs, sizeof(*l->jobs)) ||
+        grow((void **)&l->job_src, &l->cap_job_src, l->n_jobs, sizeof(*l->job_src)))
         return NULL;
+    l->job_src[l->n_jobs] = it;
     j = &l->jobs[l->n_jobs++];
     memset(j, 0, sizeof(*j));
     j->run_ms = SIM_DEFAULT_RUN_MS;
@@ -1026,6 +1061,19 @@ static int default_requests(json_t *pod)
     return 0;
 }
 
+/* a Pod of the input with spec.resourceClaims: refused at the field (SIM_NO_DRA) */
+static enum common_rc no_claims(const struct sim_loader *l, const struct item *it,
+                                const json_t *pod, const char *id, struct common_error *err)
+{
+    const json_t *c = json_object_get(json_object_get(pod, "spec"), "resourceClaims");
+    char pos[600];
+
+    if (!json_array_size(c))
+        return COMMON_OK;
+    where(l, it, c, pos, sizeof(pos));
+    return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
+}
+
 /* decode pod JSON (owned copy, modified: uid, namespace, the synthetic group label) and add it
  * to job j */
 static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod, const char *ns,
@@ -1048,6 +1096,8 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
         *json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")))
         return bad(err, pos, id, "spec.nodeName",
                    "Forbidden: simulate places pods itself; leave spec.nodeName unset");
+    if (json_array_size(json_object_get(json_object_get(pod, "spec"), "resourceClaims")))
+        return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
     if (l->n_all_pods >= SIM_MAX_PODS)
         return common_error_set(err, COMMON_EINVAL, "%smore than %d pods", pos, SIM_MAX_PODS);
     if (!json_object_get(meta, "namespace"))
@@ -1132,17 +1182,9 @@ static const json_t *find_runtime(struct sim_loader *l, const struct trainjob_re
     struct common_yaml_docs *d;
 
     *failed = 0;
-    for (size_t i = 0; i < l->runtimes.n; i++) {
-        const json_t *rt = l->runtimes.v[i].doc;
-        const char *name = str_at(rt, "metadata", "name");
-        const char *ns = str_at(rt, "metadata", "namespace");
-        if (!name || strcmp(name, ref->name) != 0 ||
-            strcmp(json_string_value(json_object_get(rt, "kind")), ref->kind) != 0)
-            continue;
-        if (ref->namespace && strcmp(ns ? ns : "default", ref->namespace) != 0)
-            continue;
-        return rt;
-    }
+    for (size_t i = 0; i < l->runtimes.n; i++)
+        if (trainjob_lookup_matches(l->runtimes.v[i].doc, ref, "default"))
+            return l->runtimes.v[i].doc;
     if (strcmp(ref->kind, "ClusterTrainingRuntime") != 0 || !(b = trainjob_builtin_find(ref->name)))
         return NULL;
     for (size_t i = 0; i < l->n_builtin; i++)
@@ -1163,11 +1205,38 @@ static const json_t *find_runtime(struct sim_loader *l, const struct trainjob_re
     return d->docs[0];
 }
 
+/* spec.resourceClaims of a replicated job's pod template (template.spec.template.spec) */
+static const json_t *template_claims(const json_t *rj)
+{
+    const json_t *jspec = json_object_get(json_object_get(rj, "template"), "spec");
+    return json_object_get(json_object_get(json_object_get(jspec, "template"), "spec"),
+                           "resourceClaims");
+}
+
+/* the runtime's spec.resourceClaims of replicated job rname's pod template, for its position
+ * (NULL when the runtime does not set them: they came from the TrainJob) */
+static const json_t *runtime_claims(const json_t *rt, const char *rname)
+{
+    json_t *rjobs = json_object_get(
+        json_object_get(json_object_get(json_object_get(rt, "spec"), "template"), "spec"),
+        "replicatedJobs");
+    json_t *rj;
+    size_t i;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *n = json_string_value(json_object_get(rj, "name"));
+        if (n && rname && strcmp(n, rname) == 0 && json_array_size(template_claims(rj)))
+            return template_claims(rj);
+    }
+    return NULL;
+}
+
 /* the pods a JobSet makes: replicas Jobs per replicated job, min(parallelism, completions)
  * pods each, named and labelled as the JobSet and Job controllers do */
 static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const json_t *js,
-                                  const char *ns, const char *group, const char *pos,
-                                  struct common_error *err)
+                                  const json_t *rt, const char *ns, const char *group,
+                                  const char *pos, struct common_error *err)
 {
     const char *jsname = str_at(js, "metadata", "name");
     json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs"), *rj;
@@ -1197,6 +1266,23 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
     }
     if (total < 1)
         return bad(err, pos, id, "", "Invalid: its JobSet makes no pods");
+    json_array_foreach(rjobs, i, rj)
+    {
+        const char *rname = json_string_value(json_object_get(rj, "name"));
+        const json_t *at = runtime_claims(rt, rname);
+        char field[400], rpos[600];
+        if (!json_array_size(template_claims(rj)))
+            continue;
+        /* where the claims are written: the runtime's pod template, else the TrainJob's */
+        if (at)
+            where(l, NULL, at, rpos, sizeof(rpos));
+        snprintf(field, sizeof(field), "replicatedJobs[%s]: pod template spec.resourceClaims%s%s",
+                 rname ? rname : "?", at ? " (from runtime " : "",
+                 at ? str_at(rt, "metadata", "name") : "");
+        if (at)
+            snprintf(field + strlen(field), sizeof(field) - strlen(field), ")");
+        return bad(err, at && rpos[0] ? rpos : pos, id, field, SIM_NO_DRA);
+    }
     json_array_foreach(rjobs, i, rj)
     {
         const char *rname = json_string_value(json_object_get(rj, "name"));
@@ -1285,6 +1371,39 @@ static const char *backend_note(struct sim_loader *l, const struct backend *b)
                                b->name);
 }
 
+/* every field error as render prints it (cmd/render.c print_errors), one a line: "file:line:col:
+ * Kind ns/name: path: Type: detail" (cmd/simulate.c puts "error: " before each line) */
+static enum common_rc field_errors(const struct sim_loader *l, const struct item *it,
+                                   const json_t *tj, const char *ns,
+                                   const struct trainjob_errors *errs, struct common_error *err)
+{
+    char msg[COMMON_ERROR_MSG_MAX];
+    size_t len = 0;
+
+    msg[0] = '\0';
+    for (size_t i = 0; i < errs->n && len < sizeof(msg); i++) {
+        const struct trainjob_field_error *fe = &errs->items[i];
+        const char *what = fe->doc == tj ? "TrainJob" : str_at(fe->doc, "kind", NULL);
+        const char *oname = str_at(fe->doc, "metadata", "name");
+        const char *ons = str_at(fe->doc, "metadata", "namespace");
+        const char *text = trainjob_errors_format(errs, i);
+        char pos[600];
+        int w;
+
+        if (!text)
+            return oom(err);
+        field_pos(l, it, fe, pos, sizeof(pos));
+        if (fe->doc == tj && !ons)
+            ons = ns;
+        w = snprintf(msg + len, sizeof(msg) - len, "%s%s%s %s%s%s: %s", i ? "\n" : "", pos,
+                     what ? what : "?", ons ? ons : "", ons ? "/" : "", oname ? oname : "?", text);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return common_error_set(err, COMMON_EINVAL, "%s", msg);
+}
+
 static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
                                    struct common_error *err)
 {
@@ -1312,17 +1431,32 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
     where(l, it, tj, pos, sizeof(pos));
     if (!a)
         return oom(err);
-    if (trainjob_runtime_ref(tj, ns, &ref, &e) != COMMON_OK) {
-        rc = bad(err, pos, id, "", e.msg);
-        goto out;
+    /* render's checks and messages (trainjob/lookup.h), before the runtime is looked up */
+    {
+        struct trainjob_errors errs;
+        trainjob_errors_init(&errs, a);
+        rc = trainjob_lookup_check(tj, ns, &errs, &ref, &e);
+        if (rc == COMMON_ENOMEM || errs.oom) {
+            rc = oom(err);
+            goto out;
+        }
+        if (rc != COMMON_OK) {
+            rc = errs.n ? field_errors(l, it, tj, ns, &errs, err) : bad(err, pos, id, "", e.msg);
+            goto out;
+        }
     }
     rt = find_runtime(l, &ref, &e, &failed);
     if (!rt) {
-        rc = failed
-                 ? common_error_set(err, COMMON_EINVAL, "built-in runtime %s: %s", ref.name, e.msg)
-                 : bad(err, pos, id, "spec.runtimeRef",
-                       "Invalid: the runtime it names is neither in the input files nor "
-                       "built in (`trainsched render --list-builtin`)");
+        char msg[COMMON_ERROR_MSG_MAX];
+        if (failed) {
+            rc = common_error_set(err, COMMON_EINVAL, "built-in runtime %s: %s", ref.name, e.msg);
+            goto out;
+        }
+        where(l, it,
+              json_object_get(json_object_get(json_object_get(tj, "spec"), "runtimeRef"), "name"),
+              pos, sizeof(pos));
+        rc = bad(err, pos, id, "",
+                 trainjob_lookup_not_found(&ref, "give it in a -f file", msg, sizeof(msg)));
         goto out;
     }
     /* the backend as render and the reconciler choose it: the runtime's annotation, then its
@@ -1344,13 +1478,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         rc = backend_render(&backend_coscheduling, a, tj, rt, &opts, NULL, &out, NULL, &e);
     }
     if (rc == COMMON_EINVAL && out.errors.n) {
-        const struct trainjob_field_error *fe = &out.errors.items[0];
-        const char *text = trainjob_errors_format(&out.errors, 0);
-        if (fe->parent && fe->key) /* a value without a position of its own (null) */
-            where_key(l, it, (json_t *)fe->parent, fe->key, pos, sizeof(pos));
-        else
-            where(l, it, fe->node, pos, sizeof(pos));
-        rc = bad(err, pos, fe->doc == tj ? id : "runtime", "", text ? text : e.msg);
+        rc = field_errors(l, it, tj, ns, &out.errors, err);
         goto out;
     }
     if (rc != COMMON_OK) {
@@ -1373,7 +1501,7 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         rc = bad(err, pos, id, "", "the runtime builds no JobSet");
         goto out;
     }
-    if (!(j = job_new(l))) {
+    if (!(j = job_new(l, it))) {
         rc = oom(err);
         goto out;
     }
@@ -1397,16 +1525,17 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
         }
         j->gang = j->pg.min_member > 0;
         j->note = backend_note(l, backend);
-        rc = jobset_pods(l, j, js, ns, NULL, pos, err);
+        rc = jobset_pods(l, j, js, rt, ns, NULL, pos, err);
     } else {
-        const char *group = common_arena_printf(l->a, "sim:%s", name);
+        /* named by kind: a Pod of the same name has its own ("sim-pod:x") */
+        const char *group = common_arena_printf(l->a, "sim-trainjob:%s", name);
         if (!group) {
             rc = oom(err);
             goto out;
         }
         j->note = backend_note(l, backend);
         job_minmember0(j, ns, group);
-        rc = jobset_pods(l, j, js, ns, group, pos, err);
+        rc = jobset_pods(l, j, js, rt, ns, group, pos, err);
     }
 out:
     json_decref(out.objects);
@@ -1472,7 +1601,7 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
         (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)))
         return rc;
-    if (!(j = job_new(l)))
+    if (!(j = job_new(l, it)))
         return oom(err);
     j->kind = "PodGroup";
     j->name = common_arena_printf(l->a, "%s/%s", ns, name);
@@ -1535,6 +1664,8 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             if (j->pod_arrival_ms)
                 j->pod_arrival_ms[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
         }
+        if ((rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
+            return rc;
         if (!(copy = json_deep_copy(p)))
             return oom(err);
         rc = job_pod(l, j, copy, ns, NULL, ppos, err);
@@ -1570,17 +1701,19 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
                    "Invalid: no PodGroup of that name in the pod's namespace in the input");
     if (!name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
-    if (!(j = job_new(l)))
+    if (!(j = job_new(l, it)))
         return oom(err);
     j->kind = "Pod";
     j->name = common_arena_printf(l->a, "%s/%s", ns, name);
-    group = common_arena_printf(l->a, "sim:%s", name);
+    group = common_arena_printf(l->a, "sim-pod:%s", name);
     ns = common_arena_strdup(l->a, ns);
     if (!j->name || !group || !ns)
         return oom(err);
     if ((rc = sim_annotations(l, it, it->doc, id, &j->arrival_ms, &j->run_ms, &any, err)))
         return rc;
     job_minmember0(j, ns, group);
+    if ((rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK)
+        return rc;
     if (!(copy = json_deep_copy(it->doc)))
         return oom(err);
     rc = job_pod(l, j, copy, ns, group, pos, err);
@@ -1591,6 +1724,126 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
 static int node_cmp(const void *a, const void *b)
 {
     return strcmp((*(struct common_node *const *)a)->name, (*(struct common_node *const *)b)->name);
+}
+
+/* The same object in two places (two files, or twice in one) would run twice, or (runtimes)
+ * leave which one counts to the order of the files: refused as render refuses it, naming both
+ * places (trainjob_lookup_duplicate). */
+static enum common_rc check_duplicates(struct sim_loader *l, struct common_error *err)
+{
+    struct items *lists[] = {&l->trainjobs, &l->runtimes, &l->podgroups, &l->pods};
+    size_t n = 0, k = 0;
+    const json_t **v;
+    const struct item **from;
+    struct trainjob_dup dup;
+    enum common_rc rc;
+
+    for (size_t i = 0; i < 4; i++)
+        n += lists[i]->n;
+    v = common_malloc((n + 1) * sizeof(*v));
+    from = common_malloc((n + 1) * sizeof(*from));
+    if (!v || !from) {
+        common_free(v);
+        common_free(from);
+        return oom(err);
+    }
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < lists[i]->n; j++) {
+            from[k] = &lists[i]->v[j];
+            v[k++] = lists[i]->v[j].doc;
+        }
+    rc = trainjob_lookup_duplicate(v, n, "default", &dup, err);
+    if (rc == COMMON_OK && dup.second) {
+        const struct item *a = NULL, *b = NULL;
+        char first[600], pos[600], msg[COMMON_ERROR_MSG_MAX];
+        size_t len;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] == dup.first && !a)
+                a = from[i];
+            if (v[i] == dup.second)
+                b = from[i];
+        }
+        where(l, a, json_object_get(json_object_get(dup.first, "metadata"), "name"), first,
+              sizeof(first));
+        len = strlen(first);
+        if (len >= 2) /* "file:line:col" without the ": " */
+            first[len - 2] = '\0';
+        where(l, b, json_object_get(json_object_get(dup.second, "metadata"), "name"), pos,
+              sizeof(pos));
+        rc = common_error_set(err, COMMON_EINVAL, "%s%s", pos,
+                              trainjob_lookup_duplicate_message(&dup, first, msg, sizeof(msg)));
+    }
+    common_free(v);
+    common_free(from);
+    return rc;
+}
+
+/* what two jobs must not both make: a pod (by uid) or a PodGroup (by namespace and name) */
+struct made_key {
+    int pg;              /* 0: a pod, s1 its uid; 1: a PodGroup, s1/s2 namespace and name */
+    const char *s1, *s2; /* s2 "" for a pod */
+    size_t job;
+    const struct common_pod *pod;
+};
+
+static int made_key_cmp(const void *a, const void *b)
+{
+    const struct made_key *x = a, *y = b;
+    int c = x->pg - y->pg;
+    if (!c)
+        c = strcmp(x->s1, y->s1);
+    if (!c)
+        c = strcmp(x->s2, y->s2);
+    return c ? c : (x->job > y->job) - (x->job < y->job);
+}
+
+/* Objects of different kinds can still make the same thing: a Pod named as a TrainJob's JobSet
+ * names its pods (or two metadata.uid alike), or a PodGroup of the input named as a TrainJob
+ * whose gang PodGroup takes that name (the cluster would refuse the second). Refused naming
+ * both places, before the engine sees two pods of one uid or the core one gang of two jobs.
+ * (Jobs without a gang have PodGroups of their own kind-qualified names, "sim-pod:x".) */
+static enum common_rc check_made_twice(struct sim_loader *l, struct common_error *err)
+{
+    size_t n = l->n_jobs, k = 0;
+    struct made_key *v;
+    enum common_rc rc = COMMON_OK;
+
+    for (size_t j = 0; j < l->n_jobs; j++)
+        n += l->jobs[j].n_pods;
+    if (!(v = common_malloc((n + 1) * sizeof(*v))))
+        return oom(err);
+    for (size_t j = 0; j < l->n_jobs; j++) {
+        v[k++] = (struct made_key){1, l->jobs[j].pg.namespace, l->jobs[j].pg.name, j, NULL};
+        for (size_t q = 0; q < l->jobs[j].n_pods; q++)
+            v[k++] = (struct made_key){0, l->jobs[j].pods[q]->uid, "", j, l->jobs[j].pods[q]};
+    }
+    qsort(v, n, sizeof(*v), made_key_cmp);
+    for (size_t i = 1; i < n && rc == COMMON_OK; i++) {
+        const struct made_key *x = &v[i - 1], *y = &v[i];
+        const struct sim_job *a = &l->jobs[x->job], *b = &l->jobs[y->job];
+        const struct item *ia = l->job_src[x->job], *ib = l->job_src[y->job];
+        char pa[600], pb[600], what[600];
+        size_t len;
+        if (x->pg != y->pg || strcmp(x->s1, y->s1) != 0 || strcmp(x->s2, y->s2) != 0)
+            continue;
+        where(l, ia, json_object_get(json_object_get(ia->doc, "metadata"), "name"), pa, sizeof(pa));
+        where(l, ib, json_object_get(json_object_get(ib->doc, "metadata"), "name"), pb, sizeof(pb));
+        len = strlen(pa);
+        if (len >= 2) /* "file:line:col" without the ": " */
+            pa[len - 2] = '\0';
+        if (y->pg)
+            snprintf(what, sizeof(what), "PodGroup %s/%s", y->s1, y->s2);
+        else
+            snprintf(what, sizeof(what), "pod %s/%s (uid %s)", y->pod->namespace, y->pod->name,
+                     y->s1);
+        rc = common_error_set(err, COMMON_EINVAL,
+                              "%s%s %s: metadata.name: Duplicate: %s would be made twice, by %s%s "
+                              "%s at %s and by this one; names are unique in a namespace",
+                              pb, b->kind, b->name, what, a == b ? "another member of " : "",
+                              a->kind, a->name, pa);
+    }
+    common_free(v);
+    return rc;
 }
 
 enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
@@ -1630,6 +1883,8 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
                                     "share the name",
                                     l->cluster_file ? l->cluster_file : "cluster",
                                     l->nodes[i]->name);
+    if ((rc = check_duplicates(l, err)) != COMMON_OK)
+        return rc;
     for (size_t i = 0; i < l->trainjobs.n; i++)
         if ((rc = trainjob_job(l, &l->trainjobs.v[i], err)) != COMMON_OK)
             return rc;
@@ -1652,6 +1907,8 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
         if (!used[i])
             rc = pod_job(l, &l->pods.v[i], err);
     common_free(used);
+    if (rc == COMMON_OK)
+        rc = check_made_twice(l, err);
     if (rc != COMMON_OK)
         return rc;
     if (!l->n_jobs)

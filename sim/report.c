@@ -2,9 +2,12 @@
  * sim/report.c - a simulation result as JSON (YAML is the same object), text tables and an
  * SVG timeline (sim.h). Formatting only: every number comes from struct sim_result.
  */
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "sim/sim.h"
 
 #define SVG_MAX_ROWS 400
@@ -71,7 +74,7 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
 {
     json_t *root = json_object(), *jobs = json_array(), *tl = json_array(), *lv = json_array();
     json_t *sum = json_object(), *one = json_object();
-    size_t counts[4] = {0, 0, 0, 0};
+    size_t counts[4] = {0, 0, 0, 0}, never_whole = 0;
     int bad = !root || !jobs || !tl || !lv || !sum || !one;
 
     for (size_t l = 0; !bad && l < in->n_levels; l++) {
@@ -83,6 +86,7 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
         const struct sim_job_result *jr = &r->jobs[i];
         json_t *o, *nodes = json_array(), *dom = json_object();
         counts[jr->state]++;
+        never_whole += jr->never_whole != 0;
         for (size_t k = 0; nodes && k < jr->n_nodes; k++)
             bad |= json_array_append_new(nodes, json_string(jr->nodes[k]));
         for (size_t l = 0; dom && l < in->n_levels; l++)
@@ -100,6 +104,16 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
             bad |= json_object_set_new(o, "topologyDomain",
                                        json_pack("{s:s, s:s}", "level", jr->domain_level, "domain",
                                                  jr->domain)) != 0;
+        if (o && jr->n_waves) { /* its pods by the time they were bound */
+            json_t *w = json_array();
+            for (size_t k = 0; w && k < jr->n_waves; k++)
+                bad |= json_array_append_new(w, json_pack("{s:o, s:I}", "start",
+                                                          secs(jr->waves[k].start_ms), "pods",
+                                                          (json_int_t)jr->waves[k].pods));
+            bad |= !w || json_object_set_new(o, "waves", w) ||
+                   json_object_set_new(o, "peakPods", json_integer(jr->peak_pods)) ||
+                   json_object_set_new(o, "ranWhole", json_boolean(!jr->never_whole));
+        }
         if (o && j->note)
             bad |= json_object_set_new(o, "note", json_string(j->note));
         bad |= !o || !nodes || !dom || json_array_append_new(jobs, o);
@@ -136,6 +150,10 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
                    json_array_append_new(
                        tps, json_pack("{s:s, s:o}", "name", in->topologies[t].name, "levels", tl2));
         }
+        bad |= !s2 ||
+               json_object_set_new(s2, "jobsStillWaitingAtEnd",
+                                   json_integer((json_int_t)r->jobs_still_waiting)) ||
+               json_object_set_new(s2, "jobsNeverRanWhole", json_integer((json_int_t)never_whole));
         bad |= !tps || !cl || json_object_set_new(cl, "topologies", tps);
         bad |= !cl || !s2 || json_object_set_new(root, "cluster", cl) ||
                json_object_set_new(root, "summary", s2);
@@ -153,33 +171,89 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
     return root;
 }
 
-/* "a, b, c, ... (+n more)" of the job's nodes */
-static void node_list(const struct sim_job_result *jr, char *buf, size_t n)
+/* natural order: runs of digits compare as numbers ("n2" before "n10") */
+static int natural_cmp(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            const char *x = a, *y = b;
+            size_t lx, ly;
+            int c;
+            while (*x == '0' && isdigit((unsigned char)x[1]))
+                x++;
+            while (*y == '0' && isdigit((unsigned char)y[1]))
+                y++;
+            for (lx = 0; isdigit((unsigned char)x[lx]); lx++)
+                ;
+            for (ly = 0; isdigit((unsigned char)y[ly]); ly++)
+                ;
+            if (lx != ly)
+                return lx < ly ? -1 : 1;
+            if ((c = strncmp(x, y, lx)) != 0)
+                return c;
+            a = x + lx;
+            b = y + ly;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    return *a ? 1 : *b ? -1 : 0;
+}
+
+static int natural_ptr_cmp(const void *a, const void *b)
+{
+    int c = natural_cmp(*(const char *const *)a, *(const char *const *)b);
+    return c ? c : strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "a,b,c,...(+n)" of the job's nodes, in natural order */
+static int node_list(const struct sim_job_result *jr, char *buf, size_t n)
 {
     size_t off = 0;
+    const char **v;
 
     buf[0] = '\0';
     if (!jr->n_nodes) {
         snprintf(buf, n, "-");
-        return;
+        return 0;
     }
+    if (!(v = common_malloc(jr->n_nodes * sizeof(*v))))
+        return -1;
+    memcpy(v, jr->nodes, jr->n_nodes * sizeof(*v));
+    qsort(v, jr->n_nodes, sizeof(*v), natural_ptr_cmp);
     for (size_t k = 0; k < jr->n_nodes && k < 3 && off < n; k++)
-        off += (size_t)snprintf(buf + off, n - off, "%s%s", k ? "," : "", jr->nodes[k]);
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", k ? "," : "", v[k]);
     if (jr->n_nodes > 3 && off < n)
         snprintf(buf + off, n - off, ",...(+%zu)", jr->n_nodes - 3);
+    common_free(v);
+    return 0;
+}
+
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
+/* a wait for the text report: to the nearest second */
+static const char *wait_text(int64_t ms, char *buf, size_t n)
+{
+    return sim_format_duration(ms < 0 ? ms : (ms + 500) / 1000 * 1000, buf, n);
 }
 
 int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE *out)
 {
     char a[32], b[32], c[32], d[32], nodes[400];
-    size_t counts[4] = {0, 0, 0, 0};
+    size_t counts[4] = {0, 0, 0, 0}, never_whole = 0;
     size_t width = 24;
 
     for (size_t i = 0; i < in->n_jobs; i++)
         if (strlen(in->jobs[i].name) > width)
             width = strlen(in->jobs[i].name) > 60 ? 60 : strlen(in->jobs[i].name);
-    fprintf(out, "Cluster: %zu nodes, %lld %s", in->n_nodes, (long long)r->gpus_total,
-            in->gpu_resource);
+    fprintf(out, "Cluster: %zu %s, %lld %s", in->n_nodes, plural(in->n_nodes, "node", "nodes"),
+            (long long)r->gpus_total, in->gpu_resource);
     for (size_t l = 0; l < in->n_levels; l++)
         fprintf(out, "%s%s", l ? ", " : "; levels ", in->levels[l]);
     for (size_t t = 0; t < in->n_topologies; t++) {
@@ -194,13 +268,14 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
         const struct sim_job *j = &in->jobs[i];
         const struct sim_job_result *jr = &r->jobs[i];
         counts[jr->state]++;
-        node_list(jr, nodes, sizeof(nodes));
-        fprintf(out, "%-*s %-8s %5zu %5lld %8s %8s %8s %8s  %-10s %s\n", (int)width, j->name,
-                j->kind, j->n_pods, (long long)j->gpus,
-                sim_format_duration(j->arrival_ms, a, sizeof(a)),
-                sim_format_duration(jr->start_ms, b, sizeof(b)),
-                sim_format_duration(jr->wait_ms, c, sizeof(c)),
-                sim_format_duration(jr->end_ms, d, sizeof(d)), state_names[jr->state], nodes);
+        never_whole += jr->never_whole != 0;
+        if (node_list(jr, nodes, sizeof(nodes)))
+            return -1;
+        fprintf(
+            out, "%-*s %-8s %5zu %5lld %8s %8s %8s %8s  %-10s %s\n", (int)width, j->name, j->kind,
+            j->n_pods, (long long)j->gpus, sim_format_duration(j->arrival_ms, a, sizeof(a)),
+            sim_format_duration(jr->start_ms, b, sizeof(b)), wait_text(jr->wait_ms, c, sizeof(c)),
+            sim_format_duration(jr->end_ms, d, sizeof(d)), state_names[jr->state], nodes);
         if (jr->domain && jr->domain[0])
             fprintf(out, "%*s placed in %s %s\n", (int)width, "",
                     jr->domain_level[0] ? jr->domain_level : "the whole cluster", jr->domain);
@@ -216,23 +291,39 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
                     : jr->state == SIM_JOB_WAITING  ? "waiting"
                                                     : "waited",
                     jr->reason);
+        if (jr->never_whole) {
+            /* a distributed job whose pods never all ran at once: "Completed" alone hid it */
+            fprintf(out, "%*s never ran whole: at most %u of its %zu %s ran at once, in %zu %s (",
+                    (int)width, "", jr->peak_pods, j->n_pods, plural(j->n_pods, "pod", "pods"),
+                    jr->n_waves, plural(jr->n_waves, "wave", "waves"));
+            for (size_t k = 0; k < jr->n_waves && k < 6; k++)
+                fprintf(out, "%s%u at %s", k ? ", " : "", jr->waves[k].pods,
+                        sim_format_duration(jr->waves[k].start_ms, a, sizeof(a)));
+            fprintf(out, "%s)\n", jr->n_waves > 6 ? ", ..." : "");
+        }
         if (jr->gang_failures)
             fprintf(out,
-                    "%*s %u gang attempt(s) failed (held members released at the timeout "
+                    "%*s %u gang %s failed (held members released at the timeout "
                     "or when a planned node was lost; backoff followed)\n",
-                    (int)width, "", jr->gang_failures);
+                    (int)width, "", jr->gang_failures,
+                    plural(jr->gang_failures, "attempt", "attempts"));
         if (j->note)
             fprintf(out, "%*s note: %s\n", (int)width, "", j->note);
     }
-    fprintf(out,
-            "\nSummary: %zu jobs: %zu completed, %zu running, %zu waiting, %zu never fit; "
-            "simulated %s\n",
-            in->n_jobs, counts[0], counts[1], counts[2], counts[3],
-            sim_format_duration(r->end_ms, a, sizeof(a)));
+    fprintf(out, "\nSummary: %zu %s: %zu completed", in->n_jobs, plural(in->n_jobs, "job", "jobs"),
+            counts[0]);
+    if (never_whole)
+        fprintf(out, " (%zu never ran whole)", never_whole);
+    fprintf(out, ", %zu running, %zu waiting, %zu never fit; simulated %s\n", counts[1], counts[2],
+            counts[3], sim_format_duration(r->end_ms, a, sizeof(a)));
     fprintf(out, "  GPU utilisation (time average): %.1f%%\n", r->util_avg * 100.0);
-    fprintf(out, "  wait: average %s, max %s\n",
-            sim_format_duration((int64_t)(r->wait_avg_ms + 0.5), a, sizeof(a)),
-            sim_format_duration(r->wait_max_ms, b, sizeof(b)));
+    fprintf(out, "  wait: average %s, max %s",
+            wait_text((int64_t)(r->wait_avg_ms + 0.5), a, sizeof(a)),
+            wait_text(r->wait_max_ms, b, sizeof(b)));
+    if (r->jobs_still_waiting)
+        fprintf(out, " (including %u %s still waiting at end, counted to the end)",
+                r->jobs_still_waiting, plural(r->jobs_still_waiting, "job", "jobs"));
+    fputc('\n', out);
     fprintf(out,
             "  GPU-hours idle while jobs waited: %.2f; of those fragmented (free GPUs on "
             "nodes with too few for a pod of the smallest waiting gang): %.2f\n",
@@ -240,9 +331,10 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
     for (size_t l = 0; l < in->n_levels; l++)
         fprintf(out, "  multi-pod jobs within one %s: %u of %u\n", in->levels[l],
                 r->jobs_in_one_domain[l], r->multi_pod_jobs);
-    fprintf(out, "  decisions: %llu filters, %llu binds, %llu gang attempts failed\n",
-            (unsigned long long)r->filters, (unsigned long long)r->binds,
-            (unsigned long long)r->gang_failures);
+    fprintf(out, "  decisions: %llu %s, %llu %s, %llu gang %s failed\n",
+            (unsigned long long)r->filters, plural(r->filters, "filter", "filters"),
+            (unsigned long long)r->binds, plural(r->binds, "bind", "binds"),
+            (unsigned long long)r->gang_failures, plural(r->gang_failures, "attempt", "attempts"));
     fprintf(out, "\nTimeline (%lld GPUs):\n%10s %6s %8s %11s %8s %8s\n", (long long)r->gpus_total,
             "TIME", "USED", "IDLE", "FRAGMENTED", "WAITING", "RUNNING");
     for (size_t i = 0; i < r->n_samples; i++) {
@@ -258,6 +350,27 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
                 s->waiting, s->running);
     }
     return ferror(out) ? -1 : 0;
+}
+
+/* the time between two ticks of the SVG axis: the smallest round step (1, 2, 5 ... 500 ms;
+ * 1, 2, 5, 10, 15, 30 seconds or minutes; 1, 2, 3, 6, 12 hours; 1, 2, 7 days, then doublings
+ * of 7 days) that splits [0, t] into at most 10 intervals */
+static int64_t tick_step(int64_t t)
+{
+    static const int64_t steps[] = {1000,     2000,     5000,     10000,     15000,
+                                    30000,    60000,    120000,   300000,    600000,
+                                    900000,   1800000,  3600000,  7200000,   10800000,
+                                    21600000, 43200000, 86400000, 172800000, 604800000};
+    size_t n = sizeof(steps) / sizeof(steps[0]);
+    int64_t s;
+
+    for (size_t i = 0; i < n; i++)
+        if (t / steps[i] <= 10)
+            return steps[i];
+    s = steps[n - 1];
+    while (t / s > 10)
+        s *= 2;
+    return s;
 }
 
 static void xml(FILE *out, const char *s)
@@ -301,7 +414,9 @@ int sim_report_svg(const struct sim_input *in, const struct sim_result *r, FILE 
     size_t rows = in->n_nodes < SVG_MAX_ROWS ? in->n_nodes : SVG_MAX_ROWS;
     size_t legend = in->n_jobs < SVG_MAX_LEGEND ? in->n_jobs : SVG_MAX_LEGEND;
     double plot_h = (double)rows * row_h, util_top = top + plot_h + 40, util_h = 80;
-    double legend_top = util_top + util_h + 40;
+    /* one row per job (as many as the legend): waiting from arrival to start, then running */
+    double jobs_top = util_top + util_h + 40, job_h = 12;
+    double legend_top = jobs_top + (double)legend * job_h + 30;
     double height = legend_top + (double)((legend + 2) / 3) * 18 + 30, width = left + plot_w + 40;
     double T = r->end_ms > 0 ? (double)r->end_ms : 1;
     char c[64], t[32];
@@ -356,15 +471,59 @@ int sim_report_svg(const struct sim_input *in, const struct sim_result *r, FILE 
         xml(out, in->nodes[v->node]->name);
         fprintf(out, "</title></rect>\n");
     }
-    /* time axis */
-    for (int k = 0; k <= 10; k++) {
-        double x = left + plot_w * k / 10.0;
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
-                "stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
-                "text-anchor=\"middle\">%s</text>\n",
-                x, top, x, util_top + util_h, x, top + plot_h + 26,
-                sim_format_duration((int64_t)(T * k / 10.0), t, sizeof(t)));
+    /* time axis: ticks on round values (the smallest step of 1-2-5 seconds, minutes, hours or
+     * days that makes at most 10 intervals) */
+    {
+        int64_t step = tick_step((int64_t)T);
+        for (int64_t v = 0; (double)v <= T; v += step) {
+            double x = left + (double)v / T * plot_w;
+            fprintf(out,
+                    "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
+                    "stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+                    "text-anchor=\"middle\">%s</text>\n",
+                    x, top, x, jobs_top + (double)legend * job_h, x, top + plot_h + 26,
+                    sim_format_duration(v, t, sizeof(t)));
+        }
+    }
+    /* jobs: the wait (grey, hatched: arrival to start, or to the end when it never started)
+     * and the run (its colour: start to end) */
+    fprintf(out,
+            "<defs><pattern id=\"waiting\" width=\"4\" height=\"4\" "
+            "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+            "<rect width=\"4\" height=\"4\" fill=\"#ddd\"/>"
+            "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"4\" stroke=\"#999\" stroke-width=\"1.5\"/>"
+            "</pattern></defs>\n"
+            "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">jobs: waiting, running</text>\n",
+            left - 6, jobs_top - 6);
+    for (size_t j = 0; j < legend; j++) {
+        const struct sim_job_result *jr = &r->jobs[j];
+        double y = jobs_top + (double)j * job_h;
+        int64_t w0 = in->jobs[j].arrival_ms, w1 = jr->start_ms >= 0 ? jr->start_ms : r->end_ms;
+        int64_t e1 = jr->end_ms >= 0 ? jr->end_ms : r->end_ms;
+        fprintf(out, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"9\">", left - 6,
+                y + job_h - 3);
+        xml(out, in->jobs[j].name);
+        fputs("</text>\n", out);
+        if (w1 > w0 && w0 <= r->end_ms) {
+            fprintf(out,
+                    "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+                    "fill=\"url(#waiting)\"><title>",
+                    left + (double)w0 / T * plot_w, y + 1, (double)(w1 - w0) / T * plot_w,
+                    job_h - 2);
+            xml(out, in->jobs[j].name);
+            fprintf(out, " waited %s</title></rect>\n", sim_format_duration(w1 - w0, t, sizeof(t)));
+        }
+        if (jr->start_ms >= 0) {
+            colour(j, c, sizeof(c));
+            fprintf(out,
+                    "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\">"
+                    "<title>",
+                    left + (double)jr->start_ms / T * plot_w, y + 1,
+                    e1 > jr->start_ms ? (double)(e1 - jr->start_ms) / T * plot_w : 0.5, job_h - 2,
+                    c);
+            xml(out, in->jobs[j].name);
+            fputs(" running</title></rect>\n", out);
+        }
     }
     /* utilisation */
     fprintf(out,

@@ -71,7 +71,8 @@ struct sim_job {
     int64_t arrival_ms;
     int64_t run_ms;
     /* the coscheduling PodGroup (decoded, strings in the loader's arena); for a job without
-     * one the loader makes a PodGroup of minMember 0 named after the job and labels its pods
+     * one the loader makes a PodGroup of minMember 0 named after the job and its kind
+     * ("sim-trainjob:NAME", "sim-pod:NAME") and labels its pods
      * with it, so the core fits them per node and binds each at once (docs/gang.md: "minMember
      * 0: no gang constraint") */
     struct gang_podgroup pg;
@@ -176,6 +177,12 @@ enum sim_job_state {
     SIM_JOB_NEVER_FITS     /* not placed, and does not fit even on the empty cluster */
 };
 
+/* pods of a job bound at one time */
+struct sim_wave {
+    int64_t start_ms;
+    uint32_t pods;
+};
+
 struct sim_job_result {
     enum sim_job_state state;
     int64_t start_ms;   /* when its last pod bound (-1 never) */
@@ -193,6 +200,14 @@ struct sim_job_result {
     const char *reason;     /* the last reason the cores gave while it waited, "" if none */
     uint32_t gang_failures; /* attempts that held members and failed (timeout, lost node) */
     uint32_t filters;       /* filter calls for its pods */
+    /* waves: its pods grouped by the time they were bound, in time order (one wave for a gang
+     * placed whole; a job without a gang on too small a cluster runs in several) */
+    struct sim_wave *waves;
+    size_t n_waves;
+    uint32_t peak_pods; /* the most of its pods running at one time */
+    /* 1: it never had all the pods it needs running at once (a job without a gang: all its
+     * pods; a gang: minMember) although it started: a distributed job that never ran whole */
+    int never_whole;
 };
 
 /* One point of the cluster timeline, taken at every time the numbers change. */
@@ -230,8 +245,11 @@ struct sim_result {
     double util_avg;       /* GPUs used / GPUs total */
     double gpu_hours_idle; /* GPU-hours free while some job waited */
     double gpu_hours_frag; /* GPU-hours of gpus_frag */
-    double wait_avg_ms;    /* over started jobs */
+    /* over the jobs that started and those that arrived and were still waiting at the end
+     * (their wait counted to end_ms) */
+    double wait_avg_ms;
     int64_t wait_max_ms;
+    uint32_t jobs_still_waiting; /* arrived, not started at end_ms (Waiting or NeverFits) */
     /* per level: jobs (started, more than one pod) whose nodes lie in one domain of the level */
     uint32_t *jobs_in_one_domain;
     uint32_t multi_pod_jobs;

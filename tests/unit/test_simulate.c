@@ -548,7 +548,8 @@ START_TEST(bad_input)
 
     ck_assert_ptr_nonnull(d);
     while ((de = readdir(d))) {
-        char dir[2048], p[2100], cl[2100], jobs[2100];
+        char dir[2048], p[2100], cl[2100], jobs[2100], jobdir[2100];
+        json_int_t lines;
         struct common_yaml_docs ex;
         struct common_error e;
         const char *args[16];
@@ -571,23 +572,47 @@ START_TEST(bad_input)
             args[n++] = "--cluster";
             args[n++] = cl;
         }
+        snprintf(jobdir, sizeof(jobdir), "%s/jobs", dir);
         args[n++] = "-f";
-        args[n++] = exists(jobs) ? jobs : TS_SOURCE_DIR "/examples/torch-gpu.yaml";
+        /* jobs/: a folder of job files, read in name order (objects in two files) */
+        args[n++] = exists(jobs)     ? jobs
+                    : exists(jobdir) ? jobdir
+                                     : TS_SOURCE_DIR "/examples/torch-gpu.yaml";
         args[n] = NULL;
         run_cmd(&r, args);
         ck_assert_msg(r.status == 2, "%s: exit %d, stderr %s", de->d_name, r.status, r.err);
         ck_assert_msg(r.outlen == 0, "%s: output on stdout", de->d_name);
-        ck_assert_msg(strncmp(r.err, "error: ", 7) == 0 &&
-                          strchr(r.err, '\n') == r.err + r.errlen - 1,
-                      "%s: not one error line: %s", de->d_name, r.err);
+        /* one "error: " line, or lines: N of them (every field error of a TrainJob, as render
+         * prints them) */
+        lines = json_integer_value(json_object_get(ex.docs[0], "lines"));
+        if (lines < 1)
+            lines = 1;
+        {
+            json_int_t got = 0;
+            for (const char *q = r.err; q && *q; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : NULL) {
+                ck_assert_msg(strncmp(q, "error: ", 7) == 0, "%s: a line without error: %s",
+                              de->d_name, r.err);
+                got++;
+            }
+            ck_assert_msg(got == lines && r.errlen && r.err[r.errlen - 1] == '\n',
+                          "%s: %lld error lines, want %lld: %s", de->d_name, (long long)got,
+                          (long long)lines, r.err);
+        }
         says = json_object_get(ex.docs[0], "says");
         ck_assert_msg(json_array_size(says) > 0, "%s: expect.yaml has no says", de->d_name);
         json_array_foreach(says, i, v)
         {
-            const char *want = json_string_value(v);
+            const char *want = json_string_value(v), *at;
             char expanded[2400];
-            if (strncmp(want, "{dir}", 5) == 0) {
-                snprintf(expanded, sizeof(expanded), "%s%s", dir, want + 5);
+            size_t len = 0;
+            /* {dir} anywhere: the case folder */
+            while ((at = strstr(want, "{dir}")) && len < sizeof(expanded)) {
+                len += (size_t)snprintf(expanded + len, sizeof(expanded) - len, "%.*s%s",
+                                        (int)(at - want), want, dir);
+                want = at + 5;
+            }
+            if (len && len < sizeof(expanded)) {
+                snprintf(expanded + len, sizeof(expanded) - len, "%s", want);
                 want = expanded;
             }
             ck_assert_msg(strstr(r.err, want), "%s: message lacks \"%s\": %s", de->d_name, want,
@@ -744,6 +769,75 @@ START_TEST(command_line)
 }
 END_TEST
 
+/* The report's forms: the text report says a distributed job never ran whole and lists its
+ * waves, uses singular and plural, rounds waits to seconds and lists nodes in natural order;
+ * JSON floats are short; -o=json is taken; --svg is checked before the run with the OS's
+ * reason; the SVG's time ticks are round and waiting time is drawn. */
+START_TEST(report_text_and_svg)
+{
+    static const char fx[] = TS_SOURCE_DIR "/tests/fixtures/simulate/";
+    char cl[600], jobs[600], svg[] = "/tmp/test-simulate-svg-XXXXXX";
+    struct run r;
+    int fd = mkstemp(svg);
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    /* a job of backend none on too small a cluster: Completed, but never whole */
+    snprintf(cl, sizeof(cl), "%s%s/cluster.yaml", fx,
+             "a-distributed-job-without-a-gang-that-never-ran-whole-shows-its-waves");
+    snprintf(jobs, sizeof(jobs), "%s%s/jobs.yaml", fx,
+             "a-distributed-job-without-a-gang-that-never-ran-whole-shows-its-waves");
+    run_cmd(&r, (const char *[]){"--cluster", cl, "-f", jobs, "--svg", svg, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "never ran whole: at most 2 of its 3 pods ran at once, in 2 waves "
+                                "(2 at 0s, 1 at 1h)") &&
+                      strstr(r.out, "Summary: 1 job: 1 completed (1 never ran whole), 0 running"),
+                  "%s", r.out);
+    {
+        /* ends at 2h: ticks every 15m (not at tenths, 12m), the hour of waiting drawn */
+        char *s = testutil_read(svg);
+        ck_assert_msg(strstr(s, ">15m</text>") && strstr(s, ">1h45m</text>") &&
+                          !strstr(s, ">12m</text>") &&
+                          strstr(s, "fill=\"url(#waiting)\"><title>ml/big waited 1h</title>"),
+                      "%s", s);
+        free(s);
+    }
+    run_free(&r);
+    /* waits rounded to seconds (59m49.6s), nodes n2 before n10, plurals */
+    snprintf(cl, sizeof(cl), "%s%s/cluster.yaml", fx,
+             "natural-node-order-and-waits-rounded-to-seconds");
+    snprintf(jobs, sizeof(jobs), "%s%s/jobs.yaml", fx,
+             "natural-node-order-and-waits-rounded-to-seconds");
+    run_cmd(&r, (const char *[]){"--cluster", cl, "-f", jobs, NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "   59m50s       2h  Completed  n2,n10\n") &&
+                      strstr(r.out, "wait: average 29m55s, max 59m50s\n") &&
+                      strstr(r.out, "Cluster: 2 nodes,") && strstr(r.out, "Summary: 2 jobs:") &&
+                      !strstr(r.out, "49.600s"),
+                  "%s", r.out);
+    run_free(&r);
+    /* -o=json; ratios printed short (0.775, not 0.77500000000000002) */
+    run_cmd(&r,
+            (const char *[]){"-f", TS_SOURCE_DIR "/examples/simulate-queue.yaml", "-o=json", NULL});
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\"gpuUtilisation\": 0.775,") && !strstr(r.out, "00000000") &&
+                      !strstr(r.out, "99999999"),
+                  "%s", r.out);
+    run_free(&r);
+    /* --svg where no file can be made: refused before anything is read or run, with the
+     * reason; a bad job file behind it is not reached */
+    run_cmd(&r, (const char *[]){"-f", "/nonexistent/jobs.yaml", "--svg",
+                                 "/nonexistent-dir/timeline.svg", NULL});
+    ck_assert_msg(r.status == 2 &&
+                      strstr(r.err, "error: --svg /nonexistent-dir/timeline.svg: cannot create the "
+                                    "file: No such file or directory\n") &&
+                      r.outlen == 0,
+                  "%s", r.err);
+    run_free(&r);
+    unlink(svg);
+}
+END_TEST
+
 /* the topology example on the built-in cluster: its topology "default" (block, rack, hostname)
  * reaches the gang core, and the TrainJobs' requests place each gang in one domain; with the
  * default topology's levels replaced by --topology, the same requests name an unknown level */
@@ -785,6 +879,101 @@ START_TEST(command_line_topology_example)
                       strstr(r.out, "cloud.provider.com/topology-block"),
                   "%s%s", r.out, r.err);
     run_free(&r);
+}
+END_TEST
+
+/* the shipped examples/ folder is one input: render and simulate take it whole (its TrainJob
+ * and runtime names are unique across its files); render makes a JobSet for every TrainJob of
+ * every file, and simulate runs every one to completion */
+START_TEST(examples_folder_is_one_input)
+{
+    const char *root = TS_SOURCE_DIR "/examples";
+    char *rout = NULL, *rerr = NULL;
+    size_t rlen = 0, relen = 0, i, n_tj = 0;
+    json_t *want = json_object(), *list, *obj, *rep, *job;
+    const char *key;
+    json_error_t je;
+    DIR *d = opendir(root);
+    struct dirent *de;
+    struct run r;
+    FILE *o, *e;
+    int st;
+
+    /* the TrainJobs of the folder's files, as "namespace/name" */
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d))) {
+        char p[2048];
+        struct common_yaml_docs f;
+        struct common_error err;
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", root, de->d_name);
+        ck_assert_msg(common_yaml_load_file(p, NULL, &f, &err) == COMMON_OK, "%s", err.msg);
+        for (size_t k = 0; k < f.n; k++) {
+            const char *kind = json_string_value(json_object_get(f.docs[k], "kind"));
+            json_t *m = json_object_get(f.docs[k], "metadata");
+            const char *ns = json_string_value(json_object_get(m, "namespace"));
+            char id[600];
+            if (!kind || strcmp(kind, "TrainJob") != 0)
+                continue;
+            snprintf(id, sizeof(id), "%s/%s", ns ? ns : "default",
+                     json_string_value(json_object_get(m, "name")));
+            ck_assert_msg(!json_object_get(want, id), "TrainJob %s twice in examples/", id);
+            json_object_set_new(want, id, json_string(de->d_name));
+            n_tj++;
+        }
+        common_yaml_docs_free(&f);
+    }
+    closedir(d);
+    ck_assert_uint_ge(n_tj, 10);
+
+    /* render -f examples/ -o json: exit 0, one JobSet per TrainJob */
+    o = open_memstream(&rout, &rlen);
+    e = open_memstream(&rerr, &relen);
+    st = cmd_render(5, (char *[]){"render", "-f", (char *)root, "-o", "json", NULL}, o, e);
+    fclose(o);
+    fclose(e);
+    ck_assert_msg(st == 0, "render -f examples/: exit %d: %s", st, rerr);
+    list = json_loads(rout, 0, &je);
+    ck_assert_ptr_nonnull(list);
+    {
+        size_t jobsets = 0;
+        json_array_foreach(json_object_get(list, "items"), i, obj)
+        {
+            json_t *m = json_object_get(obj, "metadata");
+            char id[600];
+            if (strcmp(json_string_value(json_object_get(obj, "kind")), "JobSet") != 0)
+                continue;
+            snprintf(id, sizeof(id), "%s/%s", json_string_value(json_object_get(m, "namespace")),
+                     json_string_value(json_object_get(m, "name")));
+            ck_assert_msg(json_object_get(want, id), "render made JobSet %s of no TrainJob", id);
+            jobsets++;
+        }
+        ck_assert_uint_eq(jobsets, n_tj);
+    }
+    json_decref(list);
+    free(rout);
+    free(rerr);
+
+    /* simulate -f examples/ -o json: exit 0, every TrainJob Completed */
+    run_cmd(&r, (const char *[]){"-f", root, "-o", "json", NULL});
+    ck_assert_msg(r.status == 0, "simulate -f examples/: exit %d: %s", r.status, r.err);
+    rep = json_loads(r.out, 0, &je);
+    ck_assert_ptr_nonnull(rep);
+    ck_assert_uint_eq(json_array_size(json_object_get(rep, "jobs")), n_tj);
+    json_object_foreach(want, key, obj)
+    {
+        json_t *found = NULL;
+        json_array_foreach(json_object_get(rep, "jobs"), i,
+                           job) if (strcmp(json_string_value(json_object_get(job, "name")), key) ==
+                                    0) found = job;
+        ck_assert_msg(found, "simulate lacks %s (%s)", key, json_string_value(obj));
+        ck_assert_str_eq(json_string_value(json_object_get(found, "state")), "Completed");
+    }
+    json_decref(rep);
+    run_free(&r);
+    json_decref(want);
 }
 END_TEST
 
@@ -856,8 +1045,10 @@ int main(void)
     tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
+    tcase_add_test(tc, report_text_and_svg);
     tcase_add_test(tc, folders_are_read_as_render_reads_them);
     tcase_add_test(tc, binary_is_deterministic);
+    tcase_add_test(tc, examples_folder_is_one_input);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
