@@ -301,7 +301,7 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
                               const char *what)
 {
     const json_t *tj = c->trainjob;
-    const json_t *ref = tj_get(tj, "spec.runtimeRef");
+    const json_t *ref = tj_runtime_ref_value(c->arena, tj); /* in Trainer's order */
     char path[64];
     struct tj_podset *ps;
     json_t *ct;
