@@ -643,15 +643,20 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         (status = builtin_runtime(l, ref.name, &rt, err)))
         goto out;
     if (!rt) {
+        /* Trainer's words (its webhook's cache lookup: "<Kind>.<group> \"<name>\" not found";
+         * it spells the ClusterTrainingRuntime path spec.RuntimeRef), then where render looked */
         int cluster = strcmp(ref.kind, "ClusterTrainingRuntime") == 0;
+        const char *value = trainjob_runtime_ref_json(a, tj);
         fprintf(err,
-                "error: %sTrainJob %s/%s: spec.runtimeRef: Invalid: %s \"%s\"%s%s%s not found: "
-                "specified %s must be created before the TrainJob is created (give it with "
-                "--runtime FILE or in the same file%s)\n",
-                pos, tns ? tns : ns, name ? name : "?", ref.kind, ref.name,
+                "error: %sTrainJob %s/%s: spec.%s: Invalid value: %s: %s.%s \"%s\" not found: "
+                "specified %s must be created before the TrainJob is created (render: none%s%s%s "
+                "in its input; give it with --runtime FILE or in the same file%s)\n",
+                pos, tns ? tns : ns, name ? name : "?", cluster ? "RuntimeRef" : "runtimeRef",
+                value ? value : "{}", ref.kind, ref.api_group, ref.name,
+                cluster ? "clusterTrainingRuntime" : "trainingRuntime",
                 ref.namespace ? " in namespace \"" : "", ref.namespace ? ref.namespace : "",
-                ref.namespace ? "\"" : "", cluster ? "clusterTrainingRuntime" : "trainingRuntime",
-                cluster ? "; built-in runtimes: `trainsched render --list-builtin`" : "");
+                ref.namespace ? "\"" : "",
+                cluster ? ", or a built-in one: `trainsched render --list-builtin`" : "");
         status = 2;
         goto out;
     }

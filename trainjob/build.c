@@ -525,8 +525,9 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
         if (errs->n == 0 &&
             (strcmp(group, TJ_GROUP) != 0 ||
              (strcmp(kind, "TrainingRuntime") != 0 && strcmp(kind, "ClusterTrainingRuntime") != 0)))
-            tj_err(errs, trainjob, tj_runtime_ref_value(errs->arena, trainjob), "Invalid",
-                   "spec.runtimeRef", "unsupported runtime: %s.%s", kind, group);
+            tj_err_value(errs, trainjob, tj_get(trainjob, "spec.runtimeRef"),
+                         tj_runtime_ref_value(errs->arena, trainjob), "Invalid", "spec.runtimeRef",
+                         "unsupported runtime: %s.%s", kind, group);
     }
     if (errs->oom)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");

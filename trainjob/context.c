@@ -149,6 +149,58 @@ const json_t *tj_runtime_ref_value(struct common_arena *a, const json_t *tj)
     return v ? tj_struct_value(a, v, keys) : NULL;
 }
 
+const json_t *tj_containers_value(struct common_arena *a, const json_t *containers)
+{
+    /* corev1.Container's fields in declaration order (Kubernetes v1.36) */
+    static const char *const keys[] = {"name",
+                                       "image",
+                                       "command",
+                                       "args",
+                                       "workingDir",
+                                       "ports",
+                                       "envFrom",
+                                       "env",
+                                       "resources",
+                                       "resizePolicy",
+                                       "restartPolicy",
+                                       "restartPolicyRules",
+                                       "volumeMounts",
+                                       "volumeDevices",
+                                       "livenessProbe",
+                                       "readinessProbe",
+                                       "startupProbe",
+                                       "lifecycle",
+                                       "terminationMessagePath",
+                                       "terminationMessagePolicy",
+                                       "imagePullPolicy",
+                                       "securityContext",
+                                       "stdin",
+                                       "stdinOnce",
+                                       "tty",
+                                       NULL};
+    json_t *out = tj_own(a, json_array());
+    size_t i;
+    json_t *ct;
+
+    if (!out)
+        return NULL;
+    json_array_foreach(containers, i, ct)
+    {
+        json_t *v = ct;
+        if (json_is_object(ct) && !json_object_get(ct, "resources")) {
+            /* resources is a struct, which Go writes even when empty */
+            v = tj_own(a, json_copy(ct));
+            if (!v || json_object_set_new(v, "resources", json_object()))
+                return NULL;
+        }
+        if (json_is_object(v) && !(v = (json_t *)tj_struct_value(a, v, keys)))
+            return NULL;
+        if (json_array_append(out, v))
+            return NULL;
+    }
+    return out;
+}
+
 static int cmp_str(const void *x, const void *y)
 {
     return strcmp(*(const char *const *)x, *(const char *const *)y);

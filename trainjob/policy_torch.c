@@ -288,8 +288,8 @@ static void tune_validate(struct tj_ctx *c)
     int64_t gpus = tj_gpu_count(tj_gpu_resources(c));
     const char *nppn = c->has_nppn ? common_arena_printf(c->arena, "%d", c->nppn) : "auto";
     int32_t n = c->has_num_nodes ? c->num_nodes : 1;
-    const json_t *nn = c->has_num_nodes ? tj_get(c->trainjob, "spec.trainer.numNodes")
-                                        : tj_own(c->arena, json_integer(n));
+    const json_t *nn_node = tj_get(c->trainjob, "spec.trainer.numNodes");
+    const json_t *nn = c->has_num_nodes ? nn_node : tj_own(c->arena, json_integer(n));
     const json_t *rname = tj_get(c->trainjob, "spec.runtimeRef.name");
     struct tune tn;
     int supported = 0;
@@ -308,8 +308,8 @@ static void tune_validate(struct tj_ctx *c)
         tj_err(c->errs, c->trainjob, rname, "Invalid", "spec.runtimeRef.name",
                "must have a supported pretrained model, invalid model configured: %s", tn.model);
     if (n > 1 && strcmp(tn.model, "llama3_3/70B") != 0)
-        tj_err(c->errs, c->trainjob, nn, "Invalid", "spec.trainer.numNodes",
-               "must be 1 for %s model", tn.model);
+        tj_err_value(c->errs, c->trainjob, nn_node, nn, "Invalid", "spec.trainer.numNodes",
+                     "must be 1 for %s model", tn.model);
     if (n == 1 && tn.qlora && strcmp(tn.model, "qwen2_5/1.5B") == 0)
         tj_err(c->errs, c->trainjob, rname, "Invalid", "spec.runtimeRef.name",
                "QLoRA is not supported for %s model", tn.model);
@@ -317,17 +317,17 @@ static void tune_validate(struct tj_ctx *c)
         (strcmp(tn.model, "llama3_2/1B") == 0 || strcmp(tn.model, "llama3_2/3B") == 0)) {
         /* values: numProcPerNode as Trainer's IntOrString ("auto" or the number), the
          * TrainJob's resourcesPerNode (null when unset) */
-        const json_t *nv = c->has_nppn ? tj_get(c->trainjob, "spec.trainer.numProcPerNode")
-                                       : tj_own(c->arena, json_string("auto"));
-        tj_err(c->errs, c->trainjob, nv, "Invalid", "spec.trainer.numProcPerNode",
-               "must be auto or 1 for %s model when using QLoRA", tn.model);
-        tj_err(c->errs, c->trainjob, tj_resources_value(c->arena, c->resources), "Invalid",
-               "spec.trainer.resourcesPerNode",
-               "must have gpu resource with value 1 for %s model when using QLoRA", tn.model);
+        const json_t *nv_node = tj_get(c->trainjob, "spec.trainer.numProcPerNode");
+        const json_t *nv = c->has_nppn ? nv_node : tj_own(c->arena, json_string("auto"));
+        tj_err_value(c->errs, c->trainjob, nv_node, nv, "Invalid", "spec.trainer.numProcPerNode",
+                     "must be auto or 1 for %s model when using QLoRA", tn.model);
+        tj_err_value(c->errs, c->trainjob, c->resources, tj_resources_value(c->arena, c->resources),
+                     "Invalid", "spec.trainer.resourcesPerNode",
+                     "must have gpu resource with value 1 for %s model when using QLoRA", tn.model);
     }
     if (n > 1 && (tn.lora || tn.qlora))
-        tj_err(c->errs, c->trainjob, nn, "Invalid", "spec.trainer.numNodes",
-               "LoRA fine-tuning is not supported for multi-node training in TorchTune");
+        tj_err_value(c->errs, c->trainjob, nn_node, nn, "Invalid", "spec.trainer.numNodes",
+                     "LoRA fine-tuning is not supported for multi-node training in TorchTune");
     json_array_foreach(json_object_get(c->trainer, "args"), i, a)
     {
         const char *s = json_string_value(a);
@@ -361,11 +361,12 @@ static void torch_validate(struct tj_ctx *c)
         {
             /* the value is the target, as Trainer prints it */
             if (!tp || !tj_any_container(tp->podspec, json_string_value(cn)))
-                tj_err(c->errs, c->trainjob, tj_struct_value(c->arena, t, target_keys), "Invalid",
-                       "spec.runtimeRef",
-                       "envInjection target podSet \"%s\" container \"%s\" not found in runtime "
-                       "template",
-                       job ? job : "", json_string_value(cn) ? json_string_value(cn) : "");
+                tj_err_value(
+                    c->errs, c->trainjob, tj_get(c->trainjob, "spec.runtimeRef"),
+                    tj_struct_value(c->arena, t, target_keys), "Invalid", "spec.runtimeRef",
+                    "envInjection target podSet \"%s\" container \"%s\" not found in runtime "
+                    "template",
+                    job ? job : "", json_string_value(cn) ? json_string_value(cn) : "");
         }
     }
     if (c->trainer && is_tune_run(json_object_get(c->trainer, "command")))

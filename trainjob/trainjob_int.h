@@ -27,6 +27,11 @@
 /* ---- field errors (errors.c) ---- */
 void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
             const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* the same, printing value (kept alive by the caller, e.g. in the arena) instead of node, which
+ * still gives the error its position: for Trainer's values in Go's encoding (tj_struct_value) */
+void tj_err_value(struct trainjob_errors *e, const json_t *doc, const json_t *node,
+                  const json_t *value, const char *type, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 void tj_warn(struct trainjob_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- schema (schema.c) ---- */
@@ -198,6 +203,9 @@ json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, 
  * order the input had). Kept in arena a; NULL when obj is not an object or out of memory.
  * E.g. Trainer's RuntimeRef: {"name", "apiGroup", "kind"} (tj_runtime_ref_value). */
 const json_t *tj_struct_value(struct common_arena *a, const json_t *obj, const char *const *keys);
+/* A list of corev1.Container as Trainer's errors print it: each container's fields in Go's
+ * declaration order, "resources" always (a struct: {} when unset); nested values as given */
+const json_t *tj_containers_value(struct common_arena *a, const json_t *containers);
 /* spec.runtimeRef of the TrainJob tj as Trainer's errors print it: {name, apiGroup, kind}, with
  * the CRD's defaults for apiGroup and kind when tj (as given to render) lacks them */
 const json_t *tj_runtime_ref_value(struct common_arena *a, const json_t *tj);
