@@ -305,6 +305,28 @@ enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common
 }
 
 /* Reserved env names in spec.trainer.env: one error listing the sorted offenders. */
+/* an EnvVar list as Trainer's errors print it: each item's fields in corev1.EnvVar's order
+ * (name, value, valueFrom); NULL (print env as given) when out of memory */
+static const json_t *env_value(struct common_arena *a, const json_t *env)
+{
+    static const char *const keys[] = {"name", "value", "valueFrom", NULL};
+    json_t *out = tj_own(a, json_array());
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(env, i, e)
+    {
+        json_t *v = json_is_object(e) ? (json_t *)tj_struct_value(a, e, keys) : e;
+        if (!out || !v || json_array_append(out, v))
+            return NULL;
+        /* value is omitempty in Go */
+        if (json_is_object(e) && json_is_string(json_object_get(v, "value")) &&
+            !*json_string_value(json_object_get(v, "value")))
+            json_object_del(v, "value");
+    }
+    return out;
+}
+
 void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *gist)
 {
     const json_t *env = tj_get(c->trainjob, "spec.trainer.env");
@@ -332,7 +354,8 @@ void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *
         size_t l = strlen(list);
         snprintf(list + l, sizeof(list) - l, "%s%s", i ? " " : "", found[i]);
     }
-    tj_err(c->errs, c->trainjob, env, "Invalid", "spec.trainer.env", "%s: [%s]", gist, list);
+    tj_err_value(c->errs, c->trainjob, env, env_value(c->arena, env), "Invalid", "spec.trainer.env",
+                 "%s: [%s]", gist, list);
 }
 
 char *tj_b64(struct common_arena *a, const char *s)
