@@ -633,8 +633,9 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
     if (!rt) {
         char msg[1024];
         fprintf(err, "error: %sTrainJob %s/%s: %s\n", pos, tns ? tns : ns, name ? name : "?",
-                trainjob_lookup_not_found(&ref, "give it with --runtime FILE or in the same file",
-                                          msg, sizeof(msg)));
+                trainjob_lookup_not_found(&ref, trainjob_runtime_ref_json(a, tj), "render",
+                                          "give it with --runtime FILE or in the same file", msg,
+                                          sizeof(msg)));
         status = 2;
         goto out;
     }

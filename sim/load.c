@@ -1456,7 +1456,8 @@ static enum common_rc trainjob_job(struct sim_loader *l, const struct item *it,
               json_object_get(json_object_get(json_object_get(tj, "spec"), "runtimeRef"), "name"),
               pos, sizeof(pos));
         rc = bad(err, pos, id, "",
-                 trainjob_lookup_not_found(&ref, "give it in a -f file", msg, sizeof(msg)));
+                 trainjob_lookup_not_found(&ref, trainjob_runtime_ref_json(l->a, tj), "simulate",
+                                           "give it in a -f file", msg, sizeof(msg)));
         goto out;
     }
     /* the backend as render and the reconciler choose it: the runtime's annotation, then its

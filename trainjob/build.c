@@ -118,6 +118,118 @@ static enum common_rc load_ctx(struct tj_ctx *c, const json_t *tj, const json_t 
     return COMMON_OK;
 }
 
+/* ---- the node container's resources once resourcesPerNode is merged over them ---- */
+
+#define MERGED_NOTE                                                                                \
+    " (resourcesPerNode is merged over the resources of the runtime's node container)"
+
+/* where the runtime's value of <list>[<name>] of PodSet ps's node container was written, for a
+ * message: "<path in the runtime> of <Kind> <namespace>/<name>", or, when the runtime as given
+ * holds another value there (a runtime patch set it), the replicated job after the patches */
+static const char *runtime_side(struct tj_ctx *c, const struct tj_podset *ps, const char *list,
+                                const char *name, const struct common_quantity *q)
+{
+    const json_t *doc = c->runtime_doc ? c->runtime_doc : c->runtime;
+    const json_t *rjobs = tj_get(doc, "spec.template.spec.replicatedJobs");
+    const char *kind = tj_str(doc, "kind") ? tj_str(doc, "kind") : "runtime";
+    const char *rns = tj_str(doc, "metadata.namespace");
+    const char *rname = tj_str(doc, "metadata.name") ? tj_str(doc, "metadata.name") : "";
+    size_t i, j;
+    json_t *rj, *ct;
+
+    json_array_foreach(rjobs, i, rj)
+    {
+        if (!json_is_object(rj) || !tj_str(rj, "name") || strcmp(tj_str(rj, "name"), ps->name))
+            continue;
+        json_array_foreach(tj_get(rj, "template.spec.template.spec.containers"), j, ct)
+        {
+            const json_t *v;
+            struct common_quantity rq;
+            if (!json_is_object(ct) || !tj_str(ct, "name") || strcmp(tj_str(ct, "name"), "node"))
+                continue;
+            v = json_object_get(tj_get(ct, "resources"), list);
+            v = json_object_get(v, name);
+            if (!v || tj_quantity(v, &rq, NULL) || common_quantity_cmp(&rq, q) != 0)
+                break;
+            return common_arena_printf(
+                c->arena,
+                "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec.containers[%zu]"
+                ".resources.%s[%s] of %s %s%s%s",
+                i, j, list, name, kind, rns ? rns : "", rns ? "/" : "", rname);
+        }
+    }
+    return common_arena_printf(c->arena,
+                               "%s[%s] of the node container of replicated job %s of %s %s%s%s "
+                               "after spec.runtimePatches",
+                               list, name, ps->name, kind, rns ? rns : "", rns ? "/" : "", rname);
+}
+
+static const char *qtext(struct tj_ctx *c, const struct common_quantity *q)
+{
+    char buf[80];
+
+    if (common_quantity_format(q, buf, sizeof(buf)) < 0)
+        return "?";
+    return common_arena_strdup(c->arena, buf);
+}
+
+/*
+ * The API server's request <= limit rules (and an extended resource's request == limit) on
+ * merged, the node container of PodSet ps after resourcesPerNode was merged over it. Each side
+ * passed tj_check_resources alone, so a problem here pairs a TrainJob value with the runtime's
+ * (or two runtime values a runtime patch brought together). The error is at the field of the
+ * TrainJob (its limit, else its request) and names the runtime container's value by its path in
+ * the runtime; with no TrainJob value in the pair, at the runtime's path.
+ */
+static void check_merged_resources(struct tj_ctx *c, const struct tj_podset *ps,
+                                   const json_t *merged)
+{
+    const json_t *limits = json_object_get(merged, "limits");
+    const json_t *tj_req = json_object_get(c->resources, "requests");
+    const json_t *tj_lim = json_object_get(c->resources, "limits");
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(json_object_get(merged, "requests"), k, v)
+    {
+        const json_t *lv = json_object_get(limits, k);
+        int req_tj = json_object_get(tj_req, k) != NULL,
+            lim_tj = json_object_get(tj_lim, k) != NULL;
+        int extended = tj_resource_is_extended(k);
+        struct common_quantity rq, lq;
+        int cmp;
+        char path[700];
+        const char *bad;
+
+        if (!lv || tj_quantity(v, &rq, NULL) || tj_quantity(lv, &lq, NULL))
+            continue; /* a request without a limit comes from one side: checked alone */
+        cmp = common_quantity_cmp(&rq, &lq);
+        if (cmp <= 0 && !(extended && cmp != 0))
+            continue;
+        bad = cmp > 0 ? "" : " (an extended resource cannot be overcommitted)";
+        if (lim_tj && !req_tj) { /* the TrainJob's limit against the runtime's request */
+            snprintf(path, sizeof(path), "spec.trainer.resourcesPerNode.limits[%s]", k);
+            tj_err(c->errs, c->trainjob, json_object_get(tj_lim, k), "Invalid", path,
+                   "Invalid value: \"%s\": must be %s %s request of %s at %s%s" MERGED_NOTE,
+                   qtext(c, &lq), cmp > 0 ? "greater than or equal to" : "equal to", k,
+                   qtext(c, &rq), runtime_side(c, ps, "requests", k, &rq), bad);
+        } else if (req_tj && !lim_tj) { /* the TrainJob's request against the runtime's limit */
+            snprintf(path, sizeof(path), "spec.trainer.resourcesPerNode.requests[%s]", k);
+            tj_err(c->errs, c->trainjob, json_object_get(tj_req, k), "Invalid", path,
+                   "Invalid value: \"%s\": must be %s %s limit of %s at %s%s" MERGED_NOTE,
+                   qtext(c, &rq), cmp > 0 ? "less than or equal to" : "equal to", k, qtext(c, &lq),
+                   runtime_side(c, ps, "limits", k, &lq), bad);
+        } else if (!req_tj && !lim_tj) { /* both the runtime's, brought together by a patch */
+            tj_err(c->errs, c->trainjob, v, "Invalid", "spec.runtimePatches",
+                   "Invalid value: \"%s\": the request at %s must be %s %s limit of %s at %s%s",
+                   qtext(c, &rq), runtime_side(c, ps, "requests", k, &rq),
+                   cmp > 0 ? "less than or equal to" : "equal to", k, qtext(c, &lq),
+                   runtime_side(c, ps, "limits", k, &lq), bad);
+        }
+        /* both the TrainJob's: refused by tj_check_resources_trainjob before the build */
+    }
+}
+
 /* §2.3: JobSet metadata, runtime patches, PodSets, resource merge */
 static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
 {
@@ -208,10 +320,7 @@ static enum common_rc runtime_info(struct tj_ctx *c, struct common_error *err)
             if (!res || tj_strategic_merge(res, c->resources))
                 return common_error_set(err, COMMON_ENOMEM, "out of memory");
             /* each side passed alone; merged, a runtime request may exceed a TrainJob limit */
-            tj_check_resources(c->trainjob, res, "spec.trainer.resourcesPerNode",
-                               " (resourcesPerNode is merged over the resources of the runtime's "
-                               "node container)",
-                               c->errs);
+            check_merged_resources(c, ps, res);
             tj_check_resources_claims(c->trainjob, c->resources, ps->podspec,
                                       "spec.trainer.resourcesPerNode", c->errs);
         }
@@ -416,8 +525,9 @@ enum common_rc trainjob_validate_trainjob(const json_t *trainjob, struct trainjo
         if (errs->n == 0 &&
             (strcmp(group, TJ_GROUP) != 0 ||
              (strcmp(kind, "TrainingRuntime") != 0 && strcmp(kind, "ClusterTrainingRuntime") != 0)))
-            tj_err(errs, trainjob, tj_get(trainjob, "spec.runtimeRef"), "Invalid",
-                   "spec.runtimeRef", "unsupported runtime: %s.%s", kind, group);
+            tj_err_value(errs, trainjob, tj_get(trainjob, "spec.runtimeRef"),
+                         tj_runtime_ref_value(errs->arena, trainjob), "Invalid", "spec.runtimeRef",
+                         "unsupported runtime: %s.%s", kind, group);
     }
     if (errs->oom)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
  */
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trainjob/trainjob_int.h"
@@ -119,6 +120,133 @@ json_t *tj_owner_meta(struct tj_ctx *c, const char *name)
                      "name", c->name, "uid", c->uid, "controller", 1, "blockOwnerDeletion", 1);
 }
 
+const json_t *tj_struct_value(struct common_arena *a, const json_t *obj, const char *const *keys)
+{
+    json_t *out;
+
+    if (!json_is_object(obj) || !(out = tj_own(a, json_object())))
+        return NULL;
+    for (const char *const *k = keys; *k; k++) {
+        json_t *v = json_object_get(obj, *k);
+        if (v && json_object_set(out, *k, v))
+            return NULL;
+    }
+    return out;
+}
+
+const json_t *tj_runtime_ref_value(struct common_arena *a, const json_t *tj)
+{
+    static const char *const keys[] = {"name", "apiGroup", "kind", NULL};
+    json_t *v = (json_t *)tj_struct_value(a, tj_get(tj, "spec.runtimeRef"), keys);
+
+    /* the CRD's defaults, which the API server writes before any webhook sees the TrainJob
+     * (render reads it as given) */
+    if (v && ((!json_object_get(v, "apiGroup") &&
+               json_object_set_new(v, "apiGroup", json_string(TJ_GROUP))) ||
+              (!json_object_get(v, "kind") &&
+               json_object_set_new(v, "kind", json_string("ClusterTrainingRuntime")))))
+        return NULL;
+    return v ? tj_struct_value(a, v, keys) : NULL;
+}
+
+const json_t *tj_containers_value(struct common_arena *a, const json_t *containers)
+{
+    /* corev1.Container's fields in declaration order (Kubernetes v1.36) */
+    static const char *const keys[] = {"name",
+                                       "image",
+                                       "command",
+                                       "args",
+                                       "workingDir",
+                                       "ports",
+                                       "envFrom",
+                                       "env",
+                                       "resources",
+                                       "resizePolicy",
+                                       "restartPolicy",
+                                       "restartPolicyRules",
+                                       "volumeMounts",
+                                       "volumeDevices",
+                                       "livenessProbe",
+                                       "readinessProbe",
+                                       "startupProbe",
+                                       "lifecycle",
+                                       "terminationMessagePath",
+                                       "terminationMessagePolicy",
+                                       "imagePullPolicy",
+                                       "securityContext",
+                                       "stdin",
+                                       "stdinOnce",
+                                       "tty",
+                                       NULL};
+    json_t *out = tj_own(a, json_array());
+    size_t i;
+    json_t *ct;
+
+    if (!out)
+        return NULL;
+    json_array_foreach(containers, i, ct)
+    {
+        json_t *v = ct;
+        if (json_is_object(ct) && !json_object_get(ct, "resources")) {
+            /* resources is a struct, which Go writes even when empty */
+            v = tj_own(a, json_copy(ct));
+            if (!v || json_object_set_new(v, "resources", json_object()))
+                return NULL;
+        }
+        if (json_is_object(v) && !(v = (json_t *)tj_struct_value(a, v, keys)))
+            return NULL;
+        if (json_array_append(out, v))
+            return NULL;
+    }
+    return out;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* a ResourceList with its names in Go's map order (sorted), into out[key]; 0, -1: no memory */
+static int sorted_list(json_t *out, const char *key, const json_t *list, struct common_arena *a)
+{
+    size_t n = json_object_size(list), i = 0;
+    const char **names;
+    const char *k;
+    json_t *v, *copy = json_object();
+
+    if (!copy || json_object_set_new(out, key, copy))
+        return -1;
+    names = common_arena_alloc(a, n * sizeof(*names));
+    if (!names)
+        return -1;
+    json_object_foreach((json_t *)list, k, v) names[i++] = k;
+    qsort(names, n, sizeof(*names), cmp_str);
+    for (i = 0; i < n; i++)
+        if (json_object_set(copy, names[i], json_object_get(list, names[i])))
+            return -1;
+    return 0;
+}
+
+const json_t *tj_resources_value(struct common_arena *a, const json_t *res)
+{
+    json_t *out;
+
+    if (!json_is_object(res))
+        return tj_own(a, json_null());
+    if (!(out = tj_own(a, json_object())))
+        return NULL;
+    /* omitempty: an empty map or list is left out as Go leaves it out */
+    if ((json_object_size(json_object_get(res, "limits")) &&
+         sorted_list(out, "limits", json_object_get(res, "limits"), a)) ||
+        (json_object_size(json_object_get(res, "requests")) &&
+         sorted_list(out, "requests", json_object_get(res, "requests"), a)) ||
+        (json_array_size(json_object_get(res, "claims")) &&
+         json_object_set(out, "claims", json_object_get(res, "claims"))) ||
+        tj_normalize_quantities(out))
+        return NULL;
+    return out;
+}
+
 json_t *tj_endpoints(struct tj_ctx *c, const struct tj_podset *ps)
 {
     const char *sub = tj_str(c->spec, "network.subdomain");
@@ -177,6 +305,28 @@ enum common_rc tj_trainer_env(struct tj_ctx *c, json_t *container, struct common
 }
 
 /* Reserved env names in spec.trainer.env: one error listing the sorted offenders. */
+/* an EnvVar list as Trainer's errors print it: each item's fields in corev1.EnvVar's order
+ * (name, value, valueFrom); NULL (print env as given) when out of memory */
+static const json_t *env_value(struct common_arena *a, const json_t *env)
+{
+    static const char *const keys[] = {"name", "value", "valueFrom", NULL};
+    json_t *out = tj_own(a, json_array());
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(env, i, e)
+    {
+        json_t *v = json_is_object(e) ? (json_t *)tj_struct_value(a, e, keys) : e;
+        if (!out || !v || json_array_append(out, v))
+            return NULL;
+        /* value is omitempty in Go */
+        if (json_is_object(e) && json_is_string(json_object_get(v, "value")) &&
+            !*json_string_value(json_object_get(v, "value")))
+            json_object_del(v, "value");
+    }
+    return out;
+}
+
 void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *gist)
 {
     const json_t *env = tj_get(c->trainjob, "spec.trainer.env");
@@ -204,7 +354,8 @@ void tj_reserved_env(struct tj_ctx *c, const char *const *reserved, const char *
         size_t l = strlen(list);
         snprintf(list + l, sizeof(list) - l, "%s%s", i ? " " : "", found[i]);
     }
-    tj_err(c->errs, c->trainjob, env, "Invalid", "spec.trainer.env", "%s: [%s]", gist, list);
+    tj_err_value(c->errs, c->trainjob, env, env_value(c->arena, env), "Invalid", "spec.trainer.env",
+                 "%s: [%s]", gist, list);
 }
 
 char *tj_b64(struct common_arena *a, const char *s)

@@ -32,11 +32,11 @@ static int grow(void **items, size_t *cap, size_t n, size_t size, struct common_
     return 0;
 }
 
-void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
-            const char *path, const char *fmt, ...)
+static void add_err(struct trainjob_errors *e, const json_t *doc, const json_t *node,
+                    const json_t *value, const char *type, const char *path, const char *fmt,
+                    va_list ap)
 {
     struct trainjob_field_error *fe;
-    va_list ap;
 
     if (grow((void **)&e->items, &e->cap, e->n, sizeof(*e->items), e->arena)) {
         e->oom = 1;
@@ -45,10 +45,9 @@ void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, co
     fe = &e->items[e->n];
     fe->path = common_arena_strdup(e->arena, path);
     fe->type = type;
-    va_start(ap, fmt);
     fe->detail = common_arena_vprintf(e->arena, fmt, ap);
-    va_end(ap);
     fe->node = node;
+    fe->value = value;
     fe->doc = doc;
     fe->parent = NULL;
     fe->key = NULL;
@@ -56,6 +55,26 @@ void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, co
         e->n++;
     else
         e->oom = 1;
+}
+
+void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
+            const char *path, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    add_err(e, doc, node, NULL, type, path, fmt, ap);
+    va_end(ap);
+}
+
+void tj_err_value(struct trainjob_errors *e, const json_t *doc, const json_t *node,
+                  const json_t *value, const char *type, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    add_err(e, doc, node, value, type, path, fmt, ap);
+    va_end(ap);
 }
 
 void tj_warn(struct trainjob_errors *e, const char *fmt, ...)
@@ -113,15 +132,25 @@ const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i)
     }
     if (strncmp(fe->detail, text, strlen(text)) == 0)
         return common_arena_printf(e->arena, "%s: %s", path, fe->detail);
-    if (!value || !fe->node)
+    if (!value || !(fe->value ? fe->value : fe->node))
         return common_arena_printf(e->arena, "%s: %s%s%s", path, text, fe->detail[0] ? ": " : "",
                                    fe->detail);
-    js = json_dumps(fe->node, JSON_COMPACT | JSON_ENCODE_ANY);
+    js = json_dumps(fe->value ? fe->value : fe->node, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!js)
         return NULL;
     out = common_arena_printf(e->arena, "%s: %s: %.*s%s%s%s", path, text, ERROR_VALUE_MAX, js,
                               strlen(js) > ERROR_VALUE_MAX ? "..." : "", fe->detail[0] ? ": " : "",
                               fe->detail);
+    free(js);
+    return out;
+}
+
+const char *trainjob_runtime_ref_json(struct common_arena *a, const json_t *trainjob)
+{
+    const json_t *v = tj_runtime_ref_value(a, trainjob);
+    char *js = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    const char *out = js ? common_arena_strdup(a, js) : NULL;
+
     free(js);
     return out;
 }

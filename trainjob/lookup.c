@@ -48,21 +48,24 @@ int trainjob_lookup_matches(const json_t *runtime, const struct trainjob_ref *re
     return !ref->namespace || strcmp(ns ? ns : default_namespace, ref->namespace) == 0;
 }
 
-const char *trainjob_lookup_not_found(const struct trainjob_ref *ref, const char *hint, char *buf,
-                                      size_t n)
+const char *trainjob_lookup_not_found(const struct trainjob_ref *ref, const char *value,
+                                      const char *where, const char *hint, char *buf, size_t n)
 {
     int cluster = strcmp(ref->kind, "ClusterTrainingRuntime") == 0;
     /* the kind defaults to ClusterTrainingRuntime: a TrainingRuntime named like a built-in
      * one is most likely that one with the wrong kind */
     int builtin = !cluster && trainjob_builtin_find(ref->name) != NULL;
 
+    /* Trainer's words (its webhook's cache lookup: "<Kind>.<group> \"<name>\" not found"; it
+     * spells the ClusterTrainingRuntime path spec.RuntimeRef), then where the caller looked */
     snprintf(buf, n,
-             "spec.runtimeRef: Invalid: %s \"%s\"%s%s%s not found: specified %s must be created "
-             "before the TrainJob is created (%s%s)%s",
-             ref->kind, ref->name, ref->namespace ? " in namespace \"" : "",
-             ref->namespace ? ref->namespace : "", ref->namespace ? "\"" : "",
-             cluster ? "clusterTrainingRuntime" : "trainingRuntime", hint,
-             cluster ? "; built-in runtimes: `trainsched render --list-builtin`" : "",
+             "spec.%s: Invalid value: %s: %s.%s \"%s\" not found: specified %s must be created "
+             "before the TrainJob is created (%s: none%s%s%s in its input; %s%s)%s",
+             cluster ? "RuntimeRef" : "runtimeRef", value ? value : "{}", ref->kind,
+             ref->api_group, ref->name, cluster ? "clusterTrainingRuntime" : "trainingRuntime",
+             where, ref->namespace ? " in namespace \"" : "", ref->namespace ? ref->namespace : "",
+             ref->namespace ? "\"" : "", hint,
+             cluster ? ", or a built-in one: `trainsched render --list-builtin`" : "",
              builtin ? "; a built-in runtime has that name: did you mean kind: "
                        "ClusterTrainingRuntime?"
                      : "");

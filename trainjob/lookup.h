@@ -40,15 +40,19 @@ int trainjob_lookup_matches(const json_t *runtime, const struct trainjob_ref *re
                             const char *default_namespace);
 
 /*
- * trainjob_lookup_not_found - render's message for a ref no given or built-in runtime
- * matches, into buf (n bytes): "spec.runtimeRef: Invalid: TrainingRuntime \"x\" in namespace
- * \"y\" not found: specified trainingRuntime must be created before the TrainJob is created
- * (...)"; its position is spec.runtimeRef.name. hint: how the caller takes runtimes ("give it
- * with --runtime FILE or in the same file"). A TrainingRuntime named like a built-in
- * ClusterTrainingRuntime gets "did you mean kind: ClusterTrainingRuntime?". Returns buf.
+ * trainjob_lookup_not_found - the message for a ref no given or built-in runtime matches, into
+ * buf (n bytes), in Trainer's words then where the caller looked: "spec.runtimeRef: Invalid
+ * value: {...}: TrainingRuntime.trainer.kubeflow.org \"x\" not found: specified trainingRuntime
+ * must be created before the TrainJob is created (render: none in namespace \"y\" in its
+ * input; give it ...)" (a ClusterTrainingRuntime is spec.RuntimeRef, as Trainer spells it); its
+ * position is spec.runtimeRef.name. value: spec.runtimeRef as Trainer prints it
+ * (trainjob_runtime_ref_json; NULL prints {}); where: the caller ("render", "simulate"); hint:
+ * how the caller takes runtimes ("give it with --runtime FILE or in the same file"). A
+ * TrainingRuntime named like a built-in ClusterTrainingRuntime gets "did you mean kind:
+ * ClusterTrainingRuntime?". Returns buf.
  */
-const char *trainjob_lookup_not_found(const struct trainjob_ref *ref, const char *hint, char *buf,
-                                      size_t n);
+const char *trainjob_lookup_not_found(const struct trainjob_ref *ref, const char *value,
+                                      const char *where, const char *hint, char *buf, size_t n);
 
 /* An object given twice: the first and the later one (borrowed), its kind and namespace/name. */
 struct trainjob_dup {

@@ -5,11 +5,13 @@
  * PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT on the trainer node container and on every
  * envInjection target; port 29500. TorchTune mode (command exactly [tune, run]) drops the
  * PET_MASTER_* vars and regenerates the command from the recipe table. Source: trainer.md §2.7
- * "Torch" and "TorchTune mode", §5.1 checks 18-25, §6 cases 19-40.
+ * "Torch" and "TorchTune mode", §5.1 checks 18-25, §6 cases 19-40; the checks' words and values
+ * are Trainer v2.3.0's (torchtune.go), compared by tests/tools/trainerdiff.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "trainjob/trainjob_int.h"
 
@@ -64,17 +66,26 @@ static const char *resolve_nppn(struct tj_ctx *c, int64_t *gpus)
     return common_arena_printf(c->arena, "%lld", (long long)cpu);
 }
 
+/* Trainer's isBoolArgEnabled for one arg: "<name>=<value>" whose name contains key and whose
+ * value, trimmed of white space, is "true" in any case */
 static int arg_is_true(const char *arg, const char *key)
 {
-    const char *p = strstr(arg, key);
-    const char *v;
+    const char *eq = strchr(arg, '=');
+    const char *v, *end;
+    const char *p;
 
-    if (!p)
+    if (!eq)
         return 0;
-    v = p + strlen(key);
-    if (*v != '=')
+    p = strstr(arg, key);
+    if (!p || p + strlen(key) > eq)
         return 0;
-    return strcasecmp(v + 1, "true") == 0;
+    v = eq + 1;
+    end = v + strlen(v);
+    while (v < end && isspace((unsigned char)*v))
+        v++;
+    while (end > v && isspace((unsigned char)end[-1]))
+        end--;
+    return end - v == 4 && strncasecmp(v, "true", 4) == 0;
 }
 
 static const char *tune_model(struct tj_ctx *c)
@@ -101,13 +112,14 @@ static const char *tune_model(struct tj_ctx *c)
     return common_arena_printf(c->arena, "%s/%s", part2, part3);
 }
 
-static void tune_plan(struct tj_ctx *c, const char *nppn, int64_t gpus, struct tune *t)
+/* Trainer's getRecipeAndConfig for n nodes, numProcPerNode nppn ("auto" or a number) and gpus
+ * GPUs per node */
+static void tune_plan(struct tj_ctx *c, int32_t n, const char *nppn, int64_t gpus, struct tune *t)
 {
     const json_t *args = json_object_get(c->trainer, "args");
     int dora = 0;
     size_t i;
     json_t *a;
-    int32_t n = trainer_nodes(c);
     int single;
 
     memset(t, 0, sizeof(*t));
@@ -128,18 +140,18 @@ static void tune_plan(struct tj_ctx *c, const char *nppn, int64_t gpus, struct t
     t->model = tune_model(c);
     single = n == 1 && ((strcmp(nppn, "auto") != 0 && strcmp(nppn, "1") == 0) || gpus == 1);
     t->multi_device = !single;
-    if (n > 1) {
-        t->recipe = "full_finetune_distributed";
-        t->suffix = "_full_multinode";
-    } else if (single) {
+    if (single) {
         t->recipe =
             t->qlora || t->lora ? "lora_finetune_single_device" : "full_finetune_single_device";
         t->suffix = t->qlora  ? "_qlora_single_device"
                     : t->lora ? "_lora_single_device"
                               : "_full_single_device";
-    } else {
+    } else if (n == 1) {
         t->recipe = t->qlora || t->lora ? "lora_finetune_distributed" : "full_finetune_distributed";
         t->suffix = t->qlora ? "_qlora" : t->lora ? "_lora" : "_full";
+    } else { /* 0 nodes too, as Trainer: the full distributed recipe */
+        t->recipe = "full_finetune_distributed";
+        t->suffix = n > 1 ? "_full_multinode" : "_full";
     }
 }
 
@@ -173,7 +185,7 @@ static enum common_rc tune_command(struct tj_ctx *c, const char *nppn, int64_t g
             rj ? tj_container(tj_get(rj, "template.spec.template.spec"), "node") : NULL;
         orig = json_object_get(node, "command");
     }
-    tune_plan(c, nppn, gpus, &t);
+    tune_plan(c, trainer_nodes(c), nppn, gpus, &t);
     if (!cmd || !own_json(c, cmd))
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     if (trainer_nodes(c) > 1 || (strcmp(nppn, "auto") != 0 && strcmp(nppn, "1") != 0) ||
@@ -263,79 +275,102 @@ static enum common_rc torch_enforce(struct tj_ctx *c, struct common_error *err)
     return COMMON_OK;
 }
 
+/*
+ * Trainer's validateTorchTune (v2.3.0 pkg/runtime/framework/plugins/torch/torchtune.go), its
+ * words and values. It reads its own inputs, not the build's: the TrainJob's numNodes (1 when
+ * unset, whatever the runtime's mlPolicy.numNodes), numProcPerNode "auto" when unset (the CPU
+ * count PET_NPROC_PER_NODE gets is the controller's, not the webhook's), and the GPUs of
+ * resourcesPerNode (else of the runtime's node container). So one node, no numProcPerNode and
+ * no GPU is a distributed QLoRA config here, refused for the llama3_2 models.
+ */
+static void tune_validate(struct tj_ctx *c)
+{
+    int64_t gpus = tj_gpu_count(tj_gpu_resources(c));
+    const char *nppn = c->has_nppn ? common_arena_printf(c->arena, "%d", c->nppn) : "auto";
+    int32_t n = c->has_num_nodes ? c->num_nodes : 1;
+    const json_t *nn_node = tj_get(c->trainjob, "spec.trainer.numNodes");
+    const json_t *nn = c->has_num_nodes ? nn_node : tj_own(c->arena, json_integer(n));
+    const json_t *rname = tj_get(c->trainjob, "spec.runtimeRef.name");
+    struct tune tn;
+    int supported = 0;
+    size_t i;
+    json_t *a;
+
+    if (!nppn || !nn) {
+        c->errs->oom = 1;
+        return;
+    }
+    tune_plan(c, n, nppn, gpus, &tn);
+    for (const char *const *m = supported_models; *m; m++)
+        if (strcmp(*m, tn.model) == 0)
+            supported = 1;
+    if (!supported)
+        tj_err(c->errs, c->trainjob, rname, "Invalid", "spec.runtimeRef.name",
+               "must have a supported pretrained model, invalid model configured: %s", tn.model);
+    if (n > 1 && strcmp(tn.model, "llama3_3/70B") != 0)
+        tj_err_value(c->errs, c->trainjob, nn_node, nn, "Invalid", "spec.trainer.numNodes",
+                     "must be 1 for %s model", tn.model);
+    if (n == 1 && tn.qlora && strcmp(tn.model, "qwen2_5/1.5B") == 0)
+        tj_err(c->errs, c->trainjob, rname, "Invalid", "spec.runtimeRef.name",
+               "QLoRA is not supported for %s model", tn.model);
+    if (n == 1 && tn.qlora && tn.multi_device &&
+        (strcmp(tn.model, "llama3_2/1B") == 0 || strcmp(tn.model, "llama3_2/3B") == 0)) {
+        /* values: numProcPerNode as Trainer's IntOrString ("auto" or the number), the
+         * TrainJob's resourcesPerNode (null when unset) */
+        const json_t *nv_node = tj_get(c->trainjob, "spec.trainer.numProcPerNode");
+        const json_t *nv = c->has_nppn ? nv_node : tj_own(c->arena, json_string("auto"));
+        tj_err_value(c->errs, c->trainjob, nv_node, nv, "Invalid", "spec.trainer.numProcPerNode",
+                     "must be auto or 1 for %s model when using QLoRA", tn.model);
+        tj_err_value(c->errs, c->trainjob, c->resources, tj_resources_value(c->arena, c->resources),
+                     "Invalid", "spec.trainer.resourcesPerNode",
+                     "must have gpu resource with value 1 for %s model when using QLoRA", tn.model);
+    }
+    if (n > 1 && (tn.lora || tn.qlora))
+        tj_err_value(c->errs, c->trainjob, nn_node, nn, "Invalid", "spec.trainer.numNodes",
+                     "LoRA fine-tuning is not supported for multi-node training in TorchTune");
+    json_array_foreach(json_object_get(c->trainer, "args"), i, a)
+    {
+        const char *s = json_string_value(a);
+        if (s && key_is(s, immutable_keys)) {
+            char path[64];
+            const char *eq = strchr(s, '=');
+            snprintf(path, sizeof(path), "spec.trainer.args[%zu]", i);
+            tj_err(c->errs, c->trainjob, a, "Invalid", path,
+                   "must not set immutable config \"%.*s\" in trainer args; it is managed by "
+                   "the runtime",
+                   (int)(eq ? (size_t)(eq - s) : strlen(s)), s);
+        }
+    }
+}
+
 static void torch_validate(struct tj_ctx *c)
 {
     const json_t *targets = tj_get(c->runtime, "spec.mlPolicy.torch.envInjection.targets");
-    const json_t *ref = tj_get(c->trainjob, "spec.runtimeRef");
     size_t i;
-    json_t *t, *a;
+    json_t *t;
 
     tj_reserved_env(c, reserved, "must not have reserved envs, invalid envs configured");
     json_array_foreach(targets, i, t)
     {
+        static const char *const target_keys[] = {"jobName", "containerNames", NULL};
         const char *job = tj_str(t, "jobName");
         struct tj_podset *tp = job ? tj_podset(c, job) : NULL;
         size_t j;
         json_t *cn;
         json_array_foreach(json_object_get(t, "containerNames"), j, cn)
         {
+            /* the value is the target, as Trainer prints it */
             if (!tp || !tj_any_container(tp->podspec, json_string_value(cn)))
-                tj_err(c->errs, c->trainjob, ref, "Invalid", "spec.runtimeRef",
-                       "envInjection target podSet \"%s\" container \"%s\" not found in runtime "
-                       "template",
-                       job ? job : "", json_string_value(cn) ? json_string_value(cn) : "");
+                tj_err_value(
+                    c->errs, c->trainjob, tj_get(c->trainjob, "spec.runtimeRef"),
+                    tj_struct_value(c->arena, t, target_keys), "Invalid", "spec.runtimeRef",
+                    "envInjection target podSet \"%s\" container \"%s\" not found in runtime "
+                    "template",
+                    job ? job : "", json_string_value(cn) ? json_string_value(cn) : "");
         }
     }
-    if (c->trainer && is_tune_run(json_object_get(c->trainer, "command"))) {
-        int64_t gpus = 0;
-        const char *nppn = resolve_nppn(c, &gpus);
-        struct tune tn;
-        int supported = 0;
-        int32_t n = trainer_nodes(c);
-        const json_t *nn = tj_get(c->trainjob, "spec.trainer.numNodes");
-        const json_t *rname = tj_get(c->trainjob, "spec.runtimeRef.name");
-
-        if (!nppn)
-            return;
-        tune_plan(c, nppn, gpus, &tn);
-        for (const char *const *m = supported_models; *m; m++)
-            if (strcmp(*m, tn.model) == 0)
-                supported = 1;
-        if (!supported)
-            tj_err(c->errs, c->trainjob, rname, "Invalid", "spec.runtimeRef.name",
-                   "must have a supported pretrained model, invalid model configured: %s",
-                   tn.model);
-        if (n > 1 && strcmp(tn.model, "llama3_3/70B") != 0)
-            tj_err(c->errs, c->trainjob, nn, "Invalid", "spec.trainer.numNodes",
-                   "must be 1 for %s model", tn.model);
-        if (n == 1 && tn.qlora && strcmp(tn.model, "qwen2_5/1.5B") == 0)
-            tj_err(c->errs, c->trainjob, rname, "Invalid", "spec.runtimeRef.name",
-                   "QLoRA is not supported for %s model", tn.model);
-        if (n == 1 && tn.qlora && tn.multi_device &&
-            (strcmp(tn.model, "llama3_2/1B") == 0 || strcmp(tn.model, "llama3_2/3B") == 0)) {
-            tj_err(c->errs, c->trainjob, tj_get(c->trainjob, "spec.trainer.numProcPerNode"),
-                   "Invalid", "spec.trainer.numProcPerNode",
-                   "must be auto or 1 for %s model when using distributed QLoRA", tn.model);
-            tj_err(c->errs, c->trainjob, tj_get(c->trainjob, "spec.trainer.resourcesPerNode"),
-                   "Invalid", "spec.trainer.resourcesPerNode",
-                   "must have gpu resource with value 1 for %s model when using distributed "
-                   "QLoRA",
-                   tn.model);
-        }
-        if (n > 1 && (tn.lora || tn.qlora))
-            tj_err(c->errs, c->trainjob, nn, "Invalid", "spec.trainer.numNodes",
-                   "LoRA fine-tuning is not supported for multi-node training");
-        json_array_foreach(json_object_get(c->trainer, "args"), i, a)
-        {
-            const char *s = json_string_value(a);
-            if (s && key_is(s, immutable_keys)) {
-                char path[64];
-                snprintf(path, sizeof(path), "spec.trainer.args[%zu]", i);
-                tj_err(c->errs, c->trainjob, a, "Invalid", path,
-                       "must not set immutable config \"%s\": it is managed by the runtime", s);
-            }
-        }
-    }
+    if (c->trainer && is_tune_run(json_object_get(c->trainer, "command")))
+        tune_validate(c);
 }
 
 const struct tj_ml_policy tj_policy_torch = {

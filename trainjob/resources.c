@@ -66,6 +66,11 @@ static int is_extended(const char *name)
     return !is_native(name);
 }
 
+int tj_resource_is_extended(const char *name)
+{
+    return is_extended(name);
+}
+
 /* the quantity of v as Kubernetes prints it, for messages */
 static const char *printed(struct trainjob_errors *e, const struct common_quantity *q)
 {

@@ -34,7 +34,10 @@ struct trainjob_field_error {
                            "TooMany", "Duplicate", "Unknown" (an unknown field) */
     const char *detail; /* what rule was broken, e.g. "must be greater than or equal to 0" */
     const json_t *node; /* the offending value (for positions), or NULL */
-    const json_t *doc;  /* the document it belongs to (the TrainJob or the runtime) */
+    /* the value printed when it is not node itself (Trainer's value in Go's encoding: fields
+     * in declaration order, defaults filled), or NULL to print node */
+    const json_t *value;
+    const json_t *doc; /* the document it belongs to (the TrainJob or the runtime) */
     /* for an unknown field: the object that holds it and the key as written (positions point
      * at the key, not at its value); for a null list item (null has no position of its own):
      * the object and key holding the list; NULL otherwise */
@@ -62,6 +65,15 @@ void trainjob_errors_init(struct trainjob_errors *e, struct common_arena *a);
  * "path: Required value: detail" (Forbidden, Too long) for the others. NULL on no memory.
  */
 const char *trainjob_errors_format(const struct trainjob_errors *e, size_t i);
+
+/*
+ * trainjob_runtime_ref_json - spec.runtimeRef of trainjob as Trainer's field errors print it:
+ * Go's encoding of its RuntimeRef, {"name":...,"apiGroup":...,"kind":...} in that order whatever
+ * the input's order, with the CRD's defaults (apiGroup trainer.kubeflow.org, kind
+ * ClusterTrainingRuntime) where absent; compact JSON text in arena a. NULL when trainjob has no
+ * spec.runtimeRef object, or out of memory.
+ */
+const char *trainjob_runtime_ref_json(struct common_arena *a, const json_t *trainjob);
 
 /*
  * MPI SSH key generator: a new key pair as a PEM private key ("EC PRIVATE KEY", ECDSA P-521)

@@ -27,6 +27,11 @@
 /* ---- field errors (errors.c) ---- */
 void tj_err(struct trainjob_errors *e, const json_t *doc, const json_t *node, const char *type,
             const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* the same, printing value (kept alive by the caller, e.g. in the arena) instead of node, which
+ * still gives the error its position: for Trainer's values in Go's encoding (tj_struct_value) */
+void tj_err_value(struct trainjob_errors *e, const json_t *doc, const json_t *node,
+                  const json_t *value, const char *type, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 void tj_warn(struct trainjob_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- schema (schema.c) ---- */
@@ -43,6 +48,9 @@ void tj_schema_check(enum tj_schema_kind kind, const json_t *obj, struct trainjo
  * "<path>.requests[<name>]", worded as Kubernetes words it, with ctx (may be NULL) appended. */
 void tj_check_resources(const json_t *doc, const json_t *res, const char *path, const char *ctx,
                         struct trainjob_errors *e);
+/* an extended resource (nvidia.com/gpu): a name with a domain outside kubernetes.io, which
+ * cannot be overcommitted (its request equals its limit) */
+int tj_resource_is_extended(const char *name);
 /* the above on spec.trainer.resourcesPerNode of a TrainJob */
 void tj_check_resources_trainjob(const json_t *tj, struct trainjob_errors *e);
 /* the above on every container and init container of a runtime's replicated jobs */
@@ -189,6 +197,23 @@ const json_t *tj_gpu_resources(struct tj_ctx *c);
  * what (e.g. "DMLC_NUM_WORKER") says which count; and -1. */
 int64_t tj_gpu_count_int32(struct tj_ctx *c, int64_t pods, const char *what);
 json_t *tj_owner_meta(struct tj_ctx *c, const char *name); /* {name, namespace, ownerRefs} */
+/* The value a Trainer field error prints for a Go struct (apimachinery prints it as Go's JSON
+ * encoding): a copy of obj with only the members keys names, in that order, each only when
+ * present (Go's omitempty fields; a struct encodes its fields in declaration order whatever
+ * order the input had). Kept in arena a; NULL when obj is not an object or out of memory.
+ * E.g. Trainer's RuntimeRef: {"name", "apiGroup", "kind"} (tj_runtime_ref_value). */
+const json_t *tj_struct_value(struct common_arena *a, const json_t *obj, const char *const *keys);
+/* A list of corev1.Container as Trainer's errors print it: each container's fields in Go's
+ * declaration order, "resources" always (a struct: {} when unset); nested values as given */
+const json_t *tj_containers_value(struct common_arena *a, const json_t *containers);
+/* spec.runtimeRef of the TrainJob tj as Trainer's errors print it: {name, apiGroup, kind}, with
+ * the CRD's defaults for apiGroup and kind when tj (as given to render) lacks them */
+const json_t *tj_runtime_ref_value(struct common_arena *a, const json_t *tj);
+/* A ResourceRequirements res as Trainer's errors print it (Go's encoding of
+ * corev1.ResourceRequirements): limits, requests, claims in that order, the resource names
+ * sorted and the quantities canonical ("1000m" -> "1"); JSON null when res is absent (Go's nil
+ * pointer). Kept in arena a; NULL only when out of memory. */
+const json_t *tj_resources_value(struct common_arena *a, const json_t *res);
 /* standard base64 of the string s (Secret data) in the arena; NULL when out of memory */
 char *tj_b64(struct common_arena *a, const char *s);
 

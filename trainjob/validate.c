@@ -7,6 +7,7 @@
  * Policy-specific checks (torch, torchtune, mpi, xgboost, volcano) live with their policy.
  */
 #include <regex.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "common/names.h"
@@ -264,8 +265,9 @@ void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e)
                      "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec."
                      "containers",
                      i);
-            tj_err(e, rt, tj_get(it, "template.spec.template.spec.containers"), "Invalid", path,
-                   "must contain the required container for the ancestor: %s", anc);
+            const json_t *cts = tj_get(it, "template.spec.template.spec.containers");
+            tj_err_value(e, rt, cts, tj_containers_value(e->arena, cts), "Invalid", path,
+                         "must contain the required container for the ancestor: %s", anc);
         }
     }
     if (kind && strcmp(kind, "ClusterTrainingRuntime") == 0) {
@@ -281,20 +283,41 @@ void tj_webhook_runtime(const json_t *rt, struct trainjob_errors *e)
 
 /* ---- TrainJob webhook, general checks (§5.1: 3-14) ---- */
 
-static int manager_ok(const char *m)
-{
-    const char *slash = strchr(m, '/');
-    char domain[254];
-    size_t n;
+/* Trainer's check of a runtime patch's manager: apimachinery's IsDomainPrefixedPath (v0.36
+ * pkg/util/validation), its errors and words, at path */
+#define HTTP_PATH_FMT "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
 
-    if (!slash || slash[1] == '\0')
-        return 0;
-    n = (size_t)(slash - m);
-    if (n == 0 || n >= sizeof(domain))
-        return 0;
-    memcpy(domain, m, n);
-    domain[n] = '\0';
-    return common_names_dns1123_subdomain(domain) == NULL;
+static void check_manager(struct tj_ctx *c, const json_t *node, const char *path)
+{
+    const char *m = json_string_value(node);
+    const char *slash = strchr(m, '/');
+    const char *why, *p;
+    char *host;
+
+    if (!*m) {
+        tj_err(c->errs, c->trainjob, node, "Required", path, "Required value");
+        return;
+    }
+    if (!slash || slash == m || slash[1] == '\0') {
+        tj_err(c->errs, c->trainjob, node, "Invalid", path,
+               "must be a domain-prefixed path (such as \"acme.io/foo\")");
+        return;
+    }
+    host = common_arena_strndup(c->arena, m, (size_t)(slash - m));
+    if (!host) {
+        c->errs->oom = 1;
+        return;
+    }
+    if ((why = common_names_dns1123_subdomain(host)))
+        tj_err_value(c->errs, c->trainjob, node, tj_own(c->arena, json_string(host)), "Invalid",
+                     path, "%s", why);
+    for (p = slash + 1; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("/-._~%!$&'()*+,;=:", *p))
+            break;
+    if (*p)
+        tj_err_value(c->errs, c->trainjob, node, tj_own(c->arena, json_string(slash + 1)),
+                     "Invalid", path, "%s",
+                     "Invalid path (regex used for validation is '" HTTP_PATH_FMT "')");
 }
 
 static void check_initializer(struct tj_ctx *c, const char *which, const char *job,
@@ -302,6 +325,7 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
 {
     const json_t *tj = c->trainjob;
     const json_t *ref = tj_get(tj, "spec.runtimeRef");
+    const json_t *refv = tj_runtime_ref_value(c->arena, tj); /* printed: Trainer's order */
     char path[64];
     struct tj_podset *ps;
     json_t *ct;
@@ -314,14 +338,14 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
         return;
     ps = tj_podset(c, job);
     if (!ps) {
-        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
-               "must have %s job when trainJob is configured with input %s", job, what);
+        tj_err_value(c->errs, tj, ref, refv, "Invalid", "spec.runtimeRef",
+                     "must have %s job when trainJob is configured with input %s", job, what);
         return;
     }
     ct = tj_any_container(ps->podspec, job);
     if (!ct) {
-        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
-               "must have container with name - %s in the %s job", job, job);
+        tj_err_value(c->errs, tj, ref, refv, "Invalid", "spec.runtimeRef",
+                     "must have container with name - %s in the %s job", job, job);
         return;
     }
     json_array_foreach(json_object_get(ct, "volumeMounts"), i, m)
@@ -331,9 +355,9 @@ static void check_initializer(struct tj_ctx *c, const char *which, const char *j
             mounted = 1;
     }
     if (!mounted)
-        tj_err(c->errs, tj, ref, "Invalid", "spec.runtimeRef",
-               "must have volumeMount with name - initializer in container %s of the %s job", job,
-               job);
+        tj_err_value(c->errs, tj, ref, refv, "Invalid", "spec.runtimeRef",
+                     "must have volumeMount with name - initializer in container %s of the %s job",
+                     job, job);
 }
 
 static int has_name(const json_t *arr, const char *name)
@@ -370,12 +394,9 @@ void tj_webhook_trainjob(struct tj_ctx *c)
         json_t *rj;
         char path[200];
 
-        if (mgr && !manager_ok(mgr)) {
+        if (mgr) {
             snprintf(path, sizeof(path), "spec.runtimePatches[%zu].manager", i);
-            tj_err(c->errs, tj, json_object_get(p, "manager"), "Invalid", path,
-                   "Invalid value: \"%s\": must be a domain-prefixed path (such as "
-                   "\"kueue.x-k8s.io/manager\")",
-                   mgr);
+            check_manager(c, json_object_get(p, "manager"), path);
         }
         json_array_foreach(rjobs, j, rj)
         {

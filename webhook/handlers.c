@@ -441,25 +441,6 @@ static void runtime_patch_rules(struct call *c, const json_t *old, const json_t 
     }
 }
 
-static int dump_cb(const char *buffer, size_t size, void *data)
-{
-    return common_buf_append((struct common_buf *)data, buffer, size, NULL) ? -1 : 0;
-}
-
-/* v as compact JSON with sorted keys, in the arena; NULL when v is NULL or out of memory */
-static const char *dump_compact(struct call *c, const json_t *v)
-{
-    struct common_buf b;
-    const char *s = NULL;
-
-    common_buf_init(&b, 1 << 20);
-    if (v &&
-        json_dump_callback(v, dump_cb, &b, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) == 0)
-        s = common_arena_strdup(c->a, b.data ? b.data : "");
-    common_buf_free(&b);
-    return s;
-}
-
 /* MPI renders need a key pair; validation never looks at it, so it is a fixed placeholder
  * (no randomness, no OpenSSL call per request). */
 static enum common_rc placeholder_keygen(struct common_arena *a, char **private_pem,
@@ -542,7 +523,8 @@ static enum common_rc validate_trainjob(struct call *c)
              : COMMON_ENOTFOUND;
     if (rc == COMMON_ENOTFOUND) {
         int cluster = strcmp(ref.kind, "ClusterTrainingRuntime") == 0;
-        const char *value = dump_compact(c, get(get(tj, "spec", NULL), "runtimeRef", NULL));
+        /* Trainer's RuntimeRef as Go encodes it: name, apiGroup, kind */
+        const char *value = trainjob_runtime_ref_json(c->a, tj);
         /* Trainer spells the ClusterTrainingRuntime path "spec.RuntimeRef"; the lookup error is
          * controller-runtime's cache NotFound: <Kind>.<group> "<name>" not found */
         add_msg(c,

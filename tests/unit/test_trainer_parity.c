@@ -8,6 +8,8 @@
  *  - The built-in ClusterTrainingRuntimes (manifests/runtimes, compiled in) equal what
  *    `kubectl apply -k` of Trainer's manifests/overlays/runtimes and overlays/data-cache
  *    creates: the base runtimes with the overlay's labels and image tags applied.
+ *  - TorchTune's admission checks refuse what Trainer's validateTorchTune refuses, in the words
+ *    of its format strings (read from its torchtune.go) and with its values.
  * Trainer's module is read from the Go module cache at test time
  * ($TRAINSCHED_TRAINER_MODULE, else $GOMODCACHE or $HOME/go/pkg/mod
  * + /github.com/kubeflow/trainer/v2@v2.3.0); when it is absent those cases say so on standard
@@ -422,6 +424,141 @@ START_TEST(public_configmap_names_the_versions_and_is_listed)
 }
 END_TEST
 
+/* ---- TorchTune's admission checks, in Trainer's words ---- */
+
+/* the Go string literal of src that holds phrase, with "%v" replaced by v and "%q" by q quoted
+ * (the format strings of torchtune.go take one of either) */
+static char *go_literal(const char *src, const char *phrase, const char *v, const char *q)
+{
+    const char *p = strstr(src, phrase), *b, *e;
+    char out[512];
+    size_t n = 0;
+
+    ck_assert_msg(p != NULL, "torchtune.go has no \"%s\" any more", phrase);
+    if (*p == '"') /* a phrase that starts the literal (its words are in a comment too) */
+        b = ++p;
+    else
+        for (b = p; b > src && b[-1] != '"'; b--)
+            ;
+    e = strchr(p, '"');
+    ck_assert(e != NULL);
+    for (const char *c = b; c < e && n + 64 < sizeof(out); c++) {
+        if (c[0] == '%' && (c[1] == 'v' || c[1] == 'q')) {
+            n += (size_t)snprintf(out + n, sizeof(out) - n, c[1] == 'v' ? "%s" : "\"%s\"",
+                                  c[1] == 'v' ? v : q);
+            c++;
+        } else {
+            out[n++] = *c;
+        }
+    }
+    out[n] = '\0';
+    return strdup(out);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf;
+    long n;
+
+    ck_assert_msg(f != NULL, "%s: cannot open", path);
+    ck_assert(fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    buf = malloc((size_t)n + 1);
+    ck_assert(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* render trainjob (JSON text) on the built-in runtime rt_name; the errors it gives must include
+ * want (the whole apimachinery text: "<path>: Invalid value: <value>: <detail>") */
+static void refused_with(const char *trainjob, const char *rt_name, const char *want)
+{
+    const struct trainjob_builtin *b = trainjob_builtin_find(rt_name);
+    struct common_arena *a = common_arena_create(0);
+    struct common_yaml_docs d;
+    struct trainjob_output out;
+    struct common_error e = {0};
+    json_error_t je;
+    json_t *tj = json_loads(trainjob, 0, &je);
+    enum common_rc rc;
+    int found = 0;
+    char all[4096] = "";
+
+    ck_assert_msg(tj != NULL, "test TrainJob: %s", je.text);
+    ck_assert(b != NULL && a != NULL);
+    memset(&d, 0, sizeof(d));
+    ck_assert(common_yaml_load(b->yaml, b->len, rt_name, NULL, &d, &e) == COMMON_OK && d.n >= 1);
+    trainjob_errors_init(&out.errors, a);
+    rc = trainjob_render(a, tj, d.docs[0], NULL, &out, &e);
+    ck_assert_msg(rc == COMMON_EINVAL, "%s: admitted, want \"%s\"", trainjob, want);
+    for (size_t i = 0; i < out.errors.n; i++) {
+        const char *t = trainjob_errors_format(&out.errors, i);
+        found |= t && strcmp(t, want) == 0;
+        snprintf(all + strlen(all), sizeof(all) - strlen(all), "\n  %s", t ? t : "?");
+    }
+    ck_assert_msg(found, "%s: want\n  %s\ngot:%s", trainjob, want, all);
+    common_yaml_docs_free(&d);
+    json_decref(tj);
+    common_arena_destroy(a);
+}
+
+/* Trainer v2.3.0's validateTorchTune: its inputs (numProcPerNode "auto" when unset, not the CPU
+ * count) and its format strings, read from its own source in the module cache */
+START_TEST(torchtune_checks_refuse_what_trainers_refuse_in_its_words)
+{
+    const char *dir = module_dir();
+    char path[4096];
+    char *src, *w;
+    char want[1024];
+
+    if (!dir)
+        return;
+    snprintf(path, sizeof(path), "%s/pkg/runtime/framework/plugins/torch/torchtune.go", dir);
+    src = read_text(path);
+    /* QLoRA, one node, CPUs only, no numProcPerNode: the distributed QLoRA config */
+    w = go_literal(src, "must be auto or 1 for", "llama3_2/1B", NULL);
+    snprintf(want, sizeof(want), "spec.trainer.numProcPerNode: Invalid value: \"auto\": %s", w);
+    refused_with("{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"TrainJob\","
+                 "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"},\"spec\":{\"runtimeRef\":"
+                 "{\"name\":\"torchtune-llama3.2-1b\"},\"trainer\":{\"command\":[\"tune\",\"run\"],"
+                 "\"numNodes\":1,\"args\":[\"model.quantize_base=True\"],\"resourcesPerNode\":"
+                 "{\"limits\":{\"cpu\":\"2000m\"}}}}}",
+                 "torchtune-llama3.2-1b", want);
+    free(w);
+    w = go_literal(src, "must have gpu resource with value 1", "llama3_2/1B", NULL);
+    snprintf(want, sizeof(want),
+             "spec.trainer.resourcesPerNode: Invalid value: {\"limits\":{\"cpu\":\"2\"}}: %s", w);
+    refused_with("{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"TrainJob\","
+                 "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"},\"spec\":{\"runtimeRef\":"
+                 "{\"name\":\"torchtune-llama3.2-1b\"},\"trainer\":{\"command\":[\"tune\",\"run\"],"
+                 "\"numNodes\":1,\"args\":[\"model.quantize_base=True\"],\"resourcesPerNode\":"
+                 "{\"limits\":{\"cpu\":\"2000m\"}}}}}",
+                 "torchtune-llama3.2-1b", want);
+    free(w);
+    /* LoRA on two nodes */
+    w = go_literal(src, "\"LoRA fine-tuning is not supported", "", NULL);
+    snprintf(want, sizeof(want), "spec.trainer.numNodes: Invalid value: 2: %s", w);
+    refused_with("{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"TrainJob\","
+                 "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"},\"spec\":{\"runtimeRef\":"
+                 "{\"name\":\"torchtune-llama3.2-3b\"},\"trainer\":{\"command\":[\"tune\",\"run\"],"
+                 "\"numNodes\":2,\"args\":[\"model.lora_attn_modules=[q_proj]\"]}}}",
+                 "torchtune-llama3.2-3b", want);
+    free(w);
+    /* a runtime-managed arg */
+    w = go_literal(src, "must not set immutable config", NULL, "output_dir");
+    snprintf(want, sizeof(want), "spec.trainer.args[0]: Invalid value: \"output_dir=/x\": %s", w);
+    refused_with(
+        "{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"TrainJob\","
+        "\"metadata\":{\"name\":\"a\",\"namespace\":\"default\"},\"spec\":{\"runtimeRef\":"
+        "{\"name\":\"torchtune-qwen2.5-1.5b\"},\"trainer\":{\"command\":[\"tune\",\"run\"],"
+        "\"args\":[\"output_dir=/x\"]}}}",
+        "torchtune-qwen2.5-1.5b", want);
+    free(w);
+    free(src);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trainer parity");
@@ -431,6 +568,7 @@ int main(void)
     tcase_add_test(tc, every_default_of_trainers_runtime_crds_is_applied);
     tcase_add_test(tc, builtin_runtimes_are_what_a_trainer_install_creates);
     tcase_add_test(tc, public_configmap_names_the_versions_and_is_listed);
+    tcase_add_test(tc, torchtune_checks_refuse_what_trainers_refuse_in_its_words);
     /* reads large CRD files from disk: generous, as for any test that does I/O */
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

@@ -4,8 +4,9 @@
 //
 //	go run . -trainsched ../../../build/trainsched -repo ../../.. [case dirs or input files...]
 //
-// With no arguments it takes every tests/fixtures/render case that renders (exit 0, no
-// existing.yaml). For each TrainJob it prints "same" or the paths where the objects differ,
+// With no arguments it takes every tests/fixtures/render case without existing.yaml. For each
+// TrainJob it compares admission first (validate.go: Trainer's webhook against render's
+// errors), then, when both admit it, prints "same" or the paths where the objects differ;
 // then a summary. Test tooling only: nothing here is built into trainsched.
 package main
 
@@ -22,11 +23,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +96,14 @@ func statusConfig() (*configapi.Configuration, *corev1.Secret) {
 	return cfg, secret
 }
 
+// structural: the structural schema of the CRD in crdFile (its first version), and the schema
+// it is made from
 func structural(crdFile string) *structuralschema.Structural {
+	s, _ := crdSchema(crdFile)
+	return s
+}
+
+func crdSchema(crdFile string) (*structuralschema.Structural, *apiextensionsinternal.JSONSchemaProps) {
 	raw, err := os.ReadFile(crdFile)
 	must(err)
 	var crd apiextensionsv1.CustomResourceDefinition
@@ -103,7 +113,7 @@ func structural(crdFile string) *structuralschema.Structural {
 		crd.Spec.Versions[0].Schema.OpenAPIV3Schema, &internal, nil))
 	s, err := structuralschema.NewStructural(&internal)
 	must(err)
-	return s
+	return s, &internal
 }
 
 func must(err error) {
@@ -133,9 +143,17 @@ func docs(file string) []map[string]any {
 }
 
 func convert(in map[string]any, out any) {
+	must(decode(in, out))
+}
+
+// decode: in into the Go type out, as the API server's decoding of a stored object; an error
+// is a type the schema refuses too
+func decode(in map[string]any, out any) error {
 	raw, err := json.Marshal(in)
-	must(err)
-	must(json.Unmarshal(raw, out))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
 }
 
 // diff lists the paths where a and b differ.
@@ -207,17 +225,38 @@ func key(o map[string]any) string {
 
 func main() {
 	flag.Parse()
+	// Trainer's webhooks log through controller-runtime: quiet, as its unit tests run them
+	ctrllog.SetLogger(logr.Discard())
 	rtSchema := structural(filepath.Join(*repo, "manifests/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml"))
 	tjSchema := structural(filepath.Join(*repo, "manifests/crds/trainer.kubeflow.org_trainjobs.yaml"))
+	tjCRD := newCRDCheck(filepath.Join(*repo, "manifests/crds/trainer.kubeflow.org_trainjobs.yaml"))
+	rtCRDs := map[string]*crdCheck{
+		"TrainingRuntime": newCRDCheck(filepath.Join(*repo,
+			"manifests/crds/trainer.kubeflow.org_trainingruntimes.yaml")),
+		"ClusterTrainingRuntime": newCRDCheck(filepath.Join(*repo,
+			"manifests/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml")),
+	}
+	total, same, almost, skipped, refusedOK, refusedDiff := 0, 0, 0, 0, 0, 0
+	classes := map[string]int{}
+	verdicts := map[string]int{}
+	tally := func(v *outcome) {
+		if v.diff {
+			refusedDiff++
+			classes[v.class]++
+		} else {
+			refusedOK++
+			verdicts[v.class]++
+		}
+	}
 	inputs := flag.Args()
 	if len(inputs) == 0 {
+		// the refused cases too: admission is compared (validate.go)
 		cases, _ := filepath.Glob(filepath.Join(*repo, "tests/fixtures/render/*"))
 		for _, c := range cases {
-			exp, _ := os.ReadFile(filepath.Join(c, "expect.yaml"))
 			if _, err := os.Stat(filepath.Join(c, "existing.yaml")); err == nil {
 				continue
 			}
-			if strings.Contains(string(exp), "exit: ") && !strings.Contains(string(exp), "exit: 0") {
+			if _, err := os.Stat(filepath.Join(c, "input.yaml")); err != nil {
 				continue
 			}
 			inputs = append(inputs, c)
@@ -235,8 +274,6 @@ func main() {
 		}
 		inputs = append(inputs, randomInputs(*repo, dir, *random, *seed)...)
 	}
-	total, same, almost, skipped := 0, 0, 0, 0
-	classes := map[string]int{}
 	for _, in := range inputs {
 		file := in
 		if st, err := os.Stat(in); err == nil && st.IsDir() {
@@ -258,13 +295,18 @@ func main() {
 			args = append(args, "--trainjob-status", "--trainjob-status-url", statusURL,
 				"--trainjob-status-ca-file", caFile)
 		}
-		outRaw, err := exec.Command(*binary, args...).Output()
-		if err != nil {
+		cmd := exec.Command(*binary, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		outRaw, err := cmd.Output()
+		if _, exit := err.(*exec.ExitError); err != nil && !exit {
 			fmt.Printf("%s: trainsched render failed: %v\n", file, err)
 			continue
 		}
 		var list struct{ Items []map[string]any }
-		must(json.Unmarshal(outRaw, &list))
+		if len(bytes.TrimSpace(outRaw)) > 0 {
+			must(json.Unmarshal(outRaw, &list))
+		}
 		ours := map[string]map[string]any{}
 		for _, o := range list.Items {
 			ours[key(o)] = o
@@ -272,8 +314,23 @@ func main() {
 		for _, tjm := range trainjobs {
 			total++
 			structuraldefaulting.Default(tjm, tjSchema)
+			meta, _ := tjm["metadata"].(map[string]any)
+			tjName, _ := meta["name"].(string)
+			tjNs, _ := meta["namespace"].(string)
+			if tjNs == "" {
+				tjNs = "default"
+			}
+			ourErrs := ourErrors(stderr.String(), tjNs, tjName, len(trainjobs))
 			var tj trainer.TrainJob
-			convert(tjm, &tj)
+			apiErrs := tjCRD.errors(tjm)
+			if err := decode(tjm, &tj); err != nil {
+				apiErrs = append(apiErrs, "decoding the TrainJob: "+err.Error())
+			}
+			if len(apiErrs) > 0 {
+				tally(refusedBy(file, tjName, "the API server (TrainJob CRD schema and CEL)",
+					apiErrs, ourErrs, false))
+				continue
+			}
 			if tj.Spec.ManagedBy != nil && *tj.Spec.ManagedBy != "trainer.kubeflow.org/trainjob-controller" {
 				// Trainer's reconciler builds nothing for a TrainJob another controller manages
 				total--
@@ -297,18 +354,36 @@ func main() {
 					rtm = r
 				}
 			}
-			if rtm == nil && kind == "ClusterTrainingRuntime" {
-				b := docs(filepath.Join(*repo, "manifests/runtimes", ref.Name+".yaml"))
-				if len(b) > 0 {
+			builtin := filepath.Join(*repo, "manifests/runtimes", ref.Name+".yaml")
+			if _, err := os.Stat(builtin); err == nil && rtm == nil && kind == "ClusterTrainingRuntime" {
+				if b := docs(builtin); len(b) > 0 {
 					rtm = b[0]
 				}
 			}
 			if rtm == nil {
-				fmt.Printf("%s %s: runtime %s not found\n", file, tj.Name, ref.Name)
+				tally(refusedBy(file, tjName, "Trainer's webhook (runtime "+ref.Name+" not found)",
+					[]string{"spec.runtimeRef: runtime " + ref.Name + " not found"}, ourErrs, false))
 				continue
+			}
+			if m, _ := rtm["metadata"].(map[string]any); m != nil {
+				if a, _ := m["annotations"].(map[string]any); a["trainsched.io/backend"] != nil &&
+					a["trainsched.io/backend"] != "coscheduling" {
+					// a trainsched backend Trainer does not have (native, kai, kueue, slurm,
+					// trainsched's volcano, none): nothing to compare
+					total--
+					skipped++
+					continue
+				}
 			}
 			rtm = deepCopy(rtm)
 			structuraldefaulting.Default(rtm, rtSchema)
+			if crd := rtCRDs[kind]; crd != nil {
+				if errs := crd.errors(rtm); len(errs) > 0 {
+					tally(refusedBy(file, tjName, "the API server ("+kind+" CRD schema and CEL)",
+						errs, ourErrs, false))
+					continue
+				}
+			}
 			cb := testingutil.NewClientBuilder()
 			var obj client.Object
 			var rt runtime.Runtime
@@ -325,6 +400,11 @@ func main() {
 				convert(rtm, &r)
 				obj = &r
 			}
+			// Trainer's runtime webhook admitted the runtime before any TrainJob names it
+			if errs := runtimeWebhookErrors(obj, obj.GetLabels()); len(errs) > 0 {
+				tally(refusedBy(file, tjName, "Trainer's "+kind+" webhook", errs, ourErrs, true))
+				continue
+			}
 			cb.WithObjects(obj)
 			cfg, caSecret := statusConfig()
 			if caSecret != nil {
@@ -340,9 +420,29 @@ func main() {
 				}
 			}
 			must(err)
-			objs, err := rt.NewObjects(ctx, &tj)
-			if err != nil {
-				fmt.Printf("%s %s: Trainer: %v\n", file, tj.Name, err)
+			// admission first: Trainer's TrainJob webhook (ValidateObjects) against the
+			// errors trainsched render prints for this TrainJob (validate.go)
+			_, verrs := rt.ValidateObjects(ctx, nil, &tj)
+			var objs []any
+			var buildErr error
+			if len(verrs) == 0 {
+				// Trainer's controller may panic on what its webhook admits (Flux without
+				// numNodes): a failure to build, as its reconciler's recover makes it
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							buildErr = fmt.Errorf("panic: %v", p)
+						}
+					}()
+					applied, err := rt.NewObjects(ctx, &tj)
+					buildErr = err
+					for _, o := range applied {
+						objs = append(objs, o)
+					}
+				}()
+			}
+			if v := verdict(file, tj.Name, verrs, buildErr, ourErrs); v != nil {
+				tally(v)
 				continue
 			}
 			var diffs []string
@@ -392,9 +492,15 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("\n%d TrainJobs compared (%d skipped: managed by another controller): %d identical, "+
-		"%d identical apart from Go's empty {} objects and the differences docs/compatibility.md "+
-		"lists, %d differ\n", total, skipped, same, almost, total-same-almost)
+	built := total - refusedOK - refusedDiff
+	fmt.Printf("\n%d TrainJobs (%d more skipped: managed by another controller, or on a "+
+		"trainsched backend Trainer does not have).\n"+
+		"Refused by at least one side: %d, %d of them as docs/compatibility.md describes, %d differ.\n"+
+		"Built by both: %d, %d identical, %d identical apart from Go's empty {} objects and the "+
+		"differences docs/compatibility.md lists, %d differ\n",
+		total, skipped, refusedOK+refusedDiff, refusedOK, refusedDiff, built, same, almost,
+		built-same-almost)
+	printVerdicts(verdicts)
 	type kv struct {
 		k string
 		n int
@@ -438,6 +544,11 @@ func allAccepted(diffs []string) bool {
 	for _, d := range diffs {
 		if strings.HasSuffix(d, ": trainer {}, trainsched (absent)") ||
 			strings.Contains(d, `trainsched {"trainsched.io/phased-replicated-jobs"`) ||
+			// gang marks and topology annotations of coscheduling gangs (docs/compatibility.md)
+			gangMark(d) || topologyAnnotations(d) ||
+			// Volcano gangs' pods go to the volcano scheduler (docs/compatibility.md, "Volcano
+			// pods' spec.schedulerName")
+			strings.HasSuffix(d, `.schedulerName: trainer (absent), trainsched "volcano"`) ||
 			// Trainer's plugin order (xgboost, PlainML) is Go map order: it varies per run
 			strings.HasSuffix(d, ".env: same items, another order") ||
 			// the same with the TrainJobStatus plugin beside MPI or Flux
@@ -476,4 +587,33 @@ func extraRuntimePorts(d string) bool {
 	}
 	t := d[i+len(".ports: trainer [") : j]
 	return strings.HasSuffix(d, ","+t+"]")
+}
+
+// gangMark: a difference that is only trainsched's gang marks in a pod template (the label
+// trainsched.io/gang-marked, the resource trainsched.io/gang in the first container's requests
+// and limits)
+func gangMark(d string) bool {
+	return strings.HasSuffix(d, `.labels.trainsched.io/gang-marked: trainer (absent), trainsched "true"`) ||
+		strings.HasSuffix(d, `.trainsched.io/gang: trainer (absent), trainsched "1"`) ||
+		strings.HasSuffix(d, `: trainer (absent), trainsched {"trainsched.io/gang":"1"}`)
+}
+
+// topologyAnnotations: PodGroup annotations trainsched adds (the phased replicated jobs and the
+// topology request the extender reads), none of Trainer's
+func topologyAnnotations(d string) bool {
+	i := strings.Index(d, "PodGroup/")
+	j := strings.Index(d, ".metadata.annotations: trainer (absent), trainsched {")
+	if i != 0 || j < 0 {
+		return false
+	}
+	var m map[string]string
+	if json.Unmarshal([]byte(d[j+len(".metadata.annotations: trainer (absent), trainsched "):]), &m) != nil {
+		return false
+	}
+	for k := range m {
+		if !strings.HasPrefix(k, "trainsched.io/") && !strings.Contains(k, "topology") {
+			return false
+		}
+	}
+	return true
 }

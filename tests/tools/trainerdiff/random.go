@@ -12,7 +12,8 @@ import (
 // randomInputs writes n generated cases (a TrainingRuntime derived from a built-in one plus a
 // TrainJob) into dir and returns their files. The generator varies what the differences found
 // so far were about: node counts, resources written in non-canonical forms, env, runtime
-// patches that add list items, gang policies, failure policies and ports.
+// patches that add list items, gang policies, failure policies and ports; one in five is a
+// TorchTune TrainJob (torchtune.go).
 func randomInputs(repo, dir string, n int, seed int64) []string {
 	r := rand.New(rand.NewSource(seed))
 	bases := []string{"torch-distributed", "deepspeed-distributed", "mlx-distributed",
@@ -25,8 +26,17 @@ func randomInputs(repo, dir string, n int, seed int64) []string {
 		if *fluxOnly {
 			base = "torch-distributed"
 		}
+		// one case in five a TorchTune one (torchtune.go): Trainer reads the model from the
+		// runtime's name, so the runtime keeps the built-in one's
+		tune := !*fluxOnly && r.Intn(5) == 0
+		if tune {
+			base = tuneBases[r.Intn(len(tuneBases))]
+		}
 		rt := docs(filepath.Join(repo, "manifests/runtimes", base+".yaml"))[0]
 		name := fmt.Sprintf("rt-%d", i)
+		if tune {
+			name = base
+		}
 		rt["kind"] = "TrainingRuntime"
 		rt["metadata"] = map[string]any{"name": name, "namespace": "default"}
 		spec := rt["spec"].(map[string]any)
@@ -67,6 +77,9 @@ func randomInputs(repo, dir string, n int, seed int64) []string {
 		}
 		if *fluxOnly {
 			fluxCase(r, spec, js, trainer)
+		}
+		if tune {
+			tuneCase(r, trainer)
 		}
 		tjspec := map[string]any{
 			"runtimeRef": map[string]any{"name": name, "kind": "TrainingRuntime"},
