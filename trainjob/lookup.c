@@ -61,9 +61,9 @@ const char *trainjob_lookup_not_found(const struct trainjob_ref *ref, const char
     snprintf(buf, n,
              "spec.%s: Invalid value: %s: %s.%s \"%s\" not found: specified %s must be created "
              "before the TrainJob is created (%s: none%s%s%s in its input; %s%s)%s",
-             cluster ? "RuntimeRef" : "runtimeRef", value ? value : "{}", ref->kind,
-             ref->api_group, ref->name, cluster ? "clusterTrainingRuntime" : "trainingRuntime",
-             where, ref->namespace ? " in namespace \"" : "", ref->namespace ? ref->namespace : "",
+             cluster ? "RuntimeRef" : "runtimeRef", value ? value : "{}", ref->kind, ref->api_group,
+             ref->name, cluster ? "clusterTrainingRuntime" : "trainingRuntime", where,
+             ref->namespace ? " in namespace \"" : "", ref->namespace ? ref->namespace : "",
              ref->namespace ? "\"" : "", hint,
              cluster ? ", or a built-in one: `trainsched render --list-builtin`" : "",
              builtin ? "; a built-in runtime has that name: did you mean kind: "
