@@ -556,8 +556,8 @@ START_TEST(on_nodes_mixing_two_models_the_claims_get_the_planned_devices)
 }
 END_TEST
 
-/* claims of gang's pods (by name prefix "<gang>-") that are allocated */
-static int gang_claims_allocated(const char *gang)
+/* the claims of gang's pods (by name prefix "<gang>-"): fn(claim, arg) for each; the sum */
+static int each_gang_claim(const char *gang, int (*fn)(const json_t *c, const char *name))
 {
     json_t *claims = list(&r_claims), *c;
     size_t k, len = strlen(gang);
@@ -566,11 +566,23 @@ static int gang_claims_allocated(const char *gang)
     json_array_foreach(claims, k, c)
     {
         const char *name = str_at(c, "metadata", "name");
-        n += strncmp(name, gang, len) == 0 && name[len] == '-' &&
-             json_object_get(json_object_get(c, "status"), "allocation") != NULL;
+        if (strncmp(name, gang, len) == 0 && name[len] == '-')
+            n += fn(c, name);
     }
     json_decref(claims);
     return n;
+}
+
+static int is_allocated(const json_t *c, const char *name)
+{
+    (void)name;
+    return json_object_get(json_object_get(c, "status"), "allocation") != NULL;
+}
+
+/* claims of gang's pods that are allocated */
+static int gang_claims_allocated(const char *gang)
+{
+    return each_gang_claim(gang, is_allocated);
 }
 
 START_TEST(two_gangs_racing_for_the_same_gpus_never_both_hold)
@@ -861,34 +873,21 @@ START_TEST(a_claim_shared_by_two_members_binds_whole_ten_times_of_ten)
 }
 END_TEST
 
-/* what kube-scheduler's DynamicResources Unreserve does when the binds of a killed extender
- * fail: each claim of gang's pods loses its pods in status.reservedFor, its allocation stays
- * (a JSON patch of the status); returns how many claims lost a reservation */
-static int unreserve_gang(const char *gang)
+/* what kube-scheduler's DynamicResources Unreserve does to claim c when the binds of a killed
+ * extender fail: its pods leave status.reservedFor, its allocation stays (a JSON patch of the
+ * status); 1 when it lost a reservation */
+static int unreserve(const json_t *c, const char *name)
 {
-    json_t *claims = list(&r_claims), *c;
-    size_t k, len = strlen(gang);
-    int n = 0;
+    struct common_kube_write_opts wo = {0};
+    struct common_error err;
+    const char *patch = "[{\"op\":\"remove\",\"path\":\"/status/reservedFor\"}]";
 
-    json_array_foreach(claims, k, c)
-    {
-        const char *name = str_at(c, "metadata", "name");
-        const json_t *rf = json_object_get(json_object_get(c, "status"), "reservedFor");
-        struct common_kube_write_opts wo = {0};
-        struct common_error err;
-        char patch[512];
-        if (strncmp(name, gang, len) != 0 || name[len] != '-' || !json_array_size(rf))
-            continue;
-        snprintf(patch, sizeof(patch), "[{\"op\":\"remove\",\"path\":\"/status/reservedFor\"}]");
-        wo.subresource = "status";
-        /* kube-scheduler may have removed them meanwhile: then the path is gone */
-        if (common_kube_patch(kube, &r_claims, ns, name, COMMON_KUBE_JSON_PATCH, patch, &wo, NULL,
-                              &err) != COMMON_OK)
-            continue;
-        n++;
-    }
-    json_decref(claims);
-    return n;
+    if (!json_array_size(json_object_get(json_object_get(c, "status"), "reservedFor")))
+        return 0;
+    wo.subresource = "status";
+    /* kube-scheduler may have removed them meanwhile: then the path is gone */
+    return common_kube_patch(kube, &r_claims, ns, name, COMMON_KUBE_JSON_PATCH, patch, &wo, NULL,
+                             &err) == COMMON_OK;
 }
 
 START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing)
@@ -914,7 +913,7 @@ START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothi
      * allocated as trainsched wrote them and reserved for nobody */
     e2e_nap(1000);
     fprintf(stderr, "kill: %d claims unreserved as kube-scheduler does after the kill\n",
-            unreserve_gang("k"));
+            each_gang_claim("k", unreserve));
     start_extender();
     ck_assert_msg(common_kube_patch(kube, &common_kube_pods, ns, "k-2", COMMON_KUBE_JSON_PATCH,
                                     "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]",
