@@ -47,7 +47,8 @@
  *   a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted
  *       a standalone claim trainsched allocated for a gang that then times out (reserved for
  *       nobody, still allocated), then the gang deleted: the sweep frees the allocation
- *       (trainsched_extender_dra_allocations_total{event="leaked_freed"}).
+ *       (trainsched_extender_dra_allocations_total{event="leaked_freed"}, and the Events
+ *       DeviceAllocationWritten and LeakedAllocationFreed regarding the claim).
  */
 #include <check.h>
 #include <stdio.h>
@@ -935,6 +936,32 @@ START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothi
 }
 END_TEST
 
+/* 1 when an Event of reason about ResourceClaim claim exists in the namespace, within secs */
+static int claim_event(const char *claim, const char *reason, double secs)
+{
+    double t0 = e2e_now_s();
+
+    do {
+        json_t *items = list(&common_kube_events), *e;
+        size_t i;
+        int found = 0;
+        json_array_foreach(items, i, e)
+        {
+            const char *r = json_string_value(json_object_get(e, "reason"));
+            found |= r && strcmp(r, reason) == 0 &&
+                     strcmp(str_at(e, "regarding", "kind") ? str_at(e, "regarding", "kind") : "",
+                            "ResourceClaim") == 0 &&
+                     strcmp(str_at(e, "regarding", "name") ? str_at(e, "regarding", "name") : "",
+                            claim) == 0;
+        }
+        json_decref(items);
+        if (found)
+            return 1;
+        e2e_nap(250);
+    } while (e2e_now_s() - t0 < secs);
+    return 0;
+}
+
 START_TEST(a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted)
 {
     double t0;
@@ -991,6 +1018,11 @@ START_TEST(a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted)
                   "trainsched_extender_dra_allocations_total{event=\"leaked_freed\"} not counted");
     ck_assert_msg(alloc_metric("written") >= 1,
                   "trainsched_extender_dra_allocations_total{event=\"written\"} not counted");
+    /* and Events regarding the claim say what happened */
+    ck_assert_msg(claim_event("keep", "DeviceAllocationWritten", 15),
+                  "no DeviceAllocationWritten Event regarding claim keep");
+    ck_assert_msg(claim_event("keep", "LeakedAllocationFreed", 15),
+                  "no LeakedAllocationFreed Event regarding claim keep");
 }
 END_TEST
 
