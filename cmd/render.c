@@ -794,7 +794,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             format = optarg[0] == '=' ? optarg + 1 : optarg; /* -o=json, as kubectl accepts */
             break;
         case 'n':
-            ns = optarg;
+            ns = optarg[0] == '=' && optarg[1] ? optarg + 1 : optarg; /* -n=NS, as kubectl */
             break;
         case 'w':
             if (strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0) {

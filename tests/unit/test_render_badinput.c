@@ -869,6 +869,28 @@ START_TEST(output_given_as_o_equals_json_renders_json)
 }
 END_TEST
 
+/* -n=NS as kubectl takes it (the namespace was "=team", refused as not a DNS label) */
+START_TEST(namespace_given_as_n_equals_ns_is_taken)
+{
+    struct run r;
+    char path[] = "/tmp/test-render-ns-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_ptr_nonnull(f = fdopen(fd, "w"));
+    fputs("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: j}\n"
+          "spec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 1}}\n",
+          f);
+    fclose(f);
+    RENDER(&r, "-f", path, "-n=team");
+    unlink(path);
+    check_list("-n=team", &r, 0);
+    ck_assert_msg(strstr(r.out, "namespace: team") != NULL, "%.2000s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(stdin_given_twice_is_bad_usage)
 {
     struct run r;
@@ -1047,6 +1069,7 @@ int main(void)
     tcase_add_test(tc_cli, a_folder_without_manifests_is_named);
     tcase_add_test(tc_cli, a_folder_renders_its_manifests_in_name_order);
     tcase_add_test(tc_cli, output_given_as_o_equals_json_renders_json);
+    tcase_add_test(tc_cli, namespace_given_as_n_equals_ns_is_taken);
     tcase_add_test(tc_cli, stdin_given_twice_is_bad_usage);
     tcase_add_test(tc_cli, bad_input_on_stdin_is_named_stdin);
     tcase_add_test(tc_cli, an_empty_stdin_is_refused);
