@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/intmath.h"
 #include "common/names.h"
+#include "common/quantity.h"
 #include "integrations/backend.h"
 #include "sim/sim_int.h"
 #include "topology/topology.h"
@@ -1074,6 +1075,65 @@ static enum common_rc no_claims(const struct sim_loader *l, const struct item *i
     return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
 }
 
+/* a Pod of the input whose container resources the API server refuses (pod validation,
+ * ValidateResourceRequirements, as trainjob/resources.c applies it to TrainJobs): a negative
+ * quantity, or a fraction of an extended resource (nvidia.com/gpu: 0.5). Both used to be
+ * simulated: -1 GPU as a pod that gives a GPU back, 0.5 as a whole GPU. Refused at the value;
+ * a malformed quantity is left to the decoder, which names it. */
+static enum common_rc pod_quantities(const struct sim_loader *l, const struct item *it,
+                                     const json_t *pod, const char *id, struct common_error *err)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    static const char *const maps[] = {"limits", "requests"};
+    const json_t *spec = json_object_get(pod, "spec");
+
+    for (size_t li = 0; li < 2; li++) {
+        const json_t *cs = json_object_get(spec, lists[li]), *c;
+        size_t i;
+        json_array_foreach((json_t *)cs, i, c)
+        {
+            for (size_t m = 0; m < 2; m++) {
+                json_t *map = json_object_get(json_object_get(c, "resources"), maps[m]), *v;
+                const char *k;
+                json_object_foreach(map, k, v)
+                {
+                    struct common_quantity q;
+                    struct common_error qe;
+                    char text[64], pos[600], field[400], what[600];
+                    const char *sl = strchr(k, '/'), *t = text, *why;
+                    size_t plen = sl ? (size_t)(sl - k) : 0;
+                    int native = !sl || (plen == 13 && strncmp(k, "kubernetes.io", 13) == 0) ||
+                                 (plen > 14 && strncmp(sl - 14, ".kubernetes.io", 14) == 0);
+
+                    if (json_is_string(v))
+                        t = json_string_value(v);
+                    else if (json_is_integer(v))
+                        snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+                    else if (json_is_real(v))
+                        snprintf(text, sizeof(text), "%.17g", json_real_value(v));
+                    else
+                        continue;
+                    if (common_quantity_parse(t, &q, &qe) != COMMON_OK)
+                        continue;
+                    if (q.nano < 0)
+                        why = "must be greater than or equal to 0";
+                    else if (!native && q.nano % 1000000000 != 0)
+                        why = "must be an integer (an extended resource is counted in whole "
+                              "devices)";
+                    else
+                        continue;
+                    where(l, it, v, pos, sizeof(pos));
+                    snprintf(field, sizeof(field), "spec.%s[%zu].resources.%s[%.200s]", lists[li],
+                             i, maps[m], k);
+                    snprintf(what, sizeof(what), "Invalid value: \"%.60s\": %s", t, why);
+                    return bad(err, pos, id, field, what);
+                }
+            }
+        }
+    }
+    return COMMON_OK;
+}
+
 /* decode pod JSON (owned copy, modified: uid, namespace, the synthetic group label) and add it
  * to job j */
 static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod, const char *ns,
@@ -1664,7 +1724,8 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             if (j->pod_arrival_ms)
                 j->pod_arrival_ms[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
         }
-        if ((rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
+        if ((rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK ||
+            (rc = pod_quantities(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
             return rc;
         if (!(copy = json_deep_copy(p)))
             return oom(err);
@@ -1712,7 +1773,8 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
     if ((rc = sim_annotations(l, it, it->doc, id, &j->arrival_ms, &j->run_ms, &any, err)))
         return rc;
     job_minmember0(j, ns, group);
-    if ((rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK)
+    if ((rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK ||
+        (rc = pod_quantities(l, it, it->doc, id, err)) != COMMON_OK)
         return rc;
     if (!(copy = json_deep_copy(it->doc)))
         return oom(err);
