@@ -67,6 +67,8 @@ struct sim_loader {
     const char *cluster_file;
     struct common_node **nodes;
     size_t n_nodes, cap_nodes;
+    const char **node_pos; /* [n_nodes]: "file:line:col: " of the object each node came from */
+    size_t cap_node_pos;
     const char **levels;
     size_t n_levels;
     struct sim_topology *topos; /* in declaration order; the first is the default */
@@ -129,6 +131,7 @@ void sim_loader_destroy(struct sim_loader *l)
     for (size_t i = 0; i < l->n_builtin; i++)
         common_yaml_docs_free(&l->builtin[i]);
     common_free(l->nodes);
+    common_free(l->node_pos);
     common_free(l->topos);
     common_free(l->all_pods);
     common_free(l->jobs);
@@ -406,7 +409,15 @@ static enum common_rc node_add(struct sim_loader *l, struct common_node *n, cons
                                 "%d nodes (Kubernetes is tested to 5,000)",
                                 pos, SIM_MAX_NODES, SIM_MAX_NODES);
     }
-    if (grow((void **)&l->nodes, &l->cap_nodes, l->n_nodes, sizeof(*l->nodes))) {
+    if (grow((void **)&l->nodes, &l->cap_nodes, l->n_nodes, sizeof(*l->nodes)) ||
+        grow((void **)&l->node_pos, &l->cap_node_pos, l->n_nodes, sizeof(*l->node_pos))) {
+        common_node_free(n);
+        return oom(err);
+    }
+    /* the nodes of one SimCluster share their position string */
+    if (l->n_nodes && strcmp(l->node_pos[l->n_nodes - 1], pos) == 0)
+        l->node_pos[l->n_nodes] = l->node_pos[l->n_nodes - 1];
+    else if (!(l->node_pos[l->n_nodes] = common_arena_strdup(l->a, pos))) {
         common_node_free(n);
         return oom(err);
     }
@@ -1783,9 +1794,49 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
     return rc;
 }
 
+struct node_at {
+    struct common_node *n;
+    const char *pos;
+    size_t order;
+};
+
+/* by name, then in the order given (so of two nodes of one name the first given is first) */
 static int node_cmp(const void *a, const void *b)
 {
-    return strcmp((*(struct common_node *const *)a)->name, (*(struct common_node *const *)b)->name);
+    const struct node_at *x = a, *y = b;
+    int c = strcmp(x->n->name, y->n->name);
+    return c ? c : x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* l->nodes in name order; two nodes of one name are refused naming both places (the message
+ * named only the first cluster file, without a line, even when the second node was in another
+ * file) */
+static enum common_rc sort_nodes(struct sim_loader *l, struct common_error *err)
+{
+    struct node_at *v = common_malloc(l->n_nodes * sizeof(*v));
+    enum common_rc rc = COMMON_OK;
+
+    if (!v)
+        return oom(err);
+    for (size_t i = 0; i < l->n_nodes; i++)
+        v[i] = (struct node_at){l->nodes[i], l->node_pos[i], i};
+    qsort(v, l->n_nodes, sizeof(*v), node_cmp);
+    for (size_t i = 0; i < l->n_nodes; i++) {
+        l->nodes[i] = v[i].n;
+        l->node_pos[i] = v[i].pos;
+    }
+    for (size_t i = 1; i < l->n_nodes && rc == COMMON_OK; i++)
+        if (strcmp(v[i - 1].n->name, v[i].n->name) == 0) {
+            size_t fl = strlen(v[i - 1].pos);
+            if (fl >= 2 && strcmp(v[i - 1].pos + fl - 2, ": ") == 0)
+                fl -= 2; /* "file:line:col" */
+            rc = common_error_set(err, COMMON_EINVAL,
+                                  "%sNode %s: metadata.name: Duplicate value: two nodes share the "
+                                  "name; first given at %.*s",
+                                  v[i].pos, v[i].n->name, (int)fl, v[i - 1].pos);
+        }
+    common_free(v);
+    return rc;
 }
 
 /* The same object in two places (two files, or twice in one) would run twice, or (runtimes)
@@ -1929,7 +1980,7 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
             char pos[300], id[400], field[300], what[300];
             if (r->extended[x].value <= INT32_MAX || strcmp(r->extended[x].name, l->gpu) != 0)
                 continue;
-            snprintf(pos, sizeof(pos), "%s: ", l->cluster_file ? l->cluster_file : "cluster");
+            snprintf(pos, sizeof(pos), "%s", l->node_pos[i]);
             snprintf(id, sizeof(id), "Node %s", l->nodes[i]->name);
             snprintf(field, sizeof(field), "status.allocatable[%s]", l->gpu);
             snprintf(what, sizeof(what), "Invalid value: \"%lld\": " SIM_GPUS_PER_NODE_WHY,
@@ -1937,14 +1988,8 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
             return bad(err, pos, id, field, what);
         }
     }
-    qsort(l->nodes, l->n_nodes, sizeof(*l->nodes), node_cmp);
-    for (size_t i = 1; i < l->n_nodes; i++)
-        if (strcmp(l->nodes[i - 1]->name, l->nodes[i]->name) == 0)
-            return common_error_set(err, COMMON_EINVAL,
-                                    "%s: Node %s: metadata.name: Duplicate value: two nodes "
-                                    "share the name",
-                                    l->cluster_file ? l->cluster_file : "cluster",
-                                    l->nodes[i]->name);
+    if ((rc = sort_nodes(l, err)) != COMMON_OK)
+        return rc;
     if ((rc = check_duplicates(l, err)) != COMMON_OK)
         return rc;
     for (size_t i = 0; i < l->trainjobs.n; i++)
