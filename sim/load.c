@@ -1086,6 +1086,43 @@ static enum common_rc no_claims(const struct sim_loader *l, const struct item *i
     return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
 }
 
+/* the top-level and metadata keys of a Pod or PodGroup of the input, and (spec_keys) the
+ * PodGroup's spec: an unknown one is refused at the key, as kubectl's strict field validation
+ * refuses it (a misspelt spec: or minMember: was dropped in silence: a pod of no containers, a
+ * PodGroup of no gang). A Pod's spec is not checked key by key (its schema is Kubernetes'). */
+static enum common_rc object_keys(const struct sim_loader *l, const struct item *it, json_t *doc,
+                                  const char *id, const char *const *spec_keys,
+                                  struct common_error *err)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    static const char *const meta[] = {"name",
+                                       "generateName",
+                                       "namespace",
+                                       "selfLink",
+                                       "uid",
+                                       "resourceVersion",
+                                       "generation",
+                                       "creationTimestamp",
+                                       "deletionTimestamp",
+                                       "deletionGracePeriodSeconds",
+                                       "labels",
+                                       "annotations",
+                                       "ownerReferences",
+                                       "finalizers",
+                                       "managedFields",
+                                       NULL};
+    json_t *spec = json_object_get(doc, "spec");
+    enum common_rc rc;
+
+    if ((rc = known_keys(l, it, doc, "", id, top, err)) != COMMON_OK ||
+        (rc = known_keys(l, it, json_object_get(doc, "metadata"), "metadata", id, meta, err)) !=
+            COMMON_OK)
+        return rc;
+    if (spec_keys && json_is_object(spec))
+        return known_keys(l, it, spec, "spec", id, spec_keys, err);
+    return COMMON_OK;
+}
+
 /* a Pod of the input whose container resources the API server refuses (pod validation,
  * ValidateResourceRequirements, as trainjob/resources.c applies it to TrainJobs): a negative
  * quantity, or a fraction of an extended resource (nvidia.com/gpu: 0.5). Both used to be
@@ -1654,6 +1691,9 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
                                    const struct pod_key *keys, size_t n_keys,
                                    struct common_error *err)
 {
+    /* scheduler-plugins' PodGroupSpec (scheduling.x-k8s.io/v1alpha1) */
+    static const char *const pg_spec_keys[] = {"minMember", "minResources",
+                                               "scheduleTimeoutSeconds", NULL};
     json_t *doc = (json_t *)it->doc;
     const char *name = str_at(doc, "metadata", "name");
     const char *ns = str_at(doc, "metadata", "namespace");
@@ -1670,7 +1710,8 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     if (!name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
     if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
-        (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)))
+        (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)) ||
+        (rc = object_keys(l, it, doc, id, pg_spec_keys, err)))
         return rc;
     if (!(j = job_new(l, it)))
         return oom(err);
@@ -1735,7 +1776,8 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             if (j->pod_arrival_ms)
                 j->pod_arrival_ms[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
         }
-        if ((rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK ||
+        if ((rc = object_keys(l, &l->pods.v[i], (json_t *)p, id, NULL, err)) != COMMON_OK ||
+            (rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK ||
             (rc = pod_quantities(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
             return rc;
         if (!(copy = json_deep_copy(p)))
@@ -1784,7 +1826,8 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
     if ((rc = sim_annotations(l, it, it->doc, id, &j->arrival_ms, &j->run_ms, &any, err)))
         return rc;
     job_minmember0(j, ns, group);
-    if ((rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK ||
+    if ((rc = object_keys(l, it, (json_t *)it->doc, id, NULL, err)) != COMMON_OK ||
+        (rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK ||
         (rc = pod_quantities(l, it, it->doc, id, err)) != COMMON_OK)
         return rc;
     if (!(copy = json_deep_copy(it->doc)))
