@@ -1111,9 +1111,27 @@ static enum common_rc object_keys(const struct sim_loader *l, const struct item 
                                        "finalizers",
                                        "managedFields",
                                        NULL};
-    json_t *spec = json_object_get(doc, "spec");
+    json_t *spec = json_object_get(doc, "spec"), *md = json_object_get(doc, "metadata");
+    const char *name = str_at(doc, "metadata", "name"), *ns = str_at(doc, "metadata", "namespace");
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    char pos[600];
     enum common_rc rc;
 
+    /* names and spec.nodeName refused at the value (they were refused at the document's first
+     * line) */
+    if (name && *name && common_names_dns1123_subdomain(name)) {
+        where_key(l, it, md, "name", pos, sizeof(pos));
+        return name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain);
+    }
+    if (ns && common_names_dns1123_label(ns)) {
+        where_key(l, it, md, "namespace", pos, sizeof(pos));
+        return name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label);
+    }
+    if (!spec_keys && node && *node) {
+        where_key(l, it, spec, "nodeName", pos, sizeof(pos));
+        return bad(err, pos, id, "spec.nodeName",
+                   "Forbidden: simulate places pods itself; leave spec.nodeName unset");
+    }
     if ((rc = known_keys(l, it, doc, "", id, top, err)) != COMMON_OK ||
         (rc = known_keys(l, it, json_object_get(doc, "metadata"), "metadata", id, meta, err)) !=
             COMMON_OK)
@@ -1182,10 +1200,56 @@ static enum common_rc pod_quantities(const struct sim_loader *l, const struct it
     return COMMON_OK;
 }
 
+/* the value at the field path a decoder's message starts with ("spec.containers[0].resources.
+ * requests[cpu]: ..."), in doc, or NULL (no such path: "effective pod requests[...]") */
+static const json_t *at_path(const json_t *doc, const char *msg)
+{
+    const char *p = msg, *end = strstr(msg, ": ");
+    const json_t *v = doc;
+
+    if (!end)
+        return NULL;
+    while (p < end && v) {
+        char key[300];
+        size_t n;
+        if (*p == '[') {
+            const char *c = memchr(p, ']', (size_t)(end - p));
+            if (!c)
+                return NULL;
+            n = (size_t)(c - p - 1);
+            if (n >= sizeof(key))
+                return NULL;
+            memcpy(key, p + 1, n);
+            key[n] = '\0';
+            if (json_is_array(v)) {
+                char *e;
+                long i = strtol(key, &e, 10);
+                v = *key && !*e && i >= 0 ? json_array_get(v, (size_t)i) : NULL;
+            } else
+                v = json_object_get(v, key);
+            p = c + 1;
+        } else {
+            if (*p == '.')
+                p++;
+            n = strcspn(p, ".[");
+            if (p + n > end)
+                n = (size_t)(end - p);
+            if (!n || n >= sizeof(key) || memchr(p, ' ', n))
+                return NULL;
+            memcpy(key, p, n);
+            key[n] = '\0';
+            v = json_object_get(v, key);
+            p += n;
+        }
+    }
+    return p == end ? v : NULL;
+}
+
 /* decode pod JSON (owned copy, modified: uid, namespace, the synthetic group label) and add it
- * to job j */
-static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod, const char *ns,
-                              const char *group, const char *pos, struct common_error *err)
+ * to job j; orig: the Pod as written (for positions), or NULL */
+static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod,
+                              const json_t *orig, const char *ns, const char *group,
+                              const char *pos, struct common_error *err)
 {
     json_t *meta = json_object_get(pod, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
@@ -1241,8 +1305,14 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
     rc = common_pod_from_json(pod, &cp, &e);
     if (rc == COMMON_ENOMEM)
         return oom(err);
-    if (rc != COMMON_OK)
-        return bad(err, pos, id, "", e.msg);
+    if (rc != COMMON_OK) {
+        /* at the field the decoder names, when the Pod was written in a file */
+        const json_t *at = orig ? at_path(orig, e.msg) : NULL;
+        char fpos[600] = "";
+        if (at)
+            where(l, NULL, at, fpos, sizeof(fpos));
+        return bad(err, *fpos ? fpos : pos, id, "", e.msg);
+    }
     if (grow((void **)&l->all_pods, &l->cap_all_pods, l->n_all_pods, sizeof(*l->all_pods))) {
         common_pod_free(cp);
         return oom(err);
@@ -1438,7 +1508,7 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
                     json_decref(pod);
                     return oom(err);
                 }
-                rc = job_pod(l, j, pod, ns, group, pos, err);
+                rc = job_pod(l, j, pod, NULL, ns, group, pos, err);
                 json_decref(pod);
                 if (rc != COMMON_OK)
                     return rc;
@@ -1709,9 +1779,7 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     where(l, it, doc, pos, sizeof(pos));
     if (!name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
-    if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
-        (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)) ||
-        (rc = object_keys(l, it, doc, id, pg_spec_keys, err)))
+    if ((rc = object_keys(l, it, doc, id, pg_spec_keys, err)))
         return rc;
     if (!(j = job_new(l, it)))
         return oom(err);
@@ -1782,7 +1850,7 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             return rc;
         if (!(copy = json_deep_copy(p)))
             return oom(err);
-        rc = job_pod(l, j, copy, ns, NULL, ppos, err);
+        rc = job_pod(l, j, copy, p, ns, NULL, ppos, err);
         json_decref(copy);
         if (rc != COMMON_OK)
             return rc;
@@ -1832,7 +1900,7 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
         return rc;
     if (!(copy = json_deep_copy(it->doc)))
         return oom(err);
-    rc = job_pod(l, j, copy, ns, group, pos, err);
+    rc = job_pod(l, j, copy, it->doc, ns, group, pos, err);
     json_decref(copy);
     return rc;
 }
