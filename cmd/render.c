@@ -841,6 +841,15 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             status_ca_file = optarg;
             break;
         case 'q':
+            /* checked here as --volcano-queue is and as serve checks it (it was refused only on
+             * a kai TrainJob, blamed on the TrainJob's file and line as backends.kai.queue) */
+            if (*optarg && common_names_dns1123_subdomain(optarg)) {
+                fprintf(err,
+                        "error: --kai-queue: backends.kai.queue: Invalid value: \"%s\": a KAI "
+                        "Queue name: %s\n",
+                        optarg, common_names_dns1123_subdomain(optarg));
+                return 2;
+            }
             kai_queue = optarg;
             break;
         case 'h':

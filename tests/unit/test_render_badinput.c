@@ -714,6 +714,25 @@ END_TEST
 
 /* --volcano-queue names a cluster-scoped Volcano Queue: a DNS-1123 subdomain, as serve's
  * backends.volcano.queue */
+/* --kai-queue is checked as serve's is, on the command line, whatever the backend (it was
+ * accepted without the kai backend, and with it blamed on the TrainJob's line) */
+START_TEST(a_kai_queue_that_is_no_queue_name_is_bad_usage)
+{
+    struct run r;
+    const char *says[] = {
+        "error: --kai-queue: backends.kai.queue: Invalid value: \"Bad Q\": a KAI Queue name:",
+        "RFC 1123 subdomain", NULL};
+
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--kai-queue", "Bad Q");
+    check_refusal("--kai-queue 'Bad Q'", &r, NULL, NULL, NULL, says);
+    run_free(&r);
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--backend", "kai",
+           "--kai-queue", "Bad Q");
+    check_refusal("--backend kai --kai-queue 'Bad Q'", &r, NULL, NULL, NULL, says);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(a_volcano_queue_that_is_no_queue_name_is_bad_usage)
 {
     struct run r;
@@ -1062,6 +1081,7 @@ int main(void)
     tcase_add_test(tc_cli, no_input_file_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_output_format_is_bad_usage);
     tcase_add_test(tc_cli, a_volcano_queue_that_is_no_queue_name_is_bad_usage);
+    tcase_add_test(tc_cli, a_kai_queue_that_is_no_queue_name_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
     tcase_add_test(tc_cli, existing_takes_a_folder);
     tcase_add_test(tc_cli, version_after_the_command_prints_the_version);
