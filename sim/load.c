@@ -751,6 +751,29 @@ static enum common_rc sim_cluster_doc(struct sim_loader *l, const struct item *i
         where_key(l, it, spec, "labels", pos, sizeof(pos));
         return bad(err, pos, id, "spec.labels", "must be a map of label keys to values");
     }
+    { /* label keys and values as the API server checks a Node's (they were taken unchecked) */
+        const char *k, *why;
+        json_t *v;
+        json_object_foreach(labels, k, v)
+        {
+            char field[400], what[700];
+            snprintf(field, sizeof(field), "spec.labels[%.300s]", k);
+            if ((why = common_names_qualified_name(k))) {
+                if (key_pos(l, labels, k, pos, sizeof(pos)))
+                    where_key(l, it, spec, "labels", pos, sizeof(pos));
+                snprintf(what, sizeof(what), "Invalid value: \"%.200s\": %s", k, why);
+                return bad(err, pos, id, field, what);
+            }
+            if (!json_is_string(v) || (why = common_names_label_value(json_string_value(v)))) {
+                where_key(l, it, labels, k, pos, sizeof(pos));
+                if (!json_is_string(v))
+                    return bad(err, pos, id, field, "must be a string (label values are strings)");
+                snprintf(what, sizeof(what), "Invalid value: \"%.200s\": %s", json_string_value(v),
+                         why);
+                return bad(err, pos, id, field, what);
+            }
+        }
+    }
     if (taints && !json_is_array(taints)) {
         where_key(l, it, spec, "taints", pos, sizeof(pos));
         return bad(err, pos, id, "spec.taints", "must be a list of taints");
