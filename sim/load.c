@@ -1194,6 +1194,22 @@ static enum common_rc pod_quantities(const struct sim_loader *l, const struct it
                     int native = !sl || (plen == 13 && strncmp(k, "kubernetes.io", 13) == 0) ||
                                  (plen > 14 && strncmp(sl - 14, ".kubernetes.io", 14) == 0);
 
+                    if (!sl && strcmp(k, "cpu") && strcmp(k, "memory") &&
+                        strcmp(k, "ephemeral-storage") && strncmp(k, "hugepages-", 10)) {
+                        /* "cpus", "gpu": the API server refuses the name (it was counted as
+                         * an unknown resource no node has, or ignored) */
+                        if (key_pos(l, map, k, pos, sizeof(pos)))
+                            where(l, it, map, pos, sizeof(pos));
+                        snprintf(field, sizeof(field), "spec.%s[%zu].resources.%s[%.200s]",
+                                 lists[li], i, maps[m], k);
+                        snprintf(what, sizeof(what),
+                                 "Invalid value: \"%.200s\": must be a standard resource for "
+                                 "containers (cpu, memory, ephemeral-storage, hugepages-<size>) "
+                                 "or a fully qualified extended resource name such as "
+                                 "nvidia.com/gpu",
+                                 k);
+                        return bad(err, pos, id, field, what);
+                    }
                     if (json_is_string(v))
                         t = json_string_value(v);
                     else if (json_is_integer(v))
