@@ -795,7 +795,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             format = optarg[0] == '=' ? optarg + 1 : optarg; /* -o=json, as kubectl accepts */
             break;
         case 'n':
-            ns = optarg;
+            ns = optarg[0] == '=' && optarg[1] ? optarg + 1 : optarg; /* -n=NS, as kubectl */
             break;
         case 'w':
             if (strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0) {
@@ -842,6 +842,15 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             status_ca_file = optarg;
             break;
         case 'q':
+            /* checked here as --volcano-queue is and as serve checks it (it was refused only on
+             * a kai TrainJob, blamed on the TrainJob's file and line as backends.kai.queue) */
+            if (*optarg && common_names_dns1123_subdomain(optarg)) {
+                fprintf(err,
+                        "error: --kai-queue: backends.kai.queue: Invalid value: \"%s\": a KAI "
+                        "Queue name: %s\n",
+                        optarg, common_names_dns1123_subdomain(optarg));
+                return 2;
+            }
             kai_queue = optarg;
             break;
         case 'h':

@@ -181,6 +181,8 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         switch (opt) {
         case 'f':
         case 'c':
+            if (opt == 'f' && optarg[0] == '=' && optarg[1]) /* -f=FILE, as render and kubectl */
+                optarg++;
             if ((opt == 'f' ? nf : nc) >= MAX_FILES) {
                 fprintf(err, "error: more than %d %s files\n", MAX_FILES,
                         opt == 'f' ? "job" : "cluster");

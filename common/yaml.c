@@ -1208,6 +1208,46 @@ static enum common_rc key_text(struct loader *L, const struct resolved *r, const
     return COMMON_OK;
 }
 
+static int plain_key(const char *k, size_t n)
+{
+    if (!n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
+              (k[i] >= '0' && k[i] <= '9') || k[i] == '_' || k[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* "spec.trainer.numNodes: " (or "items[2]: "), the path of the value being read from the
+ * document's root, into buf; "" at the root or in a key. For messages about a value, which
+ * is refused before the object it belongs to is known. */
+static const char *value_path(const struct loader *L, char *buf, size_t n)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < L->depth && len < n; i++) {
+        const struct frame *f = &L->stack[i];
+        int w;
+        if (f->is_map && !f->have_key)
+            return ""; /* a key, or a value of a key not yet read: no path */
+        if (f->is_map && plain_key(f->key, f->key_len))
+            w = snprintf(buf + len, n - len, "%s%.*s", len ? "." : "", (int)f->key_len, f->key);
+        else if (f->is_map) /* limits[nvidia.com/gpu], as the API server writes a map key */
+            w = snprintf(buf + len, n - len, "[%.*s]", (int)f->key_len, f->key);
+        else
+            w = snprintf(buf + len, n - len, "[%zu]", json_array_size(f->node));
+        if (w < 0)
+            return "";
+        len += (size_t)w;
+    }
+    if (!len || len + 3 > n)
+        return len ? buf : "";
+    memcpy(buf + len, ": ", 3);
+    return buf;
+}
+
 /* Resolve a scalar event's text under its tag (tk); errors name the position. */
 static enum common_rc resolve_scalar(struct loader *L, const yaml_event_t *ev, enum tagk tk,
                                      struct resolved *r)
@@ -1215,7 +1255,7 @@ static enum common_rc resolve_scalar(struct loader *L, const yaml_event_t *ev, e
     const char *s = (const char *)ev->data.scalar.value;
     size_t n = ev->data.scalar.length;
     const yaml_mark_t *m = &ev->start_mark;
-    char q[MSG_KEY_MAX + 16], shown[96];
+    char q[MSG_KEY_MAX + 16], shown[96], path[512];
     int rc;
 
     memset(r, 0, sizeof(*r));
@@ -1228,7 +1268,8 @@ static enum common_rc resolve_scalar(struct loader *L, const yaml_event_t *ev, e
         return nomem(L);
     if (rc == RES_RANGE)
         return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1,
-                    "integer %s does not fit in 64 bits", msg_quote(q, sizeof(q), s, n));
+                    "%sinteger %s does not fit in 64 bits", value_path(L, path, sizeof(path)),
+                    msg_quote(q, sizeof(q), s, n));
     if (tk == T_FLOAT && r->kind == R_INT) {
         r->kind = R_REAL;
         r->d = (double)r->i;
@@ -1473,10 +1514,12 @@ static enum common_rc on_scalar(struct loader *L, const yaml_event_t *ev)
         }
         return COMMON_OK;
     }
-    if (r.kind == R_INF || r.kind == R_NAN)
+    if (r.kind == R_INF || r.kind == R_NAN) {
+        char path[512];
         return fail(L, COMMON_EINVAL, m->line + 1, m->column + 1,
-                    "%.*s is not a number JSON can hold; quote it to make it a string",
-                    (int)(n < 16 ? n : 16), s);
+                    "%s%.*s is not a number JSON can hold; quote it to make it a string",
+                    value_path(L, path, sizeof(path)), (int)(n < 16 ? n : 16), s);
+    }
     rc = count_nodes(L, 1, m);
     if (rc)
         return rc;

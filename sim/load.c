@@ -11,6 +11,7 @@
 #include "common/alloc.h"
 #include "common/intmath.h"
 #include "common/names.h"
+#include "common/quantity.h"
 #include "integrations/backend.h"
 #include "sim/sim_int.h"
 #include "topology/topology.h"
@@ -66,6 +67,8 @@ struct sim_loader {
     const char *cluster_file;
     struct common_node **nodes;
     size_t n_nodes, cap_nodes;
+    const char **node_pos; /* [n_nodes]: "file:line:col: " of the object each node came from */
+    size_t cap_node_pos;
     const char **levels;
     size_t n_levels;
     struct sim_topology *topos; /* in declaration order; the first is the default */
@@ -128,6 +131,7 @@ void sim_loader_destroy(struct sim_loader *l)
     for (size_t i = 0; i < l->n_builtin; i++)
         common_yaml_docs_free(&l->builtin[i]);
     common_free(l->nodes);
+    common_free(l->node_pos);
     common_free(l->topos);
     common_free(l->all_pods);
     common_free(l->jobs);
@@ -405,7 +409,15 @@ static enum common_rc node_add(struct sim_loader *l, struct common_node *n, cons
                                 "%d nodes (Kubernetes is tested to 5,000)",
                                 pos, SIM_MAX_NODES, SIM_MAX_NODES);
     }
-    if (grow((void **)&l->nodes, &l->cap_nodes, l->n_nodes, sizeof(*l->nodes))) {
+    if (grow((void **)&l->nodes, &l->cap_nodes, l->n_nodes, sizeof(*l->nodes)) ||
+        grow((void **)&l->node_pos, &l->cap_node_pos, l->n_nodes, sizeof(*l->node_pos))) {
+        common_node_free(n);
+        return oom(err);
+    }
+    /* the nodes of one SimCluster share their position string */
+    if (l->n_nodes && strcmp(l->node_pos[l->n_nodes - 1], pos) == 0)
+        l->node_pos[l->n_nodes] = l->node_pos[l->n_nodes - 1];
+    else if (!(l->node_pos[l->n_nodes] = common_arena_strdup(l->a, pos))) {
         common_node_free(n);
         return oom(err);
     }
@@ -738,6 +750,29 @@ static enum common_rc sim_cluster_doc(struct sim_loader *l, const struct item *i
     if (labels && !json_is_object(labels)) {
         where_key(l, it, spec, "labels", pos, sizeof(pos));
         return bad(err, pos, id, "spec.labels", "must be a map of label keys to values");
+    }
+    { /* label keys and values as the API server checks a Node's (they were taken unchecked) */
+        const char *k, *why;
+        json_t *v;
+        json_object_foreach(labels, k, v)
+        {
+            char field[400], what[700];
+            snprintf(field, sizeof(field), "spec.labels[%.300s]", k);
+            if ((why = common_names_qualified_name(k))) {
+                if (key_pos(l, labels, k, pos, sizeof(pos)))
+                    where_key(l, it, spec, "labels", pos, sizeof(pos));
+                snprintf(what, sizeof(what), "Invalid value: \"%.200s\": %s", k, why);
+                return bad(err, pos, id, field, what);
+            }
+            if (!json_is_string(v) || (why = common_names_label_value(json_string_value(v)))) {
+                where_key(l, it, labels, k, pos, sizeof(pos));
+                if (!json_is_string(v))
+                    return bad(err, pos, id, field, "must be a string (label values are strings)");
+                snprintf(what, sizeof(what), "Invalid value: \"%.200s\": %s", json_string_value(v),
+                         why);
+                return bad(err, pos, id, field, what);
+            }
+        }
     }
     if (taints && !json_is_array(taints)) {
         where_key(l, it, spec, "taints", pos, sizeof(pos));
@@ -1074,10 +1109,186 @@ static enum common_rc no_claims(const struct sim_loader *l, const struct item *i
     return bad(err, pos, id, "spec.resourceClaims", SIM_NO_DRA);
 }
 
+/* the top-level and metadata keys of a Pod or PodGroup of the input, and (spec_keys) the
+ * PodGroup's spec: an unknown one is refused at the key, as kubectl's strict field validation
+ * refuses it (a misspelt spec: or minMember: was dropped in silence: a pod of no containers, a
+ * PodGroup of no gang). A Pod's spec is not checked key by key (its schema is Kubernetes'). */
+static enum common_rc object_keys(const struct sim_loader *l, const struct item *it, json_t *doc,
+                                  const char *id, const char *const *spec_keys,
+                                  struct common_error *err)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    static const char *const meta[] = {"name",
+                                       "generateName",
+                                       "namespace",
+                                       "selfLink",
+                                       "uid",
+                                       "resourceVersion",
+                                       "generation",
+                                       "creationTimestamp",
+                                       "deletionTimestamp",
+                                       "deletionGracePeriodSeconds",
+                                       "labels",
+                                       "annotations",
+                                       "ownerReferences",
+                                       "finalizers",
+                                       "managedFields",
+                                       NULL};
+    json_t *spec = json_object_get(doc, "spec"), *md = json_object_get(doc, "metadata");
+    const char *name = str_at(doc, "metadata", "name"), *ns = str_at(doc, "metadata", "namespace");
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    char pos[600];
+    enum common_rc rc;
+
+    /* names and spec.nodeName refused at the value (they were refused at the document's first
+     * line) */
+    if (name && *name && common_names_dns1123_subdomain(name)) {
+        where_key(l, it, md, "name", pos, sizeof(pos));
+        return name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain);
+    }
+    if (ns && common_names_dns1123_label(ns)) {
+        where_key(l, it, md, "namespace", pos, sizeof(pos));
+        return name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label);
+    }
+    if (!spec_keys && node && *node) {
+        where_key(l, it, spec, "nodeName", pos, sizeof(pos));
+        return bad(err, pos, id, "spec.nodeName",
+                   "Forbidden: simulate places pods itself; leave spec.nodeName unset");
+    }
+    if ((rc = known_keys(l, it, doc, "", id, top, err)) != COMMON_OK ||
+        (rc = known_keys(l, it, json_object_get(doc, "metadata"), "metadata", id, meta, err)) !=
+            COMMON_OK)
+        return rc;
+    if (spec_keys && json_is_object(spec))
+        return known_keys(l, it, spec, "spec", id, spec_keys, err);
+    return COMMON_OK;
+}
+
+/* a Pod of the input whose container resources the API server refuses (pod validation,
+ * ValidateResourceRequirements, as trainjob/resources.c applies it to TrainJobs): a negative
+ * quantity, or a fraction of an extended resource (nvidia.com/gpu: 0.5). Both used to be
+ * simulated: -1 GPU as a pod that gives a GPU back, 0.5 as a whole GPU. Refused at the value;
+ * a malformed quantity is left to the decoder, which names it. */
+static enum common_rc pod_quantities(const struct sim_loader *l, const struct item *it,
+                                     const json_t *pod, const char *id, struct common_error *err)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    static const char *const maps[] = {"limits", "requests"};
+    const json_t *spec = json_object_get(pod, "spec");
+
+    for (size_t li = 0; li < 2; li++) {
+        const json_t *cs = json_object_get(spec, lists[li]), *c;
+        size_t i;
+        json_array_foreach((json_t *)cs, i, c)
+        {
+            for (size_t m = 0; m < 2; m++) {
+                json_t *map = json_object_get(json_object_get(c, "resources"), maps[m]), *v;
+                const char *k;
+                json_object_foreach(map, k, v)
+                {
+                    struct common_quantity q;
+                    struct common_error qe;
+                    char text[64], pos[600], field[400], what[600];
+                    const char *sl = strchr(k, '/'), *t = text, *why;
+                    size_t plen = sl ? (size_t)(sl - k) : 0;
+                    int native = !sl || (plen == 13 && strncmp(k, "kubernetes.io", 13) == 0) ||
+                                 (plen > 14 && strncmp(sl - 14, ".kubernetes.io", 14) == 0);
+
+                    if (!sl && strcmp(k, "cpu") && strcmp(k, "memory") &&
+                        strcmp(k, "ephemeral-storage") && strncmp(k, "hugepages-", 10)) {
+                        /* "cpus", "gpu": the API server refuses the name (it was counted as
+                         * an unknown resource no node has, or ignored) */
+                        if (key_pos(l, map, k, pos, sizeof(pos)))
+                            where(l, it, map, pos, sizeof(pos));
+                        snprintf(field, sizeof(field), "spec.%s[%zu].resources.%s[%.200s]",
+                                 lists[li], i, maps[m], k);
+                        snprintf(what, sizeof(what),
+                                 "Invalid value: \"%.200s\": must be a standard resource for "
+                                 "containers (cpu, memory, ephemeral-storage, hugepages-<size>) "
+                                 "or a fully qualified extended resource name such as "
+                                 "nvidia.com/gpu",
+                                 k);
+                        return bad(err, pos, id, field, what);
+                    }
+                    if (json_is_string(v))
+                        t = json_string_value(v);
+                    else if (json_is_integer(v))
+                        snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+                    else if (json_is_real(v))
+                        snprintf(text, sizeof(text), "%.17g", json_real_value(v));
+                    else
+                        continue;
+                    if (common_quantity_parse(t, &q, &qe) != COMMON_OK)
+                        continue;
+                    if (q.nano < 0)
+                        why = "must be greater than or equal to 0";
+                    else if (!native && q.nano % 1000000000 != 0)
+                        why = "must be an integer (an extended resource is counted in whole "
+                              "devices)";
+                    else
+                        continue;
+                    where(l, it, v, pos, sizeof(pos));
+                    snprintf(field, sizeof(field), "spec.%s[%zu].resources.%s[%.200s]", lists[li],
+                             i, maps[m], k);
+                    snprintf(what, sizeof(what), "Invalid value: \"%.60s\": %s", t, why);
+                    return bad(err, pos, id, field, what);
+                }
+            }
+        }
+    }
+    return COMMON_OK;
+}
+
+/* the value at the field path a decoder's message starts with ("spec.containers[0].resources.
+ * requests[cpu]: ..."), in doc, or NULL (no such path: "effective pod requests[...]") */
+static const json_t *at_path(const json_t *doc, const char *msg)
+{
+    const char *p = msg, *end = strstr(msg, ": ");
+    const json_t *v = doc;
+
+    if (!end)
+        return NULL;
+    while (p < end && v) {
+        char key[300];
+        size_t n;
+        if (*p == '[') {
+            const char *c = memchr(p, ']', (size_t)(end - p));
+            if (!c)
+                return NULL;
+            n = (size_t)(c - p - 1);
+            if (n >= sizeof(key))
+                return NULL;
+            memcpy(key, p + 1, n);
+            key[n] = '\0';
+            if (json_is_array(v)) {
+                char *e;
+                long i = strtol(key, &e, 10);
+                v = *key && !*e && i >= 0 ? json_array_get(v, (size_t)i) : NULL;
+            } else
+                v = json_object_get(v, key);
+            p = c + 1;
+        } else {
+            if (*p == '.')
+                p++;
+            n = strcspn(p, ".[");
+            if (p + n > end)
+                n = (size_t)(end - p);
+            if (!n || n >= sizeof(key) || memchr(p, ' ', n))
+                return NULL;
+            memcpy(key, p, n);
+            key[n] = '\0';
+            v = json_object_get(v, key);
+            p += n;
+        }
+    }
+    return p == end ? v : NULL;
+}
+
 /* decode pod JSON (owned copy, modified: uid, namespace, the synthetic group label) and add it
- * to job j */
-static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod, const char *ns,
-                              const char *group, const char *pos, struct common_error *err)
+ * to job j; orig: the Pod as written (for positions), or NULL */
+static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *pod,
+                              const json_t *orig, const char *ns, const char *group,
+                              const char *pos, struct common_error *err)
 {
     json_t *meta = json_object_get(pod, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
@@ -1133,8 +1344,14 @@ static enum common_rc job_pod(struct sim_loader *l, struct sim_job *j, json_t *p
     rc = common_pod_from_json(pod, &cp, &e);
     if (rc == COMMON_ENOMEM)
         return oom(err);
-    if (rc != COMMON_OK)
-        return bad(err, pos, id, "", e.msg);
+    if (rc != COMMON_OK) {
+        /* at the field the decoder names, when the Pod was written in a file */
+        const json_t *at = orig ? at_path(orig, e.msg) : NULL;
+        char fpos[600] = "";
+        if (at)
+            where(l, NULL, at, fpos, sizeof(fpos));
+        return bad(err, *fpos ? fpos : pos, id, "", e.msg);
+    }
     if (grow((void **)&l->all_pods, &l->cap_all_pods, l->n_all_pods, sizeof(*l->all_pods))) {
         common_pod_free(cp);
         return oom(err);
@@ -1330,7 +1547,7 @@ static enum common_rc jobset_pods(struct sim_loader *l, struct sim_job *j, const
                     json_decref(pod);
                     return oom(err);
                 }
-                rc = job_pod(l, j, pod, ns, group, pos, err);
+                rc = job_pod(l, j, pod, NULL, ns, group, pos, err);
                 json_decref(pod);
                 if (rc != COMMON_OK)
                     return rc;
@@ -1584,6 +1801,9 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
                                    const struct pod_key *keys, size_t n_keys,
                                    struct common_error *err)
 {
+    /* scheduler-plugins' PodGroupSpec (scheduling.x-k8s.io/v1alpha1) */
+    static const char *const pg_spec_keys[] = {"minMember", "minResources",
+                                               "scheduleTimeoutSeconds", NULL};
     json_t *doc = (json_t *)it->doc;
     const char *name = str_at(doc, "metadata", "name");
     const char *ns = str_at(doc, "metadata", "namespace");
@@ -1599,8 +1819,7 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
     where(l, it, doc, pos, sizeof(pos));
     if (!name || !*name)
         return bad(err, pos, id, "metadata.name", "Required value");
-    if ((rc = name_check(err, pos, id, "metadata.name", name, common_names_dns1123_subdomain)) ||
-        (rc = name_check(err, pos, id, "metadata.namespace", ns, common_names_dns1123_label)))
+    if ((rc = object_keys(l, it, doc, id, pg_spec_keys, err)))
         return rc;
     if (!(j = job_new(l, it)))
         return oom(err);
@@ -1665,11 +1884,13 @@ static enum common_rc podgroup_job(struct sim_loader *l, const struct item *it, 
             if (j->pod_arrival_ms)
                 j->pod_arrival_ms[j->n_pods] = parr >= 0 ? parr : j->arrival_ms;
         }
-        if ((rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
+        if ((rc = object_keys(l, &l->pods.v[i], (json_t *)p, id, NULL, err)) != COMMON_OK ||
+            (rc = no_claims(l, &l->pods.v[i], p, id, err)) != COMMON_OK ||
+            (rc = pod_quantities(l, &l->pods.v[i], p, id, err)) != COMMON_OK)
             return rc;
         if (!(copy = json_deep_copy(p)))
             return oom(err);
-        rc = job_pod(l, j, copy, ns, NULL, ppos, err);
+        rc = job_pod(l, j, copy, p, ns, NULL, ppos, err);
         json_decref(copy);
         if (rc != COMMON_OK)
             return rc;
@@ -1713,18 +1934,60 @@ static enum common_rc pod_job(struct sim_loader *l, const struct item *it, struc
     if ((rc = sim_annotations(l, it, it->doc, id, &j->arrival_ms, &j->run_ms, &any, err)))
         return rc;
     job_minmember0(j, ns, group);
-    if ((rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK)
+    if ((rc = object_keys(l, it, (json_t *)it->doc, id, NULL, err)) != COMMON_OK ||
+        (rc = no_claims(l, it, it->doc, id, err)) != COMMON_OK ||
+        (rc = pod_quantities(l, it, it->doc, id, err)) != COMMON_OK)
         return rc;
     if (!(copy = json_deep_copy(it->doc)))
         return oom(err);
-    rc = job_pod(l, j, copy, ns, group, pos, err);
+    rc = job_pod(l, j, copy, it->doc, ns, group, pos, err);
     json_decref(copy);
     return rc;
 }
 
+struct node_at {
+    struct common_node *n;
+    const char *pos;
+    size_t order;
+};
+
+/* by name, then in the order given (so of two nodes of one name the first given is first) */
 static int node_cmp(const void *a, const void *b)
 {
-    return strcmp((*(struct common_node *const *)a)->name, (*(struct common_node *const *)b)->name);
+    const struct node_at *x = a, *y = b;
+    int c = strcmp(x->n->name, y->n->name);
+    return c ? c : x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* l->nodes in name order; two nodes of one name are refused naming both places (the message
+ * named only the first cluster file, without a line, even when the second node was in another
+ * file) */
+static enum common_rc sort_nodes(struct sim_loader *l, struct common_error *err)
+{
+    struct node_at *v = common_malloc(l->n_nodes * sizeof(*v));
+    enum common_rc rc = COMMON_OK;
+
+    if (!v)
+        return oom(err);
+    for (size_t i = 0; i < l->n_nodes; i++)
+        v[i] = (struct node_at){l->nodes[i], l->node_pos[i], i};
+    qsort(v, l->n_nodes, sizeof(*v), node_cmp);
+    for (size_t i = 0; i < l->n_nodes; i++) {
+        l->nodes[i] = v[i].n;
+        l->node_pos[i] = v[i].pos;
+    }
+    for (size_t i = 1; i < l->n_nodes && rc == COMMON_OK; i++)
+        if (strcmp(v[i - 1].n->name, v[i].n->name) == 0) {
+            size_t fl = strlen(v[i - 1].pos);
+            if (fl >= 2 && strcmp(v[i - 1].pos + fl - 2, ": ") == 0)
+                fl -= 2; /* "file:line:col" */
+            rc = common_error_set(err, COMMON_EINVAL,
+                                  "%sNode %s: metadata.name: Duplicate value: two nodes share the "
+                                  "name; first given at %.*s",
+                                  v[i].pos, v[i].n->name, (int)fl, v[i - 1].pos);
+        }
+    common_free(v);
+    return rc;
 }
 
 /* The same object in two places (two files, or twice in one) would run twice, or (runtimes)
@@ -1868,7 +2131,7 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
             char pos[300], id[400], field[300], what[300];
             if (r->extended[x].value <= INT32_MAX || strcmp(r->extended[x].name, l->gpu) != 0)
                 continue;
-            snprintf(pos, sizeof(pos), "%s: ", l->cluster_file ? l->cluster_file : "cluster");
+            snprintf(pos, sizeof(pos), "%s", l->node_pos[i]);
             snprintf(id, sizeof(id), "Node %s", l->nodes[i]->name);
             snprintf(field, sizeof(field), "status.allocatable[%s]", l->gpu);
             snprintf(what, sizeof(what), "Invalid value: \"%lld\": " SIM_GPUS_PER_NODE_WHY,
@@ -1876,14 +2139,8 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
             return bad(err, pos, id, field, what);
         }
     }
-    qsort(l->nodes, l->n_nodes, sizeof(*l->nodes), node_cmp);
-    for (size_t i = 1; i < l->n_nodes; i++)
-        if (strcmp(l->nodes[i - 1]->name, l->nodes[i]->name) == 0)
-            return common_error_set(err, COMMON_EINVAL,
-                                    "%s: Node %s: metadata.name: Duplicate value: two nodes "
-                                    "share the name",
-                                    l->cluster_file ? l->cluster_file : "cluster",
-                                    l->nodes[i]->name);
+    if ((rc = sort_nodes(l, err)) != COMMON_OK)
+        return rc;
     if ((rc = check_duplicates(l, err)) != COMMON_OK)
         return rc;
     for (size_t i = 0; i < l->trainjobs.n; i++)

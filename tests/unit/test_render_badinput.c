@@ -715,6 +715,25 @@ END_TEST
 
 /* --volcano-queue names a cluster-scoped Volcano Queue: a DNS-1123 subdomain, as serve's
  * backends.volcano.queue */
+/* --kai-queue is checked as serve's is, on the command line, whatever the backend (it was
+ * accepted without the kai backend, and with it blamed on the TrainJob's line) */
+START_TEST(a_kai_queue_that_is_no_queue_name_is_bad_usage)
+{
+    struct run r;
+    const char *says[] = {
+        "error: --kai-queue: backends.kai.queue: Invalid value: \"Bad Q\": a KAI Queue name:",
+        "RFC 1123 subdomain", NULL};
+
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--kai-queue", "Bad Q");
+    check_refusal("--kai-queue 'Bad Q'", &r, NULL, NULL, NULL, says);
+    run_free(&r);
+    RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--backend", "kai",
+           "--kai-queue", "Bad Q");
+    check_refusal("--backend kai --kai-queue 'Bad Q'", &r, NULL, NULL, NULL, says);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(a_volcano_queue_that_is_no_queue_name_is_bad_usage)
 {
     struct run r;
@@ -866,6 +885,28 @@ START_TEST(output_given_as_o_equals_json_renders_json)
 
     RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "-o=json");
     check_list("-o=json", &r, 1);
+    run_free(&r);
+}
+END_TEST
+
+/* -n=NS as kubectl takes it (the namespace was "=team", refused as not a DNS label) */
+START_TEST(namespace_given_as_n_equals_ns_is_taken)
+{
+    struct run r;
+    char path[] = "/tmp/test-render-ns-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_ptr_nonnull(f = fdopen(fd, "w"));
+    fputs("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: j}\n"
+          "spec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 1}}\n",
+          f);
+    fclose(f);
+    RENDER(&r, "-f", path, "-n=team");
+    unlink(path);
+    check_list("-n=team", &r, 0);
+    ck_assert_msg(strstr(r.out, "namespace: team") != NULL, "%.2000s", r.out);
     run_free(&r);
 }
 END_TEST
@@ -1076,6 +1117,7 @@ int main(void)
     tcase_add_test(tc_cli, no_input_file_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_output_format_is_bad_usage);
     tcase_add_test(tc_cli, a_volcano_queue_that_is_no_queue_name_is_bad_usage);
+    tcase_add_test(tc_cli, a_kai_queue_that_is_no_queue_name_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
     tcase_add_test(tc_cli, existing_takes_a_folder);
     tcase_add_test(tc_cli, version_after_the_command_prints_the_version);
@@ -1083,6 +1125,7 @@ int main(void)
     tcase_add_test(tc_cli, a_folder_without_manifests_is_named);
     tcase_add_test(tc_cli, a_folder_renders_its_manifests_in_name_order);
     tcase_add_test(tc_cli, output_given_as_o_equals_json_renders_json);
+    tcase_add_test(tc_cli, namespace_given_as_n_equals_ns_is_taken);
     tcase_add_test(tc_cli, stdin_given_twice_is_bad_usage);
     tcase_add_test(tc_cli, bad_input_on_stdin_is_named_stdin);
     tcase_add_test(tc_cli, an_empty_stdin_is_refused);

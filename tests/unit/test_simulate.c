@@ -718,6 +718,14 @@ START_TEST(command_line)
     run_cmd(&r, (const char *[]){"-f", ex, "-o", "yaml", NULL});
     ck_assert_msg(r.status == 0 && strstr(r.out, "jobsCompleted: 1"), "%s%s", r.out, r.err);
     run_free(&r);
+    /* -f=FILE, as render and kubectl take it (it was read as the file "=FILE") */
+    {
+        char eq[600];
+        snprintf(eq, sizeof(eq), "-f=%s", ex);
+        run_cmd(&r, (const char *[]){eq, NULL});
+        ck_assert_msg(r.status == 0 && strstr(r.out, "default/torch-gpu"), "%s", r.err);
+        run_free(&r);
+    }
     run_cmd(&r, (const char *[]){"--help", NULL});
     ck_assert(r.status == 0 && strstr(r.out, "Usage: trainsched simulate"));
     run_free(&r);
