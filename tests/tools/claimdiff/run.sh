@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest claimdiff: builds the Go differential (cached outside the repository, keyed by its
-# sources) and runs it against trainsched's claimstatus. Skips (77) only when Go is absent.
+# sources; CGO_ENABLED=0 and -trimpath as the bed builds, so the two share the Go build cache) and runs it against trainsched's claimstatus. Skips (77) only when Go is absent.
 # Usage: run.sh <claimstatus binary> [claimdiff flags...]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -11,7 +11,7 @@ bin="$cache/claimdiff-$key"
 if [ ! -x "$bin" ]; then
   mkdir -p "$cache"
   echo "building claimdiff (k8s.io/kubernetes v1.36.3 packages; minutes when the Go cache is cold)"
-  (cd "$HERE" && GOFLAGS="-mod=mod -trimpath -buildvcs=false" nice -n 10 go build -o "$bin.tmp.$$" .)
+  (cd "$HERE" && CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath -buildvcs=false" nice -n 10 go build -o "$bin.tmp.$$" .)
   mv "$bin.tmp.$$" "$bin"
 fi
 tool="$1"; shift
