@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest claimdiff: builds the Go differential (cached outside the repository, keyed by its
-# sources; CGO_ENABLED=0 and -trimpath as the bed builds, so the two share the Go build cache) and runs it against trainsched's claimstatus. Skips (77) only when Go is absent.
+# sources; CGO_ENABLED=0 and -trimpath as the bed builds, so the two share Go's build cache)
+# and runs it against trainsched's claimstatus. Skips (77) only when Go is absent.
 # Usage: run.sh <claimstatus binary> [claimdiff flags...]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
