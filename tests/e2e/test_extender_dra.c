@@ -3,8 +3,9 @@
  * kube-scheduler (its DynamicResources plugin, on by default in 1.36) and the real
  * kube-controller-manager (its resourceclaim controller makes each pod's ResourceClaim from the
  * ResourceClaimTemplate) of the test bed (tests/e2e/testbed/up.sh; KUBECONFIG from its env
- * file). The extender runs in-process on plain HTTP, as in test_extender.c; main() restarts
- * the bed's kube-scheduler with the shipped extender config pointed at it and restores it after.
+ * file). The extender runs in-process on plain HTTP, as in test_extender.c (in a child process
+ * for the kill case); main() restarts the bed's kube-scheduler with the shipped extender config
+ * pointed at it and restores it after.
  *
  * The test publishes what a DRA driver would: one ResourceSlice per node (driver
  * gpu.example.com, pool = node, 8 GPUs with attribute productName, H100 or A100 by node, nodes
@@ -40,10 +41,14 @@
  *       binds whole, both pods on one node, the claim allocated once (2 devices) on that node
  *       and reserved for both;
  *   a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing
- *       two of three 4-GPU members held on nodes mixing two models (their claims written by
- *       trainsched at filter time), the extender stopped without releasing anything and
- *       replaced, the third pod ungated: bound whole within one gang timeout plus its backoff,
- *       and no claim stays allocated without a bound pod reserving it;
+ *       the extender runs in a child process (fork; the same start code and port, its
+ *       /metrics on a port of its own); two of three 4-GPU members held on nodes mixing two
+ *       models (2 held binds by its /metrics, their claims written by trainsched at filter
+ *       time by the annotation trainsched.io/dra-allocated-for), then the child killed with
+ *       SIGKILL: kube-scheduler's binds fail and its own Unreserve runs, nothing is released
+ *       by hand; a new in-process extender, the third pod ungated: bound whole within one gang
+ *       timeout plus its backoff, and no claim stays allocated without a bound pod reserving
+ *       it;
  *   a_claim_trainsched_allocated_is_released_once_its_gang_is_deleted
  *       a standalone claim trainsched allocated for a gang that then times out (reserved for
  *       nobody, still allocated), then the gang deleted: the sweep frees the allocation
@@ -51,14 +56,19 @@
  *       DeviceAllocationWritten and LeakedAllocationFreed regarding the claim).
  */
 #include <check.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/events.h"
+#include "common/health.h"
 #include "common/httpd.h"
 #include "common/kube.h"
 #include "common/log.h"
@@ -115,6 +125,20 @@ static void stop_extender(void)
     common_metrics_destroy(metrics);
     ext = NULL;
     metrics = NULL;
+}
+
+/* the kill case's extender process while it runs, else 0 */
+static pid_t child;
+
+static void kill_child(void)
+{
+    int st;
+
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &st, 0);
+    }
+    child = 0;
 }
 
 static void create(const struct common_kube_resource *r, const char *in_ns, json_t *obj)
@@ -188,6 +212,7 @@ static void teardown(void)
     struct common_error err;
     char name[160];
 
+    kill_child();
     stop_extender();
     common_events_destroy(events);
     drop_pods();
@@ -653,15 +678,11 @@ static void dump_claims(void)
     json_decref(claims);
 }
 
-/* two of three members held (the third is gated); returns when the extender holds 2. mixed:
- * 4-GPU members on nodes listing four h100 then four a100, the gang asking one productName,
- * so the plan takes a100 and trainsched writes each claim at filter time; else 8-GPU members
- * on h100 nodes */
-static void hold_two_on(const char *gang, int timeout_s, int mixed)
+/* a gang of three members, the third gated. mixed: 4-GPU members on nodes listing four h100
+ * then four a100, the gang asking one productName, so the plan takes a100 and trainsched writes
+ * each claim at filter time; else 8-GPU members on h100 nodes */
+static void make_gang_of_three(const char *gang, int timeout_s, int mixed)
 {
-    struct extender_server_stats st;
-    double t0 = e2e_now_s();
-
     for (int k = 0; k < 3; k++)
         make_node("h100", mixed ? "a100" : NULL, "c1.A");
     make_podgroup(gang, 3, timeout_s, mixed ? DRIVER "/productName" : NULL);
@@ -670,6 +691,16 @@ static void hold_two_on(const char *gang, int timeout_s, int mixed)
         snprintf(name, sizeof(name), "%s-%d", gang, k);
         make_pod_claiming(name, gang, k == 2, mixed ? "gpu-4" : "gpu-8");
     }
+}
+
+/* two of three 8-GPU members held by the in-process extender (the third is gated); returns
+ * when it holds 2 */
+static void hold_two(const char *gang, int timeout_s)
+{
+    struct extender_server_stats st;
+    double t0 = e2e_now_s();
+
+    make_gang_of_three(gang, timeout_s, 0);
     for (;;) {
         extender_server_stats(ext, &st);
         if (st.held_now == 2)
@@ -680,11 +711,6 @@ static void hold_two_on(const char *gang, int timeout_s, int mixed)
         ck_assert_msg(e2e_now_s() - t0 < 60, "%zu binds held after 60 s, want 2", st.held_now);
         e2e_nap(200);
     }
-}
-
-static void hold_two(const char *gang, int timeout_s)
-{
-    hold_two_on(gang, timeout_s, 0);
 }
 
 START_TEST(a_gang_short_of_a_member_holds_no_device_after_its_timeout)
@@ -888,47 +914,102 @@ START_TEST(a_claim_shared_by_two_members_binds_whole_ten_times_of_ten)
 }
 END_TEST
 
-/* what kube-scheduler's DynamicResources Unreserve does to claim c when the binds of a killed
- * extender fail: its pods leave status.reservedFor, its allocation stays (a JSON patch of the
- * status); 1 when it lost a reservation */
-static int unreserve(const json_t *c, const char *name)
+/* the extender of the kill case, run by a child process: the options of start_extender on port
+ * with its own API client, Events and metrics (the parent's connections stay the parent's), and
+ * /metrics served on metrics_port as serve does; never returns (SIGKILL ends it, and so does the
+ * death of the test process that forked it) */
+static void serve_in_child(pid_t test_pid, int metrics_port)
 {
-    struct common_kube_write_opts wo = {0};
+    struct common_httpd_opts ho = common_httpd_opts_default();
+    struct common_httpd *mh;
+    struct common_health *health = NULL;
     struct common_error err;
-    const char *patch = "[{\"op\":\"remove\",\"path\":\"/status/reservedFor\"}]";
+    char addr[64];
 
-    if (!json_array_size(json_object_get(json_object_get(c, "status"), "reservedFor")))
-        return 0;
-    wo.subresource = "status";
-    /* kube-scheduler may have removed them meanwhile: then the path is gone */
-    return common_kube_patch(kube, &r_claims, ns, name, COMMON_KUBE_JSON_PATCH, patch, &wo, NULL,
-                             &err) == COMMON_OK;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != test_pid)
+        _exit(1);
+    kube = e2e_client(20000, 0);
+    events = common_events_create(kube, "e2e-extender-dra", NULL, &err);
+    if (!events)
+        _exit(1);
+    start_extender();
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", metrics_port);
+    ho.address = addr;
+    mh = common_httpd_create(&ho, &err);
+    if (!mh || common_health_install(mh, metrics, &health, &err) != COMMON_OK ||
+        common_httpd_start(mh, &err) != COMMON_OK)
+        _exit(1);
+    for (;;)
+        pause();
+}
+
+/* 1 when claim c is allocated with trainsched's annotation (written by trainsched) */
+static int written_by_trainsched(const json_t *c, const char *name)
+{
+    return is_allocated(c, name) &&
+           json_object_get(json_object_get(json_object_get(c, "metadata"), "annotations"),
+                           "trainsched.io/dra-allocated-for") != NULL;
+}
+
+/* 1 when claim c is reserved for some consumer */
+static int is_reserved(const json_t *c, const char *name)
+{
+    (void)name;
+    return json_array_size(json_object_get(json_object_get(c, "status"), "reservedFor")) > 0;
 }
 
 START_TEST(a_kill_mid_gang_with_claims_written_early_binds_whole_and_leaks_nothing)
 {
     char models[4][16];
     struct common_error err;
-    struct extender_server_stats st;
-    double t0, took;
-    int leaked = -1;
+    double t0, took, held = NAN, written = NAN;
+    int early = 0, leaked = -1, st = 0, mport = e2e_free_port();
+    pid_t test_pid = getpid();
 
-    hold_two_on("k", 30, 1);
-    extender_server_stats(ext, &st);
-    fprintf(stderr, "kill: 2 held, %llu claims written by trainsched\n",
-            (unsigned long long)st.dra_claims_written);
-    ck_assert_uint_ge(st.dra_claims_written, 1);
-    /* the extender goes away without releasing anything: the held binds fail, kube-scheduler
-     * unreserves the pods; the claims stay allocated as trainsched wrote them */
+    /* trainsched is the child process: the suite's extender leaves it the port */
     stop_extender();
+    fflush(stdout);
+    fflush(stderr);
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0)
+        serve_in_child(test_pid, mport);
+    /* two of three 4-GPU members on mixed nodes held by it, their claims written by trainsched
+     * at filter time: its /metrics says 2 binds held, the API the claims it wrote */
+    make_gang_of_three("k", 30, 1);
+    t0 = e2e_now_s();
+    for (;;) {
+        char *body = NULL;
+        ck_assert_msg(waitpid(child, &st, WNOHANG) == 0, "the extender's process ended: %s",
+                      e2e_exit_text(st));
+        if (e2e_http_get(mport, "/metrics", &body) == 200) {
+            held = e2e_metric(body, "trainsched_extender_held_binds", NULL);
+            written =
+                e2e_metric(body, "trainsched_extender_dra_allocations_total", "event=\"written\"");
+        }
+        free(body);
+        ck_assert_int_eq(bound("k"), 0);
+        if (held == 2)
+            break;
+        if (e2e_now_s() - t0 >= 60)
+            dump_claims();
+        ck_assert_msg(e2e_now_s() - t0 < 60, "%g binds held after 60 s, want 2", held);
+        e2e_nap(200);
+    }
+    early = each_gang_claim("k", written_by_trainsched);
+    fprintf(stderr, "kill: 2 held, %d claims of the gang written by trainsched (written %g)\n",
+            early, written);
+    ck_assert_int_eq(early, 2);
+    /* SIGKILL: nothing is answered nor released; kube-scheduler's held binds fail and its own
+     * Unreserve runs; the claims stay allocated as trainsched wrote them */
+    ck_assert_int_eq(kill(child, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    child = 0;
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the extender's process: %s",
+                  e2e_exit_text(st));
     ck_assert_int_eq(bound("k"), 0);
-    /* an extender killed with SIGKILL answers nothing: kube-scheduler's binds fail and its
-     * Unreserve removes the pods from the claims' reservedFor (the stop above answers the held
-     * binds itself, and the scheduler's retry may come first): leave the claims as a kill does,
-     * allocated as trainsched wrote them and reserved for nobody */
-    e2e_nap(1000);
-    fprintf(stderr, "kill: %d claims unreserved as kube-scheduler does after the kill\n",
-            each_gang_claim("k", unreserve));
+    fprintf(stderr, "kill: right after the kill %d claims of the gang allocated, %d reserved\n",
+            gang_claims_allocated("k"), each_gang_claim("k", is_reserved));
     start_extender();
     ck_assert_msg(common_kube_patch(kube, &common_kube_pods, ns, "k-2", COMMON_KUBE_JSON_PATCH,
                                     "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]",
