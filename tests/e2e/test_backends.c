@@ -18,8 +18,8 @@
  * coscheduling and slurm: scheduling.x-k8s.io/v1alpha1 PodGroups; kueue: kueue.x-k8s.io/v1beta2
  * Workloads): a backend whose CRD the bed lacks gets BackendUnavailable naming the API, and
  * neither the snapshot nor the JobSet is written (its pods would wait for ever for a scheduler
- * that is not there). The bed's TESTBED_CRDS (exported by its env file) says which CRDs it
- * installed, and the APIs must match it; scripts/test.sh runs this suite on a bed with all of
+ * that is not there). The bed's TESTBED_CRDS_INSTALLED (exported by its env file) says which CRDs
+ * it installed, and the APIs must match it; scripts/test.sh runs this suite on a bed with all of
  * them and on one with none of them.
  */
 #include <check.h>
@@ -72,9 +72,9 @@ static int native_served(void)
     return rc == COMMON_OK;
 }
 
-/* the backends whose API comes from a CRD set of the bed (up.sh TESTBED_CRDS) */
+/* the backends whose API comes from a CRD set of the bed (up.sh TESTBED_CRDS_INSTALLED) */
 static const struct crd_backend {
-    const char *backend, *crds; /* the backend; its CRD set's name in TESTBED_CRDS */
+    const char *backend, *crds; /* the backend; its CRD set's name in TESTBED_CRDS_INSTALLED */
     const struct common_kube_resource *res;
 } crd_backends[] = {
     {"volcano", "volcano", &volcano_podgroups},
@@ -92,19 +92,20 @@ static int served(const struct common_kube_resource *res)
     return rc == COMMON_OK;
 }
 
-/* whether the bed serves the API of backend b; it must agree with TESTBED_CRDS, the CRD sets
- * the bed installed, which its env file exports */
+/* whether the bed serves the API of backend b; it must agree with TESTBED_CRDS_INSTALLED, the
+ * CRD sets the bed installed, which its env file exports */
 static int crd_bed(const struct crd_backend *b)
 {
-    const char *sets = getenv("TESTBED_CRDS");
+    const char *sets = getenv("TESTBED_CRDS_INSTALLED");
     char padded[512], word[64];
     int want, have = served(b->res);
 
     snprintf(padded, sizeof(padded), " %s ", sets && *sets ? sets : "");
     snprintf(word, sizeof(word), " %s ", b->crds);
     want = !sets || strstr(padded, word) != NULL; /* unset: a bed older than the export */
-    ck_assert_msg(want == have, "TESTBED_CRDS=\"%s\" but %s/%s %s are %sserved", sets ? sets : "",
-                  b->res->group, b->res->version, b->res->resource, have ? "" : "not ");
+    ck_assert_msg(want == have, "TESTBED_CRDS_INSTALLED=\"%s\" but %s/%s %s are %sserved",
+                  sets ? sets : "", b->res->group, b->res->version, b->res->resource,
+                  have ? "" : "not ");
     return have;
 }
 

@@ -562,7 +562,9 @@ export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
 export TESTBED_NATIVE_GANG=${TESTBED_NATIVE_GANG:-0}
 export TESTBED_KUEUE_RUNNING=${KUEUE_RUNNING:-0}
 export TESTBED_KAI_RUNNING=${KAI_RUNNING:-0}
-export TESTBED_CRDS="$(awk '$2 == "OK" {printf "%s ", $1}' "$RUN/crds.txt")"
+# the CRD sets installed (not named TESTBED_CRDS: scripts/test.sh sources each env file, and
+# its next up.sh would take that as its own choice of CRDs)
+export TESTBED_CRDS_INSTALLED="$(awk '$2 == "OK" {printf "%s ", $1}' "$RUN/crds.txt")"
 EOF
 
 trap - ERR
