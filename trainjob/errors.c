@@ -34,6 +34,10 @@ static int grow(void **items, size_t *cap, size_t n, size_t size, struct common_
 
 static void add_err(struct trainjob_errors *e, const json_t *doc, const json_t *node,
                     const json_t *value, const char *type, const char *path, const char *fmt,
+                    va_list ap) __attribute__((format(printf, 7, 0)));
+
+static void add_err(struct trainjob_errors *e, const json_t *doc, const json_t *node,
+                    const json_t *value, const char *type, const char *path, const char *fmt,
                     va_list ap)
 {
     struct trainjob_field_error *fe;
