@@ -24,41 +24,42 @@ cmake --build "$BUILD" -j"$(nproc)"
 
 if [ "${E2E:-1}" != 0 ]; then
   export TRAINSCHED_TESTBED_RUN=${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed-tests}
-  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
-  # a short compaction interval, and no watch cache for Secrets, let the tests see 410 Gone
-  TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_HELM=1 \
-  APISERVER_EXTRA_ARGS="--etcd-compaction-interval=10s --watch-cache-sizes=secrets#0" \
-    tests/e2e/testbed/up.sh >/dev/null
+  # bed VAR=VALUE...: a fresh bed with exactly these settings, then its env file sourced; the
+  # settings the previous bed's env file exported are not inherited by up.sh
+  bed() {
+    tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
+    env -u TESTBED_BIN -u TESTBED_NATIVE_GANG -u TESTBED_CRDS -u TESTBED_K8S_VERSION "$@" \
+      tests/e2e/testbed/up.sh >/dev/null
+    # shellcheck disable=SC1091
+    . "$TRAINSCHED_TESTBED_RUN/env"
+  }
   trap 'tests/e2e/testbed/down.sh >/dev/null 2>&1 || true' EXIT
-  # shellcheck disable=SC1091
-  . "$TRAINSCHED_TESTBED_RUN/env"
+  # a short compaction interval, and no watch cache for Secrets, let the tests see 410 Gone
+  bed TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_HELM=1 \
+    APISERVER_EXTRA_ARGS="--etcd-compaction-interval=10s --watch-cache-sizes=secrets#0"
   (cd "$BUILD" && ctest --output-on-failure -L e2e -LE 'kueue|kai')
   # Kubernetes 1.36's own gang scheduling is alpha (its API group and feature gates are off by
   # default): a second bed with them on, for the backend suite alone (the first run above
   # checked the same suite on a cluster without the API). It has no Volcano, coscheduling or
   # Kueue CRDs, so the suite also checks that a backend whose API is missing writes nothing
   # (the first run checked the same backends with their APIs).
-  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
-  TESTBED_NATIVE_GANG=1 TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_CRDS="jobset trainer" \
-    tests/e2e/testbed/up.sh >/dev/null
-  # shellcheck disable=SC1091
-  . "$TRAINSCHED_TESTBED_RUN/env"
+  bed TESTBED_NATIVE_GANG=1 TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_CRDS="jobset trainer"
   (cd "$BUILD" && ctest --output-on-failure -R '^e2e_test_backends$')
+  # Kubernetes 1.37.2 (the second version of versions.env, built and cached beside the first)
+  # with its workload-aware scheduling on (scheduling.k8s.io/v1beta1, GenericWorkload,
+  # TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims): the backend suite (the native
+  # backend writes v1beta1 there) and the core extender suites on kube-scheduler 1.37.2
+  bed TESTBED_K8S_VERSION="$(. tests/e2e/testbed/versions.env && echo "$K8S_VERSION_SECOND")" \
+    TESTBED_NATIVE_GANG=1 TESTBED_JOBSET=1 TESTBED_KWOK=1
+  (cd "$BUILD" && ctest --output-on-failure -R '^e2e_test_(backends|extender|extender_flow|extender_dra|webhook)$')
   # the Kueue suite on a bed that also runs Kueue's controller manager (built from its Go module
   # on first use, cached with the other bed binaries)
-  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
-  TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_KUEUE=1 tests/e2e/testbed/up.sh >/dev/null
-  # shellcheck disable=SC1091
-  . "$TRAINSCHED_TESTBED_RUN/env"
+  bed TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_KUEUE=1
   (cd "$BUILD" && TS_REQUIRE_KUEUE=1 ctest --output-on-failure -L kueue)
   # the KAI suite on a bed that also runs KAI Scheduler's scheduler and binder (built from its Go
   # module on first use, cached with the other bed binaries); TS_REQUIRE_KAI=1 makes a failed
   # build or a KAI that does not start fail up.sh, and the suite fail instead of saying SKIP
-  tests/e2e/testbed/down.sh >/dev/null 2>&1 || true
-  TS_REQUIRE_KAI=1 TESTBED_KAI=1 TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_CRDS="jobset trainer kai" \
-    tests/e2e/testbed/up.sh >/dev/null
-  # shellcheck disable=SC1091
-  . "$TRAINSCHED_TESTBED_RUN/env"
+  bed TS_REQUIRE_KAI=1 TESTBED_KAI=1 TESTBED_JOBSET=1 TESTBED_KWOK=1 TESTBED_CRDS="jobset trainer kai"
   (cd "$BUILD" && TS_REQUIRE_KAI=1 ctest --output-on-failure -L kai)
 fi
 

@@ -17,7 +17,10 @@ command -v go >/dev/null || tb_die "go not found"
 export GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath -buildvcs=false"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 NICE=(nice -n "${TESTBED_NICE:-10}")
-mkdir -p "$TESTBED_BIN"
+# etcd and the optional peers do not depend on the Kubernetes version: built once, under the
+# default version's cache dir, and linked into the other version's
+OBIN="$TESTBED_BIN_DEFAULT"; [ -z "${TESTBED_BIN_GIVEN:-}" ] || OBIN="$TESTBED_BIN"
+mkdir -p "$TESTBED_BIN" "$OBIN"
 STATUS="$TESTBED_BIN/../build-status.txt"
 tmp="$(mktemp -d "$TESTBED_BIN/../.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -40,18 +43,18 @@ done
 if [ "${#kpkgs[@]}" -gt 0 ]; then
   tb_log "building ${kpkgs[*]##*/} at k8s.io/kubernetes $K8S_VERSION (cold: tens of minutes on 2 cores)"
   t=$SECONDS
-  (cd "$TESTBED_DIR/k8s" && "${NICE[@]}" go build -ldflags="-s -w$kv_flags" -o "$tmp/" "${kpkgs[@]}")
+  (cd "$TESTBED_K8S_MODDIR" && "${NICE[@]}" go build -ldflags="-s -w$kv_flags" -o "$tmp/" "${kpkgs[@]}")
   for p in "${kpkgs[@]}"; do mv "$tmp/${p##*/}" "$TESTBED_BIN/"; done
   tb_log "kubernetes binaries built in $((SECONDS - t)) s"
   status "built ${kpkgs[*]##*/} $K8S_VERSION in $((SECONDS - t)) s"
 fi
 
 # --- etcd ---
-if [ -x "$TESTBED_BIN/etcd" ]; then tb_log "etcd: present, skipped"; else
+if [ -x "$OBIN/etcd" ]; then tb_log "etcd: present, skipped"; else
   tb_log "building etcd from go.etcd.io/etcd/server/v3 $ETCD_VERSION"
   t=$SECONDS
   (cd "$TESTBED_DIR/etcd" && "${NICE[@]}" go build -ldflags="-s -w" -o "$tmp/etcd" .)
-  mv "$tmp/etcd" "$TESTBED_BIN/"
+  mv "$tmp/etcd" "$OBIN/"
   tb_log "etcd built in $((SECONDS - t)) s"
   status "built etcd $ETCD_VERSION in $((SECONDS - t)) s"
 fi
@@ -59,7 +62,7 @@ fi
 # --- Volcano CRDs: volcano.sh/volcano (which ships the YAML) is not served by the module proxy,
 # so generate the scheduling.volcano.sh CRDs (PodGroup, Queue) from volcano.sh/apis with
 # controller-gen, the way Volcano itself produces them. Not fatal.
-vdir="$TESTBED_CACHE_ROOT/$K8S_VERSION/crds/volcano-$VOLCANO_APIS_VERSION"
+vdir="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/crds/volcano-$VOLCANO_APIS_VERSION"
 if [ -n "${VOLCANO_APIS_VERSION:-}" ] && [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   if ls "$vdir"/*.yaml >/dev/null 2>&1; then tb_log "volcano CRDs: present, skipped"; else
     tb_log "generating Volcano CRDs from volcano.sh/apis $VOLCANO_APIS_VERSION (controller-gen $CONTROLLER_TOOLS_VERSION)"
@@ -82,19 +85,19 @@ fi
 # sigs.k8s.io/jobset it fails, because the proxy refuses the module's version list.
 opt_build() { # name  module-dir  package  version
   local name=$1 dir=$2 pkg=$3 ver=$4 t=$SECONDS
-  if [ -x "$TESTBED_BIN/$name" ]; then tb_log "$name: present, skipped"; return 0; fi
-  if [ -e "$TESTBED_BIN/../$name.failed" ]; then
-    tb_log "$name: failed before (see $TESTBED_BIN/../$name.failed; delete it to retry), skipped"; return 0
+  if [ -x "$OBIN/$name" ]; then tb_log "$name: present, skipped"; return 0; fi
+  if [ -e "$OBIN/../$name.failed" ]; then
+    tb_log "$name: failed before (see $OBIN/../$name.failed; delete it to retry), skipped"; return 0
   fi
   tb_log "building optional $name from $pkg $ver"
   if (cd "$TESTBED_DIR/$dir" && "${NICE[@]}" go build -ldflags="-s -w" -o "$tmp/$name" "$pkg") \
        > "$tmp/$name.log" 2>&1; then
-    mv "$tmp/$name" "$TESTBED_BIN/$name"
+    mv "$tmp/$name" "$OBIN/$name"
     tb_log "$name built in $((SECONDS - t)) s"
     status "built $name $ver in $((SECONDS - t)) s"
   else
-    cp "$tmp/$name.log" "$TESTBED_BIN/../$name.failed"
-    tb_log "$name: build FAILED (not fatal); log: $TESTBED_BIN/../$name.failed"
+    cp "$tmp/$name.log" "$OBIN/../$name.failed"
+    tb_log "$name: build FAILED (not fatal); log: $OBIN/../$name.failed"
     tail -5 "$tmp/$name.log" >&2 || true
     status "FAILED $name $ver"
   fi
@@ -116,6 +119,14 @@ if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   fi
 fi
 
+# the second Kubernetes version's bed uses the same version-independent binaries: linked
+if [ "$OBIN" != "$TESTBED_BIN" ]; then
+  for f in "$OBIN"/*; do
+    b=${f##*/}
+    case "$b" in kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) continue ;; esac
+    [ -x "$f" ] && [ ! -e "$TESTBED_BIN/$b" ] && ln -s "$f" "$TESTBED_BIN/$b"
+  done
+fi
 tb_log "done in $((SECONDS - t_all)) s; binaries in $TESTBED_BIN:"
 ls -l "$TESTBED_BIN" >&2
 echo "$TESTBED_BIN"

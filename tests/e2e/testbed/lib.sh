@@ -4,7 +4,16 @@ TESTBED_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 . "$TESTBED_DIR/versions.env"
 TESTBED_CACHE_ROOT="${TRAINSCHED_TESTBED_CACHE:-${HOME:-/root}/.cache/trainsched-testbed}"
+case "$K8S_VERSION" in
+  "$K8S_VERSION_DEFAULT") TESTBED_K8S_MODDIR="$TESTBED_DIR/k8s" ;;
+  "$K8S_VERSION_SECOND") TESTBED_K8S_MODDIR="$TESTBED_DIR/k8s-$K8S_VERSION" ;;
+  *) printf '[testbed] ERROR: TESTBED_K8S_VERSION=%s is not one of the pinned versions %s %s (versions.env)\n' \
+       "$K8S_VERSION" "$K8S_VERSION_DEFAULT" "$K8S_VERSION_SECOND" >&2; exit 2 ;;
+esac
+TESTBED_BIN_GIVEN=${TESTBED_BIN:+1}
 TESTBED_BIN="${TESTBED_BIN:-$TESTBED_CACHE_ROOT/$K8S_VERSION/bin}"
+# the version-independent binaries live under the default version's cache dir
+TESTBED_BIN_DEFAULT="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/bin"
 TESTBED_RUN="${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed}"
 
 tb_log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

@@ -23,11 +23,14 @@
 #                       earlier failed one, and a failed build or a KAI that does not start fails
 #                       up.sh instead of leaving the KAI tests to say SKIP
 #   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
-#   TESTBED_NATIVE_GANG=1  Kubernetes 1.36's own gang scheduling (alpha, off by default): the
+#   TESTBED_NATIVE_GANG=1  Kubernetes' own gang scheduling (off by default): on 1.36 the
 #                       scheduling.k8s.io/v1alpha2 API on kube-apiserver and the feature gates
 #                       GenericWorkload and GangScheduling on kube-apiserver, kube-scheduler and
 #                       kube-controller-manager (its PodGroup protection controller removes the
-#                       finalizer the apiserver's PodGroupProtection admission adds); nothing else
+#                       finalizer the apiserver's PodGroupProtection admission adds); on 1.37
+#                       scheduling.k8s.io/v1beta1 and the gates GenericWorkload,
+#                       TopologyAwareWorkloadScheduling and DRAWorkloadResourceClaims; nothing else
+#   TESTBED_K8S_VERSION=v1.37.2  the bed's Kubernetes (versions.env: the default or the second)
 #   APISERVER_EXTRA_ARGS, SCHEDULER_EXTRA_ARGS, KCM_EXTRA_ARGS, ETCD_EXTRA_ARGS  (word-split)
 #   TESTBED_APISERVER_PORT  fixed secure port instead of a free one
 set -Eeuo pipefail
@@ -39,9 +42,19 @@ PKI="$RUN/pki"
 # Kubernetes' native gang scheduling (pkg/features/kube_features.go of v1.36: GangScheduling
 # depends on GenericWorkload; both alpha, default false)
 NATIVE_APISERVER_ARGS="" NATIVE_GATES_ARGS=""
+# Kubernetes 1.37 (kube_features.go of v1.37.2): the API is scheduling.k8s.io/v1beta1, GangScheduling
+# is gone (gang scheduling comes with GenericWorkload, beta, default off), and the Workload's
+# topology constraint and shared claims have gates of their own (TopologyAwareWorkloadScheduling
+# alpha, DRAWorkloadResourceClaims beta, both default off)
 if [ "${TESTBED_NATIVE_GANG:-0}" = 1 ]; then
-  NATIVE_GATES_ARGS="--feature-gates=GenericWorkload=true,GangScheduling=true"
-  NATIVE_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1alpha2=true $NATIVE_GATES_ARGS"
+  case "$K8S_VERSION" in
+    v1.36.*)
+      NATIVE_GATES_ARGS="--feature-gates=GenericWorkload=true,GangScheduling=true"
+      NATIVE_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1alpha2=true $NATIVE_GATES_ARGS" ;;
+    *)
+      NATIVE_GATES_ARGS="--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true"
+      NATIVE_APISERVER_ARGS="--runtime-config=scheduling.k8s.io/v1beta1=true $NATIVE_GATES_ARGS" ;;
+  esac
 fi
 
 # ---------------------------------------------------------------- preconditions
@@ -351,7 +364,7 @@ crd_set() { # crd_set NAME MODULE@VERSION-or-DIR FILE...(relative to the module 
   tb_log "CRDs $name: $(echo "$names" | wc -l) established from ${src##*/}"
   echo "$name OK $src $(echo $names | sed 's#customresourcedefinition.apiextensions.k8s.io/##g')" >> "$RUN/crds.txt"
 }
-VOLCANO_DIR="$TESTBED_CACHE_ROOT/$K8S_VERSION/crds/volcano-${VOLCANO_APIS_VERSION:-}"
+VOLCANO_DIR="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/crds/volcano-${VOLCANO_APIS_VERSION:-}"
 crd_set jobset "sigs.k8s.io/jobset@${JOBSET_VERSION:-}" 'config/components/crd/bases/*.yaml'
 crd_set kueue "sigs.k8s.io/kueue@${KUEUE_VERSION:-}" 'config/components/crd/bases/*.yaml'
 crd_set trainer "github.com/kubeflow/trainer/v2@${TRAINER_VERSION:-}" 'manifests/base/crds/*.yaml'
