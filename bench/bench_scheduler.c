@@ -23,12 +23,12 @@
  * (p) the peers (--only p): G gangs of 8 (--peer-gangs, default 200) per workload, each run by
  *     A plain kube-scheduler, B kube-scheduler + trainsched's extender (coscheduling PodGroups),
  *     C scheduler-plugins' kube-scheduler with Coscheduling (--schedplugins BIN; same PodGroups),
- *     D kube-scheduler's GangScheduling (scheduling.k8s.io/v1alpha2 PodGroups; needs a bed with
- *     TESTBED_NATIVE_GANG=1), one scheduler at a time on the bed's port; workloads gang,
- *     interleaved, mixed (80 % plain pods), contended (whole-Node pods, a pool for half of them,
- *     created interleaved; a gang's pods are deleted 1 s after its last bind). Per run: pods/s,
- *     time to all bound, attempts per pod, partial gangs, CPU per pod; a run stops as stalled
- *     after --stall S (30) without binds or scheduling progress.
+ *     D kube-scheduler's own gang scheduling (scheduling.k8s.io/v1beta1 PodGroups on 1.37,
+ *     v1alpha2 on 1.36; needs a bed with TESTBED_NATIVE_GANG=1), one scheduler at a time on the
+ * bed's port; workloads gang, interleaved, mixed (80 % plain pods), contended (whole-Node pods, a
+ * pool for half of them, created interleaved; a gang's pods are deleted 1 s after its last bind).
+ * Per run: pods/s, time to all bound, attempts per pod, partial gangs, CPU per pod; a run stops as
+ * stalled after --stall S (30) without binds or scheduling progress.
  *
  * Every scheduler config raises clientConnection qps/burst (--sched-qps, default 1000): at the
  * default 50/100 both variants measure client-go's rate limiter on Bindings, not scheduling.
@@ -108,9 +108,13 @@ static char sched_metrics_url[512];
 static char cfg_plain[] = "/tmp/bench-sched-plain-XXXXXX";
 static char cfg_gang[] = "/tmp/bench-sched-gang-XXXXXX";
 static char cfg_cosched[] = "/tmp/bench-sched-cosched-XXXXXX";
-/* kube-scheduler's own gang scheduling (Kubernetes 1.36 alpha): scheduling.k8s.io/v1alpha2 */
-static const struct common_kube_resource native_podgroups = {"scheduling.k8s.io", "v1alpha2",
-                                                             "podgroups", 1};
+/* kube-scheduler's own gang scheduling: scheduling.k8s.io/v1beta1 on Kubernetes 1.37 (beta),
+ * v1alpha2 on 1.36 (alpha); native_served() picks the one the bed serves, v1beta1 first */
+static const struct common_kube_resource native_v1beta1 = {"scheduling.k8s.io", "v1beta1",
+                                                           "podgroups", 1};
+static const struct common_kube_resource native_v1alpha2 = {"scheduling.k8s.io", "v1alpha2",
+                                                            "podgroups", 1};
+static const struct common_kube_resource *native_podgroups = &native_v1alpha2;
 static int restored;
 
 static double now(void)
@@ -528,12 +532,15 @@ static enum common_rc create_podgroup(long g, struct common_error *err)
     json_t *pg;
     enum common_rc rc;
     snprintf(name, sizeof(name), "%s-g%04ld", job.prefix, g);
-    if (job.variant == 'D') { /* k8s.io/api scheduling/v1alpha2 PodGroupSpec */
-        pg = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:{s:i}}}}", "apiVersion",
-                       "scheduling.k8s.io/v1alpha2", "kind", "PodGroup", "metadata", "name", name,
-                       "namespace", cfg.ns, "labels", RUN_LABEL, job.prefix, "spec",
-                       "schedulingPolicy", "gang", "minCount", GANG);
-        rc = common_kube_create(kube, &native_podgroups, cfg.ns, pg, NULL, NULL, err);
+    if (job.variant ==
+        'D') { /* k8s.io/api scheduling/v1alpha2 and v1beta1 PodGroupSpec: the
+                  same gang policy; a PodGroup without workloadRef is valid in both */
+        char api[64];
+        snprintf(api, sizeof(api), "%s/%s", native_podgroups->group, native_podgroups->version);
+        pg = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:{s:i}}}}", "apiVersion", api,
+                       "kind", "PodGroup", "metadata", "name", name, "namespace", cfg.ns, "labels",
+                       RUN_LABEL, job.prefix, "spec", "schedulingPolicy", "gang", "minCount", GANG);
+        rc = common_kube_create(kube, native_podgroups, cfg.ns, pg, NULL, NULL, err);
         json_decref(pg);
         return rc;
     }
@@ -724,7 +731,7 @@ static void drop_pods(const char *prefix)
     delete_collection(&common_kube_pods, cfg.ns, sel);
     delete_collection(&common_kube_podgroups, cfg.ns, sel);
     if (job.variant == 'D')
-        delete_collection(&native_podgroups, cfg.ns, sel);
+        delete_collection(native_podgroups, cfg.ns, sel);
     for (;;) {
         long left;
         pthread_mutex_lock(&mu);
@@ -1177,20 +1184,32 @@ static void print_peer_table(enum workload wl, long gangs, const struct peer_res
     fflush(stdout);
 }
 
-/* 1 when the API server serves scheduling.k8s.io/v1alpha2 PodGroups (the bed's native switch) */
-static int native_served(void)
+/* 1 when the API server serves res (a list answers 200) */
+static int served(const struct common_kube_resource *res)
 {
     struct common_buf resp;
     struct common_error err;
     long status = 0;
     char path[512];
-    common_kube_path(&native_podgroups, cfg.ns, NULL, NULL, path, sizeof(path));
+    common_kube_path(res, cfg.ns, NULL, NULL, path, sizeof(path));
     common_buf_init(&resp, (size_t)16 << 20);
     if (common_kube_request(kube, "GET", path, NULL, NULL, 0, NULL, &resp, &status, &err) !=
         COMMON_OK)
         status = 0;
     common_buf_free(&resp);
     return status == 200;
+}
+
+/* 1 when the API server serves native PodGroups (the bed's native switch); native_podgroups is
+ * set to the version served, v1beta1 (1.37) before v1alpha2 (1.36) */
+static int native_served(void)
+{
+    if (served(&native_v1beta1)) {
+        native_podgroups = &native_v1beta1;
+        return 1;
+    }
+    native_podgroups = &native_v1alpha2;
+    return served(&native_v1alpha2);
 }
 
 static void run_peers(void)
@@ -1225,8 +1244,8 @@ static void run_peers(void)
             }
             if (variant == 'D' && !native) {
                 snprintf(res[w][v].why, sizeof(res[w][v].why),
-                         "the API server does not serve scheduling.k8s.io/v1alpha2 (bed "
-                         "without TESTBED_NATIVE_GANG=1)");
+                         "the API server serves neither scheduling.k8s.io/v1beta1 nor "
+                         "v1alpha2 PodGroups (bed without TESTBED_NATIVE_GANG=1)");
                 continue;
             }
             run_peer(variant, (enum workload)w, gangs, cfg.schedplugins, &res[w][v]);

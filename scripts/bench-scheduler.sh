@@ -3,8 +3,9 @@
 #   (p) the peers, side by side in one run (the default, ONLY=p): PEER_GANGS gangs of 8 per
 #       workload on the same NODES Nodes, scheduled in turn by (A) plain kube-scheduler, (B)
 #       kube-scheduler + trainsched's extender with coscheduling PodGroups, (C) scheduler-plugins'
-#       kube-scheduler with Coscheduling on the same PodGroups, (D) kube-scheduler v1.36's own
-#       GangScheduling with scheduling.k8s.io/v1alpha2 PodGroups; one scheduler runs at a time
+#       kube-scheduler with Coscheduling on the same PodGroups, (D) kube-scheduler's own gang
+#       scheduling with scheduling.k8s.io/v1beta1 PodGroups on Kubernetes 1.37 (v1alpha2 on 1.36;
+#       TESTBED_K8S_VERSION=v1.37.2 starts the bed on 1.37.2); one scheduler runs at a time
 #       (restarted on the bed's port per run, fresh pods each run); workloads WORKLOADS:
 #       gang (created gang after gang), interleaved, mixed (80 % plain pods), contended (only half
 #       the gangs fit at once; a gang's pods are deleted 1 s after its last bind). Prints pods/s,
