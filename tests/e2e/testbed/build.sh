@@ -124,7 +124,7 @@ if [ "$OBIN" != "$TESTBED_BIN" ]; then
   for f in "$OBIN"/*; do
     b=${f##*/}
     case "$b" in kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) continue ;; esac
-    [ -x "$f" ] && [ ! -e "$TESTBED_BIN/$b" ] && ln -s "$f" "$TESTBED_BIN/$b"
+    if [ -x "$f" ] && [ ! -e "$TESTBED_BIN/$b" ]; then ln -sfn "$f" "$TESTBED_BIN/$b"; fi
   done
 fi
 tb_log "done in $((SECONDS - t_all)) s; binaries in $TESTBED_BIN:"
