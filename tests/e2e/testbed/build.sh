@@ -125,13 +125,17 @@ fi
 # --- peers the module proxy does not serve: built from their fetched source repository at a tag
 # (tb_source_tree), their Go dependencies from the proxy. The binaries are named with the version
 # (name-version), so a version change builds anew beside the old one.
+SRC_MISSING=" "
 src_build() { # name  owner/repo  tag  package(./cmd/...)  [ldflags]
   local name=$1 repo=$2 tag=$3 pkg=$4 ldflags=${5:-} t=$SECONDS src="$tmp/src-${2//\//+}-$3"
   if [ -x "$OBIN/$name-$tag" ]; then tb_log "$name $tag: present, skipped"; return 0; fi
   if [ -e "$OBIN/../$name-$tag.failed" ]; then
     tb_log "$name $tag: failed before (see $OBIN/../$name-$tag.failed; delete it to retry), skipped"; return 0
   fi
-  if [ ! -d "$src" ]; then tb_source_tree "$repo" "$tag" "$src" || { status "SKIPPED $name $tag: no source"; return 0; }; fi
+  case "$SRC_MISSING" in *" $repo@$tag "*) tb_log "$name $tag: no source (above), skipped"; return 0 ;; esac
+  if [ ! -d "$src" ] && ! tb_source_tree "$repo" "$tag" "$src"; then
+    SRC_MISSING+="$repo@$tag "; status "SKIPPED $name $tag: no source"; return 0
+  fi
   tb_log "building optional $name from github.com/$repo $tag ($pkg)"
   if (cd "$src" && "${NICE[@]}" go build -ldflags="-s -w$ldflags" -o "$tmp/$name" "$pkg") > "$tmp/$name.log" 2>&1; then
     mv "$tmp/$name" "$OBIN/$name-$tag"
