@@ -34,6 +34,7 @@
  * Pure: no I/O except the injected opts->exists lookup, no clock.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -414,6 +415,30 @@ static enum common_rc volcano_translate(const struct backend_in *in, json_t *obj
     if (js)
         return mark_pods(rjobs, pgspec, !trainer_runtime, err);
     return COMMON_OK;
+}
+
+const char *volcano_queue_of(const json_t *objects)
+{
+    const json_t *pg = find((json_t *)objects, "scheduling.volcano.sh/", "PodGroup");
+    const char *q = json_string_value(at(pg, "spec", "queue", NULL));
+
+    if (!pg)
+        return NULL;
+    return q && *q ? q : VOLCANO_DEFAULT_QUEUE;
+}
+
+int volcano_queue_not_open(const char *name, const json_t *queue_obj, char *buf, size_t n)
+{
+    const char *state = json_string_value(at(queue_obj, "status", "state", NULL));
+
+    if (!name || !state || !*state || strcmp(state, "Open") == 0)
+        return 0;
+    snprintf(buf, n,
+             "spec.queue: Volcano Queue \"%s\" is %s (status.state), not Open: Volcano's "
+             "scheduler takes no PodGroup from it, so the gang waits, none of its pods bound, "
+             "until the queue is opened (vcctl queue operate --action open --name %s)",
+             name, state, name);
+    return 1;
 }
 
 /* the PodGroup CRD: without it the JobSet's pods would wait for ever for a scheduler that is not

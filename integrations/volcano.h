@@ -31,6 +31,9 @@
     "cloud.provider.com/topology-rack=1,cloud.provider.com/topology-block=2,"                      \
     "topology.kubernetes.io/zone=3"
 
+/* the Warning Event's reason when the gang's Queue is not open (volcano_queue_not_open) */
+#define VOLCANO_REASON_QUEUE_NOT_OPEN "VolcanoQueueNotOpen"
+
 /* Volcano's Queues (cluster-scoped) and PodGroups (namespaced; the backend requires them) */
 extern const struct common_kube_resource volcano_queues, volcano_podgroups;
 
@@ -49,5 +52,24 @@ enum common_rc volcano_tiers_check(const char *field, const char *tiers, struct 
  */
 enum common_rc volcano_tier(const char *tiers, const char *level, int64_t *tier,
                             struct common_error *err);
+
+/*
+ * volcano_queue_of - the queue the Volcano PodGroup among objects (the rendered objects: a JSON
+ * array) names in spec.queue, or VOLCANO_DEFAULT_QUEUE when it names none (Volcano's scheduler
+ * then files it under "default"). NULL when objects hold no Volcano PodGroup. Borrowed.
+ */
+const char *volcano_queue_of(const json_t *objects);
+
+/*
+ * volcano_queue_not_open - whether Volcano's scheduler will hold a gang because its Queue is not
+ * open. queue_obj: the Queue (scheduling.volcano.sh/v1beta1) named name, or NULL when unknown.
+ * Volcano v1.15 takes PodGroups only from a queue whose status.state is "Open" (its proportion
+ * and capacity plugins reject the others at enqueue and allocate, writing nothing on the
+ * PodGroup); the queue controller sets Open on a new queue, and Closed/Closing on a close
+ * command. Returns 1 and writes a message naming the queue and its state into buf (size n)
+ * when status.state is set and is not "Open"; 0 otherwise (no state yet: the controller has not
+ * seen the queue; it opens it).
+ */
+int volcano_queue_not_open(const char *name, const json_t *queue_obj, char *buf, size_t n);
 
 #endif

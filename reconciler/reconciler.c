@@ -1013,6 +1013,35 @@ static void kai_queue_warn(struct rctx *c, const struct kai_refs *refs, const js
         memo_put(&c->r->memo, key, h, "");
 }
 
+/* A Warning Event on the TrainJob when the Volcano Queue its PodGroup names is not open
+ * (volcano_queue_not_open: Volcano holds the gang and writes nothing on the PodGroup saying
+ * why); from the Queue cache (INF_VQ, where served); once per TrainJob uid, queue and state.
+ * The objects are written all the same: the gang waits in the queue until it is opened. */
+static void volcano_queue_warn(struct rctx *c, const json_t *objects)
+{
+    const char *queue = volcano_queue_of(objects);
+    const json_t *q, *state;
+    char note[700], key[KEY_MAX], what[600];
+    uint64_t h;
+
+    if (!queue || !c->r->inf[INF_VQ].inf)
+        return;
+    q = cache_get(c, INF_VQ, NULL, queue);
+    if (!volcano_queue_not_open(queue, q, note, sizeof(note)))
+        return;
+    state = json_object_get(json_object_get(q, "status"), "state");
+    snprintf(what, sizeof(what), "%s/%s", queue, json_string_value(state));
+    snprintf(key, sizeof(key), "vcqueue/%s", c->uid);
+    h = fnv1a(what, strlen(what));
+    if (c->uid[0] && memo_same(&c->r->memo, key, h, ""))
+        return;
+    common_log(COMMON_LOG_WARN, "Volcano queue not open", "namespace", c->ns, "trainjob", c->name,
+               "queue", queue, "state", json_string_value(state), NULL);
+    event(c, COMMON_EVENT_WARNING, VOLCANO_REASON_QUEUE_NOT_OPEN, "Reconciling", note);
+    if (c->uid[0])
+        memo_put(&c->r->memo, key, h, "");
+}
+
 /*
  * The kai backend's references, checked before anything is written (integrations/kai.h): the
  * Queue (when scheduling.run.ai/v2 is served; read from the API server, not cached) and the
@@ -1463,6 +1492,8 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
                 return rc;
             }
         }
+        if (backend == &backend_volcano)
+            volcano_queue_warn(c, out.objects);
         if (c->slurm.active && c->slurm.ended) {
             /* Slurm ended the job: nothing is (re)built. The cache may not have seen the Failed
              * status written with the JobSet's deletion yet; writing the children would bring

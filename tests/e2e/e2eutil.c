@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/events.h"
 #include "common/httpd.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
@@ -726,6 +727,112 @@ json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobse
     ck_assert_msg(common_kube_list(k, &common_kube_pods, ns, &lo, &items, NULL, &err) == COMMON_OK,
                   "list pods: %s", err.msg);
     return items;
+}
+
+size_t e2e_bound_pods(struct common_kube *k, const char *ns, const char *jobset, size_t *total)
+{
+    json_t *pods = e2e_jobset_pods(k, ns, jobset), *p;
+    size_t i, n = 0;
+
+    json_array_foreach(pods, i, p)
+    {
+        if (json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName")))
+            n++;
+    }
+    if (total)
+        *total = json_array_size(pods);
+    json_decref(pods);
+    return n;
+}
+
+struct gang_ref {
+    struct common_kube *k;
+    const char *ns, *name;
+};
+
+static json_t *jobset_gone(const void *arg)
+{
+    const struct gang_ref *g = arg;
+    json_t *o = e2e_get(g->k, &common_kube_jobsets, g->ns, g->name);
+
+    if (o) {
+        json_decref(o);
+        return NULL;
+    }
+    return json_true();
+}
+
+static json_t *jobs_gone(const void *arg)
+{
+    static const struct common_kube_resource jobs = {"batch", "v1", "jobs", 1};
+    const struct gang_ref *g = arg;
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL;
+    char sel[300];
+    size_t n;
+
+    snprintf(sel, sizeof(sel), "jobset.sigs.k8s.io/jobset-name=%s", g->name);
+    lo.label_selector = sel;
+    ck_assert_msg(common_kube_list(g->k, &jobs, g->ns, &lo, &items, NULL, &err) == COMMON_OK,
+                  "list jobs: %s", err.msg);
+    n = json_array_size(items);
+    json_decref(items);
+    return n ? NULL : json_true();
+}
+
+static json_t *gang_pods_gone(const void *arg)
+{
+    const struct gang_ref *g = arg;
+    json_t *pods = e2e_jobset_pods(g->k, g->ns, g->name), *p;
+    size_t i, n = json_array_size(pods);
+
+    json_array_foreach(pods, i, p)
+    {
+        e2e_delete_pods_now(
+            g->k, g->ns,
+            json_string_value(json_object_get(json_object_get(p, "metadata"), "name")));
+    }
+    json_decref(pods);
+    return n ? NULL : json_true();
+}
+
+void e2e_delete_gang(struct common_kube *k, const char *ns, const char *name, double secs)
+{
+    struct common_error err;
+    struct gang_ref g = {k, ns, name};
+
+    ck_assert_msg(common_kube_delete(k, &common_kube_trainjobs, ns, name, NULL, NULL, "Background",
+                                     &err) == COMMON_OK,
+                  "delete TrainJob %s: %s", name, err.msg);
+    json_decref(e2e_wait_for(secs, jobset_gone, &g, "the JobSet to be garbage-collected", ns));
+    json_decref(e2e_wait_for(secs, jobs_gone, &g, "the Jobs to be garbage-collected", ns));
+    json_decref(e2e_wait_for(secs, gang_pods_gone, &g, "the pods to be deleted", ns));
+}
+
+json_t *e2e_event_with(struct common_kube *k, struct common_events *ev, const char *ns,
+                       const char *reason, const char *text)
+{
+    struct common_error err;
+    json_t *items = NULL, *it, *found = NULL;
+    size_t i;
+
+    if (ev)
+        ck_assert_int_eq(common_events_flush(ev, 20000), COMMON_OK);
+    ck_assert_msg(common_kube_list(k, &common_kube_events, ns, NULL, &items, NULL, &err) ==
+                      COMMON_OK,
+                  "list events: %s", err.msg);
+    json_array_foreach(items, i, it)
+    {
+        char *dump = json_dumps(it, JSON_COMPACT);
+        if (dump && strstr(dump, reason) && strstr(dump, text))
+            found = json_incref(it);
+        free(dump);
+        if (found)
+            break;
+    }
+    json_decref(items);
+    return found;
 }
 
 void e2e_add_test(Suite *s, const char *name, const TTest *t, void (*setup)(void),

@@ -93,6 +93,21 @@ json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobse
 /* e2e_kwok_node - a Node that kwok runs (annotation kwok.x-k8s.io/node: fake) with cpu CPUs,
  * 64Gi and 110 pods, labels type: kwok plus label (a YAML flow pair "key: value", or NULL). */
 void e2e_kwok_node(struct common_kube *k, const char *name, const char *label, const char *cpu);
+/* e2e_bound_pods - how many pods of JobSet jobset in ns have spec.nodeName; *total (may be NULL)
+ * := how many pods it has. A failed list fails the running test. */
+size_t e2e_bound_pods(struct common_kube *k, const char *ns, const char *jobset, size_t *total);
+/* e2e_delete_gang - delete TrainJob name of ns (propagation Background); once the garbage
+ * collector has removed its JobSet and Jobs (nothing makes pods again), its pods are deleted
+ * with grace period 0 until none is left: on nodes no kubelet runs their deletion would never
+ * finish. Each of the three waits takes up to secs; a timeout or a refused delete fails the
+ * running test. */
+void e2e_delete_gang(struct common_kube *k, const char *ns, const char *name, double secs);
+/* e2e_event_with - after flushing the recorder ev (NULL: none), the first events.k8s.io Event of
+ * ns whose JSON contains reason and text (a new reference), or NULL when there is none yet. A
+ * failed flush or list fails the running test. */
+struct common_events;
+json_t *e2e_event_with(struct common_kube *k, struct common_events *ev, const char *ns,
+                       const char *reason, const char *text);
 /* e2e_log_level_from_env - the log level E2E_LOG_LEVEL names, when set. */
 void e2e_log_level_from_env(void);
 

@@ -6,7 +6,10 @@
 #   optional: jobset-controller kwok helm (a failure is reported, not fatal; skip with TESTBED_OPTIONAL=0)
 #   optional, asked for: kueue-controller (Kueue's manager, only with TESTBED_KUEUE=1: a cold build
 #   takes long, and only the Kueue e2e suite needs it); kai-scheduler and kai-binder (KAI Scheduler's
-#   scheduler and binder from github.com/NVIDIA/KAI-scheduler, only with TESTBED_KAI=1: the same)
+#   scheduler and binder from github.com/NVIDIA/KAI-scheduler, only with TESTBED_KAI=1: the same);
+#   vc-scheduler and vc-controller-manager (Volcano's, only with TESTBED_VOLCANO=1), built from the
+#   fetched source of github.com/volcano-sh/volcano at VOLCANO_VERSION (the proxy does not serve
+#   it), into bin/ as vc-*-<version>, with the CRDs that tag ships under crds/volcano-<version>/
 # Prints the bin directory on stdout at the end; progress goes to stderr.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -116,6 +119,48 @@ if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
   if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ]; then
     opt_build kai-scheduler kai github.com/NVIDIA/KAI-scheduler/cmd/scheduler "$KAI_VERSION"
     opt_build kai-binder kai github.com/NVIDIA/KAI-scheduler/cmd/binder "$KAI_VERSION"
+  fi
+fi
+
+# --- peers the module proxy does not serve: built from their fetched source repository at a tag
+# (tb_source_tree), their Go dependencies from the proxy. The binaries are named with the version
+# (name-version), so a version change builds anew beside the old one.
+SRC_MISSING=" "
+src_build() { # name  owner/repo  tag  package(./cmd/...)  [ldflags]
+  local name=$1 repo=$2 tag=$3 pkg=$4 ldflags=${5:-} t=$SECONDS src="$tmp/src-${2//\//+}-$3"
+  if [ -x "$OBIN/$name-$tag" ]; then tb_log "$name $tag: present, skipped"; return 0; fi
+  if [ -e "$OBIN/../$name-$tag.failed" ]; then
+    tb_log "$name $tag: failed before (see $OBIN/../$name-$tag.failed; delete it to retry), skipped"; return 0
+  fi
+  case "$SRC_MISSING" in *" $repo@$tag "*) tb_log "$name $tag: no source (above), skipped"; return 0 ;; esac
+  if [ ! -d "$src" ] && ! tb_source_tree "$repo" "$tag" "$src"; then
+    SRC_MISSING+="$repo@$tag "; status "SKIPPED $name $tag: no source"; return 0
+  fi
+  tb_log "building optional $name from github.com/$repo $tag ($pkg)"
+  if (cd "$src" && "${NICE[@]}" go build -ldflags="-s -w$ldflags" -o "$tmp/$name" "$pkg") > "$tmp/$name.log" 2>&1; then
+    mv "$tmp/$name" "$OBIN/$name-$tag"
+    tb_log "$name $tag built in $((SECONDS - t)) s"
+    status "built $name $tag in $((SECONDS - t)) s"
+  else
+    # a dependency the proxy does not serve shows as "reading https://proxy.golang.org/...: 404"
+    cp "$tmp/$name.log" "$OBIN/../$name-$tag.failed"
+    tb_log "$name $tag: build FAILED (not fatal); log: $OBIN/../$name-$tag.failed"
+    grep -E 'proxy.golang.org|not found|unknown revision' "$tmp/$name.log" | head -5 >&2 || true
+    tail -5 "$tmp/$name.log" >&2 || true
+    status "FAILED $name $tag"
+  fi
+}
+if [ "${TESTBED_OPTIONAL:-1}" != 0 ] && [ "${TESTBED_VOLCANO:-0}" = 1 ] && [ -n "${VOLCANO_VERSION:-}" ]; then
+  vflags=" -X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION -X volcano.sh/volcano/pkg/version.Built=1970-01-01"
+  src_build vc-scheduler volcano-sh/volcano "$VOLCANO_VERSION" ./cmd/scheduler "$vflags"
+  src_build vc-controller-manager volcano-sh/volcano "$VOLCANO_VERSION" ./cmd/controller-manager "$vflags"
+  # the CRDs that tag ships (PodGroup, Queue, HyperNode, Job...), kept beside the binaries
+  vcrd="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/crds/volcano-$VOLCANO_VERSION"
+  vsrc="$tmp/src-volcano-sh+volcano-$VOLCANO_VERSION"
+  if ls "$vcrd"/*.yaml >/dev/null 2>&1; then tb_log "volcano $VOLCANO_VERSION CRDs: present, skipped"
+  elif [ -d "$vsrc/config/crd/volcano/bases" ] || tb_source_tree volcano-sh/volcano "$VOLCANO_VERSION" "$vsrc"; then
+    mkdir -p "$vcrd.tmp" && cp "$vsrc"/config/crd/volcano/bases/*.yaml "$vcrd.tmp/" && mv "$vcrd.tmp" "$vcrd"
+    tb_log "volcano $VOLCANO_VERSION CRDs: $(ls "$vcrd" | tr '\n' ' ')"
   fi
 fi
 

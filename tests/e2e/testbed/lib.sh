@@ -25,3 +25,25 @@ tb_moddir() {
   (cd / && GOFLAGS=-mod=mod go mod download -json "$1" 2>/dev/null) \
     | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
+
+# Source trees of peers the module proxy does not serve: bare git repositories fetched beforehand,
+# one per repository, at $TESTBED_SOURCE_MIRRORS/<owner>+<name>/repo (default /work/.mirror).
+TESTBED_SOURCE_MIRRORS="${TESTBED_SOURCE_MIRRORS:-/work/.mirror}"
+# tb_source_tree OWNER/NAME TAG DEST: unpacks the fetched repository github.com/OWNER/NAME at TAG
+# into DEST (created; its files only, no .git). Returns 1 with a message saying what to fetch when
+# the repository or the tag is missing; returns 2 when unpacking fails.
+tb_source_tree() {
+  local repo=$1 tag=$2 dest=$3 git_dir
+  git_dir="$TESTBED_SOURCE_MIRRORS/${repo/\//+}/repo"
+  if [ ! -d "$git_dir" ]; then
+    tb_log "source of github.com/$repo not found at $git_dir: fetch it there as a bare git" \
+      "repository (git clone --bare https://github.com/$repo $git_dir), or point TESTBED_SOURCE_MIRRORS elsewhere"
+    return 1
+  fi
+  if ! git --git-dir="$git_dir" rev-parse -q --verify "refs/tags/$tag^{commit}" >/dev/null; then
+    tb_log "tag $tag of github.com/$repo not in $git_dir: fetch it (git --git-dir=$git_dir fetch origin tag $tag)"
+    return 1
+  fi
+  mkdir -p "$dest" && git --git-dir="$git_dir" archive "$tag" | tar -x -C "$dest" || {
+    tb_log "unpacking github.com/$repo $tag into $dest failed"; return 2; }
+}

@@ -22,6 +22,10 @@
 #   TS_REQUIRE_KAI=1    with TESTBED_KAI=1: KAI is required (CI): a build is tried even after an
 #                       earlier failed one, and a failed build or a KAI that does not start fails
 #                       up.sh instead of leaving the KAI tests to say SKIP
+#   TESTBED_VOLCANO=1   also start Volcano's vc-scheduler and vc-controller-manager (VOLCANO_VERSION,
+#                       built from the fetched source when missing: build.sh) and install the CRDs
+#                       that tag ships (PodGroup, Queue, HyperNode...) instead of the generated ones
+#   TS_REQUIRE_VOLCANO=1  with TESTBED_VOLCANO=1: Volcano is required (CI), as TS_REQUIRE_KAI for KAI
 #   TESTBED_HELM=1      build helm (optional, for the chart's e2e test) when it is missing
 #   TESTBED_NATIVE_GANG=1  Kubernetes' own gang scheduling (off by default): on 1.36 the
 #                       scheduling.k8s.io/v1alpha2 API on kube-apiserver and the feature gates
@@ -97,6 +101,33 @@ if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ] && ! kai_built; then
     tb_log "kai-scheduler/kai-binder not built; the KAI tests will say SKIP"
   fi
 fi
+# Volcano's scheduler and controller manager (built from github.com/volcano-sh/volcano at
+# VOLCANO_VERSION, named with the version); optional unless TS_REQUIRE_VOLCANO=1, as KAI's
+VOLCANO_REQUIRED=0
+VC_BINS="vc-scheduler-${VOLCANO_VERSION:-} vc-controller-manager-${VOLCANO_VERSION:-}"
+VOLCANO_TAG_CRDS="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/crds/volcano-${VOLCANO_VERSION:-}"
+if [ "${TESTBED_VOLCANO:-0}" = 1 ] && [ "${TS_REQUIRE_VOLCANO:-0}" = 1 ]; then
+  VOLCANO_REQUIRED=1
+  [ -n "${VOLCANO_VERSION:-}" ] || tb_die "TS_REQUIRE_VOLCANO=1 but versions.env pins no VOLCANO_VERSION"
+fi
+volcano_built() {
+  local b
+  for b in $VC_BINS; do [ -x "$TESTBED_BIN/$b" ] || return 1; done
+  ls "$VOLCANO_TAG_CRDS"/*.yaml >/dev/null 2>&1
+}
+if [ "${TESTBED_VOLCANO:-0}" = 1 ] && [ -n "${VOLCANO_VERSION:-}" ] && ! volcano_built; then
+  if [ "$VOLCANO_REQUIRED" = 1 ]; then
+    for f in $VC_BINS; do
+      [ ! -e "$TESTBED_BIN/../$f.failed" ] || mv -f "$TESTBED_BIN/../$f.failed" "$TESTBED_BIN/../$f.failed.old"
+    done
+  fi
+  tb_log "Volcano $VOLCANO_VERSION missing in $TESTBED_BIN: running build.sh (a cold build takes minutes)"
+  TESTBED_VOLCANO=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed"
+  if ! volcano_built; then
+    [ "$VOLCANO_REQUIRED" = 0 ] || tb_die "TS_REQUIRE_VOLCANO=1 but Volcano $VOLCANO_VERSION could not be built (see build.sh's messages above and $TESTBED_BIN/../vc-*.failed)"
+    tb_log "Volcano $VOLCANO_VERSION not built; the Volcano scheduler tests will say SKIP"
+  fi
+fi
 # helm (the chart's e2e test) is optional: built once when asked for (TESTBED_HELM=1) and
 # missing; a failed build leaves helm.failed beside the binaries and is not tried again
 if [ "${TESTBED_HELM:-0}" = 1 ] && [ -n "${HELM_VERSION:-}" ] && [ ! -x "$TESTBED_BIN/helm" ] \
@@ -150,7 +181,7 @@ free_port() { # free_port VAR...: sets each VAR to a TCP port free on 127.0.0.1,
 }
 free_port ETCD_PORT ETCD_PEER_PORT SCHED_PORT KCM_PORT KWOK_PORT JOBSET_WEBHOOK_PORT JOBSET_HEALTH_PORT \
   KUEUE_WEBHOOK_PORT KUEUE_HEALTH_PORT KAI_SCHED_PORT KAI_PLUGIN_PORT KAI_BINDER_METRICS_PORT \
-  KAI_BINDER_HEALTH_PORT
+  KAI_BINDER_HEALTH_PORT VC_SCHED_HEALTH_PORT VC_SCHED_METRICS_PORT VC_CM_HEALTH_PORT VC_CM_METRICS_PORT
 if [ -n "${TESTBED_APISERVER_PORT:-}" ]; then APISERVER_PORT=$TESTBED_APISERVER_PORT; else free_port APISERVER_PORT; fi
 SERVER="https://127.0.0.1:$APISERVER_PORT"
 
@@ -365,6 +396,8 @@ crd_set() { # crd_set NAME MODULE@VERSION-or-DIR FILE...(relative to the module 
   echo "$name OK $src $(echo $names | sed 's#customresourcedefinition.apiextensions.k8s.io/##g')" >> "$RUN/crds.txt"
 }
 VOLCANO_DIR="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/crds/volcano-${VOLCANO_APIS_VERSION:-}"
+# with Volcano's scheduler: the CRDs its release ships (HyperNode, and the fields of that release)
+if [ "${TESTBED_VOLCANO:-0}" = 1 ] && volcano_built; then VOLCANO_DIR=$VOLCANO_TAG_CRDS; fi
 crd_set jobset "sigs.k8s.io/jobset@${JOBSET_VERSION:-}" 'config/components/crd/bases/*.yaml'
 crd_set kueue "sigs.k8s.io/kueue@${KUEUE_VERSION:-}" 'config/components/crd/bases/*.yaml'
 crd_set trainer "github.com/kubeflow/trainer/v2@${TRAINER_VERSION:-}" 'manifests/base/crds/*.yaml'
@@ -555,6 +588,56 @@ if [ "${TESTBED_KAI:-0}" = 1 ]; then
   fi
 fi
 
+# ---------------------------------------------------------------- Volcano (TESTBED_VOLCANO=1)
+# vc-controller-manager's queue controller opens Queues (status.state Open: the scheduler only
+# takes PodGroups from open queues) and its podgroup controller groups lone pods; vc-scheduler
+# places PodGroups from queues on nodes and binds their pods. Both run as the admin, without
+# leader election; no admission webhook (trainsched writes valid PodGroups; the scheduler works
+# without it). The scheduler's configuration: gang, priority and proportion (queue capability)
+# as Volcano's chart ships them, plus network-topology-aware (HyperNodes) as v1.15's
+# docs/user-guide/how_to_use_network_topology_aware_scheduling.md adds it.
+if [ "${TESTBED_VOLCANO:-0}" = 1 ]; then
+  if volcano_built && grep -q '^volcano OK' "$RUN/crds.txt"; then
+    cat > "$RUN/volcano-scheduler.conf" <<EOF
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+    arguments:
+      weight: 10
+EOF
+    # named as their binaries (with the version): down.sh signals a pid only while it runs that name
+    start "vc-controller-manager-$VOLCANO_VERSION" "$TESTBED_BIN/vc-controller-manager-$VOLCANO_VERSION" \
+      --kubeconfig "$RUN/admin.kubeconfig" --leader-elect=false \
+      --controllers queue-controller,podgroup-controller \
+      --enable-healthz --healthz-address "127.0.0.1:$VC_CM_HEALTH_PORT" \
+      --listen-address "127.0.0.1:$VC_CM_METRICS_PORT"
+    start "vc-scheduler-$VOLCANO_VERSION" "$TESTBED_BIN/vc-scheduler-$VOLCANO_VERSION" \
+      --kubeconfig "$RUN/admin.kubeconfig" --leader-elect=false \
+      --scheduler-conf "$RUN/volcano-scheduler.conf" --schedule-period 1s \
+      --enable-healthz --healthz-address "127.0.0.1:$VC_SCHED_HEALTH_PORT" \
+      --listen-address "127.0.0.1:$VC_SCHED_METRICS_PORT" --cache-dumper=false
+    wait_for "vc-controller-manager-$VOLCANO_VERSION" 120 curl_ok "http://127.0.0.1:$VC_CM_HEALTH_PORT/healthz" ok
+    wait_for "vc-scheduler-$VOLCANO_VERSION" 120 curl_ok "http://127.0.0.1:$VC_SCHED_HEALTH_PORT/healthz" ok
+    VOLCANO_RUNNING=1
+  elif [ "$VOLCANO_REQUIRED" = 1 ]; then
+    tb_log "TS_REQUIRE_VOLCANO=1 but Volcano $VOLCANO_VERSION was not built or its CRDs not installed"; false
+  else
+    tb_log "TESTBED_VOLCANO=1 but Volcano $VOLCANO_VERSION was not built or its CRDs not installed; skipped"
+  fi
+fi
+
 # ---------------------------------------------------------------- env file
 cat > "$RUN/env" <<EOF
 export TESTBED_RUN=$RUN
@@ -575,6 +658,7 @@ export TESTBED_KWOK_RUNNING=${KWOK_RUNNING:-0}
 export TESTBED_NATIVE_GANG=${TESTBED_NATIVE_GANG:-0}
 export TESTBED_KUEUE_RUNNING=${KUEUE_RUNNING:-0}
 export TESTBED_KAI_RUNNING=${KAI_RUNNING:-0}
+export TESTBED_VOLCANO_RUNNING=${VOLCANO_RUNNING:-0}
 # the CRD sets installed (not named TESTBED_CRDS: scripts/test.sh sources each env file, and
 # its next up.sh would take that as its own choice of CRDs)
 export TESTBED_CRDS_INSTALLED="$(awk '$2 == "OK" {printf "%s ", $1}' "$RUN/crds.txt")"
