@@ -720,6 +720,10 @@ static void pod_pack(struct packer *pk, const void *prep, void *obj)
     o->n_scheduling_gates = (uint32_t)s->n_schedulinggates;
     o->first_scheduling_gate =
         s->n_schedulinggates ? pk_str(pk, s->schedulinggates[0]->name) : NULL;
+    o->scheduling_group =
+        s->schedulinggroup
+            ? pk_str(pk, s->schedulinggroup->podgroupname ? s->schedulinggroup->podgroupname : "")
+            : NULL;
     pk_resources(pk, &pp->requests, &o->requests);
 
     o->labels = pk_kvs(pk, pp->labels, pp->n_labels);
@@ -1841,7 +1845,7 @@ static enum common_rc j_affinity(struct jctx *jc, const json_t *spec, K8s__Core_
 
 static enum common_rc j_pod_spec(struct jctx *jc, const json_t *obj, K8s__Core__PodSpec **out)
 {
-    const json_t *o, *res;
+    const json_t *o, *res, *sg;
     K8s__Core__PodSpec *s;
     protobuf_c_boolean has = 0;
     int64_t prio = 0;
@@ -1887,6 +1891,18 @@ static enum common_rc j_pod_spec(struct jctx *jc, const json_t *obj, K8s__Core__
     if (rc == COMMON_OK)
         J_REPEATED(rc, jc, o, "resourceClaims", K8s__Core__PodResourceClaim, s->n_resourceclaims,
                    s->resourceclaims, j_claim);
+    if (rc == COMMON_OK)
+        rc = j_object(jc, o, "schedulingGroup", &sg);
+    if (rc == COMMON_OK && sg) {
+        size_t m2 = jp_key(jc, "schedulingGroup");
+        s->schedulinggroup = j_alloc(jc, sizeof(*s->schedulinggroup));
+        if (!s->schedulinggroup)
+            return COMMON_ENOMEM;
+        k8s__core__pod_scheduling_group__init(s->schedulinggroup);
+        rc = j_string(jc, sg, "podGroupName", &s->schedulinggroup->podgroupname);
+        if (rc == COMMON_OK)
+            jp_pop(jc, m2);
+    }
     if (rc == COMMON_OK)
         rc = j_object(jc, o, "resources", &res);
     if (rc == COMMON_OK && res) {

@@ -147,6 +147,10 @@ struct common_pod {
      * leaves a gated pod alone until the last gate is removed */
     uint32_t n_scheduling_gates;
     const char *first_scheduling_gate;
+    /* spec.schedulingGroup.podGroupName: the pod belongs to a PodGroup of kube-scheduler's own
+     * gang scheduling (scheduling.k8s.io, gate GenericWorkload); "" when the object has no
+     * name, NULL when unset. Such a pod is never a member of an extender gang. */
+    const char *scheduling_group;
     int32_t priority; /* spec.priority, meaningful when has_priority */
     uint8_t has_priority;
     uint8_t deleting; /* metadata.deletionTimestamp is set */

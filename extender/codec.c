@@ -747,7 +747,7 @@ static enum common_rc d_pod_meta(struct dec *d, struct common_pod **out)
     struct jstr k;
     enum common_rc rc;
     json_t *j, *m;
-    int more;
+    int more, native = 0;
 
     *out = NULL;
     if (js_peek(&d->s) != '{')
@@ -761,11 +761,26 @@ static enum common_rc d_pod_meta(struct dec *d, struct common_pod **out)
         js_ws(&d->s);
         if (is_md)
             md = d->s.p;
-        if ((rc = js_value(&d->s)))
+        if (jstr_eq(&k, "spec") && js_peek(&d->s) == '{') {
+            /* only spec's keys: is it a pod of kube-scheduler's own gang (schedulingGroup)? */
+            int in_spec;
+            rc = js_open(&d->s, '{', &in_spec);
+            while (rc == COMMON_OK && in_spec) {
+                if ((rc = js_key(&d->s, &k)))
+                    break;
+                js_ws(&d->s);
+                if (jstr_eq(&k, "schedulingGroup") && js_peek(&d->s) == '{')
+                    native = 1;
+                if ((rc = js_value(&d->s)))
+                    break;
+                rc = js_next(&d->s, '}', &in_spec);
+            }
+        } else if ((rc = js_value(&d->s)))
             break;
         if (is_md)
             md_end = d->s.p;
-        rc = js_next(&d->s, '}', &more);
+        if (rc == COMMON_OK)
+            rc = js_next(&d->s, '}', &more);
     }
     if (rc)
         return rc;
@@ -782,6 +797,8 @@ static enum common_rc d_pod_meta(struct dec *d, struct common_pod **out)
     }
     rc = d_pod_from(d, "Pod", j, out);
     json_decref(j);
+    if (rc == COMMON_OK && native)
+        (*out)->scheduling_group = ""; /* the name is not needed: the pod is not ours */
     return rc;
 }
 
@@ -834,6 +851,8 @@ static const char *pod_group(const struct common_pod *pod)
 {
     uint32_t i;
 
+    if (pod->scheduling_group) /* kube-scheduler's own gang: never ours */
+        return "";
     for (i = 0; i < pod->n_labels; i++)
         if (strcmp(pod->labels[i].key, EXTENDER_POD_GROUP_LABEL) == 0)
             return pod->labels[i].value;

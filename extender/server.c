@@ -125,6 +125,8 @@ void extender_dirty_taken(struct extender_server *x)
 
 const char *extender_pod_group_of(const struct common_pod *p)
 {
+    if (p->scheduling_group) /* kube-scheduler's own gang: never ours */
+        return NULL;
     for (uint32_t i = 0; i < p->n_labels; i++)
         if (strcmp(p->labels[i].key, GANG_POD_GROUP_LABEL) == 0)
             return p->labels[i].value;

@@ -1030,7 +1030,9 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
             return common_error_set(err, COMMON_ENOMEM, "out of memory");
         req[n_req++] = (struct gang_rq){(uint16_t)(id < 0 ? NRES - 1 : id), r->value};
     }
-    gname = label_of(cp, GANG_POD_GROUP_LABEL);
+    /* a pod of kube-scheduler's own gang (spec.schedulingGroup) is never an extender member,
+     * whatever its labels say: a pod is ganged by one mechanism */
+    gname = cp->scheduling_group ? NULL : label_of(cp, GANG_POD_GROUP_LABEL);
     if (gname && !*gname)
         gname = NULL;
     rjob = label_of(cp, GANG_REPLICATED_JOB_LABEL);
