@@ -1,7 +1,7 @@
 /*
  * integrations/kueue.c - the Workload Kueue makes for a TrainJob (see kueue.h).
  *
- * Sources (sigs.k8s.io/kueue v0.17.0): pkg/controller/jobframework/workload_names.go (name),
+ * Sources (sigs.k8s.io/kueue v0.19.0): pkg/controller/jobframework/workload_names.go (name),
  * pkg/controller/jobframework/{interface.go NewWorkload, reconciler.go ConstructWorkload and
  * ExtractPriority, tas.go}, pkg/controller/jobs/jobset/jobset_controller.go (PodSets,
  * PodsCountPerReplica), pkg/controller/jobs/trainjob/trainjob_controller.go (PodSets from the
@@ -198,6 +198,53 @@ static enum common_rc set_priority(json_t *spec, const json_t *trainjob, const j
                : COMMON_OK;
 }
 
+/* the podsetSliceRequiredTopologyConstraints of annotation text (a JSON array of 1 to 3
+ * {topology, size}); *out a new array; an error names the annotation under `where` */
+static enum common_rc multi_layer(const char *text, const char *where, json_t **out,
+                                  struct common_error *err)
+{
+    json_error_t je;
+    json_t *in = json_loads(text, JSON_DECODE_ANY, &je), *arr = json_array(), *l;
+    size_t i;
+
+    *out = NULL;
+    if (!arr)
+        goto oom;
+    if (!json_is_array(in) || json_array_size(in) < 1 || json_array_size(in) > 3) {
+        json_decref(in);
+        json_decref(arr);
+        return common_error_set(err, COMMON_EINVAL,
+                                "%s.annotations[" KUEUE_SLICE_LAYERS_ANN "]: \"%s\" is not a JSON "
+                                "array of 1 to 3 {topology, size}",
+                                where, text);
+    }
+    json_array_foreach(in, i, l)
+    {
+        const char *topo = json_string_value(json_object_get(l, "topology"));
+        const json_t *size = json_object_get(l, "size");
+        json_t *o;
+        if (!json_is_object(l) || !topo || !*topo || !json_is_integer(size) ||
+            json_integer_value(size) < 1 || json_integer_value(size) > INT32_MAX) {
+            json_decref(in);
+            json_decref(arr);
+            return common_error_set(err, COMMON_EINVAL,
+                                    "%s.annotations[" KUEUE_SLICE_LAYERS_ANN "][%zu]: needs a "
+                                    "topology (a node label) and a size (an int32 >= 1)",
+                                    where, i);
+        }
+        o = json_pack("{s:s, s:I}", "topology", topo, "size", json_integer_value(size));
+        if (!o || json_array_append_new(arr, o))
+            goto oom;
+    }
+    json_decref(in);
+    *out = arr;
+    return COMMON_OK;
+oom:
+    json_decref(in);
+    json_decref(arr);
+    return common_error_set(err, COMMON_ENOMEM, "workload: out of memory");
+}
+
 /* topologyRequest of a podSet (jobframework/tas.go Build with the JobSet's index labels) */
 static enum common_rc topology_request(const json_t *annotations, long long replicas,
                                        const char *where, json_t **out, struct common_error *err)
@@ -214,7 +261,9 @@ static enum common_rc topology_request(const json_t *annotations, long long repl
         json_string_value(json_object_get(annotations, "kueue.x-k8s.io/podset-slice-size"));
     const char *group =
         json_string_value(json_object_get(annotations, "kueue.x-k8s.io/podset-group-name"));
+    const char *layers = json_string_value(json_object_get(annotations, KUEUE_SLICE_LAYERS_ANN));
     json_t *t = json_object();
+    enum common_rc rc;
     int bad = 0;
 
     if (!t)
@@ -243,7 +292,18 @@ static enum common_rc topology_request(const json_t *annotations, long long repl
         }
         bad |= json_object_set_new(t, "unconstrained", json_boolean(v));
     }
-    if (slice && size) {
+    if (layers) {
+        /* Kueue v0.17 on (TASMultiLayerTopology: alpha, beta and on by default in v0.19):
+         * json.Unmarshal into []{topology, size}, 1 to 3 layers; it takes the place of the
+         * two-level slice fields */
+        json_t *arr = NULL;
+        rc = multi_layer(layers, where, &arr, err);
+        if (rc) {
+            json_decref(t);
+            return rc;
+        }
+        bad |= json_object_set_new(t, "podsetSliceRequiredTopologyConstraints", arr);
+    } else if (slice && size) {
         char *end = NULL;
         long long n;
         errno = 0;
