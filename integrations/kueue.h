@@ -20,6 +20,9 @@
 #include "common/kube.h"
 
 #define KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+/* the Kueue release the e2e suite runs, without the v: KUEUE_VERSION of
+ * tests/e2e/testbed/versions.env, the one place it is written (CMakeLists.txt reads it) */
+#define KUEUE_TESTED_VERSION TS_KUEUE_TESTED
 /* Kueue's Workloads (kueue.x-k8s.io/v1beta2): what the kueue backend requires the cluster to
  * serve */
 extern const struct common_kube_resource kueue_workloads;
