@@ -31,8 +31,8 @@
  * v0.19's multi-layer request: a block, racks of 4 pods and hosts of 2 inside it),
  * dra_devices_count_in_the_queue_quota (Kueue v0.19 counts DRA devices of the pods' claim
  * templates in quota), and render_previews_kueues_workload_field_for_field (`trainsched render
- * --backend kueue` previews the Workload Kueue makes, for 28 TrainJobs over every built-in
- * runtime, the examples and each topology request).
+ * --backend kueue` previews the Workload Kueue makes, for 29 TrainJobs over every built-in
+ * runtime, the examples, each topology request and 18 replicated jobs).
  *
  * The suite is labelled "kueue" and runs on a bed started with TESTBED_KUEUE=1 (scripts/test.sh
  * starts one after the other e2e suites). On a bed without Kueue it prints SKIP and passes,
@@ -1348,10 +1348,11 @@ static const char *const topology_runtimes[] = {
     "kueue.x-k8s.io/podset-unconstrained-topology: 'true'"};
 #define N_TOPO (sizeof(topology_runtimes) / sizeof(topology_runtimes[0]))
 
-/* 28 queued TrainJobs held in a stopped ClusterQueue (Kueue makes their Workloads and admits
+/* 29 queued TrainJobs held in a stopped ClusterQueue (Kueue makes their Workloads and admits
  * none): two per built-in runtime (installed as ClusterTrainingRuntimes from manifests/runtimes:
  * the runtime's own settings; 2 nodes with GPUs and a WorkloadPriorityClass), the TrainJobs of
- * examples/, and TrainingRuntimes with each of Kueue's topology requests. For every one,
+ * examples/, TrainingRuntimes with each of Kueue's topology requests, and one of 18 replicated
+ * jobs (Kueue v0.19's most podSets per Workload; v0.17 held 8). For every one,
  * `trainsched render --backend kueue` of the TrainJob previews the Workload Kueue made, field
  * for field: the name, namespace, labels, annotations, finalizers and owner, and the whole spec
  * (queueName, priority, every podSet's name, count, template and topologyRequest). */
@@ -1420,6 +1421,30 @@ START_TEST(render_previews_kueues_workload_field_for_field)
         create(&common_kube_trainjobs, queued_trainjob(tjname, rt, i == 0 ? high : NULL));
         n++;
     }
+    {
+        /* Kueue v0.19 holds 18 podSets in a Workload (8 before): a runtime of 18 replicated jobs */
+        char rt[8192] = "";
+        size_t len = 0;
+        for (int j = 0; j < 18; j++)
+            len += (size_t)snprintf(rt + len, sizeof(rt) - len,
+                                    "      - name: j%d\n"
+                                    "        template:\n"
+                                    "          spec:\n"
+                                    "            template:\n"
+                                    "              spec:\n"
+                                    "                containers:\n"
+                                    "                - {name: c, image: busybox:1.36,"
+                                    " resources: {requests: {cpu: 10m}}}\n",
+                                    j);
+        ck_assert_uint_lt(len, sizeof(rt));
+        create(&common_kube_trainingruntimes,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                         "metadata: {name: wide, namespace: %s}\n"
+                         "spec:\n  template:\n    spec:\n      replicatedJobs:\n%s",
+                         ns, rt));
+        create(&common_kube_trainjobs, queued_trainjob("w18", "wide", NULL));
+        n++;
+    }
     ck_assert_uint_ge(n, 20);
     for (size_t i = 0; i < N_BUILTIN; i++) {
         snprintf(tjname, sizeof(tjname), "b%zu", i);
@@ -1438,6 +1463,14 @@ START_TEST(render_previews_kueues_workload_field_for_field)
         r = get(&common_kube_trainingruntimes, rt);
         snprintf(tjname, sizeof(tjname), "t%zu", i);
         compare_with_kueue(tjname, r, df);
+        json_decref(r);
+    }
+    {
+        json_t *r = get(&common_kube_trainingruntimes, "wide"), *wl;
+        compare_with_kueue("w18", r, df);
+        wl = workload_of("w18", NULL);
+        ck_assert_uint_eq(json_array_size(at(wl, "spec.podSets")), 18);
+        json_decref(wl);
         json_decref(r);
     }
     fprintf(stderr,
