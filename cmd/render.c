@@ -49,6 +49,7 @@ static const char usage[] =
     "Files may hold several YAML or JSON documents: TrainJobs, TrainingRuntimes and\n"
     "ClusterTrainingRuntimes together. A TrainJob's runtime is looked up among the given\n"
     "runtimes first, then among the runtimes built in (the ones Kubeflow Trainer ships).\n"
+    "WorkloadPriorityClass and PriorityClass documents give the Kueue Workload its priority.\n"
     "\n"
     "Options:\n"
     "  -f, --filename FILE   input file, or a folder: its .yaml, .yml and .json files in name\n"
@@ -103,9 +104,11 @@ struct loaded {
     size_t nfiles;
     json_t *runtimes; /* array of runtime objects (borrowed from files) */
     json_t *trainjobs;
-    json_t *existing;      /* objects already in the cluster (--existing; borrowed from files) */
-    const char *backend;   /* --backend, or NULL: each runtime's own (integrations/backend.h) */
-    const char *ns;        /* -n: the namespace of TrainJobs and TrainingRuntimes naming none */
+    json_t *existing;    /* objects already in the cluster (--existing; borrowed from files) */
+    json_t *classes;     /* WorkloadPriorityClass and PriorityClass documents of -f (borrowed): the
+                            kueue backend's Workload preview takes its priority from them */
+    const char *backend; /* --backend, or NULL: each runtime's own (integrations/backend.h) */
+    const char *ns;      /* -n: the namespace of TrainJobs and TrainingRuntimes naming none */
     const char *kai_queue; /* --kai-queue (serve's backends.kai.queue), or NULL */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
     const char *volcano_queue, *volcano_tiers; /* --volcano-queue, --volcano-tiers, or NULL */
@@ -228,6 +231,10 @@ static int add_object(struct loaded *l, const struct common_yaml_docs *f, size_t
         return json_array_append(l->runtimes, (json_t *)doc) ? oom(err) : 0;
     if (strcmp(kind, "TrainJob") == 0 && !runtimes_only)
         return json_array_append(l->trainjobs, (json_t *)doc) ? oom(err) : 0;
+    if (!runtimes_only &&
+        ((strcmp(kind, "WorkloadPriorityClass") == 0 && strncmp(api, "kueue.x-k8s.io/", 15) == 0) ||
+         (strcmp(kind, "PriorityClass") == 0 && strncmp(api, "scheduling.k8s.io/", 18) == 0)))
+        return json_array_append(l->classes, (json_t *)doc) ? oom(err) : 0;
     doc_where(f, i, kindv, pos, sizeof(pos));
     if (runtimes_only)
         fprintf(err,
@@ -237,7 +244,8 @@ static int add_object(struct loaded *l, const struct common_yaml_docs *f, size_t
     else
         fprintf(err,
                 "error: %s%s: kind: \"%s\" is not something render reads: give TrainJob, "
-                "TrainingRuntime or ClusterTrainingRuntime documents\n",
+                "TrainingRuntime or ClusterTrainingRuntime documents (and WorkloadPriorityClass "
+                "or PriorityClass ones for the Kueue Workload's priority)\n",
                 pos, what, kind);
     return 2;
 }
@@ -585,7 +593,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
                                     .status_server = l->status_server,
                                     .volcano_queue = l->volcano_queue,
                                     .volcano_tiers = l->volcano_tiers,
-                                    .kai_default_queue = l->kai_queue};
+                                    .kai_default_queue = l->kai_queue,
+                                    .kueue_classes = l->classes};
     struct trainjob_output out;
     const struct backend *backend = NULL;
     json_t *preview = NULL;
@@ -920,8 +929,9 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     l->runtimes = json_array();
     l->trainjobs = json_array();
     l->existing = json_array();
+    l->classes = json_array();
     items = json_array();
-    if (!l->runtimes || !l->trainjobs || !l->existing || !items) {
+    if (!l->runtimes || !l->trainjobs || !l->existing || !l->classes || !items) {
         fprintf(err, "error: out of memory\n");
         status = 1;
         goto out;
@@ -995,6 +1005,7 @@ out:
         json_decref(l->runtimes);
         json_decref(l->trainjobs);
         json_decref(l->existing);
+        json_decref(l->classes);
         for (i = 0; i < l->nfiles; i++)
             common_yaml_docs_free(&l->files[i]);
         common_free(l);

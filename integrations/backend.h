@@ -51,6 +51,8 @@ struct backend_in {
     /* native: spec.schedulerName of every pod of the gang (all members of a PodGroup share
      * one); NULL or "": "default-scheduler" */
     const char *scheduler_name;
+    int preview_wanted; /* 1: the caller keeps the preview (render); 0: it is dropped, and a
+                           backend whose translate only previews may skip the work */
 };
 
 /* What one TrainJob is on the backend, for the reconciler hooks (all borrowed). */

@@ -146,7 +146,7 @@ enum common_rc backend_render(const struct backend *b, struct common_arena *a,
                               struct common_error *err)
 {
     struct trainjob_options o;
-    struct backend_in in = {trainjob, runtime, &o, scheduler_name};
+    struct backend_in in = {trainjob, runtime, &o, scheduler_name, preview != NULL};
     json_t *pv = NULL;
     enum common_rc rc;
 

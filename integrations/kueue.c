@@ -1,7 +1,7 @@
 /*
  * integrations/kueue.c - the Workload Kueue makes for a TrainJob (see kueue.h).
  *
- * Sources (sigs.k8s.io/kueue v0.17.0): pkg/controller/jobframework/workload_names.go (name),
+ * Sources (sigs.k8s.io/kueue v0.19.0): pkg/controller/jobframework/workload_names.go (name),
  * pkg/controller/jobframework/{interface.go NewWorkload, reconciler.go ConstructWorkload and
  * ExtractPriority, tas.go}, pkg/controller/jobs/jobset/jobset_controller.go (PodSets,
  * PodsCountPerReplica), pkg/controller/jobs/trainjob/trainjob_controller.go (PodSets from the
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/arena.h"
 #include "common/names.h"
 #include "integrations/backend.h"
 #include "integrations/kueue.h"
@@ -198,6 +199,53 @@ static enum common_rc set_priority(json_t *spec, const json_t *trainjob, const j
                : COMMON_OK;
 }
 
+/* the podsetSliceRequiredTopologyConstraints of annotation text (a JSON array of 1 to 3
+ * {topology, size}); *out a new array; an error names the annotation under `where` */
+static enum common_rc multi_layer(const char *text, const char *where, json_t **out,
+                                  struct common_error *err)
+{
+    json_error_t je;
+    json_t *in = json_loads(text, JSON_DECODE_ANY, &je), *arr = json_array(), *l;
+    size_t i;
+
+    *out = NULL;
+    if (!arr)
+        goto oom;
+    if (!json_is_array(in) || json_array_size(in) < 1 || json_array_size(in) > 3) {
+        json_decref(in);
+        json_decref(arr);
+        return common_error_set(err, COMMON_EINVAL,
+                                "%s.annotations[" KUEUE_SLICE_LAYERS_ANN "]: \"%s\" is not a JSON "
+                                "array of 1 to 3 {topology, size}",
+                                where, text);
+    }
+    json_array_foreach(in, i, l)
+    {
+        const char *topo = json_string_value(json_object_get(l, "topology"));
+        const json_t *size = json_object_get(l, "size");
+        json_t *o;
+        if (!json_is_object(l) || !topo || !*topo || !json_is_integer(size) ||
+            json_integer_value(size) < 1 || json_integer_value(size) > INT32_MAX) {
+            json_decref(in);
+            json_decref(arr);
+            return common_error_set(err, COMMON_EINVAL,
+                                    "%s.annotations[" KUEUE_SLICE_LAYERS_ANN "][%zu]: needs a "
+                                    "topology (a node label) and a size (an int32 >= 1)",
+                                    where, i);
+        }
+        o = json_pack("{s:s, s:I}", "topology", topo, "size", json_integer_value(size));
+        if (!o || json_array_append_new(arr, o))
+            goto oom;
+    }
+    json_decref(in);
+    *out = arr;
+    return COMMON_OK;
+oom:
+    json_decref(in);
+    json_decref(arr);
+    return common_error_set(err, COMMON_ENOMEM, "workload: out of memory");
+}
+
 /* topologyRequest of a podSet (jobframework/tas.go Build with the JobSet's index labels) */
 static enum common_rc topology_request(const json_t *annotations, long long replicas,
                                        const char *where, json_t **out, struct common_error *err)
@@ -214,7 +262,9 @@ static enum common_rc topology_request(const json_t *annotations, long long repl
         json_string_value(json_object_get(annotations, "kueue.x-k8s.io/podset-slice-size"));
     const char *group =
         json_string_value(json_object_get(annotations, "kueue.x-k8s.io/podset-group-name"));
+    const char *layers = json_string_value(json_object_get(annotations, KUEUE_SLICE_LAYERS_ANN));
     json_t *t = json_object();
+    enum common_rc rc;
     int bad = 0;
 
     if (!t)
@@ -243,7 +293,18 @@ static enum common_rc topology_request(const json_t *annotations, long long repl
         }
         bad |= json_object_set_new(t, "unconstrained", json_boolean(v));
     }
-    if (slice && size) {
+    if (layers) {
+        /* Kueue v0.17 on (TASMultiLayerTopology: alpha, beta and on by default in v0.19):
+         * json.Unmarshal into []{topology, size}, 1 to 3 layers; it takes the place of the
+         * two-level slice fields */
+        json_t *arr = NULL;
+        rc = multi_layer(layers, where, &arr, err);
+        if (rc) {
+            json_decref(t);
+            return rc;
+        }
+        bad |= json_object_set_new(t, "podsetSliceRequiredTopologyConstraints", arr);
+    } else if (slice && size) {
         char *end = NULL;
         long long n;
         errno = 0;
@@ -272,6 +333,25 @@ static enum common_rc topology_request(const json_t *annotations, long long repl
 oom:
     json_decref(t);
     return common_error_set(err, COMMON_ENOMEM, "workload: out of memory");
+}
+
+/* every container and init container of pod spec ps without resources gets `resources: {}`,
+ * as Kueue's Go types write a Container (ResourceRequirements is a struct, never left out);
+ * 0, or -1 out of memory */
+static int empty_resources(json_t *ps)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(ps, lists[l]), i, c)
+        {
+            if (json_is_object(c) && !json_object_get(c, "resources") &&
+                json_object_set_new(c, "resources", json_object()))
+                return -1;
+        }
+    }
+    return 0;
 }
 
 /* one podSet from replicatedJobs[i] */
@@ -308,8 +388,9 @@ static enum common_rc podset(const json_t *rj, size_t i, int tas, json_t **out,
         return common_error_set(err, COMMON_EINVAL, "%s: replicas x pods per Job exceeds int32",
                                 where);
     tm = json_object();
-    t = json_pack("{s:o, s:O}", "metadata", tm, "spec", json_object_get(tmpl, "spec"));
-    if (!tm || !t)
+    t = json_pack("{s:o, s:o}", "metadata", tm, "spec",
+                  json_deep_copy(json_object_get(tmpl, "spec")));
+    if (!tm || !t || empty_resources(json_object_get(t, "spec")))
         goto oom;
     if (json_object_get(meta, "labels") &&
         json_object_set(tm, "labels", json_object_get(meta, "labels")))
@@ -415,6 +496,9 @@ enum common_rc kueue_workload_preview(const json_t *trainjob, const json_t *jobs
         goto oom;
     if (json_object_set(spec, "podSets", podsets))
         goto oom;
+    /* the Workload CRD's default, which Kueue's Workload carries */
+    if (json_object_set_new(spec, "active", json_true()))
+        goto oom;
     rc = set_priority(spec, trainjob, podsets, o->classes, note, err);
     if (rc)
         goto fail;
@@ -449,20 +533,30 @@ fail:
 
 /*
  * translate: no gang object (Kueue admits the whole TrainJob, then pods schedule one by one);
- * the Workload Kueue will create goes to preview. A TrainJob given without metadata.uid (render
- * of a file) is previewed with the uid its rendered JobSet's owner reference carries, the
- * placeholder trainjob_render used. Priority classes are read from the cluster by Kueue: here a
- * named class is shown by reference only (kueue_workload_preview's note).
+ * when the caller keeps the preview (render), the Workload Kueue will create goes to it. Its
+ * podSets come from the JobSet as Kueue renders it (trainjob_options.kueue_view: Kueue v0.19
+ * builds it with Trainer's JobSet builder and leaves out the ML policy's env, ports, volumes
+ * and mounts), rendered again here. A TrainJob given without metadata.uid (render of a file) is
+ * previewed with the uid its rendered JobSet's owner reference carries, the placeholder
+ * trainjob_render used. Priority classes come from opts->kueue_classes (render: the
+ * WorkloadPriorityClass and PriorityClass documents of its input); a named class not among them
+ * is shown by reference only (kueue_workload_preview's note), as Kueue reads it from the cluster.
  */
 static enum common_rc kueue_translate(const struct backend_in *in, json_t *objects, json_t *preview,
                                       struct common_error *err)
 {
-    const json_t *js = NULL, *o;
+    const json_t *js = NULL, *o, *kjs = NULL;
     json_t *tj = NULL, *wl = NULL;
     const char *note = NULL;
+    struct kueue_preview_opts po = {0};
+    struct trainjob_options to = {0};
+    struct trainjob_output out = {0};
+    struct common_arena *a = NULL;
     enum common_rc rc;
     size_t i;
 
+    if (!in->preview_wanted)
+        return COMMON_OK; /* the reconciler: Kueue makes the Workload */
     json_array_foreach(objects, i, o)
     {
         const char *k = json_string_value(json_object_get(o, "kind"));
@@ -473,7 +567,35 @@ static enum common_rc kueue_translate(const struct backend_in *in, json_t *objec
         return common_error_set(err, COMMON_EINVAL, "kueue: the TrainJob rendered no JobSet");
     if ((rc = backend_trainjob_as_created(in->trainjob, js, &tj, err)))
         return rc;
-    rc = kueue_workload_preview(tj, js, NULL, &wl, &note, err);
+    /* the JobSet Kueue renders for its podSets: Trainer's builder without the ML policy's
+     * merge, and no gang marks of trainsched's */
+    if (in->opts)
+        to = *in->opts;
+    to.kueue_view = 1;
+    to.no_gang_marks = 1;
+    /* Kueue builds with Trainer's code, so the runtime's podGroupPolicy decides the gang pod
+     * labels, whatever backend trainsched renders for */
+    to.gang = TRAINJOB_GANG_FROM_RUNTIME;
+    to.status_server = NULL;
+    a = common_arena_create(0);
+    if (!a) {
+        json_decref(tj);
+        return common_error_set(err, COMMON_ENOMEM, "kueue: out of memory");
+    }
+    rc = trainjob_render(a, tj, in->runtime, &to, &out, err);
+    json_array_foreach(out.objects, i, o)
+    {
+        const char *k = json_string_value(json_object_get(o, "kind"));
+        if (k && strcmp(k, "JobSet") == 0)
+            kjs = o;
+    }
+    if (!rc && !kjs)
+        rc = common_error_set(err, COMMON_EINVAL, "kueue: the TrainJob rendered no JobSet");
+    po.classes = in->opts ? in->opts->kueue_classes : NULL;
+    if (!rc)
+        rc = kueue_workload_preview(tj, kjs, &po, &wl, &note, err);
+    json_decref(out.objects);
+    common_arena_destroy(a);
     json_decref(tj);
     if (rc)
         return rc;
@@ -485,8 +607,9 @@ static enum common_rc kueue_translate(const struct backend_in *in, json_t *objec
 
 const struct common_kube_resource kueue_workloads = {"kueue.x-k8s.io", "v1beta2", "workloads", 1};
 
-/* Kueue's Workloads (kueue.x-k8s.io/v1beta2, Kueue v0.15 on): without Kueue nothing would queue
- * the TrainJob, which would run outside any quota */
+/* Kueue's Workloads (kueue.x-k8s.io/v1beta2, Kueue v0.15 on; trainsched needs v0.17 for the
+ * runtimePatches handshake): without Kueue nothing would queue the TrainJob, which would run
+ * outside any quota */
 static const struct common_kube_resource *const kueue_requires[] = {&kueue_workloads, NULL};
 
 const struct backend backend_kueue = {
@@ -495,6 +618,7 @@ const struct backend backend_kueue = {
     .what = "Kueue queues the TrainJob (label kueue.x-k8s.io/queue-name); no gang object",
     .core_gang = TRAINJOB_GANG_NONE,
     .requires = kueue_requires,
-    .install = "install Kueue v0.15 or later with the trainer.kubeflow.org/trainjob framework",
+    .install = "install Kueue v0.17 or later (tested with v" KUEUE_TESTED_VERSION
+               ") with the trainer.kubeflow.org/trainjob framework",
     .translate = kueue_translate,
 };

@@ -2,7 +2,7 @@
  * integrations/kueue.h - the Kueue backend's pure core: the Workload that Kueue's
  * trainer.kubeflow.org/trainjob integration makes for a TrainJob, computed offline.
  *
- * Kueue (sigs.k8s.io/kueue, v0.17 here) queues a TrainJob labelled kueue.x-k8s.io/queue-name:
+ * Kueue (sigs.k8s.io/kueue, v0.19 here) queues a TrainJob labelled kueue.x-k8s.io/queue-name:
  * it renders the JobSet that Trainer would make for it and asks for one podSet per replicated
  * job. trainsched's reconciler does not create the Workload (Kueue does); this core lets an
  * admin see, before submitting, what the queue will be asked for (`render --backend kueue`),
@@ -20,11 +20,17 @@
 #include "common/kube.h"
 
 #define KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+/* the Kueue release the e2e suite runs, without the v: KUEUE_VERSION of
+ * tests/e2e/testbed/versions.env, the one place it is written (CMakeLists.txt reads it) */
+#define KUEUE_TESTED_VERSION TS_KUEUE_TESTED
 /* Kueue's Workloads (kueue.x-k8s.io/v1beta2): what the kueue backend requires the cluster to
  * serve */
 extern const struct common_kube_resource kueue_workloads;
 #define KUEUE_PRIORITY_LABEL "kueue.x-k8s.io/priority-class"
 #define KUEUE_RUNTIME_PATCH_MANAGER "kueue.x-k8s.io/manager"
+/* the multi-layer slice request (Kueue v0.17 alpha, v0.19 beta and on by default): a JSON array
+ * of 1 to 3 {"topology": <node label>, "size": <pods>}, coarsest first */
+#define KUEUE_SLICE_LAYERS_ANN "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 #define KUEUE_WORKLOAD_NAME_MAX 253      /* object names */
 #define KUEUE_WORKLOAD_NAME_SHORT_MAX 63 /* Kueue's ShortWorkloadNames gate (alpha in v0.17) */
 
@@ -69,17 +75,19 @@ struct kueue_preview_opts {
  *     spec), topologyRequest (unless o->no_tas: podIndexLabel
  *     batch.kubernetes.io/job-completion-index, subGroupIndexLabel jobset.sigs.k8s.io/job-index,
  *     subGroupCount = replicas, and required/preferred/unconstrained and slice fields from the
- *     pod template's kueue.x-k8s.io/podset-* annotations)}, priorityClassRef and priority
- *     (below), maximumExecutionTimeSeconds (label kueue.x-k8s.io/max-exec-time-seconds when a
- *     positive int32).
- * Priority as Kueue's ExtractPriority: the label kueue.x-k8s.io/priority-class names a
- * WorkloadPriorityClass; else the first pod template with spec.priorityClassName names a
- * PriorityClass; else the PriorityClass with globalDefault true (lowest value) among
- * o->classes; else priority 0 and no ref. A named class missing from o->classes gives the ref
- * without priority and a note in *note (a static string, or NULL when all is known).
- * The template is before the API server's defaulting (Kueue dry-runs a create to default it).
- * Returns COMMON_OK; COMMON_EINVAL (the message names the field: metadata.uid,
- * spec.replicatedJobs[i].name, a podset annotation that does not parse, ...); COMMON_ENOMEM.
+ *     pod template's kueue.x-k8s.io/podset-* annotations; the multi-layer slice annotation
+ *     KUEUE_SLICE_LAYERS_ANN becomes podsetSliceRequiredTopologyConstraints, in place of
+ *     podSetSliceRequiredTopology/podSetSliceSize; a malformed one is COMMON_EINVAL naming it)},
+ * priorityClassRef and priority (below), maximumExecutionTimeSeconds (label
+ * kueue.x-k8s.io/max-exec-time-seconds when a positive int32). Priority as Kueue's ExtractPriority:
+ * the label kueue.x-k8s.io/priority-class names a WorkloadPriorityClass; else the first pod
+ * template with spec.priorityClassName names a PriorityClass; else the PriorityClass with
+ * globalDefault true (lowest value) among o->classes; else priority 0 and no ref. A named class
+ * missing from o->classes gives the ref without priority and a note in *note (a static string, or
+ * NULL when all is known). The template is before the API server's defaulting (Kueue dry-runs a
+ * create to default it). Returns COMMON_OK; COMMON_EINVAL (the message names the field:
+ * metadata.uid, spec.replicatedJobs[i].name, a podset annotation that does not parse, ...);
+ * COMMON_ENOMEM.
  */
 enum common_rc kueue_workload_preview(const json_t *trainjob, const json_t *jobset,
                                       const struct kueue_preview_opts *o, json_t **workload,

@@ -20,16 +20,26 @@ static const char *str_at(const json_t *obj, const char *k1, const char *k2)
 int rc_queue_without_kueue(const json_t *trainjob, char *msg, size_t size)
 {
     const char *q = kueue_queue_name(trainjob);
+    int suspended = json_is_true(json_object_get(json_object_get(trainjob, "spec"), "suspend"));
     if (!q || kueue_has_runtime_patch(trainjob))
         return 0;
+    /* Kueue's webhook suspends a queued TrainJob; from v0.17 it also adds its runtimePatches
+     * entry. Suspended without the entry: most likely a Kueue older than v0.17, which wrote
+     * spec.podSpecOverrides (gone from Trainer v2.2 on) instead */
     snprintf(msg, size,
              "metadata.labels[" KUEUE_QUEUE_LABEL "]: \"%s\" names a Kueue LocalQueue, but Kueue "
-             "did not take this TrainJob (spec.runtimePatches has no entry of "
-             "manager " KUEUE_RUNTIME_PATCH_MANAGER ", which Kueue's webhook adds when it queues a "
-             "TrainJob): Kueue is not installed, or runs without the trainer.kubeflow.org/trainjob "
-             "framework. Nothing is created; install Kueue and recreate the TrainJob, or remove "
-             "the label",
-             q);
+             "did not take this TrainJob: spec.runtimePatches has no entry of "
+             "manager " KUEUE_RUNTIME_PATCH_MANAGER ", which Kueue's webhook adds from Kueue "
+             "v0.17 on. %s Nothing is created; install Kueue v0.17 or later (tested with "
+             "v" KUEUE_TESTED_VERSION ") with the trainer.kubeflow.org/trainjob framework and "
+             "recreate the TrainJob, or remove the label",
+             q,
+             suspended ? "The TrainJob is suspended, as Kueue's webhook leaves it: a Kueue older "
+                         "than v0.17 suspends a queued TrainJob without writing the field "
+                         "spec.runtimePatches (it writes spec.podSpecOverrides, which Trainer "
+                         "v2.2 removed)."
+                       : "Kueue is not installed, runs without the trainer.kubeflow.org/trainjob "
+                         "framework, or is older than v0.17.");
     return 1;
 }
 

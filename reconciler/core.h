@@ -46,7 +46,10 @@
 /*
  * rc_queue_without_kueue - when trainjob carries the label kueue.x-k8s.io/queue-name but no
  * spec.runtimePatches entry of manager kueue.x-k8s.io/manager (so Kueue's webhook never saw it),
- * writes the condition message (naming the label and the queue) into msg and returns 1; else 0.
+ * writes the condition message into msg and returns 1; else 0. The message names the label and
+ * the queue, the field Kueue writes (spec.runtimePatches) and the Kueue version that writes it
+ * (v0.17); a suspended TrainJob (Kueue's webhook suspends what it queues) is said to point at a
+ * Kueue older than v0.17, which wrote spec.podSpecOverrides instead. msg: 1024 bytes hold it whole.
  */
 int rc_queue_without_kueue(const json_t *trainjob, char *msg, size_t size);
 

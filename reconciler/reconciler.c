@@ -1355,7 +1355,7 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
     if (rc)
         return fail(c, RC_REASON_INVALID_TRAINJOB, err->msg, rc, err);
     {
-        char qmsg[700];
+        char qmsg[1024];
         if (rc_queue_without_kueue(c->tj, qmsg, sizeof(qmsg)))
             return fail(c, RC_REASON_QUEUE_WITHOUT_KUEUE, qmsg, COMMON_EINVAL, err);
     }

@@ -587,6 +587,30 @@ enum common_rc trainjob_validate_runtime(const json_t *runtime, struct trainjob_
     return COMMON_OK;
 }
 
+/* trainjob_options.kueue_view: ml's enforce step with every pod template put back as it was
+ * before (env, ports, volumes, mounts), keeping c->command as the policy set it */
+static enum common_rc kueue_view_enforce(struct tj_ctx *c, const struct tj_ml_policy *ml,
+                                         struct common_error *err)
+{
+    json_t **saved = common_arena_alloc(c->arena, (c->npodsets + 1) * sizeof(*saved));
+    enum common_rc rc;
+    size_t i;
+
+    if (!saved)
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    for (i = 0; i < c->npodsets; i++) {
+        saved[i] = tj_own(c->arena, json_deep_copy(c->podsets[i].podspec));
+        if (!saved[i])
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    rc = ml->enforce(c, err);
+    for (i = 0; !rc && i < c->npodsets; i++)
+        if (json_object_clear(c->podsets[i].podspec) ||
+            json_object_update(c->podsets[i].podspec, saved[i]))
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+    return rc;
+}
+
 enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
                                const json_t *runtime, const struct trainjob_options *opts,
                                struct trainjob_output *out, struct common_error *err)
@@ -656,10 +680,17 @@ enum common_rc trainjob_render(struct common_arena *a, const json_t *trainjob,
     /* 3. plugins (counts ran with the checks above): ML policy, gang labels */
     c->command = json_object_get(c->trainer, "command");
     c->args = json_object_get(c->trainer, "args");
-    if (ml->enforce && (rc = ml->enforce(c, err)))
-        return rc;
-    if ((rc = tj_trainer_status(c, err)))
-        return rc;
+    if (opts && opts->kueue_view) {
+        /* Kueue's view: the policy's rewrite of the trainer command stays (Trainer's plugin
+         * writes it into the TrainJob, which the builder reads), its pod template edits go */
+        if (ml->enforce && (rc = kueue_view_enforce(c, ml, err)))
+            return rc;
+    } else {
+        if (ml->enforce && (rc = ml->enforce(c, err)))
+            return rc;
+        if ((rc = tj_trainer_status(c, err)))
+            return rc;
+    }
     for (int g = 1; g <= TJ_GANG_VOLCANO; g++) {
         const struct tj_gang_policy *gp = tj_gang_policy_for((enum tj_gang)g);
         if ((c->gangs & (1u << g)) && (rc = gp->enforce(c, err)))

@@ -146,6 +146,16 @@ struct trainjob_options {
     const char *kai_default_queue; /* kai backend: the serve setting backends.kai.queue, the
                                       queue of TrainJobs whose TrainJob and runtime name none;
                                       NULL or "": "default-queue" (integrations/kai.h) */
+    int kueue_view; /* 1: the JobSet as Kueue's TrainJob integration renders it to build its
+                       Workload (Kueue v0.19, pkg/controller/jobs/trainjob getChildJobSet): the
+                       runtime info and Trainer's JobSet builder (counts, initializer and trainer
+                       overrides, the ML policy's rewrite of the trainer command, gang pod
+                       labels) without the JobSet plugin's merge of what the ML policy and the
+                       TrainJobStatus feature add to the pod templates (env, ports, volumes,
+                       volume mounts). Not a JobSet to apply. */
+    const json_t *kueue_classes; /* kueue backend: the WorkloadPriorityClass and PriorityClass
+                                    objects the caller has (render: those of its input files),
+                                    for the Workload preview's priority; NULL: none */
 };
 
 /*

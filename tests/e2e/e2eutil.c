@@ -715,6 +715,34 @@ json_t *e2e_tj_cond(struct common_kube *k, const char *ns, const char *name, con
     return NULL;
 }
 
+const char *const e2e_builtin_runtimes[E2E_N_BUILTIN_RUNTIMES] = {"deepspeed-distributed",
+                                                                  "jax-distributed",
+                                                                  "mlx-distributed",
+                                                                  "torch-distributed",
+                                                                  "torch-distributed-with-cache",
+                                                                  "torchtune-llama3.2-1b",
+                                                                  "torchtune-llama3.2-3b",
+                                                                  "torchtune-qwen2.5-1.5b",
+                                                                  "xgboost-distributed"};
+
+void e2e_apply_builtin_runtimes(struct common_kube *k)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    char path[1024];
+
+    for (size_t i = 0; i < E2E_N_BUILTIN_RUNTIMES; i++) {
+        struct common_kube_write_opts wo = {.field_manager = "e2e", .force = 1, .strict = 1};
+        snprintf(path, sizeof(path), "%s/manifests/runtimes/%s.yaml", TS_SOURCE_DIR,
+                 e2e_builtin_runtimes[i]);
+        ck_assert_msg(common_yaml_load_file(path, NULL, &d, &err) == COMMON_OK, "%s", err.msg);
+        ck_assert_msg(common_kube_apply(k, &common_kube_clustertrainingruntimes, NULL, d.docs[0],
+                                        &wo, NULL, &err) == COMMON_OK,
+                      "%s: %s", e2e_builtin_runtimes[i], err.msg);
+        common_yaml_docs_free(&d);
+    }
+}
+
 json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset)
 {
     json_t *items = NULL;

@@ -90,6 +90,12 @@ void e2e_tj_set_nodes(struct common_kube *k, const char *ns, const char *name, i
 /* e2e_jobset_pods - the pods of namespace ns labelled jobset.sigs.k8s.io/jobset-name=jobset, as
  * listed through k (a new array); a failed list fails the running test ("list pods: ..."). */
 json_t *e2e_jobset_pods(struct common_kube *k, const char *ns, const char *jobset);
+/* E2E_BUILTIN_RUNTIMES - the names of the built-in runtimes (manifests/runtimes/<name>.yaml),
+ * E2E_N_BUILTIN_RUNTIMES of them; e2e_apply_builtin_runtimes - server-side apply of each as a
+ * ClusterTrainingRuntime through k (field manager e2e, forced); a failure fails the test. */
+extern const char *const e2e_builtin_runtimes[];
+#define E2E_N_BUILTIN_RUNTIMES 9
+void e2e_apply_builtin_runtimes(struct common_kube *k);
 /* e2e_kwok_node - a Node that kwok runs (annotation kwok.x-k8s.io/node: fake) with cpu CPUs,
  * 64Gi and 110 pods, labels type: kwok plus label (a YAML flow pair "key: value", or NULL). */
 void e2e_kwok_node(struct common_kube *k, const char *name, const char *label, const char *cpu);

@@ -1,6 +1,6 @@
 /*
  * tests/e2e/test_kueue.c - TrainJobs queued by the real Kueue (sigs.k8s.io/kueue's controller
- * manager at the test bed's KUEUE_VERSION, started by tests/e2e/testbed/up.sh with
+ * manager at the test bed's KUEUE_VERSION, v0.19.0, started by tests/e2e/testbed/up.sh with
  * TESTBED_KUEUE=1, its webhooks on 127.0.0.1, frameworks trainer.kubeflow.org/trainjob and
  * jobset.x-k8s.io/jobset), with trainsched's reconciler in this process as the TrainJob
  * controller, the real JobSet controller, kube-scheduler and kwok nodes.
@@ -26,7 +26,13 @@
  * queued_coscheduling_trainjob_is_admitted_then_gang_scheduled (Kueue admits, then trainsched's
  * extender, which main() wires into the bed's kube-scheduler, binds the gang), and
  * kueue_tas_placement_is_kept_by_the_gang_extender (Kueue's topology-aware scheduling assigns
- * hosts and ungates the pods; the extender binds the gang exactly there).
+ * hosts and ungates the pods; the extender binds the gang exactly there),
+ * kueue_multi_layer_tas_block_with_racks_is_kept_by_the_gang_extender (the same with Kueue
+ * v0.19's multi-layer request: a block, racks of 4 pods and hosts of 2 inside it),
+ * dra_devices_count_in_the_queue_quota (Kueue v0.19 counts DRA devices of the pods' claim
+ * templates in quota), and render_previews_kueues_workload_field_for_field (`trainsched render
+ * --backend kueue` previews the Workload Kueue makes, for 29 TrainJobs over every built-in
+ * runtime, the examples, each topology request and 18 replicated jobs).
  *
  * The suite is labelled "kueue" and runs on a bed started with TESTBED_KUEUE=1 (scripts/test.sh
  * starts one after the other e2e suites). On a bed without Kueue it prints SKIP and passes,
@@ -44,11 +50,13 @@
 #include "common/kube.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/yaml.h"
 #include "e2eutil.h"
 #include "extender/server.h"
 #include "integrations/kueue.h"
 #include "reconciler/core.h"
 #include "reconciler/reconciler.h"
+#include "trainjob/builtin.h"
 #include "trainjob/status.h"
 
 #define KQ_GROUP "kueue.x-k8s.io"
@@ -344,6 +352,30 @@ static json_t *queued_trainjob(const char *name, const char *runtime, const char
                      name, ns, QUEUE_LABEL, prio, runtime);
 }
 
+/* a TrainJob `name` of TrainingRuntime rt, queued on LocalQueue lq (not setup's lq) */
+static void create_queued_on(const char *name, const char *rt, const char *lq)
+{
+    json_t *o = queued_trainjob(name, rt, NULL);
+    json_object_set_new(json_object_get(at(o, "metadata"), "labels"), QUEUE_LABEL, json_string(lq));
+    create(&common_kube_trainjobs, o);
+}
+
+/* the Workload of TrainJob `name` once Kueue admitted it with a topology assignment; *ta the
+ * assignment of its first podSet (borrowed from the Workload) */
+static json_t *admitted_with_topology(const char *name, const json_t **ta)
+{
+    int no = 0;
+    char what[200];
+    json_t *o, *wl;
+    snprintf(what, sizeof(what), "TrainJob %s admitted by Kueue", name);
+    o = wait_for(90, tj_suspend_is, name, &no, what);
+    json_decref(o);
+    wl = workload_of(name, NULL);
+    *ta = at(wl, "status.admission.podSetAssignments.0.topologyAssignment");
+    ck_assert_msg(*ta != NULL, "Kueue admitted %s without a topology assignment", name);
+    return wl;
+}
+
 static void start_reconciler(void)
 {
     struct rc_opts o;
@@ -388,6 +420,8 @@ static void teardown(void)
     del(&cqueues, name);
     del(&rflavors, name);
     del(&topologies, name);
+    snprintf(name, sizeof(name), "%s-dra", ns); /* the DRA quota test's queue */
+    del(&cqueues, name);
     snprintf(name, sizeof(name), "%s-low", ns);
     del(&wpcs, name);
     snprintf(name, sizeof(name), "%s-high", ns);
@@ -846,6 +880,70 @@ static int assigned_host(const json_t *ta, const char *node)
     return 0;
 }
 
+/* the n pods of TrainJob `name` were bound through the extender of er as one gang (held, then
+ * released, n bindings, none failed), each on the kubernetes.io/hostname its nodeSelector names
+ * (Kueue's ungater writes it), inside Kueue's topology assignment ta */
+static void assert_bound_where_kueue_put_them(const char *name, struct ext_run *er,
+                                              const json_t *ta, const json_t *pods, size_t n)
+{
+    struct extender_server_stats st;
+    char *dump = json_dumps(ta, JSON_COMPACT);
+    size_t i;
+    const json_t *p;
+
+    extender_server_stats(er->ext, &st);
+    fprintf(stderr, "kueue TAS %s: held %llu released %llu bindings %llu; assignment %s\n", name,
+            (unsigned long long)st.held, (unsigned long long)st.released,
+            (unsigned long long)st.bindings_ok, dump ? dump : "?");
+    free(dump);
+    ck_assert_uint_ge(st.held, 1);
+    ck_assert_uint_ge(st.released, 1);
+    ck_assert_uint_eq(st.bindings_ok, n);
+    ck_assert_uint_eq(st.bindings_failed, 0);
+    ck_assert_uint_eq(json_array_size(pods), n);
+    json_array_foreach(pods, i, p)
+    {
+        const char *pod = json_string_value(at(p, "metadata.name"));
+        const char *node = json_string_value(at(p, "spec.nodeName"));
+        const char *want = json_string_value(
+            json_object_get(at(p, "spec.nodeSelector"), "kubernetes.io/hostname"));
+        ck_assert_msg(want != NULL, "pod %s was not ungated with a hostname by Kueue", pod);
+        ck_assert_msg(strcmp(node, want) == 0, "pod %s on %s, Kueue assigned %s", pod, node, want);
+        ck_assert_msg(assigned_host(ta, node), "pod %s on %s, outside Kueue's assignment", pod,
+                      node);
+    }
+}
+
+/* for the topology tests: `nodes` kwok nodes of 8 GPUs in the pool <ns>-tas, in blocks of 4
+ * nodes (label trainsched.io/kq-block b0, b1, ...) of racks of 2 (trainsched.io/kq-rack b0-r0,
+ * b0-r1, ...); a Topology <ns>-tas (block, rack, hostname); a ResourceFlavor <ns>-tas naming it
+ * over the pool; ClusterQueue <ns>-tas with `gpus` GPUs on that flavor, and LocalQueue tlq */
+static void make_tas_bed(int nodes, int gpus)
+{
+    char tas[160];
+    snprintf(tas, sizeof(tas), "%s-tas", ns);
+    for (int n = 0; n < nodes; n++) {
+        char extra[200];
+        snprintf(extra, sizeof(extra),
+                 "trainsched.io/kq-block: b%d, trainsched.io/kq-rack: b%d-r%d, ", n / 4, n / 4,
+                 (n / 2) % 2);
+        make_node_in(tas, extra);
+    }
+    create(&topologies, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\n"
+                                  "metadata: {name: %s}\n"
+                                  "spec:\n"
+                                  "  levels:\n"
+                                  "  - {nodeLabel: trainsched.io/kq-block}\n"
+                                  "  - {nodeLabel: trainsched.io/kq-rack}\n"
+                                  "  - {nodeLabel: kubernetes.io/hostname}\n",
+                                  tas));
+    create(&rflavors, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                                "metadata: {name: %s}\n"
+                                "spec: {nodeLabels: {%s: %s}, topologyName: %s}\n",
+                                tas, POOL_LABEL, tas, tas));
+    make_cq_lq(tas, "tlq", gpus, "");
+}
+
 /* Kueue's topology-aware scheduling + coscheduling through the extender. A Topology (block,
  * rack, hostname) and a ResourceFlavor naming it over four kwok nodes in two racks; a queued
  * TrainJob of 3 pods x 4 GPUs whose pod template asks Kueue for one rack. Kueue admits it with
@@ -856,77 +954,21 @@ static int assigned_host(const json_t *ta, const char *node)
  * extender sets it aside for Kueue's placement and the PodGroup's Event says so. */
 START_TEST(kueue_tas_placement_is_kept_by_the_gang_extender)
 {
-    struct extender_server_stats st;
     struct ext_run er;
-    char pool[160], flavor[160], topo[160];
-    int no = 0, three = 3;
-    size_t i;
-    const json_t *p;
+    int three = 3;
     json_t *o, *wl, *pods;
     const json_t *ta;
 
-    snprintf(pool, sizeof(pool), "%s-tas", ns);
-    snprintf(flavor, sizeof(flavor), "%s-tas", ns);
-    snprintf(topo, sizeof(topo), "%s-tas", ns);
     ext_start(&er);
-    for (int n = 0; n < 4; n++) {
-        char extra[160];
-        snprintf(extra, sizeof(extra), "trainsched.io/kq-block: b0, trainsched.io/kq-rack: r%d, ",
-                 n / 2);
-        make_node_in(pool, extra);
-    }
-    create(&topologies, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\n"
-                                  "metadata: {name: %s}\n"
-                                  "spec:\n"
-                                  "  levels:\n"
-                                  "  - {nodeLabel: trainsched.io/kq-block}\n"
-                                  "  - {nodeLabel: trainsched.io/kq-rack}\n"
-                                  "  - {nodeLabel: kubernetes.io/hostname}\n",
-                                  topo));
-    create(&rflavors, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
-                                "metadata: {name: %s}\n"
-                                "spec: {nodeLabels: {%s: %s}, topologyName: %s}\n",
-                                flavor, POOL_LABEL, pool, topo));
-    make_cq_lq(flavor, "tlq", 32, "");
+    make_tas_bed(4, 32);
     create(&common_kube_trainingruntimes,
            gang_runtime("tas", 3, 4,
                         "kueue.x-k8s.io/podset-required-topology: trainsched.io/kq-rack"));
     /* setup's LocalQueue lq points at the ClusterQueue without topology: this one is tlq */
-    o = queued_trainjob("t1", "tas", NULL);
-    json_object_set_new(json_object_get(at(o, "metadata"), "labels"), QUEUE_LABEL,
-                        json_string("tlq"));
-    create(&common_kube_trainjobs, o);
-    o = wait_for(90, tj_suspend_is, "t1", &no, "TrainJob t1 admitted by Kueue");
-    json_decref(o);
-    wl = workload_of("t1", NULL);
-    ta = at(wl, "status.admission.podSetAssignments.0.topologyAssignment");
-    ck_assert_msg(ta != NULL, "Kueue admitted t1 without a topology assignment");
+    create_queued_on("t1", "tas", "tlq");
+    wl = admitted_with_topology("t1", &ta);
     pods = wait_for(180, pods_bound, "t1", &three, "the 3 pods of t1 bound");
-    extender_server_stats(er.ext, &st);
-    {
-        char *dump = json_dumps(ta, JSON_COMPACT);
-        fprintf(stderr, "kueue TAS t1: held %llu released %llu bindings %llu; assignment %s\n",
-                (unsigned long long)st.held, (unsigned long long)st.released,
-                (unsigned long long)st.bindings_ok, dump ? dump : "?");
-        free(dump);
-    }
-    /* bound through the extender as one gang */
-    ck_assert_uint_ge(st.held, 1);
-    ck_assert_uint_ge(st.released, 1);
-    ck_assert_uint_eq(st.bindings_ok, 3);
-    json_array_foreach(pods, i, p)
-    {
-        const char *node = json_string_value(at(p, "spec.nodeName"));
-        const char *want = json_string_value(
-            json_object_get(at(p, "spec.nodeSelector"), "kubernetes.io/hostname"));
-        int in_assignment;
-        ck_assert_msg(want != NULL, "pod %s was not ungated with a hostname by Kueue",
-                      json_string_value(at(p, "metadata.name")));
-        ck_assert_str_eq(node, want);
-        in_assignment = assigned_host(ta, node);
-        ck_assert_msg(in_assignment, "pod %s on %s, outside Kueue's assignment",
-                      json_string_value(at(p, "metadata.name")), node);
-    }
+    assert_bound_where_kueue_put_them("t1", &er, ta, pods, 3);
     json_decref(pods);
     json_decref(wl);
     o = wait_for(60, podgroup_event_with, "t1", "Kueue's placement wins",
@@ -935,6 +977,509 @@ START_TEST(kueue_tas_placement_is_kept_by_the_gang_extender)
     o = wait_for(180, tj_complete, "t1", NULL, "TrainJob t1 Complete");
     json_decref(o);
     ext_stop(&er);
+}
+END_TEST
+
+/* the pod's value of node label `key`, through the node it is bound to (NULL: none) */
+static const char *node_label(json_t *nodes, const char *node, const char *key)
+{
+    json_t *n = json_object_get(nodes, node);
+    if (!n) {
+        struct common_error err;
+        ck_assert_msg(common_kube_get(admin, &common_kube_nodes, NULL, node, &n, &err) == COMMON_OK,
+                      "node %s: %s", node, err.msg);
+        json_object_set_new(nodes, node, n);
+    }
+    const char *v = json_string_value(json_object_get(at(n, "metadata.labels"), key));
+    ck_assert_msg(v != NULL, "node %s has no label %s", node, key);
+    return v;
+}
+
+/* count[key] += 1 in the JSON object counts */
+static void count_in(json_t *counts, const char *key)
+{
+    json_int_t n = json_integer_value(json_object_get(counts, key));
+    json_object_set_new(counts, key, json_integer(n + 1));
+}
+
+/* every count in counts is a multiple of m (what: for the message) */
+static void assert_multiples(const json_t *counts, json_int_t m, const char *what)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)counts, k, v)
+    {
+        ck_assert_msg(json_integer_value(v) % m == 0,
+                      "%s %s holds %lld pods, not a multiple of the slice size %lld", what, k,
+                      (long long)json_integer_value(v), (long long)m);
+    }
+}
+
+/* Kueue v0.19's multi-layer topology-aware scheduling (TASMultiLayerTopology, beta and on by
+ * default) + coscheduling through the extender. A Topology (block, rack, hostname) over eight
+ * kwok nodes of 8 GPUs: two blocks of two racks of two nodes. A queued TrainJob of 8 pods x 4
+ * GPUs (a whole block) asks Kueue for one block (podset-required-topology) with racks of 4 pods
+ * and hosts of 2 pods inside it (podset-slice-required-topology-constraints). Kueue admits it
+ * with a topology assignment; trainsched's extender binds the gang whole, every pod on the host
+ * Kueue assigned it: all 8 in one block, 4 per rack, 2 per host, and the pods per host are those
+ * of the assignment. */
+START_TEST(kueue_multi_layer_tas_block_with_racks_is_kept_by_the_gang_extender)
+{
+    struct ext_run er;
+    int eight = 8;
+    size_t i;
+    const json_t *p;
+    json_t *o, *wl, *pods, *nodes = json_object(), *blocks = json_object(), *racks = json_object(),
+                           *hosts = json_object();
+    const json_t *ta, *tr;
+
+    ext_start(&er);
+    make_tas_bed(8, 64);
+    create(&common_kube_trainingruntimes,
+           gang_runtime("ml", 8, 4,
+                        "kueue.x-k8s.io/podset-required-topology: trainsched.io/kq-block, "
+                        "kueue.x-k8s.io/podset-slice-required-topology-constraints: "
+                        "'[{\"topology\": \"trainsched.io/kq-rack\", \"size\": 4}, "
+                        "{\"topology\": \"kubernetes.io/hostname\", \"size\": 2}]'"));
+    create_queued_on("m1", "ml", "tlq");
+    wl = admitted_with_topology("m1", &ta);
+    /* Kueue read the layers (an older Kueue, or the gate off, drops them) */
+    tr = at(wl, "spec.podSets.0.topologyRequest.podsetSliceRequiredTopologyConstraints");
+    ck_assert_msg(json_array_size(tr) == 2, "Kueue's Workload has no multi-layer request");
+    pods = wait_for(180, pods_bound, "m1", &eight, "the 8 pods of m1 bound");
+    assert_bound_where_kueue_put_them("m1", &er, ta, pods, 8);
+    json_array_foreach(pods, i, p)
+    {
+        const char *node = json_string_value(at(p, "spec.nodeName"));
+        count_in(blocks, node_label(nodes, node, "trainsched.io/kq-block"));
+        count_in(racks, node_label(nodes, node, "trainsched.io/kq-rack"));
+        count_in(hosts, node);
+    }
+    ck_assert_msg(json_object_size(blocks) == 1, "the gang spans %zu blocks",
+                  json_object_size(blocks));
+    assert_multiples(racks, 4, "rack");
+    assert_multiples(hosts, 2, "host");
+    json_decref(pods);
+    json_decref(wl);
+    json_decref(nodes);
+    json_decref(blocks);
+    json_decref(racks);
+    json_decref(hosts);
+    o = wait_for(180, tj_complete, "m1", NULL, "TrainJob m1 Complete");
+    json_decref(o);
+    ext_stop(&er);
+}
+END_TEST
+
+/* the DeviceClass and logical resource of up.sh's Kueue config (resources.deviceClassMappings) */
+#define DRA_CLASS "gpu.e2e.trainsched.io"
+#define DRA_RESOURCE "trainsched.io/e2e-gpu"
+static const struct common_kube_resource dclasses = {"resource.k8s.io", "v1", "deviceclasses", 0},
+                                         claimtpls = {"resource.k8s.io", "v1",
+                                                      "resourceclaimtemplates", 1};
+
+/* the Workload of TrainJob `name` once Kueue says it waits for DRA_RESOURCE quota */
+static json_t *workload_waits_for_devices(const char *name, const void *arg)
+{
+    struct want_wl pending = {"QuotaReserved", "False"};
+    json_t *wl = workload_cond_is(name, &pending);
+    const char *msg = json_string_value(json_object_get(wl_cond(wl, "QuotaReserved"), "message"));
+    (void)arg;
+    if (msg && strstr(msg, DRA_RESOURCE))
+        return wl;
+    json_decref(wl);
+    return NULL;
+}
+
+/* Kueue v0.19 counts DRA devices in quota (KueueDRAIntegration, on by default; the bed maps the
+ * DeviceClass gpu.e2e.trainsched.io to the resource trainsched.io/e2e-gpu). A ClusterQueue of
+ * 4 such devices; TrainJobs of 2 pods whose pod template claims 2 devices each through a
+ * ResourceClaimTemplate: the first is admitted with 4 devices counted in its Workload, the
+ * second waits for the device quota, the Workload's message naming the resource. */
+START_TEST(dra_devices_count_in_the_queue_quota)
+{
+    struct want_wl admitted = {"Admitted", "True"};
+    struct common_error err;
+    char cq[160];
+    json_t *wl, *dc;
+    const char *used;
+    enum common_rc rc;
+
+    dc = e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\n"
+                   "metadata: {name: " DRA_CLASS "}\n"
+                   "spec: {selectors: [{cel: {expression: \"device.driver == '" DRA_CLASS
+                   "'\"}}]}\n");
+    rc = common_kube_create(admin, &dclasses, NULL, dc, NULL, NULL, &err);
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "DeviceClass: %s", err.msg);
+    json_decref(dc);
+    create(&claimtpls, e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+                                 "metadata: {name: gpus-2, namespace: %s}\n"
+                                 "spec:\n  spec:\n    devices:\n      requests:\n"
+                                 "      - name: gpu\n"
+                                 "        exactly: {deviceClassName: " DRA_CLASS
+                                 ", allocationMode: ExactCount, count: 2}\n",
+                                 ns));
+    snprintf(cq, sizeof(cq), "%s-dra", ns);
+    create(&cqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                               "metadata: {name: %s}\n"
+                               "spec:\n"
+                               "  namespaceSelector:\n"
+                               "    matchLabels: {kubernetes.io/metadata.name: %s}\n"
+                               "  resourceGroups:\n"
+                               "  - coveredResources: [cpu, memory, " DRA_RESOURCE "]\n"
+                               "    flavors:\n"
+                               "    - name: %s\n"
+                               "      resources:\n"
+                               "      - {name: cpu, nominalQuota: '8'}\n"
+                               "      - {name: memory, nominalQuota: 32Gi}\n"
+                               "      - {name: " DRA_RESOURCE ", nominalQuota: '4'}\n",
+                               cq, ns, ns));
+    create(&lqueues, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                               "metadata: {name: dlq, namespace: %s}\n"
+                               "spec: {clusterQueue: %s}\n",
+                               ns, cq));
+    create(&common_kube_trainingruntimes,
+           e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                     "kind: TrainingRuntime\n"
+                     "metadata: {name: dra, namespace: %s}\n"
+                     "spec:\n"
+                     "  mlPolicy: {numNodes: 2}\n" E2E_RT_NODE_JOB "              spec:\n"
+                     "                resourceClaims:\n"
+                     "                - {name: gpu, resourceClaimTemplateName: gpus-2}\n"
+                     "                containers:\n"
+                     "                - name: node\n"
+                     "                  image: busybox:1.36\n"
+                     "                  command: [sh, -c, 'sleep 1']\n"
+                     "                  resources:\n"
+                     "                    requests: {cpu: 100m, memory: 64Mi}\n"
+                     "                    claims: [{name: gpu}]\n",
+                     ns));
+    create_queued_on("d1", "dra", "dlq");
+    wl = wait_for(90, workload_cond_is, "d1", &admitted, "Workload of d1 Admitted");
+    used = json_string_value(json_object_get(
+        at(wl, "status.admission.podSetAssignments.0.resourceUsage"), DRA_RESOURCE));
+    {
+        char *dump = json_dumps(at(wl, "status.admission"), JSON_COMPACT);
+        fprintf(stderr, "kueue DRA quota d1: admission %s\n", dump ? dump : "?");
+        free(dump);
+    }
+    ck_assert_msg(used != NULL, "Kueue admitted d1 without counting " DRA_RESOURCE);
+    ck_assert_str_eq(used, "4");
+    json_decref(wl);
+    create_queued_on("d2", "dra", "dlq");
+    wl = wait_for(90, workload_waits_for_devices, "d2", NULL,
+                  "Workload of d2 waiting for " DRA_RESOURCE " quota");
+    fprintf(stderr, "kueue DRA quota d2: %s\n",
+            json_string_value(json_object_get(wl_cond(wl, "QuotaReserved"), "message")));
+    json_decref(wl);
+    wl = get(&common_kube_trainjobs, "d2");
+    ck_assert_msg(suspended(wl), "d2 runs without device quota");
+    json_decref(wl);
+}
+END_TEST
+
+/* ---- render's Workload preview against the Workload Kueue creates, field for field ---- */
+
+struct diffs {
+    char text[16384];
+    size_t len;
+    int n;
+};
+
+static void diff_add(struct diffs *d, const char *path, const json_t *kueue, const json_t *pv)
+{
+    char *a = kueue ? json_dumps(kueue, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *b = pv ? json_dumps(pv, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    int w;
+    d->n++;
+    if (d->len < sizeof(d->text)) {
+        w = snprintf(d->text + d->len, sizeof(d->text) - d->len,
+                     "  %s: Kueue's Workload %.300s, render's preview %.300s\n", path,
+                     a ? a : "(nothing)", b ? b : "(nothing)");
+        d->len += w > 0 ? (size_t)w : 0;
+    }
+    free(a);
+    free(b);
+}
+
+/* every path where Kueue's Workload and the preview differ: objects key by key (both ways),
+ * arrays item by item */
+static void wl_diff(const json_t *kueue, const json_t *pv, const char *path, struct diffs *d)
+{
+    char sub[1024];
+    const char *k;
+    json_t *v;
+    if (json_is_object(kueue) && json_is_object(pv)) {
+        json_object_foreach((json_t *)kueue, k, v)
+        {
+            snprintf(sub, sizeof(sub), "%s.%s", path, k);
+            wl_diff(v, json_object_get(pv, k), sub, d);
+        }
+        json_object_foreach((json_t *)pv, k, v)
+        {
+            snprintf(sub, sizeof(sub), "%s.%s", path, k);
+            if (!json_object_get(kueue, k))
+                diff_add(d, sub, NULL, v);
+        }
+        return;
+    }
+    if (json_is_array(kueue) && json_is_array(pv) &&
+        json_array_size(kueue) == json_array_size(pv)) {
+        for (size_t i = 0; i < json_array_size(kueue); i++) {
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            wl_diff(json_array_get(kueue, i), json_array_get(pv, i), sub, d);
+        }
+        return;
+    }
+    if ((kueue || pv) && (!kueue || !pv || !json_equal((json_t *)kueue, (json_t *)pv)))
+        diff_add(d, path, kueue, pv);
+}
+
+/* the Workload that `trainsched render -f <tj> [--runtime <rt>] --backend kueue -o json`
+ * previews for TrainJob tj (as the API server holds it) on runtime rt (NULL: a built-in one);
+ * the file holds the WorkloadPriorityClass the TrainJob's label names, when there is one */
+static json_t *render_preview(const json_t *tj, const json_t *rt)
+{
+    const char *wpc =
+        json_string_value(json_object_get(at(tj, "metadata.labels"), KUEUE_PRIORITY_LABEL));
+    json_t *cls = wpc ? get(&wpcs, wpc) : NULL, *list;
+    char tjf[] = "/tmp/ts-kq-tj-XXXXXX", rtf[] = "/tmp/ts-kq-rt-XXXXXX", cmd[1024];
+    json_t *in = json_pack("{s:O, s:O, s:{s:O, s:O, s:O}, s:O}", "apiVersion",
+                           json_object_get(tj, "apiVersion"), "kind", json_object_get(tj, "kind"),
+                           "metadata", "name", at(tj, "metadata.name"), "namespace",
+                           at(tj, "metadata.namespace"), "uid", at(tj, "metadata.uid"), "spec",
+                           json_object_get(tj, "spec"));
+    json_t *out, *items, *wl = NULL, *o;
+    json_error_t je;
+    FILE *f;
+    char *text;
+    size_t i;
+    int fd;
+
+    ck_assert(in != NULL);
+    if (at(tj, "metadata.labels"))
+        json_object_set(json_object_get(in, "metadata"), "labels",
+                        (json_t *)at(tj, "metadata.labels"));
+    if (at(tj, "metadata.annotations"))
+        json_object_set(json_object_get(in, "metadata"), "annotations",
+                        (json_t *)at(tj, "metadata.annotations"));
+    list = json_pack("{s:s, s:s, s:[o]}", "apiVersion", "v1", "kind", "List", "items", in);
+    ck_assert(list != NULL);
+    if (cls)
+        json_array_append_new(json_object_get(list, "items"), cls);
+    fd = mkstemp(tjf);
+    ck_assert_msg(fd >= 0 && json_dumpfd(list, fd, JSON_INDENT(1)) == 0, "write %s", tjf);
+    close(fd);
+    json_decref(list);
+    if (rt) {
+        json_t *r = json_pack(
+            "{s:O, s:O, s:{s:O, s:O}, s:O}", "apiVersion", json_object_get(rt, "apiVersion"),
+            "kind", json_object_get(rt, "kind"), "metadata", "name", at(rt, "metadata.name"),
+            "namespace", at(rt, "metadata.namespace"), "spec", json_object_get(rt, "spec"));
+        fd = mkstemp(rtf);
+        ck_assert_msg(r && fd >= 0 && json_dumpfd(r, fd, JSON_INDENT(1)) == 0, "write %s", rtf);
+        close(fd);
+        json_decref(r);
+    }
+    snprintf(cmd, sizeof(cmd), "%s render -f %s%s%s --backend kueue -o json", TS_BINARY, tjf,
+             rt ? " --runtime " : "", rt ? rtf : "");
+    f = popen(cmd, "r");
+    ck_assert_msg(f != NULL, "%s", cmd);
+    out = json_loadf(f, 0, &je);
+    ck_assert_msg(pclose(f) == 0 && out, "%s: %s", cmd, je.text);
+    unlink(tjf);
+    if (rt)
+        unlink(rtf);
+    items = json_is_array(out) ? out : json_object_get(out, "items");
+    json_array_foreach(items, i, o)
+    {
+        const char *k = json_string_value(json_object_get(o, "kind"));
+        if (k && strcmp(k, "Workload") == 0)
+            wl = json_incref(o);
+    }
+    text = json_dumps(out, JSON_COMPACT);
+    ck_assert_msg(wl != NULL, "render --backend kueue previewed no Workload: %.500s", text);
+    free(text);
+    json_decref(out);
+    return wl;
+}
+
+/* the differences between the preview of TrainJob `name` and the Workload Kueue made for it
+ * (the fields Kueue writes: metadata name, namespace, labels, annotations, finalizers, owner
+ * references; the whole spec), into d; rt as for render_preview */
+static void compare_with_kueue(const char *name, const json_t *rt, struct diffs *d)
+{
+    static const char *const meta[] = {"name",        "namespace",  "labels",
+                                       "annotations", "finalizers", "ownerReferences"};
+    json_t *tj = get(&common_kube_trainjobs, name), *wl, *pv;
+    char path[256];
+
+    ck_assert_msg(tj != NULL, "TrainJob %s", name);
+    wl = wait_for(90, workload_of, name, NULL, "the Workload Kueue makes");
+    pv = render_preview(tj, rt);
+    for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
+        snprintf(path, sizeof(path), "%s: metadata.%s", name, meta[i]);
+        wl_diff(json_object_get(json_object_get(wl, "metadata"), meta[i]),
+                json_object_get(json_object_get(pv, "metadata"), meta[i]), path, d);
+    }
+    snprintf(path, sizeof(path), "%s: spec", name);
+    wl_diff(json_object_get(wl, "spec"), json_object_get(pv, "spec"), path, d);
+    json_decref(pv);
+    json_decref(wl);
+    json_decref(tj);
+}
+
+#define N_BUILTIN E2E_N_BUILTIN_RUNTIMES
+#define builtin_runtimes e2e_builtin_runtimes
+static const char *const example_trainjobs[] = {"torch-gpu", "jax", "mpi-deepspeed",
+                                                "torchtune-lora", "xgboost"};
+#define N_EXAMPLE (sizeof(example_trainjobs) / sizeof(example_trainjobs[0]))
+/* namespaced runtimes: the pod template annotations of their one trainer job */
+static const char *const topology_runtimes[] = {
+    "kueue.x-k8s.io/podset-required-topology: example.com/rack, "
+    "kueue.x-k8s.io/podset-group-name: g1",
+    "kueue.x-k8s.io/podset-required-topology: example.com/block, "
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints: "
+    "'[{\"topology\": \"example.com/rack\", \"size\": 2}]'",
+    "kueue.x-k8s.io/podset-preferred-topology: example.com/rack",
+    "kueue.x-k8s.io/podset-required-topology: example.com/block, "
+    "kueue.x-k8s.io/podset-slice-required-topology: example.com/rack, "
+    "kueue.x-k8s.io/podset-slice-size: '2'",
+    "kueue.x-k8s.io/podset-unconstrained-topology: 'true'"};
+#define N_TOPO (sizeof(topology_runtimes) / sizeof(topology_runtimes[0]))
+
+/* 29 queued TrainJobs held in a stopped ClusterQueue (Kueue makes their Workloads and admits
+ * none): two per built-in runtime (installed as ClusterTrainingRuntimes from manifests/runtimes:
+ * the runtime's own settings; 2 nodes with GPUs and a WorkloadPriorityClass), the TrainJobs of
+ * examples/, TrainingRuntimes with each of Kueue's topology requests, and one of 18 replicated
+ * jobs (Kueue v0.19's most podSets per Workload; v0.17 held 8). For every one,
+ * `trainsched render --backend kueue` of the TrainJob previews the Workload Kueue made, field
+ * for field: the name, namespace, labels, annotations, finalizers and owner, and the whole spec
+ * (queueName, priority, every podSet's name, count, template and topologyRequest). */
+START_TEST(render_previews_kueues_workload_field_for_field)
+{
+    struct common_yaml_docs d;
+    struct common_error err;
+    struct diffs *df = calloc(1, sizeof(*df));
+    char path[1024], tjname[64], high[160];
+    size_t n = 0;
+
+    ck_assert(df != NULL);
+    snprintf(high, sizeof(high), "%s-high", ns);
+    merge_patch(&cqueues, ns, "{\"spec\":{\"stopPolicy\":\"Hold\"}}");
+    create(&wpcs, e2e_yamlf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
+                            "metadata: {name: %s}\nvalue: 1000\n",
+                            high));
+    /* every runtime trainsched has built in is among them */
+    for (const struct trainjob_builtin *b = trainjob_builtins; b->name; b++) {
+        size_t k = 0;
+        while (k < N_BUILTIN && strcmp(builtin_runtimes[k], b->name) != 0)
+            k++;
+        ck_assert_msg(k < N_BUILTIN, "built-in runtime %s is not covered", b->name);
+    }
+    e2e_apply_builtin_runtimes(admin);
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        snprintf(tjname, sizeof(tjname), "b%zu", i);
+        create(&common_kube_trainjobs,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                         "metadata: {name: %s, namespace: %s, labels: {%s: lq}}\n"
+                         "spec:\n  runtimeRef: {name: %s}\n",
+                         tjname, ns, QUEUE_LABEL, builtin_runtimes[i]));
+        snprintf(tjname, sizeof(tjname), "g%zu", i);
+        create(&common_kube_trainjobs,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                         "metadata: {name: %s, namespace: %s,\n"
+                         "  labels: {%s: lq, kueue.x-k8s.io/priority-class: %s}}\n"
+                         "spec:\n"
+                         "  runtimeRef: {name: %s, kind: ClusterTrainingRuntime,"
+                         " apiGroup: trainer.kubeflow.org}\n"
+                         "  trainer:\n"
+                         "    numNodes: 2\n"
+                         "    resourcesPerNode: {limits: {nvidia.com/gpu: 2}}\n",
+                         tjname, ns, QUEUE_LABEL, high, builtin_runtimes[i]));
+        n += 2;
+    }
+    for (size_t i = 0; i < N_EXAMPLE; i++) {
+        json_t *tj;
+        snprintf(path, sizeof(path), "%s/examples/%s.yaml", TS_SOURCE_DIR, example_trainjobs[i]);
+        ck_assert_msg(common_yaml_load_file(path, NULL, &d, &err) == COMMON_OK, "%s", err.msg);
+        tj = json_deep_copy(d.docs[0]);
+        common_yaml_docs_free(&d);
+        snprintf(tjname, sizeof(tjname), "e%zu", i);
+        json_object_set_new(json_object_get(tj, "metadata"), "name", json_string(tjname));
+        json_object_set_new(json_object_get(tj, "metadata"), "namespace", json_string(ns));
+        json_object_set_new(json_object_get(tj, "metadata"), "labels",
+                            json_pack("{s:s}", QUEUE_LABEL, "lq"));
+        create(&common_kube_trainjobs, tj);
+        n++;
+    }
+    for (size_t i = 0; i < N_TOPO; i++) {
+        char rt[32];
+        snprintf(rt, sizeof(rt), "topo%zu", i);
+        create(&common_kube_trainingruntimes, gang_runtime(rt, 4, 2, topology_runtimes[i]));
+        snprintf(tjname, sizeof(tjname), "t%zu", i);
+        create(&common_kube_trainjobs, queued_trainjob(tjname, rt, i == 0 ? high : NULL));
+        n++;
+    }
+    {
+        /* Kueue v0.19 holds 18 podSets in a Workload (8 before): a runtime of 18 replicated jobs */
+        char rt[8192] = "";
+        size_t len = 0;
+        for (int j = 0; j < 18; j++)
+            len += (size_t)snprintf(rt + len, sizeof(rt) - len,
+                                    "      - name: j%d\n"
+                                    "        template:\n"
+                                    "          spec:\n"
+                                    "            template:\n"
+                                    "              spec:\n"
+                                    "                containers:\n"
+                                    "                - {name: c, image: busybox:1.36,"
+                                    " resources: {requests: {cpu: 10m}}}\n",
+                                    j);
+        ck_assert_uint_lt(len, sizeof(rt));
+        create(&common_kube_trainingruntimes,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                         "metadata: {name: wide, namespace: %s}\n"
+                         "spec:\n  template:\n    spec:\n      replicatedJobs:\n%s",
+                         ns, rt));
+        create(&common_kube_trainjobs, queued_trainjob("w18", "wide", NULL));
+        n++;
+    }
+    ck_assert_uint_ge(n, 20);
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        snprintf(tjname, sizeof(tjname), "b%zu", i);
+        compare_with_kueue(tjname, NULL, df);
+        snprintf(tjname, sizeof(tjname), "g%zu", i);
+        compare_with_kueue(tjname, NULL, df);
+    }
+    for (size_t i = 0; i < N_EXAMPLE; i++) {
+        snprintf(tjname, sizeof(tjname), "e%zu", i);
+        compare_with_kueue(tjname, NULL, df);
+    }
+    for (size_t i = 0; i < N_TOPO; i++) {
+        char rt[32];
+        json_t *r;
+        snprintf(rt, sizeof(rt), "topo%zu", i);
+        r = get(&common_kube_trainingruntimes, rt);
+        snprintf(tjname, sizeof(tjname), "t%zu", i);
+        compare_with_kueue(tjname, r, df);
+        json_decref(r);
+    }
+    {
+        json_t *r = get(&common_kube_trainingruntimes, "wide"), *wl;
+        compare_with_kueue("w18", r, df);
+        wl = workload_of("w18", NULL);
+        ck_assert_uint_eq(json_array_size(at(wl, "spec.podSets")), 18);
+        json_decref(wl);
+        json_decref(r);
+    }
+    fprintf(stderr,
+            "render --backend kueue against Kueue's Workloads: %zu TrainJobs, %d "
+            "differences\n%s",
+            n, df->n, df->text);
+    ck_assert_msg(df->n == 0, "%d differences between render's preview and Kueue's Workloads",
+                  df->n);
+    free(df);
 }
 END_TEST
 
@@ -994,6 +1539,11 @@ int main(void)
         queued_coscheduling_trainjob_is_admitted_then_gang_scheduled);
     add(s, "kueue_tas_placement_is_kept_by_the_gang_extender",
         kueue_tas_placement_is_kept_by_the_gang_extender);
+    add(s, "kueue_multi_layer_tas_block_with_racks_is_kept_by_the_gang_extender",
+        kueue_multi_layer_tas_block_with_racks_is_kept_by_the_gang_extender);
+    add(s, "dra_devices_count_in_the_queue_quota", dra_devices_count_in_the_queue_quota);
+    add(s, "render_previews_kueues_workload_field_for_field",
+        render_previews_kueues_workload_field_for_field);
     failed = e2e_run_suite(s);
     if (e2e_sched_ctl("restore") != 0) {
         fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");

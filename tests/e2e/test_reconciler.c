@@ -333,29 +333,11 @@ static void assert_cluster_matches_render(const json_t *tj, const json_t *runtim
  * manifests/runtimes): the objects in the cluster are render's. */
 START_TEST(builtin_runtimes_match_render)
 {
-    struct common_yaml_docs d;
     struct common_error err;
-    char path[1024];
-    static const char *const names[] = {"deepspeed-distributed",
-                                        "jax-distributed",
-                                        "mlx-distributed",
-                                        "torch-distributed",
-                                        "torch-distributed-with-cache",
-                                        "torchtune-llama3.2-1b",
-                                        "torchtune-llama3.2-3b",
-                                        "torchtune-qwen2.5-1.5b",
-                                        "xgboost-distributed"};
-    size_t n = sizeof(names) / sizeof(names[0]);
+    const char *const *names = e2e_builtin_runtimes;
+    size_t n = E2E_N_BUILTIN_RUNTIMES;
 
-    for (size_t i = 0; i < n; i++) {
-        struct common_kube_write_opts wo = {.field_manager = "e2e", .force = 1, .strict = 1};
-        snprintf(path, sizeof(path), "%s/manifests/runtimes/%s.yaml", TS_SOURCE_DIR, names[i]);
-        ck_assert_msg(common_yaml_load_file(path, NULL, &d, &err) == COMMON_OK, "%s", err.msg);
-        ck_assert_msg(common_kube_apply(admin, &common_kube_clustertrainingruntimes, NULL,
-                                        d.docs[0], &wo, NULL, &err) == COMMON_OK,
-                      "%s: %s", names[i], err.msg);
-        common_yaml_docs_free(&d);
-    }
+    e2e_apply_builtin_runtimes(admin);
     for (size_t i = 0; i < n; i++) {
         char tjname[64];
         snprintf(tjname, sizeof(tjname), "tj%zu", i);

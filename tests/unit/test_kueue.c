@@ -247,38 +247,55 @@ START_TEST(preview_fixtures)
 }
 END_TEST
 
-/* `render --backend kueue` of a TrainJob on a coscheduling runtime: the JobSet, no PodGroup
- * (Kueue alone writes no gang object), and the Workload preview named by Kueue's rule for the
- * uid the JobSet's owner reference carries (render's placeholder) */
-START_TEST(render_backend_kueue_prints_the_workload_and_no_gang_object)
+/* `render -f tests/fixtures/<fixture> -o json --backend kueue` (it must succeed): the List
+ * (a new reference), its JobSet and Workload (borrowed from it; the test fails without them) and
+ * the number of PodGroups */
+static json_t *render_kueue(const char *fixture, json_t **js, json_t **wl, int *podgroups)
 {
-    char path[1024], *outbuf = NULL, *errbuf = NULL, want[KUEUE_WORKLOAD_NAME_MAX + 1];
+    char path[1024], *outbuf = NULL, *errbuf = NULL;
     size_t outlen = 0, errlen = 0, i;
     FILE *out = open_memstream(&outbuf, &outlen), *err = open_memstream(&errbuf, &errlen);
     char *argv[] = {"render", "-f", path, "-o", "json", "--backend", "kueue", NULL};
-    json_t *list, *it, *js = NULL, *wl = NULL;
-    struct common_error e;
-    int status, podgroups = 0;
+    json_t *list, *it;
+    int status;
 
-    snprintf(path, sizeof(path), "%s",
-             testutil_path("kueue/render/coscheduling-runtime-with-a-queue-label.yaml"));
+    snprintf(path, sizeof(path), "%s", testutil_path(fixture));
     status = cmd_render(7, argv, out, err);
     fclose(out);
     fclose(err);
     ck_assert_msg(status == 0, "render exit %d: %s", status, errbuf);
     list = json_loads(outbuf, 0, NULL);
     ck_assert_ptr_nonnull(list);
+    *js = *wl = NULL;
+    *podgroups = 0;
     json_array_foreach(json_object_get(list, "items"), i, it)
     {
         const char *k = json_string_value(json_object_get(it, "kind"));
         if (strcmp(k, "JobSet") == 0)
-            js = it;
+            *js = it;
         else if (strcmp(k, "Workload") == 0)
-            wl = it;
+            *wl = it;
         else if (strcmp(k, "PodGroup") == 0)
-            podgroups++;
+            (*podgroups)++;
     }
-    ck_assert_msg(js && wl, "render printed no JobSet or no Workload: %s", outbuf);
+    ck_assert_msg(*js && *wl, "render printed no JobSet or no Workload: %s", outbuf);
+    free(outbuf);
+    free(errbuf);
+    return list;
+}
+
+/* `render --backend kueue` of a TrainJob on a coscheduling runtime: the JobSet, no PodGroup
+ * (Kueue alone writes no gang object), and the Workload preview named by Kueue's rule for the
+ * uid the JobSet's owner reference carries (render's placeholder) */
+START_TEST(render_backend_kueue_prints_the_workload_and_no_gang_object)
+{
+    char want[KUEUE_WORKLOAD_NAME_MAX + 1];
+    json_t *js, *wl, *list;
+    struct common_error e;
+    int podgroups;
+
+    list = render_kueue("kueue/render/coscheduling-runtime-with-a-queue-label.yaml", &js, &wl,
+                        &podgroups);
     ck_assert_int_eq(podgroups, 0);
     ck_assert_int_eq(
         kueue_workload_name(
@@ -298,8 +315,71 @@ START_TEST(render_backend_kueue_prints_the_workload_and_no_gang_object)
             json_array_get(json_object_get(json_object_get(wl, "spec"), "podSets"), 0), "count")),
         3);
     json_decref(list);
-    free(outbuf);
-    free(errbuf);
+}
+END_TEST
+
+/* the first container of a replicated job (jobset 1: template.spec.template.spec) or of a
+ * podSet (template.spec) */
+static const json_t *container0(const json_t *o, int jobset)
+{
+    o = json_object_get(o, "template");
+    if (jobset)
+        o = json_object_get(json_object_get(o, "spec"), "template");
+    return json_array_get(json_object_get(json_object_get(o, "spec"), "containers"), 0);
+}
+
+/* `render --backend kueue` of a TrainJob on the built-in torch runtime, with the
+ * WorkloadPriorityClass its label names in the same file: the Workload preview is Kueue v0.19's
+ * (the podSet template without the torch policy's env and port, which the JobSet has; spec.active
+ * true; the class's priority) */
+START_TEST(render_backend_kueue_previews_kueues_view_of_the_jobset_and_the_priority)
+{
+    json_t *js, *wl, *list;
+    const json_t *jc, *wc, *spec;
+    int podgroups;
+
+    list = render_kueue("kueue/render/torch-builtin-with-a-workload-priority-class.yaml", &js, &wl,
+                        &podgroups);
+    spec = json_object_get(wl, "spec");
+    ck_assert_int_eq(json_integer_value(json_object_get(spec, "priority")), 1000);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(spec, "priorityClassRef"), "name")),
+        "team-high");
+    ck_assert(json_is_true(json_object_get(spec, "active")));
+    jc = container0(
+        json_array_get(json_object_get(json_object_get(js, "spec"), "replicatedJobs"), 0), 1);
+    wc = container0(json_array_get(json_object_get(spec, "podSets"), 0), 0);
+    ck_assert_msg(json_array_size(json_object_get(jc, "env")) > 0, "the JobSet lost the torch env");
+    ck_assert_msg(json_object_get(wc, "env") == NULL && json_object_get(wc, "ports") == NULL,
+                  "the preview has the torch policy's env or ports, which Kueue leaves out");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(wc, "resources"), "limits"), "nvidia.com/gpu")),
+        "2");
+    json_decref(list);
+}
+END_TEST
+
+/* the tested Kueue version is written once (tests/e2e/testbed/versions.env, read by the build
+ * into KUEUE_TESTED_VERSION); the pages that name it name that one */
+START_TEST(docs_name_the_tested_kueue_version)
+{
+    static const char *const pages[] = {"docs/backends.md", "tests/e2e/testbed/README.md"};
+    char path[1024], *env;
+    snprintf(path, sizeof(path), "%s/tests/e2e/testbed/versions.env", TS_SOURCE_DIR);
+    env = testutil_read(path);
+    ck_assert_msg(strstr(env, "\nKUEUE_VERSION=v" KUEUE_TESTED_VERSION " ") != NULL,
+                  "versions.env does not pin KUEUE_VERSION=v%s", KUEUE_TESTED_VERSION);
+    free(env);
+    for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+        char *text;
+        snprintf(path, sizeof(path), "%s/%s", TS_SOURCE_DIR, pages[i]);
+        text = testutil_read(path);
+        ck_assert_msg(strstr(text, "v" KUEUE_TESTED_VERSION) != NULL,
+                      "%s does not name the tested Kueue version v%s", pages[i],
+                      KUEUE_TESTED_VERSION);
+        free(text);
+    }
 }
 END_TEST
 
@@ -312,6 +392,8 @@ int main(void)
     tcase_add_test(tc, workload_name_rejects_missing_parts);
     tcase_add_test(tc, preview_fixtures);
     tcase_add_test(tc, render_backend_kueue_prints_the_workload_and_no_gang_object);
+    tcase_add_test(tc, docs_name_the_tested_kueue_version);
+    tcase_add_test(tc, render_backend_kueue_previews_kueues_view_of_the_jobset_and_the_priority);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }

@@ -27,6 +27,7 @@
 #include "common/arena.h"
 #include "common/yaml.h"
 #include "integrations/backend.h"
+#include "integrations/kueue.h"
 #include "reconciler/core.h"
 #include "testutil.h"
 #include "trainjob/builtin.h"
@@ -967,6 +968,11 @@ START_TEST(queue_label_needs_kueues_runtime_patch)
     } table[] = {
         /* labelled, Kueue's webhook never saw it: the condition */
         {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}}}", 1},
+        /* labelled and suspended, as Kueue's webhook leaves it, without Kueue's entry: an
+         * older Kueue (before v0.17) */
+        {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},"
+         "\"spec\":{\"suspend\":true}}",
+         2},
         /* labelled, with another manager's patch only: still the condition */
         {"{\"metadata\":{\"labels\":{\"kueue.x-k8s.io/queue-name\":\"team-q\"}},"
          "\"spec\":{\"runtimePatches\":[{\"manager\":\"example.com/tool\"}]}}",
@@ -981,14 +987,25 @@ START_TEST(queue_label_needs_kueues_runtime_patch)
         {"{}", 0},
     };
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-        char msg[700] = "";
+        char msg[1024] = "";
+        const char *tail = ", or remove the label"; /* the whole message fits */
         json_t *tj = json_loads(table[i].tj, 0, NULL);
         ck_assert_ptr_nonnull(tj);
-        ck_assert_msg(rc_queue_without_kueue(tj, msg, sizeof(msg)) == table[i].want, "case %zu: %s",
-                      i, table[i].tj);
+        ck_assert_msg(rc_queue_without_kueue(tj, msg, sizeof(msg)) == !!table[i].want,
+                      "case %zu: %s", i, table[i].tj);
+        /* the label and queue, the peer, the field it writes and the version that writes it */
         if (table[i].want)
             ck_assert_msg(strstr(msg, "metadata.labels[kueue.x-k8s.io/queue-name]") &&
-                              strstr(msg, "\"team-q\""),
+                              strstr(msg, "\"team-q\"") && strstr(msg, "spec.runtimePatches") &&
+                              strstr(msg, "Kueue v0.17 or later") &&
+                              strstr(msg, "tested with v" KUEUE_TESTED_VERSION) &&
+                              strlen(msg) > strlen(tail) &&
+                              strcmp(msg + strlen(msg) - strlen(tail), tail) == 0,
+                          "case %zu: message %s", i, msg);
+        /* suspended: the older Kueue is named, with the field it wrote instead */
+        if (table[i].want == 2)
+            ck_assert_msg(strstr(msg, "older than v0.17 suspends") &&
+                              strstr(msg, "spec.podSpecOverrides"),
                           "case %zu: message %s", i, msg);
         json_decref(tj);
     }

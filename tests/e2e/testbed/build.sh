@@ -4,7 +4,7 @@
 # Binaries already present are skipped, so a second run is a no-op.
 #   required: etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
 #   optional: jobset-controller kwok helm (a failure is reported, not fatal; skip with TESTBED_OPTIONAL=0)
-#   optional, asked for: kueue-controller (Kueue's manager, only with TESTBED_KUEUE=1: a cold build
+#   optional, asked for: kueue-controller-<KUEUE_VERSION> (Kueue's manager, only with TESTBED_KUEUE=1: a cold build
 #   takes long, and only the Kueue e2e suite needs it); kai-scheduler and kai-binder (KAI Scheduler's
 #   scheduler and binder from github.com/NVIDIA/KAI-scheduler, only with TESTBED_KAI=1: the same);
 #   vc-scheduler and vc-controller-manager (Volcano's, only with TESTBED_VOLCANO=1), built from the
@@ -114,7 +114,7 @@ if [ "${TESTBED_OPTIONAL:-1}" != 0 ]; then
     opt_build schedplugins-controller schedplugins sigs.k8s.io/scheduler-plugins/cmd/controller "$SCHEDPLUGINS_VERSION"
   fi
   if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ]; then
-    opt_build kueue-controller kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION"
+    opt_build "$KUEUE_BIN" kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION"
   fi
   if [ "${TESTBED_KAI:-0}" = 1 ] && [ -n "${KAI_VERSION:-}" ]; then
     opt_build kai-scheduler kai github.com/NVIDIA/KAI-scheduler/cmd/scheduler "$KAI_VERSION"

@@ -12,7 +12,8 @@ RUN="$TESTBED_RUN"
 ours() { # ours NAME PID: does PID still run the binary named NAME?
   local exe
   exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
-  case "$exe" in */"$1"|*/"$1 (deleted)") return 0 ;; esac
+  # a versioned peer binary (lib.sh: NAME-VERSION) runs under the pid name NAME
+  case "$exe" in */"$1"|*/"$1 (deleted)"|*/"$1"-v[0-9]*) return 0 ;; esac
   tb_log "$1: pid $2 now runs '$exe', not ours; left alone"
   return 1
 }

@@ -15,6 +15,10 @@ TESTBED_BIN="${TESTBED_BIN:-$TESTBED_CACHE_ROOT/$K8S_VERSION/bin}"
 # the version-independent binaries live under the default version's cache dir
 TESTBED_BIN_DEFAULT="$TESTBED_CACHE_ROOT/$K8S_VERSION_DEFAULT/bin"
 TESTBED_RUN="${TRAINSCHED_TESTBED_RUN:-/tmp/trainsched-testbed}"
+# Peers whose binary name carries the version (NAME-VERSION in the bin dir): a version bump in
+# versions.env finds no binary and builds anew, and worktrees pinned to different versions share
+# one cache without running each other's build. The pid/log name stays NAME.
+KUEUE_BIN="kueue-controller-${KUEUE_VERSION:-none}"
 
 tb_log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 tb_die() { tb_log "ERROR: $*"; exit 1; }

@@ -72,9 +72,9 @@ for b in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
   fi
 done
 # Kueue's controller manager is optional too, built when asked for (a cold build takes long)
-if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ] && [ ! -x "$TESTBED_BIN/kueue-controller" ] \
-   && [ ! -e "$TESTBED_BIN/../kueue-controller.failed" ]; then
-  tb_log "kueue-controller missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
+if [ "${TESTBED_KUEUE:-0}" = 1 ] && [ -n "${KUEUE_VERSION:-}" ] && [ ! -x "$TESTBED_BIN/$KUEUE_BIN" ] \
+   && [ ! -e "$TESTBED_BIN/../$KUEUE_BIN.failed" ]; then
+  tb_log "$KUEUE_BIN missing in $TESTBED_BIN: running build.sh (optional, a failure is not fatal)"
   TESTBED_KUEUE=1 "$TESTBED_DIR/build.sh" >/dev/null || tb_log "build.sh failed; the Kueue tests will say SKIP"
 fi
 # KAI's scheduler and binder too (github.com/NVIDIA/KAI-scheduler at KAI_VERSION, as its CRDs);
@@ -489,15 +489,19 @@ fi
 # ---------------------------------------------------------------- Kueue (optional)
 if [ "${TESTBED_KUEUE:-0}" = 1 ]; then
   KUEUE_DIR=$(tb_moddir "sigs.k8s.io/kueue@${KUEUE_VERSION:-}")
-  if [ -x "$TESTBED_BIN/kueue-controller" ] && [ -f "$KUEUE_DIR/config/components/webhook/manifests.yaml" ]; then
+  if [ -x "$TESTBED_BIN/$KUEUE_BIN" ] && [ -f "$KUEUE_DIR/config/components/webhook/manifests.yaml" ]; then
     # Kueue's manager runs out of cluster as the admin, without leader election, with its
     # webhooks served on 127.0.0.1 from a certificate made here (internalCertManagement off).
-    # With that off, Kueue v0.17 also reads a metrics certificate from the fixed path
+    # With that off, Kueue (v0.17 to v0.19 at least) also reads a metrics certificate from the fixed path
     # /etc/kueue/metrics/certs: the manager runs in a private mount namespace whose /etc is a
     # tmpfs copy of the real one plus that directory, so nothing outside the run dir changes
     # (metrics are not served: bindAddress "0"). VisibilityOnDemand is off: its API server would
     # listen on every interface. Upstream's webhook configurations are kept for the kinds the bed
     # uses (TrainJob, JobSet and Kueue's own), with `url:` clientConfigs.
+    # Kueue v0.19's defaults are kept as an admin gets them: WaitForPodsReady on (30 min timeout,
+    # no blockAdmission), TASMultiLayerTopology on. DRA devices of the DeviceClass
+    # gpu.e2e.trainsched.io count in quota as the resource trainsched.io/e2e-gpu
+    # (deviceClassMappings; KueueDRAIntegration is on by default since v0.18).
     "${KUBECTL[@]}" create namespace kueue-system >>"$RUN/logs/crds.log" 2>&1 || true
     mkdir -p -m 700 "$PKI/kueue-webhook" "$RUN/kueue-etc"
     cert kueue-webhook "/CN=kueue-webhook" serverAuth "IP:127.0.0.1,DNS:localhost"
@@ -525,6 +529,10 @@ integrations:
   frameworks:
   - trainer.kubeflow.org/trainjob
   - jobset.x-k8s.io/jobset
+resources:
+  deviceClassMappings:
+  - name: trainsched.io/e2e-gpu
+    deviceClassNames: [gpu.e2e.trainsched.io]
 EOF
     # shellcheck disable=SC2016
     KUBECONFIG="$RUN/admin.kubeconfig" start kueue-controller unshare -m --propagation private sh -c '
@@ -534,7 +542,7 @@ EOF
       mkdir -p "$etc/kueue/metrics/certs"
       cp "$certs/tls.crt" "$certs/tls.key" "$etc/kueue/metrics/certs/"
       mount --bind "$etc" /etc
-      exec "$@"' kueue-etc "$RUN/kueue-etc" "$PKI/kueue-webhook" "$TESTBED_BIN/kueue-controller" \
+      exec "$@"' kueue-etc "$RUN/kueue-etc" "$PKI/kueue-webhook" "$TESTBED_BIN/$KUEUE_BIN" \
       --config "$RUN/kueue-config.yaml" --feature-gates=VisibilityOnDemand=false
     wait_for kueue-controller 120 curl_ok "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz" ok
     KUEUE_RUNNING=1
@@ -556,7 +564,7 @@ EOF
       >>"$RUN/logs/crds.log" 2>&1
     tb_log "Kueue webhooks registered at https://127.0.0.1:$KUEUE_WEBHOOK_PORT"
   else
-    tb_log "TESTBED_KUEUE=1 but kueue-controller was not built (or its module is not in the cache); skipped"
+    tb_log "TESTBED_KUEUE=1 but $KUEUE_BIN was not built (or its module is not in the cache); skipped"
   fi
 fi
 
