@@ -33,13 +33,23 @@
 #define RC_REASON_UNSUPPORTED "UnsupportedRuntime"          /* a policy this version cannot build */
 #define RC_REASON_CREATION_FAILED "TrainJobResourcesCreationFailed" /* the API refused a child */
 /* the runtime's backend needs an API the cluster does not serve (native: scheduling.k8s.io/
- * v1alpha2); nothing is written */
+ * v1beta1 or v1alpha2, neither served); nothing is written */
 #define RC_REASON_BACKEND_UNAVAILABLE "BackendUnavailable"
 /* the TrainJob names a Kueue LocalQueue (label kueue.x-k8s.io/queue-name) but Kueue did not
  * take it: no runtimePatches entry of manager kueue.x-k8s.io/manager, which Kueue's webhook adds
  * to every TrainJob it queues (Kueue not installed, or without the trainjob framework). Nothing
  * is built: the TrainJob would otherwise run outside its queue's quota. */
 #define RC_REASON_QUEUE_WITHOUT_KUEUE "QueueLabelWithoutKueue"
+/*
+ * The condition a TrainJob gets when its backend could not carry all it asks for into the gang
+ * objects (the native backend: a topology request the API has no field for, a shared claim on
+ * 1.36, or a field the API server dropped because its feature gate is off). Status "False",
+ * reason the note's (TopologyNotExpressible, ClaimNotCarried) or RC_REASON_FIELD_DROPPED;
+ * message names the annotation or field (and the gate). The objects are still written: the
+ * gang runs without what is named. Removed once everything is carried.
+ */
+#define RC_COND_GANG_CARRIED "GangConstraintsCarried"
+#define RC_REASON_FIELD_DROPPED "FieldDroppedByAPIServer"
 /* the JobSet exists but cannot create its Jobs (the JobSet controller's Event reason) */
 #define RC_REASON_JOB_CREATION_FAILED "JobCreationFailed"
 

@@ -607,6 +607,22 @@ char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, co
     return note;
 }
 
+json_t *e2e_events_of(struct common_kube *k, const char *ns, const char *uid, const char *reason)
+{
+    static const struct common_kube_resource core_events = {"", "v1", "events", 1};
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL;
+    char sel[256];
+
+    ck_assert_ptr_nonnull(uid);
+    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid, reason);
+    lo.field_selector = sel;
+    ck_assert_msg(common_kube_list(k, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK, "%s",
+                  err.msg);
+    return items;
+}
+
 long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name)
 {
     static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","

@@ -103,6 +103,10 @@ void e2e_log_level_from_env(void);
  * A missing PodGroup or a failed list fails the running test. */
 char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
                      const char *want);
+/* e2e_events_of - the core v1 Events of namespace ns whose involvedObject.uid is uid and whose
+ * reason is reason (as `kubectl describe` finds them), a new array; a failed list fails the
+ * running test. */
+json_t *e2e_events_of(struct common_kube *k, const char *ns, const char *uid, const char *reason);
 /* e2e_delete_pods_now - DELETE pod name of namespace ns (name NULL: every pod of ns) with
  * gracePeriodSeconds 0 through k; returns the HTTP status (0 when no answer came). */
 long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name);

@@ -3,13 +3,20 @@
  * real test bed: the reconciler runs in this process as trainsched's ServiceAccount (the shipped
  * RBAC), one fresh namespace per test, every child written with fieldValidation=Strict.
  *
- * native (Kubernetes 1.36's own gang scheduling): needs a bed started with
- * TESTBED_NATIVE_GANG=1 (scheduling.k8s.io/v1alpha2 served, gates GenericWorkload and
- * GangScheduling on kube-apiserver, kube-scheduler and kube-controller-manager) and the real
- * JobSet controller and kwok. Then kube-scheduler itself binds all pods of the gang or none:
- * with capacity for two of three pods none is bound; a second node and all three are. A native
- * TrainJob resized while suspended gets a new PodGroup (minCount is immutable) and a new JobSet
- * (parallelism is immutable), both replaced by the reconciler alone. On a bed
+ * native (Kubernetes' own gang scheduling): needs a bed started with TESTBED_NATIVE_GANG=1
+ * (1.36: scheduling.k8s.io/v1alpha2 served, gates GenericWorkload and GangScheduling; 1.37,
+ * TESTBED_K8S_VERSION=v1.37.2: scheduling.k8s.io/v1beta1 served, gates GenericWorkload,
+ * TopologyAwareWorkloadScheduling and DRAWorkloadResourceClaims; on kube-apiserver,
+ * kube-scheduler and kube-controller-manager) and the real JobSet controller and kwok. The bed's
+ * K8S_VERSION (its env file exports it) says which API the reconciler must have found. Then
+ * kube-scheduler itself binds all pods of the gang or none: with capacity for two of three pods
+ * none is bound; a second node and all three are. On 1.37 the gang is a Workload with one
+ * podGroupTemplate and a PodGroup referencing it, and a TrainJob with a required rack and a
+ * ResourceClaim all its members share is bound whole, in one rack, with the claim allocated
+ * once (the PodGroup's resourceClaims). A native TrainJob resized while suspended gets a new
+ * JobSet (parallelism is immutable) and, on 1.36, a new PodGroup (minCount is immutable there);
+ * on 1.37 the same PodGroup and Workload take the new minCount (mutable). A topology request the
+ * API cannot carry is a condition and a Warning Event. On a bed
  * without the API, the native TrainJob gets ResourcesCreated=False BackendUnavailable and
  * nothing is written. Which of the two a run checks follows the bed's TESTBED_NATIVE_GANG (its
  * env file exports it), and the API must match it; scripts/test.sh runs this suite on both.
@@ -27,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/events.h"
 #include "common/kube.h"
 #include "common/log.h"
 #include "e2eutil.h"
@@ -39,6 +47,7 @@
 
 static struct common_kube *admin, *tsk;
 static struct rc_reconciler *rec;
+static struct common_events *events; /* the reconciler's Event recorder (trainsched's SA) */
 static char ns[128];
 static const struct common_kube_resource volcano_pgs = {"scheduling.volcano.sh", "v1beta1",
                                                         "podgroups", 1};
@@ -50,14 +59,26 @@ static int env_is(const char *name)
 
 static int native_served(void);
 
+/* a Kubernetes 1.37 bed (K8S_VERSION, exported by its env file): the native API is v1beta1 */
+static int beta_bed(void)
+{
+    const char *v = getenv("K8S_VERSION");
+    return v && strncmp(v, "v1.37", 5) == 0;
+}
+
+/* the native backend's PodGroups on this bed's Kubernetes */
+static const struct common_kube_resource *native_pgs(void)
+{
+    return beta_bed() ? &backend_native_podgroups_v1beta1 : &backend_native_podgroups;
+}
+
 /* the bed says whether it was started with TESTBED_NATIVE_GANG=1 (its env file exports it);
  * the API must then be served, and must not be otherwise */
 static int native_bed(void)
 {
     int want = env_is("TESTBED_NATIVE_GANG"), served = native_served();
-    ck_assert_msg(want == served,
-                  "TESTBED_NATIVE_GANG=%d but scheduling.k8s.io/v1alpha2 podgroups are %sserved",
-                  want, served ? "" : "not ");
+    ck_assert_msg(want == served, "TESTBED_NATIVE_GANG=%d but %s/%s podgroups are %sserved", want,
+                  native_pgs()->group, native_pgs()->version, served ? "" : "not ");
     return served;
 }
 
@@ -66,8 +87,7 @@ static int native_served(void)
     json_t *items = NULL;
     struct common_error err;
     struct common_kube_list_opts lo = {.limit = 1};
-    enum common_rc rc =
-        common_kube_list(admin, &backend_native_podgroups, NULL, &lo, &items, NULL, &err);
+    enum common_rc rc = common_kube_list(admin, native_pgs(), NULL, &lo, &items, NULL, &err);
     json_decref(items);
     return rc == COMMON_OK;
 }
@@ -189,7 +209,8 @@ static json_t *pods_are(const void *arg)
     return NULL;
 }
 
-/* the native PodGroup's PodGroupScheduled condition has status (kube-scheduler writes it) */
+/* the native PodGroup's scheduling condition has status (kube-scheduler writes it: 1.36
+ * PodGroupScheduled, 1.37 PodGroupInitiallyScheduled) */
 struct pg_want {
     const char *name, *status;
 };
@@ -197,12 +218,13 @@ struct pg_want {
 static json_t *pg_scheduled_is(const void *arg)
 {
     const struct pg_want *w = arg;
-    json_t *pg = get(&backend_native_podgroups, w->name);
+    json_t *pg = get(native_pgs(), w->name);
+    const char *type = beta_bed() ? "PodGroupInitiallyScheduled" : "PodGroupScheduled";
     size_t i;
     const json_t *c;
     json_array_foreach(json_object_get(json_object_get(pg, "status"), "conditions"), i, c)
     {
-        if (strcmp(json_string_value(json_object_get(c, "type")), "PodGroupScheduled") == 0 &&
+        if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0 &&
             strcmp(json_string_value(json_object_get(c, "status")), w->status) == 0)
             return pg;
     }
@@ -214,7 +236,12 @@ static void start_reconciler(void)
 {
     struct rc_opts o;
 
+    struct common_error err;
+
     e2e_rc_opts(&o, tsk, ns);
+    events = common_events_create(tsk, "e2e-backends", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    o.events = events;
     rec = e2e_rc_start(&o);
 }
 
@@ -231,6 +258,8 @@ static void teardown(void)
 {
     rc_destroy(rec);
     rec = NULL;
+    common_events_destroy(events);
+    events = NULL;
     e2e_drop_ns(admin, ns);
     common_kube_client_destroy(tsk);
     common_kube_client_destroy(admin);
@@ -293,7 +322,7 @@ static void drop_nodes(void)
 
 START_TEST(native_gang_binds_all_pods_or_none)
 {
-    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups, "gang"};
+    struct e2e_obj_ref pgref = {admin, ns, native_pgs(), "gang"};
     struct pg_want unsched = {"gang", "False"};
     struct pods_want none_bound = {"gang", 3, 0}, all_bound = {"gang", 3, 3};
     json_t *pg, *pods, *js;
@@ -315,12 +344,27 @@ START_TEST(native_gang_binds_all_pods_or_none)
     create(&common_kube_trainjobs, trainjob("gang", "native-rt", 0));
 
     pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
+    ck_assert_str_eq(str_at(pg, "apiVersion", NULL, NULL),
+                     beta_bed() ? "scheduling.k8s.io/v1beta1" : "scheduling.k8s.io/v1alpha2");
     ck_assert_int_eq(
         json_integer_value(json_object_get(
             json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"),
                             "gang"),
             "minCount")),
         3);
+    if (beta_bed()) {
+        /* the Workload the PodGroup references, accepted by the API server as written */
+        json_t *wl = get(&backend_native_workloads_v1beta1, "gang");
+        ck_assert_msg(wl != NULL, "no Workload gang");
+        ck_assert_str_eq(str_at(pg, "spec", "workloadRef", "workloadName"), "gang");
+        ck_assert_str_eq(str_at(pg, "spec", "workloadRef", "templateName"),
+                         json_string_value(e2e_at(wl, "spec.podGroupTemplates.0.name")));
+        ck_assert_int_eq(json_integer_value(
+                             e2e_at(wl, "spec.podGroupTemplates.0.schedulingPolicy.gang.minCount")),
+                         3);
+        ck_assert_str_eq(json_string_value(e2e_at(wl, "spec.controllerRef.kind")), "TrainJob");
+        json_decref(wl);
+    }
     ck_assert_str_eq(
         str_at(
             json_array_get(json_object_get(json_object_get(pg, "metadata"), "ownerReferences"), 0),
@@ -374,10 +418,11 @@ struct pg_replaced {
 static json_t *native_pg_replaced(const void *arg)
 {
     const struct pg_replaced *w = arg;
-    json_t *pg = get(&backend_native_podgroups, "resize");
+    json_t *pg = get(native_pgs(), "resize");
     const char *uid = json_string_value(e2e_at(pg, "metadata.uid"));
 
-    if (pg && uid && strcmp(uid, w->old_uid) != 0 &&
+    /* 1.36: a new PodGroup (minCount immutable); 1.37: the same one, updated */
+    if (pg && uid && (strcmp(uid, w->old_uid) != 0) == !beta_bed() &&
         json_integer_value(e2e_at(pg, "spec.schedulingPolicy.gang.minCount")) == w->n)
         return pg;
     json_decref(pg);
@@ -399,7 +444,7 @@ static json_t *jobset_sized(const void *arg)
 
 START_TEST(native_resize_while_suspended_replaces_the_podgroup)
 {
-    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups, "resize"};
+    struct e2e_obj_ref pgref = {admin, ns, native_pgs(), "resize"};
     struct pg_replaced four = {NULL, 4};
     int64_t nodes = 4;
     json_t *pg, *js;
@@ -422,8 +467,17 @@ START_TEST(native_resize_while_suspended_replaces_the_podgroup)
      * is the one waited for. */
     e2e_tj_set_nodes(admin, ns, "resize", 4);
     four.old_uid = uid;
-    pg = wait_for(180, native_pg_replaced, &four, "a new PodGroup of minCount 4");
+    pg = wait_for(180, native_pg_replaced, &four,
+                  beta_bed() ? "the same PodGroup with minCount 4 (mutable in 1.37)"
+                             : "a new PodGroup of minCount 4");
     json_decref(pg);
+    if (beta_bed()) {
+        json_t *wl = get(&backend_native_workloads_v1beta1, "resize");
+        ck_assert_int_eq(json_integer_value(
+                             e2e_at(wl, "spec.podGroupTemplates.0.schedulingPolicy.gang.minCount")),
+                         4);
+        json_decref(wl);
+    }
     js = wait_for(180, jobset_sized, &nodes, "the JobSet of 4 pods");
     ck_assert(json_is_true(e2e_at(js, "spec.suspend")));
     ck_assert_str_eq(json_string_value(e2e_at(js, "spec.replicatedJobs.0.template.spec.template."
@@ -441,8 +495,8 @@ START_TEST(native_without_the_api_writes_nothing)
     const json_t *c;
 
     if (native_bed()) {
-        fprintf(stderr, "native_without_the_api_writes_nothing: the bed serves "
-                        "scheduling.k8s.io/v1alpha2; skipped (run on a bed without "
+        fprintf(stderr, "native_without_the_api_writes_nothing: the bed serves the native API "
+                        "(v1alpha2 or v1beta1); skipped (run on a bed without "
                         "TESTBED_NATIVE_GANG=1)\n");
         return;
     }
@@ -450,8 +504,11 @@ START_TEST(native_without_the_api_writes_nothing)
     create(&common_kube_trainjobs, trainjob("noapi", "native-rt", 0));
     tj = wait_for(60, has_cond, &w, "ResourcesCreated=False BackendUnavailable");
     c = trainjob_status_condition(json_object_get(tj, "status"), RC_COND_CREATED);
+    /* both versions named */
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "message")),
                                  "scheduling.k8s.io/v1alpha2 podgroups"));
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "message")),
+                                 "scheduling.k8s.io/v1beta1 workloads and podgroups"));
     json_decref(tj);
     /* nothing half-created */
     ck_assert_ptr_null(o = get(&common_kube_jobsets, "noapi"));
@@ -540,7 +597,7 @@ START_TEST(one_trainjob_per_backend_value)
             struct e2e_obj_ref pg = {admin, ns,
                                      want_cosched                ? &common_kube_podgroups
                                      : strcmp(v, "volcano") == 0 ? &volcano_pgs
-                                                                 : &backend_native_podgroups,
+                                                                 : native_pgs(),
                                      name};
             o = wait_for(30, e2e_exists, &pg, "the gang object");
             json_decref(o);
@@ -553,7 +610,7 @@ START_TEST(one_trainjob_per_backend_value)
         ck_assert_msg((o != NULL) == (strcmp(v, "volcano") == 0), "%s: Volcano PodGroup", v);
         json_decref(o);
         if (native) {
-            o = get(&backend_native_podgroups, name);
+            o = get(native_pgs(), name);
             ck_assert_msg((o != NULL) == (strcmp(v, "native") == 0), "%s: native PodGroup", v);
             json_decref(o);
         }
@@ -567,6 +624,210 @@ START_TEST(one_trainjob_per_backend_value)
                                  "value: \"yunikorn\""));
     json_decref(tj);
     ck_assert_ptr_null(o = get(&common_kube_jobsets, "tj-unknown"));
+}
+END_TEST
+
+/* the note of an Event of reason on obj containing want (a new string), or NULL */
+static char *event_note(const json_t *obj, const char *reason, const char *want)
+{
+    json_t *items, *it;
+    char *note = NULL;
+    size_t i;
+
+    ck_assert_int_eq(common_events_flush(events, 20000), COMMON_OK);
+    items = e2e_events_of(admin, ns, str_at(obj, "metadata", "uid", NULL), reason);
+    json_array_foreach(items, i, it)
+    {
+        const char *m = json_string_value(json_object_get(it, "message"));
+        if (!note && m && strstr(m, want))
+            note = strdup(m);
+    }
+    json_decref(items);
+    return note;
+}
+
+/* A topology request the native API cannot carry (a preferred level: 1.37's
+ * schedulingConstraints is one required key; on 1.36 trainsched writes no topology at all) is
+ * never dropped silently: the objects are written, the TrainJob gets GangConstraintsCarried=False
+ * reason TopologyNotExpressible naming the annotation, and a Warning Event says the same. */
+START_TEST(native_inexpressible_topology_is_a_condition_and_an_event)
+{
+    struct want_cond w = {"pref", RC_COND_GANG_CARRIED, "False", "TopologyNotExpressible"};
+    struct e2e_obj_ref pgref = {admin, ns, native_pgs(), "pref"};
+    json_t *tj, *pg;
+    const char *msg;
+    char *note;
+
+    if (!native_bed()) {
+        fprintf(stderr, "native_inexpressible_topology_is_a_condition_and_an_event: API not "
+                        "served; skipped\n");
+        return;
+    }
+    create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 2, "1"));
+    {
+        json_t *t = trainjob("pref", "native-rt", 1);
+        json_object_set_new(
+            json_object_get(t, "metadata"), "annotations",
+            json_pack("{s:s}", "trainsched.io/topology-preferred", "trainsched.io/e2e-rack"));
+        create(&common_kube_trainjobs, t);
+    }
+    tj = wait_for(60, has_cond, &w, "GangConstraintsCarried=False TopologyNotExpressible");
+    msg = json_string_value(json_object_get(
+        trainjob_status_condition(json_object_get(tj, "status"), RC_COND_GANG_CARRIED), "message"));
+    ck_assert_msg(msg &&
+                      strstr(msg, "metadata.annotations[\"trainsched.io/topology-preferred\"]") &&
+                      strstr(msg, "\"trainsched.io/e2e-rack\" is not carried"),
+                  "%s", msg ? msg : "(none)");
+    /* written all the same, without a constraint */
+    pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
+    ck_assert_ptr_null(e2e_at(pg, "spec.schedulingConstraints"));
+    json_decref(pg);
+    note = event_note(tj, "TopologyNotExpressible", "trainsched.io/topology-preferred");
+    ck_assert_msg(note != NULL, "no Warning Event TopologyNotExpressible on the TrainJob");
+    free(note);
+    json_decref(tj);
+}
+END_TEST
+
+static const struct common_kube_resource r_slices = {"resource.k8s.io", "v1", "resourceslices", 0};
+static const struct common_kube_resource r_classes = {"resource.k8s.io", "v1", "deviceclasses", 0};
+static const struct common_kube_resource r_claims = {"resource.k8s.io", "v1", "resourceclaims", 1};
+
+/* every pod of pods on a node of one rack (label trainsched.io/e2e-rack); the rack, or NULL */
+static const char *one_rack(const json_t *pods, char *rack, size_t n)
+{
+    size_t i;
+    const json_t *p;
+
+    rack[0] = '\0';
+    json_array_foreach(pods, i, p)
+    {
+        json_t *node =
+            e2e_get(admin, &common_kube_nodes, NULL, str_at(p, "spec", "nodeName", NULL));
+        const char *r =
+            str_at(json_object_get(node, "metadata"), "labels", "trainsched.io/e2e-rack", NULL);
+        if (!r || (rack[0] && strcmp(rack, r) != 0)) {
+            json_decref(node);
+            return NULL;
+        }
+        snprintf(rack, n, "%s", r);
+        json_decref(node);
+    }
+    return rack[0] ? rack : NULL;
+}
+
+/*
+ * The issue's done-when case (Kubernetes 1.37 only): a TrainJob of 3 one-CPU pods with a
+ * required rack (trainsched.io/topology-required: trainsched.io/e2e-rack) and a ResourceClaim
+ * "fabric" that every member names (one network device, published by a ResourceSlice for all
+ * nodes). trainsched writes the Workload and PodGroup with schedulingConstraints.topology[0].key
+ * and resourceClaims [{fabric}]; kube-scheduler 1.37 binds all three together, on nodes of one
+ * rack, and allocates the claim once for the group. Racks: rack-a two 2-CPU nodes, rack-b two
+ * 2-CPU nodes: either rack holds the gang, and without the constraint the pods could spread.
+ */
+START_TEST(native_required_rack_and_shared_claim_bind_whole_in_one_rack_with_one_allocation)
+{
+    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups_v1beta1, "rack"};
+    struct pods_want all_bound = {"rack", 3, 3};
+    const char *racks[] = {"rack-a", "rack-a", "rack-b", "rack-b"};
+    char cls[160], slice[160], rack[64], nodes[4][200];
+    json_t *pg, *pods, *claim;
+    const json_t *alloc;
+    struct common_error err;
+
+    if (!beta_bed() || !native_bed()) {
+        fprintf(stderr, "native_required_rack_and_shared_claim_...: needs a Kubernetes 1.37 bed "
+                        "with TESTBED_NATIVE_GANG=1; skipped\n");
+        return;
+    }
+    ck_assert_msg(env_is("TESTBED_JOBSET_RUNNING") && env_is("TESTBED_KWOK_RUNNING"),
+                  "needs the JobSet controller and kwok (TESTBED_JOBSET=1 TESTBED_KWOK=1)");
+    for (int i = 0; i < 4; i++) {
+        char label[300];
+        snprintf(nodes[i], sizeof(nodes[i]), "kwok-%s-r%d", ns, i);
+        snprintf(label, sizeof(label), "trainsched.io/e2e-ns: %s, trainsched.io/e2e-rack: %s", ns,
+                 racks[i]);
+        e2e_kwok_node(admin, nodes[i], label, "2");
+    }
+    /* the fabric: one device any node reaches (a network-attached device) */
+    snprintf(cls, sizeof(cls), "fabric-%s.example.com", ns);
+    snprintf(slice, sizeof(slice), "fabric-%s", ns);
+    e2e_create(admin, &r_classes, NULL,
+               e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\n"
+                         "metadata: {name: %s}\n"
+                         "spec: {selectors: [{cel: {expression: \"device.driver == '%s'\"}}]}\n",
+                         cls, cls));
+    e2e_create(admin, &r_slices, NULL,
+               e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\n"
+                         "metadata: {name: %s}\n"
+                         "spec:\n  driver: %s\n  allNodes: true\n"
+                         "  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n"
+                         "  devices: [{name: fabric-0}]\n",
+                         slice, cls, slice));
+    create(&r_claims, e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+                                "metadata: {name: fabric, namespace: %s}\n"
+                                "spec: {devices: {requests: [{name: link, exactly: "
+                                "{deviceClassName: %s}}]}}\n",
+                                ns, cls));
+    create(
+        &common_kube_trainingruntimes,
+        e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                  "kind: TrainingRuntime\n"
+                  "metadata: {name: rack-rt, namespace: %s, annotations: "
+                  "{trainsched.io/backend: native}}\n"
+                  "spec:\n"
+                  "  mlPolicy: {numNodes: 3}\n" E2E_RT_NODE_JOB
+                  "              metadata: {annotations: {trainsched.io/topology-required: "
+                  "trainsched.io/e2e-rack}}\n"
+                  "              spec:\n"
+                  "                nodeSelector: {trainsched.io/e2e-ns: %s}\n"
+                  "                tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]\n"
+                  "                resourceClaims: [{name: fabric, resourceClaimName: fabric}]\n"
+                  "                containers:\n"
+                  "                - name: node\n"
+                  "                  image: busybox:1.36\n"
+                  "                  command: [sh, -c, 'sleep 3600']\n"
+                  "                  resources: {requests: {cpu: '1'}, claims: [{name: fabric}]}\n",
+                  ns, ns));
+    create(&common_kube_trainjobs, trainjob("rack", "rack-rt", 0));
+
+    pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
+    ck_assert_str_eq(json_string_value(e2e_at(pg, "spec.schedulingConstraints.topology.0.key")),
+                     "trainsched.io/e2e-rack");
+    ck_assert_str_eq(json_string_value(e2e_at(pg, "spec.resourceClaims.0.name")), "fabric");
+    ck_assert_str_eq(json_string_value(e2e_at(pg, "spec.resourceClaims.0.resourceClaimName")),
+                     "fabric");
+    json_decref(pg);
+
+    pods = wait_for(180, pods_are, &all_bound, "all 3 pods bound");
+    ck_assert_msg(one_rack(pods, rack, sizeof(rack)) != NULL, "the gang's pods span two racks");
+    fprintf(stderr, "required rack + shared claim: 3 pods bound in %s\n", rack);
+    json_decref(pods);
+    /* the claim: allocated once (one device), for the group */
+    ck_assert_msg(common_kube_get(admin, &r_claims, ns, "fabric", &claim, &err) == COMMON_OK, "%s",
+                  err.msg);
+    alloc = e2e_at(claim, "status.allocation");
+    ck_assert_msg(alloc != NULL, "claim fabric is not allocated");
+    ck_assert_int_eq(json_array_size(e2e_at(alloc, "devices.results")), 1);
+    ck_assert_str_eq(json_string_value(e2e_at(alloc, "devices.results.0.device")), "fabric-0");
+    {
+        char *rf = json_dumps(e2e_at(claim, "status.reservedFor"), JSON_COMPACT);
+        fprintf(stderr, "claim fabric reservedFor: %s\n", rf ? rf : "null");
+        free(rf);
+    }
+    json_decref(claim);
+    /* no condition: everything was carried */
+    {
+        json_t *tj = get(&common_kube_trainjobs, "rack");
+        ck_assert_ptr_null(
+            trainjob_status_condition(json_object_get(tj, "status"), RC_COND_GANG_CARRIED));
+        json_decref(tj);
+    }
+    (void)e2e_delete_pods_now(admin, ns, NULL);
+    for (int i = 0; i < 4; i++)
+        common_kube_delete(admin, &common_kube_nodes, NULL, nodes[i], NULL, NULL, NULL, &err);
+    common_kube_delete(admin, &r_slices, NULL, slice, NULL, NULL, NULL, &err);
+    common_kube_delete(admin, &r_classes, NULL, cls, NULL, NULL, NULL, &err);
 }
 END_TEST
 
@@ -584,6 +845,10 @@ int main(void)
     add(s, "native_resize_while_suspended_replaces_the_podgroup",
         native_resize_while_suspended_replaces_the_podgroup);
     add(s, "native_without_the_api_writes_nothing", native_without_the_api_writes_nothing);
+    add(s, "native_inexpressible_topology_is_a_condition_and_an_event",
+        native_inexpressible_topology_is_a_condition_and_an_event);
+    add(s, "native_required_rack_and_shared_claim_bind_whole_in_one_rack_with_one_allocation",
+        native_required_rack_and_shared_claim_bind_whole_in_one_rack_with_one_allocation);
     add(s, "backend_without_its_api_writes_nothing", backend_without_its_api_writes_nothing);
     add(s, "one_trainjob_per_backend_value", one_trainjob_per_backend_value);
     failed = e2e_run_suite(s);
