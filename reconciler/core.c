@@ -211,12 +211,13 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
     return RC_APPLY;
 }
 
-/* a and b equal, a missing field the same as dflt (NULL: as JSON null) */
+/* a and b equal, a missing field (or JSON null: the API server writes a template's unset
+ * schedulingConstraints as null) the same as dflt (NULL: missing) */
 static int same_or(const json_t *a, const json_t *b, const json_t *dflt)
 {
-    if (!a)
+    if (!a || json_is_null(a))
         a = dflt;
-    if (!b)
+    if (!b || json_is_null(b))
         b = dflt;
     return (!a && !b) || (a && b && json_equal(a, b));
 }
@@ -303,11 +304,18 @@ int rc_child_replace(const json_t *rendered, const json_t *existing)
                        json_object_get(es, "schedulingPolicy"));
 }
 
+/* set: present and not JSON null */
+static int set_in(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return v && !json_is_null(v);
+}
+
 /* the bits of one PodGroup spec or podGroupTemplate */
 static unsigned fields_of(const json_t *spec)
 {
-    return (json_object_get(spec, "schedulingConstraints") ? RC_NATIVE_TOPOLOGY : 0) |
-           (json_object_get(spec, "resourceClaims") ? RC_NATIVE_CLAIMS : 0);
+    return (set_in(spec, "schedulingConstraints") ? RC_NATIVE_TOPOLOGY : 0) |
+           (set_in(spec, "resourceClaims") ? RC_NATIVE_CLAIMS : 0);
 }
 
 unsigned rc_native_fields(const json_t *obj)
