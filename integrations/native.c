@@ -256,7 +256,7 @@ static enum common_rc topology_key(const struct backend_in *in, const json_t *rj
             "carried: %s PodGroups have no preferred placement (schedulingConstraints."
             "topology is one required key)%s",
             rq.preferred_src, rq.preferred, api,
-            *key ? "; the required level alone is" : "; the gang has no topology");
+            *key ? "; only the required level is carried" : "; the gang has no topology");
     if (rq.slice)
         backend_notes_add(
             in->notes, "TopologyNotExpressible",
@@ -394,10 +394,17 @@ static enum common_rc native_translate(const struct backend_in *in, json_t *obje
         json_decref(tmpl);
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
     }
-    if (json_object_set_new(tmpl, "name", json_string(NATIVE_TEMPLATE))) {
-        json_decref(spec);
+    {
+        /* the template's name first, as the API server prints it */
+        json_t *named = json_pack("{s:s}", "name", NATIVE_TEMPLATE);
+        if (!named || json_object_update(named, tmpl)) {
+            json_decref(named);
+            json_decref(spec);
+            json_decref(tmpl);
+            return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        }
         json_decref(tmpl);
-        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+        tmpl = named;
     }
     wl = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s, s:s}, s:[o]}}", "apiVersion", api, "kind",
                    "Workload", "metadata", "name", name, "spec", "controllerRef", "apiGroup",
