@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/events.h"
 #include "common/kube.h"
@@ -48,6 +49,8 @@
 static struct common_kube *admin, *tsk;
 static struct rc_reconciler *rec;
 static struct common_events *events; /* the reconciler's Event recorder (trainsched's SA) */
+static pid_t proxy_pid;              /* tests/e2e/faultproxy.py, when a test runs it */
+static char proxy_dir[64];
 static char ns[128];
 static const struct common_kube_resource volcano_pgs = {"scheduling.volcano.sh", "v1beta1",
                                                         "podgroups", 1};
@@ -174,6 +177,23 @@ static json_t *has_cond(const void *arg)
     return e2e_tj_cond(admin, ns, w->tj, w->type, w->status, w->reason);
 }
 
+/* wait (secs) for the condition w, whose message must contain a and b; the TrainJob (new
+ * reference) */
+static json_t *wait_cond_saying(double secs, const struct want_cond *w, const char *a,
+                                const char *b)
+{
+    char what[200];
+    json_t *tj;
+    const char *msg;
+
+    snprintf(what, sizeof(what), "%s=%s %s", w->type, w->status, w->reason);
+    tj = wait_for(secs, has_cond, w, what);
+    msg = json_string_value(json_object_get(
+        trainjob_status_condition(json_object_get(tj, "status"), w->type), "message"));
+    ck_assert_msg(msg && strstr(msg, a) && strstr(msg, b), "%s: %s", what, msg ? msg : "(none)");
+    return tj;
+}
+
 /* the pods of the JobSet name (label jobset.sigs.k8s.io/jobset-name); a new list's items */
 static json_t *pods_of(const char *name)
 {
@@ -258,6 +278,18 @@ static void teardown(void)
 {
     rc_destroy(rec);
     rec = NULL;
+    e2e_proxy_stop(&proxy_pid);
+    if (proxy_dir[0]) {
+        static const char *const files[] = {"ready",     "proxy.log", "proxy.crt",
+                                            "proxy.key", "ca.srl",    NULL};
+        char p[128];
+        for (int i = 0; files[i]; i++) {
+            snprintf(p, sizeof(p), "%s/%s", proxy_dir, files[i]);
+            unlink(p);
+        }
+        rmdir(proxy_dir);
+        proxy_dir[0] = '\0';
+    }
     common_events_destroy(events);
     events = NULL;
     e2e_drop_ns(admin, ns);
@@ -662,7 +694,6 @@ START_TEST(native_inexpressible_topology_is_a_condition_and_an_event)
     struct want_cond w = {"pref", RC_COND_GANG_CARRIED, "False", "TopologyNotExpressible"};
     struct e2e_obj_ref pgref = {admin, ns, native_pgs(), "pref"};
     json_t *tj, *pg;
-    const char *msg;
     char *note;
 
     if (!native_bed()) {
@@ -678,13 +709,8 @@ START_TEST(native_inexpressible_topology_is_a_condition_and_an_event)
             json_pack("{s:s}", "trainsched.io/topology-preferred", "trainsched.io/e2e-rack"));
         create(&common_kube_trainjobs, t);
     }
-    tj = wait_for(60, has_cond, &w, "GangConstraintsCarried=False TopologyNotExpressible");
-    msg = json_string_value(json_object_get(
-        trainjob_status_condition(json_object_get(tj, "status"), RC_COND_GANG_CARRIED), "message"));
-    ck_assert_msg(msg &&
-                      strstr(msg, "metadata.annotations[\"trainsched.io/topology-preferred\"]") &&
-                      strstr(msg, "\"trainsched.io/e2e-rack\" is not carried"),
-                  "%s", msg ? msg : "(none)");
+    tj = wait_cond_saying(60, &w, "metadata.annotations[\"trainsched.io/topology-preferred\"]",
+                          "\"trainsched.io/e2e-rack\" is not carried");
     /* written all the same, without a constraint */
     pg = wait_for(60, e2e_exists, &pgref, "the native PodGroup");
     ck_assert_ptr_null(e2e_at(pg, "spec.schedulingConstraints"));
@@ -918,7 +944,6 @@ START_TEST(native_fields_the_api_server_drops_are_reported_and_not_rewritten)
     struct want_cond w = {"drop", RC_COND_GANG_CARRIED, "False", RC_REASON_FIELD_DROPPED};
     struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups_v1beta1, "drop"};
     json_t *tj, *pg, *wl, *items;
-    const char *msg;
     char *note, *uid;
     double t0;
 
@@ -944,12 +969,7 @@ START_TEST(native_fields_the_api_server_drops_are_reported_and_not_rewritten)
                      "                  image: busybox:1.36\n",
                      ns));
     create(&common_kube_trainjobs, trainjob("drop", "drop-rt", 1));
-    tj = wait_for(60, has_cond, &w, "GangConstraintsCarried=False FieldDroppedByAPIServer");
-    msg = json_string_value(json_object_get(
-        trainjob_status_condition(json_object_get(tj, "status"), RC_COND_GANG_CARRIED), "message"));
-    ck_assert_msg(msg && strstr(msg, "spec.schedulingConstraints") &&
-                      strstr(msg, "TopologyAwareWorkloadScheduling"),
-                  "%s", msg ? msg : "(none)");
+    tj = wait_cond_saying(60, &w, "spec.schedulingConstraints", "TopologyAwareWorkloadScheduling");
     note = event_note(tj, RC_REASON_FIELD_DROPPED, "TopologyAwareWorkloadScheduling");
     ck_assert_msg(note != NULL, "no Warning Event %s on the TrainJob", RC_REASON_FIELD_DROPPED);
     free(note);
@@ -990,6 +1010,82 @@ START_TEST(native_fields_the_api_server_drops_are_reported_and_not_rewritten)
 }
 END_TEST
 
+/* the PodGroup `ver` with minCount n, or NULL */
+static json_t *ver_pg_min(const void *arg)
+{
+    const int64_t *n = arg;
+    json_t *pg = get(&backend_native_podgroups_v1beta1, "ver");
+    if (pg && json_integer_value(e2e_at(pg, "spec.schedulingPolicy.gang.minCount")) == *n)
+        return pg;
+    json_decref(pg);
+    return NULL;
+}
+
+/*
+ * The served version changes under a running reconciler, which is not restarted (Kubernetes
+ * 1.37 bed; the reconciler talks through tests/e2e/faultproxy.py, which can answer
+ * /apis/scheduling.k8s.io/v1beta1 as a server that does not serve it):
+ *  1. at start neither version is served: the TrainJob gets BackendUnavailable naming both, and
+ *     nothing is written;
+ *  2. v1beta1 is served again: within the 30 s recheck, the Workload and PodGroup are written;
+ *  3. v1beta1 goes away (as v1alpha2 does in an upgrade to 1.37) while the suspended TrainJob is
+ *     resized: the write answers 404, the reconciler looks again and reports BackendUnavailable;
+ *  4. served again: the PodGroup takes the new minCount.
+ */
+START_TEST(native_finds_the_served_version_again_without_a_restart)
+{
+    struct want_cond unavailable = {"ver", RC_COND_CREATED, "False", RC_REASON_BACKEND_UNAVAILABLE};
+    struct e2e_obj_ref pgref = {admin, ns, &backend_native_podgroups_v1beta1, "ver"};
+    struct e2e_obj_ref wlref = {admin, ns, &backend_native_workloads_v1beta1, "ver"};
+    struct common_kube *pk;
+    struct rc_opts o;
+    int port = 0, control = 0;
+    int64_t three = 3;
+    json_t *tj, *o2;
+
+    if (!beta_bed() || !native_bed()) {
+        fprintf(stderr, "native_finds_the_served_version_again_without_a_restart: needs a "
+                        "Kubernetes 1.37 bed with TESTBED_NATIVE_GANG=1; skipped\n");
+        return;
+    }
+    snprintf(proxy_dir, sizeof(proxy_dir), "/tmp/native-ver-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(proxy_dir));
+    e2e_proxy_start(proxy_dir, &proxy_pid, &port, &control);
+    json_decref(e2e_proxy_ctl(control, "/hide?prefix=/apis/scheduling.k8s.io/v1beta1"));
+    /* this test's reconciler: through the proxy (as the bed's admin), the setup's one gone */
+    rc_destroy(rec);
+    pk = e2e_proxy_client(port, 0);
+    e2e_rc_opts(&o, pk, ns);
+    o.events = events;
+    rec = e2e_rc_start(&o);
+
+    create(&common_kube_trainingruntimes, runtime("native-rt", "native", "", 2, "1"));
+    create(&common_kube_trainjobs, trainjob("ver", "native-rt", 1));
+    tj = wait_cond_saying(60, &unavailable, "scheduling.k8s.io/v1beta1 workloads and podgroups",
+                          "scheduling.k8s.io/v1alpha2 podgroups");
+    json_decref(tj);
+    ck_assert_ptr_null(o2 = get(&common_kube_jobsets, "ver"));
+
+    json_decref(e2e_proxy_ctl(control, "/unhide"));
+    o2 = wait_for(120, e2e_exists, &wlref, "the Workload once v1beta1 is served (30 s recheck)");
+    json_decref(o2);
+    o2 = wait_for(60, e2e_exists, &pgref, "the PodGroup");
+    json_decref(o2);
+
+    json_decref(e2e_proxy_ctl(control, "/hide?prefix=/apis/scheduling.k8s.io/v1beta1"));
+    e2e_tj_set_nodes(admin, ns, "ver", 3);
+    tj = wait_for(120, has_cond, &unavailable, "BackendUnavailable after the 404");
+    json_decref(tj);
+    json_decref(e2e_proxy_ctl(control, "/unhide"));
+    o2 = wait_for(120, ver_pg_min, &three, "the PodGroup with minCount 3 once served again");
+    json_decref(o2);
+
+    rc_destroy(rec);
+    rec = NULL;
+    common_kube_client_destroy(pk);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
     e2e_add_test(s, name, t, setup, teardown, 400);
@@ -1010,6 +1106,8 @@ int main(void)
         native_required_rack_and_shared_claim_bind_whole_in_one_rack_with_one_allocation);
     add(s, "native_fields_the_api_server_drops_are_reported_and_not_rewritten",
         native_fields_the_api_server_drops_are_reported_and_not_rewritten);
+    add(s, "native_finds_the_served_version_again_without_a_restart",
+        native_finds_the_served_version_again_without_a_restart);
     add(s, "backend_without_its_api_writes_nothing", backend_without_its_api_writes_nothing);
     add(s, "one_trainjob_per_backend_value", one_trainjob_per_backend_value);
     failed = e2e_run_suite(s);
