@@ -34,6 +34,7 @@
 static const char usage[] =
     "Usage: trainsched render -f FILE [-f FILE]... [--runtime FILE]... [-o yaml|json]\n"
     "                         [-n NAMESPACE] [--existing FILE]... [--backend NAME]\n"
+    "                         [--kube-version 1.36|1.37]\n"
     "                         [--extender-wired=true|false] [--volcano-queue NAME]\n"
     "                         [--volcano-tiers LEVEL=TIER,...] [--kai-queue NAME]\n"
     "                         [--trainjob-status\n"
@@ -75,6 +76,12 @@ static const char usage[] =
     "                        none): coscheduling, volcano, kai, kueue, native, slurm or none\n"
     "                        (see docs/backends.md); what only the backend's own controller\n"
     "                        creates (a Kueue Workload, a Slurm job) is printed as a preview\n"
+    "      --kube-version 1.36|1.37\n"
+    "                        the Kubernetes version of the cluster, for the native backend: 1.37\n"
+    "                        writes a scheduling.k8s.io/v1beta1 Workload and PodGroup (topology,\n"
+    "                        shared claims, disruptionMode, priority), 1.36 a v1alpha2 PodGroup\n"
+    "                        (minCount only); what the version cannot carry is a note (default\n"
+    "                        1.37, the newest; serve discovers what the cluster serves)\n"
     "      --volcano-queue NAME\n"
     "                        the volcano backend's queue for TrainJobs whose TrainJob and runtime\n"
     "                        name none (serve's backends.volcano.queue; default: none, Volcano\n"
@@ -112,6 +119,7 @@ struct loaded {
     const char *kai_queue; /* --kai-queue (serve's backends.kai.queue), or NULL */
     const struct trainjob_status_server *status_server; /* --trainjob-status, or NULL */
     const char *volcano_queue, *volcano_tiers; /* --volcano-queue, --volcano-tiers, or NULL */
+    enum backend_native_api native_api;        /* --kube-version */
 };
 
 static void where(struct loaded *l, const json_t *node, const json_t *doc, char *buf, size_t n)
@@ -596,6 +604,8 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
                                     .kai_default_queue = l->kai_queue,
                                     .kueue_classes = l->classes};
     struct trainjob_output out;
+    struct backend_notes notes = {0};
+    struct backend_target target = {.native_api = l->native_api, .notes = &notes};
     const struct backend *backend = NULL;
     json_t *preview = NULL;
     const json_t *rt;
@@ -660,7 +670,7 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         goto out;
     }
     memset(&out, 0, sizeof(out));
-    rc = backend_render(backend, a, tj, rt, &opts, NULL, &out, &preview, &e);
+    rc = backend_render(backend, a, tj, rt, &opts, &target, &out, &preview, &e);
     for (size_t i = 0; i < out.errors.nwarn; i++)
         fprintf(err, "Warning: TrainJob %s/%s: %s\n", tns ? tns : ns, name ? name : "?",
                 out.errors.warnings[i]);
@@ -683,6 +693,13 @@ static int render_one(struct loaded *l, const json_t *tj, const char *ns, int no
         goto out;
     }
     note_claims(out.objects, tns ? tns : ns, name ? name : "?", err);
+    /* what the backend's API cannot carry (the reconciler's condition and Event) */
+    for (size_t i = 0; i < notes.n; i++)
+        fprintf(err, "note: TrainJob %s/%s: %s: %s\n", tns ? tns : ns, name ? name : "?",
+                notes.item[i].reason, notes.item[i].msg);
+    if (notes.lost)
+        fprintf(err, "note: TrainJob %s/%s: %zu more\n", tns ? tns : ns, name ? name : "?",
+                notes.lost);
     {
         /* the reconciler's rule for a queue label that Kueue never saw (reconciler/core.h) */
         char qmsg[512];
@@ -760,12 +777,14 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
         {"volcano-queue", required_argument, NULL, 'Q'},
         {"volcano-tiers", required_argument, NULL, 'T'},
         {"kai-queue", required_argument, NULL, 'q'},
+        {"kube-version", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *rtfiles[MAX_FILES], *exfiles[MAX_FILES];
     char *paths[MAX_FILES], *rtpaths[MAX_FILES], *expaths[MAX_FILES];
     size_t nf = 0, nr = 0, nx = 0, np = 0, nrp = 0, nxp = 0;
     const char *format = "yaml", *ns = "default", *backend = NULL, *kai_queue = NULL;
     const char *volcano_queue = NULL, *volcano_tiers = NULL;
+    enum backend_native_api native_api = BACKEND_NATIVE_V1BETA1; /* the newest */
     struct loaded *l = NULL;
     json_t *list = NULL, *items = NULL;
     int opt, status = 0, stdin_seen = 0, no_marks = 0, trainer_status = 0;
@@ -840,6 +859,14 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
             volcano_tiers = optarg;
             break;
         }
+        case 'K': {
+            struct common_error e;
+            if (backend_native_kube_version("--kube-version", optarg, &native_api, &e)) {
+                fprintf(err, "error: %s\n", e.msg);
+                return 2;
+            }
+            break;
+        }
         case 's':
             trainer_status = 1;
             break;
@@ -912,6 +939,7 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err)
     l->ns = ns;
     l->volcano_queue = volcano_queue;
     l->volcano_tiers = volcano_tiers;
+    l->native_api = native_api;
     l->kai_queue = kai_queue;
     if (trainer_status) {
         struct common_error e;

@@ -10,8 +10,9 @@
  *                 Trainer builds it, plus integrations/volcano.c: queue, topology, tasks)
  *   kai           KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2) (integrations/kai.c)
  *   kueue         Kueue queues the TrainJob; no gang object (integrations/kueue.c)
- *   native        kube-scheduler 1.36's own gang scheduling: scheduling.k8s.io/v1alpha2
- *                 PodGroup + pod spec.schedulingGroup (integrations/native.c)
+ *   native        kube-scheduler's own gang scheduling, in the version the cluster serves:
+ *                 scheduling.k8s.io/v1beta1 Workload + PodGroup (Kubernetes 1.37) or v1alpha2
+ *                 PodGroup (1.36), + pod spec.schedulingGroup (integrations/native.c)
  *   slurm         one Slurm job per gang through slurmrestd (integrations/slurm_backend.c,
  *                 slurm.c, slurm_sync.c; on only with serve's slurm.url, docs/slurm.md)
  *   none          no gang: pods schedule one by one
@@ -43,14 +44,46 @@
 /* the field an error about it names, as the API server words paths */
 #define BACKEND_FIELD "metadata.annotations[\"" BACKEND_ANNOTATION "\"]"
 
+/* The API the native backend writes, by the Kubernetes version that serves it. */
+enum backend_native_api {
+    BACKEND_NATIVE_V1BETA1,  /* Kubernetes 1.37: Workload + PodGroup (the default: the newest) */
+    BACKEND_NATIVE_V1ALPHA2, /* Kubernetes 1.36: PodGroup alone */
+};
+
+/* What a backend could not carry into the objects it wrote (a request the API has no field
+ * for), one line each: render prints them as notes, the reconciler as a TrainJob condition and
+ * a Warning Event. reason is static (a CamelCase Event/condition reason); msg names the
+ * annotation or field. At most BACKEND_MAX_NOTES; more are counted in `lost`. */
+#define BACKEND_MAX_NOTES 8
+struct backend_notes {
+    size_t n, lost;
+    struct {
+        const char *reason;
+        char msg[600];
+    } item[BACKEND_MAX_NOTES];
+};
+
+/* backend_notes_add - add one note (printf format) to notes (NULL: nothing). */
+void backend_notes_add(struct backend_notes *notes, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Where the objects go, for backend_render (NULL there: every field its default). */
+struct backend_target {
+    /* native: spec.schedulerName of every pod of the gang (all members of a PodGroup share
+     * one); NULL or "": "default-scheduler" */
+    const char *scheduler_name;
+    enum backend_native_api native_api; /* native: the API the cluster serves */
+    struct backend_notes *notes;        /* out (may be NULL): what could not be carried */
+};
+
 /* What translate sees: one TrainJob and its runtime, both borrowed, never modified. */
 struct backend_in {
     const json_t *trainjob;              /* the TrainJob as given */
     const json_t *runtime;               /* the TrainingRuntime / ClusterTrainingRuntime it names */
     const struct trainjob_options *opts; /* the options trainjob_render ran with (may be NULL) */
-    /* native: spec.schedulerName of every pod of the gang (all members of a PodGroup share
-     * one); NULL or "": "default-scheduler" */
-    const char *scheduler_name;
+    const char *scheduler_name;          /* as backend_target */
+    enum backend_native_api native_api;  /* as backend_target */
+    struct backend_notes *notes;         /* the one output: as backend_target (may be NULL) */
     int preview_wanted; /* 1: the caller keeps the preview (render); 0: it is dropped, and a
                            backend whose translate only previews may skip the work */
 };
@@ -116,6 +149,24 @@ extern const struct common_kube_resource *const backend_cosched_requires[];
 
 /* scheduling.k8s.io/v1alpha2 podgroups (the native backend's PodGroups, Kubernetes 1.36) */
 extern const struct common_kube_resource backend_native_podgroups;
+/* scheduling.k8s.io/v1beta1 podgroups and workloads (the native backend, Kubernetes 1.37) */
+extern const struct common_kube_resource backend_native_podgroups_v1beta1,
+    backend_native_workloads_v1beta1;
+
+/* backend_native_api_version - "scheduling.k8s.io/v1beta1" or ".../v1alpha2" (static). */
+const char *backend_native_api_version(enum backend_native_api api);
+
+/* "1.36", "1.37": the values backend_native_kube_version knows, for messages */
+#define BACKEND_KUBE_VERSIONS "\"1.36\", \"1.37\""
+
+/*
+ * backend_native_kube_version - the native API of Kubernetes version v ("1.36": v1alpha2,
+ * "1.37": v1beta1; a leading "v" and a patch number are accepted: "v1.37.2"). field names the
+ * source in messages ("--kube-version"). COMMON_OK, or COMMON_EINVAL ("--kube-version:
+ * Unsupported value: \"1.35\": supported values: \"1.36\", \"1.37\"").
+ */
+enum common_rc backend_native_kube_version(const char *field, const char *v,
+                                           enum backend_native_api *out, struct common_error *err);
 
 extern const struct backend backend_coscheduling, backend_volcano, backend_kai, backend_kueue,
     backend_native, backend_slurm, backend_none;
@@ -158,17 +209,18 @@ enum common_rc backend_select(const json_t *runtime, const char *override,
 
 /*
  * backend_render - trainjob_render for backend b, then b's translate (pure).
- * In: as trainjob_render; opts may be NULL; scheduler_name as backend_in. opts->gang is set
- * from b (a copy of opts is used). Out: *out as trainjob_render (objects with the backend's
+ * In: as trainjob_render; opts may be NULL; target (may be NULL: defaults) where the objects
+ * go, and target->notes (may be NULL) receives what b could not carry (zero it first). opts->gang
+ * is set from b (a copy of opts is used). Out: *out as trainjob_render (objects with the backend's
  * objects appended); *preview (may be NULL: not wanted) a new array of what render shows but
  * nobody applies (empty when the backend has none). Returns as trainjob_render, or translate's
  * error; COMMON_EUNSUPPORTED for an unbuilt backend (err names it).
  */
 enum common_rc backend_render(const struct backend *b, struct common_arena *a,
                               const json_t *trainjob, const json_t *runtime,
-                              const struct trainjob_options *opts, const char *scheduler_name,
-                              struct trainjob_output *out, json_t **preview,
-                              struct common_error *err);
+                              const struct trainjob_options *opts,
+                              const struct backend_target *target, struct trainjob_output *out,
+                              json_t **preview, struct common_error *err);
 
 /*
  * backend_trainjob_as_created - the TrainJob as the API server holds it once its objects exist,

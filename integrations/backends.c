@@ -3,6 +3,7 @@
  * render step every caller (render, reconciler, webhook) shares. The backends' own code is in
  * integrations/<name>.c, or in trainjob/podgroup.c for the PodGroups Trainer itself writes.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -141,12 +142,18 @@ enum common_rc backend_select(const json_t *runtime, const char *override,
 
 enum common_rc backend_render(const struct backend *b, struct common_arena *a,
                               const json_t *trainjob, const json_t *runtime,
-                              const struct trainjob_options *opts, const char *scheduler_name,
-                              struct trainjob_output *out, json_t **preview,
-                              struct common_error *err)
+                              const struct trainjob_options *opts,
+                              const struct backend_target *target, struct trainjob_output *out,
+                              json_t **preview, struct common_error *err)
 {
     struct trainjob_options o;
-    struct backend_in in = {trainjob, runtime, &o, scheduler_name, preview != NULL};
+    struct backend_in in = {trainjob,
+                            runtime,
+                            &o,
+                            target ? target->scheduler_name : NULL,
+                            target ? target->native_api : BACKEND_NATIVE_V1BETA1,
+                            target ? target->notes : NULL,
+                            preview != NULL};
     json_t *pv = NULL;
     enum common_rc rc;
 
@@ -211,4 +218,21 @@ oom:
     json_decref(tj);
     *out = NULL;
     return common_error_set(err, COMMON_ENOMEM, "out of memory");
+}
+
+void backend_notes_add(struct backend_notes *notes, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!notes)
+        return;
+    if (notes->n >= BACKEND_MAX_NOTES) {
+        notes->lost++;
+        return;
+    }
+    notes->item[notes->n].reason = reason;
+    va_start(ap, fmt);
+    vsnprintf(notes->item[notes->n].msg, sizeof(notes->item[notes->n].msg), fmt, ap);
+    va_end(ap);
+    notes->n++;
 }

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "common/coretypes.h"
 #include "common/error.h"
 
 /* gang_jobset_of - the JobSet (apiVersion jobset.x-k8s.io/..., kind JobSet) in objects (borrowed),
@@ -48,6 +49,18 @@ int gang_depended_on(const json_t *rjobs, const char *name);
  * Volcano PodGroup of trainjob/podgroup.c follows the same rule). */
 enum gang_role { GANG_MEMBER, GANG_BEFORE, GANG_AFTER };
 enum gang_role gang_role(const json_t *rjobs, const char *name);
+
+/*
+ * gang_topology_annotations - the gang's topology request as written: the topology annotations
+ * (topo_is_annotation) of trainjob's metadata and of the pod templates of rjobs' replicated jobs
+ * that are not GANG_BEFORE (initializers are no part of it), into kv[0..*n) (at most max; keys
+ * and values borrowed from trainjob and rjobs). Errors (COMMON_EINVAL): one key with two values
+ * ("metadata.annotations[\"k\"]: Invalid value: \"a\" (node) and \"b\": the gang asks for two
+ * topologies"), more than max keys. topo_request_parse reads the result.
+ */
+enum common_rc gang_topology_annotations(const json_t *trainjob, const json_t *rjobs,
+                                         struct common_kv *kv, size_t max, size_t *n,
+                                         struct common_error *err);
 
 /* gang_int_or - the integer v, or dflt when v is missing or not an integer. */
 json_int_t gang_int_or(const json_t *v, json_int_t dflt);

@@ -238,56 +238,6 @@ static enum common_rc set_queue(const struct backend_in *in, json_t *spec, struc
     return COMMON_OK; /* exists, or cannot tell: Volcano holds the group until the queue exists */
 }
 
-/* the gang's topology request: the TrainJob's topology annotations and those of the pod
- * templates of its non-phased replicated jobs; two different values of one key are an error */
-static enum common_rc gather_request(const struct backend_in *in, const json_t *rjobs,
-                                     struct common_kv *kv, size_t *n, struct common_error *err)
-{
-    const json_t *sources[MAX_ANN];
-    const char *names[MAX_ANN];
-    size_t ns = 0, i;
-    const json_t *rj;
-
-    *n = 0;
-    sources[ns] = at(in->trainjob, "metadata", "annotations", NULL);
-    names[ns++] = "the TrainJob";
-    /* phased jobs (initializers) run before the others: no part of the trainers' request */
-    json_array_foreach(rjobs, i, rj)
-    {
-        const char *name = json_string_value(json_object_get(rj, "name"));
-        if (!name || gang_depended_on(rjobs, name) || ns >= MAX_ANN)
-            continue;
-        sources[ns] = at(at(rj, "template", "spec", "template"), "metadata", "annotations", NULL);
-        names[ns++] = name;
-    }
-    for (i = 0; i < ns; i++) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)sources[i], k, v)
-        {
-            size_t j;
-            if (!topo_is_annotation(k) || !json_is_string(v))
-                continue;
-            for (j = 0; j < *n && strcmp(kv[j].key, k) != 0; j++)
-                ;
-            if (j < *n) {
-                if (strcmp(kv[j].value, json_string_value(v)) != 0)
-                    return common_error_set(err, COMMON_EINVAL,
-                                            "metadata.annotations[\"%s\"]: Invalid value: \"%s\" "
-                                            "(%s) and \"%s\": the gang asks for two topologies",
-                                            k, json_string_value(v), names[i], kv[j].value);
-                continue;
-            }
-            if (*n >= MAX_ANN)
-                return common_error_set(err, COMMON_EINVAL, "too many topology annotations");
-            kv[*n].key = k;
-            kv[*n].value = json_string_value(v);
-            (*n)++;
-        }
-    }
-    return COMMON_OK;
-}
-
 static enum common_rc set_topology(const struct backend_in *in, const json_t *rjobs, json_t *spec,
                                    struct common_error *err)
 {
@@ -301,7 +251,7 @@ static enum common_rc set_topology(const struct backend_in *in, const json_t *rj
 
     if (json_object_get(spec, "networkTopology"))
         return COMMON_OK; /* the runtime's podGroupPolicy.volcano.networkTopology, as Trainer */
-    rc = gather_request(in, rjobs, kv, &n, err);
+    rc = gang_topology_annotations(in->trainjob, rjobs, kv, MAX_ANN, &n, err);
     if (!rc)
         rc = topo_request_parse(kv, n, &rq, err);
     if (rc)

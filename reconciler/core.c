@@ -188,8 +188,11 @@ enum rc_child_kind rc_child_kind_of(const json_t *obj)
     if (strcmp(kind, "PodGroup") == 0 && (strncmp(api, "scheduling.x-k8s.io/", 20) == 0 ||
                                           strncmp(api, "scheduling.volcano.sh/", 22) == 0 ||
                                           strcmp(api, "scheduling.run.ai/v2alpha2") == 0 ||
-                                          strcmp(api, "scheduling.k8s.io/v1alpha2") == 0))
+                                          strcmp(api, "scheduling.k8s.io/v1alpha2") == 0 ||
+                                          strcmp(api, "scheduling.k8s.io/v1beta1") == 0))
         return RC_CHILD_PODGROUP;
+    if (strcmp(kind, "Workload") == 0 && strcmp(api, "scheduling.k8s.io/v1beta1") == 0)
+        return RC_CHILD_PODGROUP; /* the native gang's Workload: written as its PodGroup is */
     return RC_CHILD_OTHER;
 }
 
@@ -218,17 +221,177 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
     return RC_APPLY;
 }
 
+/* a and b equal, a missing field (or JSON null: the API server writes a template's unset
+ * schedulingConstraints as null) the same as dflt (NULL: missing) */
+static int same_or(const json_t *a, const json_t *b, const json_t *dflt)
+{
+    if (!a || json_is_null(a))
+        a = dflt;
+    if (!b || json_is_null(b))
+        b = dflt;
+    return (!a && !b) || (a && b && json_equal(a, b));
+}
+
+/* the immutable fields trainsched writes in a v1beta1 PodGroup spec or podGroupTemplate */
+static int same_immutable(const json_t *r, const json_t *e)
+{
+    static const char *const fields[] = {"workloadRef", "schedulingConstraints", "resourceClaims",
+                                         NULL};
+    json_t *single = json_pack("{s:{}}", "single");
+    json_t *empty = json_string("");
+    const json_t *rp = json_object_get(r, "schedulingPolicy");
+    const json_t *ep = json_object_get(e, "schedulingPolicy");
+    int same = single && empty &&
+               same_or(json_object_get(r, "disruptionMode"), json_object_get(e, "disruptionMode"),
+                       single) &&
+               same_or(json_object_get(r, "priorityClassName"),
+                       json_object_get(e, "priorityClassName"), empty) &&
+               !json_object_get(rp, "gang") == !json_object_get(ep, "gang") &&
+               !json_object_get(rp, "basic") == !json_object_get(ep, "basic");
+
+    for (size_t i = 0; same && fields[i]; i++)
+        same = same_or(json_object_get(r, fields[i]), json_object_get(e, fields[i]), NULL);
+    json_decref(single);
+    json_decref(empty);
+    return same;
+}
+
+static int is_native_beta(const json_t *obj, const char *kind)
+{
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *k = json_string_value(json_object_get(obj, "kind"));
+    return api && k && strcmp(api, "scheduling.k8s.io/v1beta1") == 0 &&
+           (kind ? strcmp(k, kind) == 0
+                 : (strcmp(k, "PodGroup") == 0 || strcmp(k, "Workload") == 0));
+}
+
+/* the template of list named like t, or NULL */
+static const json_t *template_named(const json_t *list, const json_t *t)
+{
+    size_t i;
+    const json_t *o;
+
+    json_array_foreach(list, i, o)
+    {
+        if (json_equal(json_object_get(o, "name"), json_object_get(t, "name")))
+            return o;
+    }
+    return NULL;
+}
+
 int rc_child_replace(const json_t *rendered, const json_t *existing)
 {
     const char *api = json_string_value(json_object_get(rendered, "apiVersion"));
     const char *kind = json_string_value(json_object_get(rendered, "kind"));
+    const json_t *rs = json_object_get(rendered, "spec"), *es = json_object_get(existing, "spec");
 
-    if (!existing || !api || !kind || strcmp(api, "scheduling.k8s.io/v1alpha2") != 0 ||
-        strcmp(kind, "PodGroup") != 0)
+    if (!existing || !api || !kind)
+        return 0;
+    if (is_native_beta(rendered, "PodGroup"))
+        return !same_immutable(rs, es);
+    if (is_native_beta(rendered, "Workload")) {
+        const json_t *rt = json_object_get(rs, "podGroupTemplates");
+        const json_t *et = json_object_get(es, "podGroupTemplates");
+        size_t i;
+        const json_t *t;
+
+        if (!same_or(json_object_get(rs, "controllerRef"), json_object_get(es, "controllerRef"),
+                     NULL) ||
+            json_array_size(rt) != json_array_size(et))
+            return 1;
+        json_array_foreach(rt, i, t)
+        {
+            const json_t *old = template_named(et, t);
+            if (!old || !same_immutable(t, old))
+                return 1;
+        }
+        return 0;
+    }
+    if (strcmp(api, "scheduling.k8s.io/v1alpha2") != 0 || strcmp(kind, "PodGroup") != 0)
         return 0;
     /* the server adds no defaults inside schedulingPolicy; disruptionMode defaults to "Pod" */
-    return !json_equal(json_object_get(json_object_get(rendered, "spec"), "schedulingPolicy"),
-                       json_object_get(json_object_get(existing, "spec"), "schedulingPolicy"));
+    return !json_equal(json_object_get(rs, "schedulingPolicy"),
+                       json_object_get(es, "schedulingPolicy"));
+}
+
+/* set: present and not JSON null */
+static int set_in(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return v && !json_is_null(v);
+}
+
+/* the bits of one PodGroup spec or podGroupTemplate */
+static unsigned fields_of(const json_t *spec)
+{
+    return (set_in(spec, "schedulingConstraints") ? RC_NATIVE_TOPOLOGY : 0) |
+           (set_in(spec, "resourceClaims") ? RC_NATIVE_CLAIMS : 0);
+}
+
+unsigned rc_native_fields(const json_t *obj)
+{
+    const json_t *spec = json_object_get(obj, "spec"), *t;
+    unsigned bits = 0;
+    size_t i;
+
+    if (is_native_beta(obj, "PodGroup"))
+        return fields_of(spec);
+    if (!is_native_beta(obj, "Workload"))
+        return 0;
+    json_array_foreach(json_object_get(spec, "podGroupTemplates"), i, t) bits |= fields_of(t);
+    return bits;
+}
+
+unsigned rc_native_dropped(const json_t *sent, const json_t *stored)
+{
+    const json_t *ss = json_object_get(sent, "spec"), *st = json_object_get(stored, "spec"), *t;
+    unsigned bits = 0;
+    size_t i;
+
+    if (!sent || !stored || !is_native_beta(sent, NULL))
+        return 0;
+    if (is_native_beta(sent, "PodGroup"))
+        return fields_of(ss) & ~fields_of(st);
+    json_array_foreach(json_object_get(ss, "podGroupTemplates"), i, t)
+    {
+        const json_t *kept = template_named(json_object_get(st, "podGroupTemplates"), t);
+        if (kept)
+            bits |= fields_of(t) & ~fields_of(kept);
+    }
+    return bits;
+}
+
+static void strip_fields(json_t *spec, unsigned bits)
+{
+    if (bits & RC_NATIVE_TOPOLOGY)
+        json_object_del(spec, "schedulingConstraints");
+    if (bits & RC_NATIVE_CLAIMS)
+        json_object_del(spec, "resourceClaims");
+}
+
+void rc_native_strip(json_t *obj, unsigned bits)
+{
+    json_t *spec = json_object_get(obj, "spec"), *t;
+    size_t i;
+
+    if (is_native_beta(obj, "PodGroup"))
+        strip_fields(spec, bits);
+    else if (is_native_beta(obj, "Workload"))
+        json_array_foreach(json_object_get(spec, "podGroupTemplates"), i, t) strip_fields(t, bits);
+}
+
+const char *rc_native_field_gate(unsigned bit, const char **gate)
+{
+    switch (bit) {
+    case RC_NATIVE_TOPOLOGY:
+        *gate = "TopologyAwareWorkloadScheduling";
+        return "spec.schedulingConstraints";
+    case RC_NATIVE_CLAIMS:
+        *gate = "DRAWorkloadResourceClaims";
+        return "spec.resourceClaims";
+    default:
+        return NULL;
+    }
 }
 
 const char *const RC_EMPTY_MAP_FIELDS[] = {

@@ -33,13 +33,23 @@
 #define RC_REASON_UNSUPPORTED "UnsupportedRuntime"          /* a policy this version cannot build */
 #define RC_REASON_CREATION_FAILED "TrainJobResourcesCreationFailed" /* the API refused a child */
 /* the runtime's backend needs an API the cluster does not serve (native: scheduling.k8s.io/
- * v1alpha2); nothing is written */
+ * v1beta1 or v1alpha2, neither served); nothing is written */
 #define RC_REASON_BACKEND_UNAVAILABLE "BackendUnavailable"
 /* the TrainJob names a Kueue LocalQueue (label kueue.x-k8s.io/queue-name) but Kueue did not
  * take it: no runtimePatches entry of manager kueue.x-k8s.io/manager, which Kueue's webhook adds
  * to every TrainJob it queues (Kueue not installed, or without the trainjob framework). Nothing
  * is built: the TrainJob would otherwise run outside its queue's quota. */
 #define RC_REASON_QUEUE_WITHOUT_KUEUE "QueueLabelWithoutKueue"
+/*
+ * The condition a TrainJob gets when its backend could not carry all it asks for into the gang
+ * objects (the native backend: a topology request the API has no field for, a shared claim on
+ * 1.36, or a field the API server dropped because its feature gate is off). Status "False",
+ * reason the note's (TopologyNotExpressible, ClaimNotCarried) or RC_REASON_FIELD_DROPPED;
+ * message names the annotation or field (and the gate). The objects are still written: the
+ * gang runs without what is named. Removed once everything is carried.
+ */
+#define RC_COND_GANG_CARRIED "GangConstraintsCarried"
+#define RC_REASON_FIELD_DROPPED "FieldDroppedByAPIServer"
 /* the JobSet exists but cannot create its Jobs (the JobSet controller's Event reason) */
 #define RC_REASON_JOB_CREATION_FAILED "JobCreationFailed"
 
@@ -89,8 +99,9 @@ enum rc_child_kind {
     RC_CHILD_CONFIGMAP, /* other ConfigMaps (MPI hostfile): applied every reconcile */
     RC_CHILD_SECRET,    /* Secrets (MPI SSH keys): created once, immutable */
     RC_CHILD_JOBSET,    /* jobset.x-k8s.io JobSet */
-    RC_CHILD_PODGROUP,  /* scheduling.x-k8s.io, scheduling.volcano.sh or scheduling.k8s.io
-                           (native, v1alpha2) PodGroup */
+    RC_CHILD_PODGROUP,  /* the gang objects: scheduling.x-k8s.io, scheduling.volcano.sh,
+                           scheduling.run.ai or scheduling.k8s.io (native: v1alpha2 PodGroup,
+                           v1beta1 Workload and PodGroup) PodGroups */
     RC_CHILD_OTHER      /* anything else the renderer returned: applied */
 };
 
@@ -114,13 +125,44 @@ enum rc_action rc_child_action(const json_t *trainjob, enum rc_child_kind kind,
 /*
  * rc_child_replace - 1 when the rendered child cannot be applied over existing because a field
  * the API server keeps immutable differs, so it is deleted and created again (only reached
- * while rc_child_action says RC_APPLY, i.e. the TrainJob is suspended): a native PodGroup
- * (scheduling.k8s.io/v1alpha2), whose whole spec is immutable in Kubernetes 1.36
- * (schedulingPolicy.gang.minCount among it), when its spec.schedulingPolicy differs. 0
- * otherwise, and when
- * either is NULL.
+ * while rc_child_action says RC_APPLY, i.e. the TrainJob is suspended):
+ *  - a native PodGroup scheduling.k8s.io/v1alpha2 (Kubernetes 1.36), whose whole spec is
+ *    immutable (schedulingPolicy.gang.minCount among it), when its spec.schedulingPolicy differs;
+ *  - a native scheduling.k8s.io/v1beta1 PodGroup (Kubernetes 1.37) when one of the immutable
+ *    fields trainsched writes differs: workloadRef, schedulingConstraints, resourceClaims,
+ *    disruptionMode (unset is {single: {}}, the default), priorityClassName, or the policy
+ *    kind (gang / basic); spec.schedulingPolicy.gang.minCount is mutable in 1.37: a change of
+ *    it alone is applied, not replaced. Fields the server fills (priority, preemptionPolicy)
+ *    are not compared;
+ *  - a native v1beta1 Workload when spec.controllerRef, the podGroupTemplates' names (none may
+ *    be added or removed) or a template's immutable fields (as the PodGroup's) differ.
+ * 0 otherwise, and when either is NULL. Fields the API server drops (rc_native_dropped) must be
+ * stripped from rendered first (rc_native_strip), or a replace would never end.
  */
 int rc_child_replace(const json_t *rendered, const json_t *existing);
+
+/* The native v1beta1 fields an API server drops when their feature gate is off. */
+#define RC_NATIVE_TOPOLOGY 1u /* schedulingConstraints: TopologyAwareWorkloadScheduling (alpha) */
+#define RC_NATIVE_CLAIMS 2u   /* resourceClaims: DRAWorkloadResourceClaims (beta) */
+
+/* rc_native_fields - the RC_NATIVE_* fields obj (a native v1beta1 PodGroup or Workload; its
+ * podGroupTemplates for a Workload) sets; 0 for any other object. */
+unsigned rc_native_fields(const json_t *obj);
+
+/*
+ * rc_native_dropped - the RC_NATIVE_* fields that sent (what was applied or created) set and
+ * stored (the API server's answer: the object as it keeps it) lacks: the server dropped them,
+ * its gate being off. 0 when nothing was dropped or either is NULL.
+ */
+unsigned rc_native_dropped(const json_t *sent, const json_t *stored);
+
+/* rc_native_strip - remove the fields of bits from obj (in place; a native v1beta1 PodGroup or
+ * Workload, else nothing). */
+void rc_native_strip(json_t *obj, unsigned bits);
+
+/* rc_native_field_gate - for one RC_NATIVE_* bit: the PodGroup field ("spec.schedulingConstraints")
+ * and the feature gate that keeps it (static strings); NULL for an unknown bit. */
+const char *rc_native_field_gate(unsigned bit, const char **gate);
 
 /*
  * rc_apply_body - child as the reconciler sends it to the API server (server-side apply, or

@@ -206,6 +206,12 @@ struct rc_reconciler {
     char trainer_status_url[512];
     char volcano_queue[254], volcano_tiers[1024];
     int kai_queues_served; /* scheduling.run.ai/v2 queues answered at start */
+    /* the native backend: the API version the cluster serves (enum backend_native_api; -1:
+     * neither), when it was last looked for (monotonic s), and the RC_NATIVE_* fields the API
+     * server was seen to drop (their gates off); native_discover keeps them */
+    atomic_int native_api;
+    _Atomic double native_checked;
+    atomic_uint native_dropped;
     /* per backend of backend_table (same index): the first API it requires that the cluster
      * did not serve at start, or NULL */
     const struct common_kube_resource *backend_missing[RC_MAX_BACKENDS];
@@ -456,6 +462,62 @@ static enum common_rc resource_served(struct rc_reconciler *r,
     return common_kube_served(r->o.kube, path, r->o.sync_timeout_ms, served, err);
 }
 
+static double mono_s(void);
+
+/* the native backend: while neither API is served it is looked for again this often; while one
+ * is, no more often than NATIVE_REDISCOVER_S (an upgrade is also seen at once: an apply of the
+ * old version answers 404) */
+#define NATIVE_RECHECK_S 30
+#define NATIVE_REDISCOVER_S 300
+
+/*
+ * Which API the native backend writes: scheduling.k8s.io/v1beta1 when the cluster serves its
+ * workloads and podgroups (Kubernetes 1.37), else v1alpha2 podgroups (1.36), else neither (-1).
+ * A change is logged and forgets the fields the old server dropped. Errors: as resource_served
+ * (the API server did not answer), r->native_api untouched.
+ */
+static enum common_rc native_discover(struct rc_reconciler *r, struct common_error *err)
+{
+    int wl = 0, pg = 0, a2 = 0, api = -1, old;
+    enum common_rc rc;
+
+    if ((rc = resource_served(r, &backend_native_workloads_v1beta1, &wl, err)) ||
+        (rc = resource_served(r, &backend_native_podgroups_v1beta1, &pg, err)))
+        return rc;
+    if (wl && pg)
+        api = BACKEND_NATIVE_V1BETA1;
+    else if ((rc = resource_served(r, &backend_native_podgroups, &a2, err)))
+        return rc;
+    else if (a2)
+        api = BACKEND_NATIVE_V1ALPHA2;
+    atomic_store(&r->native_checked, mono_s());
+    old = atomic_exchange(&r->native_api, api);
+    if (old != api) {
+        atomic_store(&r->native_dropped, 0u);
+        common_log(COMMON_LOG_INFO, "native backend: the scheduling.k8s.io API served", "version",
+                   api < 0 ? "neither v1beta1 nor v1alpha2"
+                           : backend_native_api_version((enum backend_native_api)api),
+                   "before",
+                   old < 0 ? "none" : backend_native_api_version((enum backend_native_api)old),
+                   NULL);
+    }
+    return COMMON_OK;
+}
+
+/* native_discover again when it is due (see NATIVE_RECHECK_S); a failure is logged, and the
+ * version known stays */
+static void native_rediscover_due(struct rc_reconciler *r)
+{
+    double age = mono_s() - atomic_load(&r->native_checked);
+    struct common_error err = {0};
+
+    if (age < (atomic_load(&r->native_api) < 0 ? NATIVE_RECHECK_S : NATIVE_REDISCOVER_S))
+        return;
+    if (native_discover(r, &err) != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "native backend: the served API not looked up", "error",
+                   err.msg, NULL);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* one reconcile */
 
@@ -466,10 +528,14 @@ struct rctx {
     const json_t *tj;
     const char *ns, *name, *uid;
     int64_t now;
-    json_t *status;  /* the new status being built (owned) */
-    json_t *live_cm; /* the snapshot read from the API server when the cache lagged (owned) */
+    json_t *status;      /* the new status being built (owned) */
+    json_t *live_cm;     /* the snapshot read from the API server when the cache lagged (owned) */
+    json_t *live_native; /* native v1beta1 objects read from the API server (owned array) */
     struct rc_result *res;
     struct slurm_sync_result slurm; /* the Slurm backend's step (docs/slurm.md) */
+    /* what the backend could not carry (render's notes), for the condition and Event */
+    struct backend_notes notes;
+    unsigned native_fields; /* RC_NATIVE_* fields the rendered native objects set */
 };
 
 static const json_t *cache_get(struct rctx *c, enum inf_kind kind, const char *ns, const char *name)
@@ -593,6 +659,10 @@ static const struct common_kube_resource *resource_of(const json_t *obj)
     case RC_CHILD_JOBSET:
         return &common_kube_jobsets;
     case RC_CHILD_PODGROUP:
+        if (strcmp(api, "scheduling.k8s.io/v1beta1") == 0)
+            return strcmp(json_string_value(json_object_get(obj, "kind")), "Workload") == 0
+                       ? &backend_native_workloads_v1beta1
+                       : &backend_native_podgroups_v1beta1;
         if (strncmp(api, "scheduling.k8s.io/", 18) == 0)
             return &backend_native_podgroups;
         if (strncmp(api, "scheduling.run.ai/", 18) == 0)
@@ -617,6 +687,8 @@ static const json_t *existing_of(struct rctx *c, const json_t *obj)
     case RC_CHILD_JOBSET:
         return cache_get(c, INF_JS, c->ns, name);
     case RC_CHILD_PODGROUP:
+        if (strcmp(api, "scheduling.k8s.io/v1beta1") == 0)
+            return NULL; /* not cached: read live (native_live) */
         if (strncmp(api, "scheduling.k8s.io/", 18) == 0)
             return cache_get(c, INF_NPG, c->ns, name);
         if (strncmp(api, "scheduling.run.ai/", 18) == 0)
@@ -762,6 +834,66 @@ static enum common_rc write_children(struct rctx *c, const json_t *objects, json
     return rc;
 }
 
+/*
+ * A native v1beta1 Workload or PodGroup as the API server has it now, into *live (NULL when it
+ * does not exist; borrowed: c->live_native holds it): they are not cached (the version served may
+ * change under a running serve), and the read also shows what the server kept of the last write.
+ * Errors: the GET's.
+ */
+static enum common_rc native_live(struct rctx *c, const struct common_kube_resource *res,
+                                  const json_t *obj, json_t **live, struct common_error *err)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    enum common_rc rc;
+
+    *live = NULL;
+    if (!c->live_native && !(c->live_native = json_array()))
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    rc = common_kube_get(c->r->o.kube, res, c->ns, name ? name : "", live, err);
+    if (rc == COMMON_ENOTFOUND) {
+        *live = NULL;
+        return COMMON_OK;
+    }
+    if (rc == COMMON_OK && json_array_append_new(c->live_native, *live)) {
+        *live = NULL;
+        return common_error_set(err, COMMON_ENOMEM, "out of memory");
+    }
+    return rc;
+}
+
+/* the server's answer to a native write: the fields it dropped are remembered (its gates are
+ * cluster-wide) and reported by native_report; never written again (native_strip_known) */
+static void native_kept(struct rctx *c, const json_t *sent, const json_t *stored)
+{
+    unsigned d = rc_native_dropped(sent, stored);
+
+    if (!d)
+        return;
+    if ((atomic_fetch_or(&c->r->native_dropped, d) & d) != d)
+        common_log(COMMON_LOG_WARN,
+                   "native backend: the API server dropped fields of a v1beta1 object (their "
+                   "feature gates are off)",
+                   "namespace", c->ns, "trainjob", c->name, "kind",
+                   json_string_value(json_object_get(sent, "kind")), NULL);
+}
+
+/* a native write answered 404: the version it used is no longer served (an upgrade): look
+ * again, and retry the reconcile (transient) with the version found */
+static enum common_rc native_gone(struct rctx *c, const json_t *obj, struct common_error *err)
+{
+    struct common_error derr = {0};
+    char was[600];
+
+    snprintf(was, sizeof(was), "%s", err->msg);
+    if (native_discover(c->r, &derr) != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "native backend: the served API not looked up", "error",
+                   derr.msg, NULL);
+    return common_error_set(err, COMMON_ECONFLICT,
+                            "%s: the API server answered not found (%s): the scheduling.k8s.io "
+                            "version was looked for again and the TrainJob is built again",
+                            json_string_value(json_object_get(obj, "apiVersion")), was);
+}
+
 static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t **jobset_out,
                                  int snapshot_cached, struct common_error *err)
 {
@@ -775,6 +907,9 @@ static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t *
         enum rc_child_kind kind = rc_child_kind_of(obj);
         const struct common_kube_resource *res = resource_of(obj);
         const json_t *existing = existing_of(c, obj);
+        json_t *live = NULL; /* a native v1beta1 object as the server has it (borrowed) */
+        int beta =
+            res == &backend_native_workloads_v1beta1 || res == &backend_native_podgroups_v1beta1;
         const char *kname = json_string_value(json_object_get(obj, "kind"));
         const char *oname =
             json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -791,6 +926,12 @@ static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t *
         }
         if (kind == RC_CHILD_SNAPSHOT && snapshot_cached)
             continue;
+        if (beta) {
+            enum common_rc lrc = native_live(c, res, obj, &live, err);
+            if (lrc != COMMON_OK)
+                return lrc;
+            existing = live;
+        }
         if (foreign(c, existing)) {
             snprintf(msg, sizeof(msg), "%s %s/%s exists and is not controlled by this TrainJob",
                      kname, c->ns, oname);
@@ -823,13 +964,20 @@ static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t *
             free(body);
             memo_key(obj, mkey, sizeof(mkey));
             if (rc_child_replace(obj, existing)) {
+                json_t *created = NULL;
                 rc = replace_child(c, res, obj, existing, NULL, &wo, "GangReplaced",
-                                   "its spec is immutable and the gang changed while suspended",
-                                   NULL, err);
+                                   "a field of its spec that the API server keeps immutable "
+                                   "changed while the TrainJob was suspended",
+                                   &created, err);
+                if (rc == COMMON_ENOTFOUND && beta)
+                    return native_gone(c, obj, err);
                 if (rc != COMMON_OK) {
                     snprintf(msg, sizeof(msg), "%s %s/%s: %s", kname, c->ns, oname, err->msg);
                     return fail(c, RC_REASON_CREATION_FAILED, msg, rc, err);
                 }
+                if (beta)
+                    native_kept(c, obj, created);
+                json_decref(created);
                 memo_del(&c->r->memo, mkey);
                 continue;
             }
@@ -845,6 +993,11 @@ static enum common_rc write_sent(struct rctx *c, const json_t *objects, json_t *
                 continue;
             }
             rc = common_kube_apply(c->r->o.kube, res, c->ns, obj, &wo, &out, err);
+            if (rc == COMMON_ENOTFOUND && kind == RC_CHILD_PODGROUP &&
+                strncmp(res->group, "scheduling.k8s.io", 18) == 0)
+                return native_gone(c, obj, err); /* v1alpha2 or v1beta1 no longer served */
+            if (rc == COMMON_OK && beta)
+                native_kept(c, obj, out);
             if (rc != COMMON_OK && kind == RC_CHILD_JOBSET) {
                 /* refused for an immutable field: replaced, or suspended first */
                 struct common_error jerr = *err;
@@ -1098,6 +1251,12 @@ static int backend_served(struct rc_reconciler *r, const struct backend *b, char
     size_t nb;
     const struct backend *const *table = backend_table(&nb);
 
+    if (b == &backend_native) { /* either version (native_discover) */
+        snprintf(what, n,
+                 "scheduling.k8s.io/v1beta1 workloads and podgroups (Kubernetes 1.37) or "
+                 "scheduling.k8s.io/v1alpha2 podgroups (Kubernetes 1.36)");
+        return atomic_load(&r->native_api) >= 0;
+    }
     for (size_t i = 0; i < nb && i < RC_MAX_BACKENDS; i++) {
         const struct common_kube_resource *res = r->backend_missing[i];
         if (table[i] != b || !res)
@@ -1313,6 +1472,68 @@ static enum common_rc slurm_release(struct rctx *c, struct common_error *err)
     return slurm_finalizer_patch(c, 0, err);
 }
 
+/* the fields the API server is known to drop are not sent (they would be dropped again, and a
+ * suspended gang would be replaced for ever for a difference the server makes); which fields
+ * the rendered native objects asked for is kept for native_report */
+static void native_strip_known(struct rctx *c, json_t *objects)
+{
+    unsigned known = atomic_load(&c->r->native_dropped);
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(objects, i, o)
+    {
+        c->native_fields |= rc_native_fields(o);
+        rc_native_strip(o, known);
+    }
+}
+
+/* the TrainJob's condition RC_COND_GANG_CARRIED: False with what the backend could not carry
+ * (c->notes) and the fields the API server dropped, with a Warning Event each time the message
+ * changes; removed when everything was carried */
+static enum common_rc native_report(struct rctx *c, struct common_error *err)
+{
+    unsigned dropped = c->native_fields & atomic_load(&c->r->native_dropped);
+    char text[2048], key[KEY_MAX];
+    size_t len = 0;
+    const char *reason = NULL;
+    uint64_t h;
+
+    for (unsigned bit = 1; bit <= RC_NATIVE_CLAIMS; bit <<= 1) {
+        const char *gate = NULL, *field = rc_native_field_gate(bit, &gate);
+        if (dropped & bit)
+            backend_notes_add(&c->notes, RC_REASON_FIELD_DROPPED,
+                              "%s: the API server dropped it from the PodGroup and Workload it "
+                              "was written to: the feature gate %s is off on kube-apiserver "
+                              "(docs/backends.md); the gang is scheduled without it",
+                              field, gate);
+    }
+    if (c->notes.n == 0) {
+        trainjob_status_remove_condition(c->status, RC_COND_GANG_CARRIED);
+        return COMMON_OK;
+    }
+    text[0] = '\0';
+    for (size_t i = 0; i < c->notes.n && len < sizeof(text); i++) {
+        int n =
+            snprintf(text + len, sizeof(text) - len, "%s%s", i ? "; " : "", c->notes.item[i].msg);
+        if (n > 0)
+            len += (size_t)n;
+        if (!reason || strcmp(c->notes.item[i].reason, RC_REASON_FIELD_DROPPED) == 0)
+            reason = c->notes.item[i].reason;
+    }
+    if (trainjob_status_set_condition(c->status, RC_COND_GANG_CARRIED, "False", reason, text,
+                                      c->now, err) != COMMON_OK)
+        return err->code;
+    snprintf(key, sizeof(key), "gangcarried/%s", c->uid);
+    h = fnv1a(text, strlen(text));
+    if (c->uid[0] && memo_same(&c->r->memo, key, h, ""))
+        return COMMON_OK;
+    event(c, COMMON_EVENT_WARNING, reason, "Reconciling", text);
+    if (c->uid[0])
+        memo_put(&c->r->memo, key, h, "");
+    return COMMON_OK;
+}
+
 static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
 {
     struct rc_reconciler *r = c->r;
@@ -1411,14 +1632,24 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         /* the runtime's backend (integrations/backend.h); nothing is written unless the
          * cluster serves what it needs */
         rc = backend_select(runtime, NULL, r->o.default_backend, &backend, NULL, err);
+        if (rc == COMMON_OK && backend == &backend_native)
+            native_rediscover_due(r);
         if (rc == COMMON_OK && !backend_served(r, backend, unserved, sizeof(unserved))) {
-            char msg[900];
-            snprintf(msg, sizeof(msg),
-                     "backend \"%s\" needs the API %s, which this cluster does not serve (%s; "
-                     "trainsched looks at start: restart it once the API is served); nothing "
-                     "is written",
-                     backend->name, unserved,
-                     backend->install ? backend->install : "install what defines it");
+            char msg[1100];
+            if (backend == &backend_native) {
+                snprintf(msg, sizeof(msg),
+                         "backend \"native\" needs the API %s, and this cluster serves neither "
+                         "(%s; trainsched looks again every %d s); nothing is written",
+                         unserved, backend->install, NATIVE_RECHECK_S);
+                c->res->requeue_after = NATIVE_RECHECK_S;
+            } else {
+                snprintf(msg, sizeof(msg),
+                         "backend \"%s\" needs the API %s, which this cluster does not serve "
+                         "(%s; trainsched looks at start: restart it once the API is served); "
+                         "nothing is written",
+                         backend->name, unserved,
+                         backend->install ? backend->install : "install what defines it");
+            }
             json_decref(runtime);
             return fail(c, RC_REASON_BACKEND_UNAVAILABLE, msg, COMMON_EUNSUPPORTED, err);
         }
@@ -1442,7 +1673,16 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
             topts.exists = cached_exists;
             topts.exists_ctx = c;
         }
-        rc = backend_render(backend, c->a, c->tj, runtime, &topts, NULL, &out, NULL, err);
+        {
+            struct backend_target target = {.native_api = atomic_load(&r->native_api) ==
+                                                                  BACKEND_NATIVE_V1ALPHA2
+                                                              ? BACKEND_NATIVE_V1ALPHA2
+                                                              : BACKEND_NATIVE_V1BETA1,
+                                            .notes = &c->notes};
+            rc = backend_render(backend, c->a, c->tj, runtime, &topts, &target, &out, NULL, err);
+        }
+        if (rc == COMMON_OK && out.objects)
+            native_strip_known(c, out.objects);
         if (rc == COMMON_EINVAL) {
             const char *reason = rc_error_doc_is_runtime(&out.errors, runtime)
                                      ? RC_REASON_INVALID_RUNTIME
@@ -1563,7 +1803,9 @@ static enum common_rc reconcile_tj(struct rctx *c, struct common_error *err)
         return rc;
     }
     c->status = sres.status;
-    rc = jobset_failure(c, jobset, err);
+    rc = native_report(c, err);
+    if (!rc)
+        rc = jobset_failure(c, jobset, err);
     if (!rc && c->slurm.active)
         rc = slurm_after(c, jobset, err);
     if (rc) {
@@ -1638,6 +1880,7 @@ enum common_rc rc_reconcile(struct rc_reconciler *r, const char *key, struct rc_
 out:
     json_decref(c.status);
     json_decref(c.live_cm);
+    json_decref(c.live_native);
     common_arena_destroy(c.a);
     for (int i = 0; i < INF_N; i++)
         if (c.snaps[i])
@@ -1853,6 +2096,12 @@ static enum common_rc backends_check(struct rc_reconciler *r, struct common_erro
     for (size_t i = 0; i < nb && i < RC_MAX_BACKENDS; i++) {
         const struct backend *b = table[i];
         r->backend_missing[i] = NULL;
+        if (b == &backend_native) { /* one of two versions: native_discover */
+            enum common_rc rc = native_discover(r, err);
+            if (rc)
+                return rc;
+            continue;
+        }
         for (size_t k = 0; b->built && b->requires && b->requires[k]; k++) {
             int served = 0;
             enum common_rc rc = required_served(r, b->requires[k], &served, err);

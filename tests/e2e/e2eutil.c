@@ -608,6 +608,22 @@ char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, co
     return note;
 }
 
+json_t *e2e_events_of(struct common_kube *k, const char *ns, const char *uid, const char *reason)
+{
+    static const struct common_kube_resource core_events = {"", "v1", "events", 1};
+    struct common_kube_list_opts lo = {0};
+    struct common_error err;
+    json_t *items = NULL;
+    char sel[256];
+
+    ck_assert_ptr_nonnull(uid);
+    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid, reason);
+    lo.field_selector = sel;
+    ck_assert_msg(common_kube_list(k, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK, "%s",
+                  err.msg);
+    return items;
+}
+
 long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name)
 {
     static const char opts[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
@@ -951,4 +967,111 @@ json_t *e2e_wait_named(double secs, int nap_ms, e2e_named_fn fn, const char *nam
             ck_abort_msg("timed out after %.0f s waiting for %s (%s/%s)", secs, what, ns, name);
         e2e_nap(nap_ms);
     }
+}
+
+/* ---- tests/e2e/faultproxy.py ---- */
+
+#define PROXY_PY TS_SOURCE_DIR "/tests/e2e/faultproxy.py"
+
+void e2e_proxy_start(const char *workdir, pid_t *pid, int *port, int *control_port)
+{
+    char ready[200];
+    json_t *j = NULL;
+    double t0 = e2e_now_s();
+
+    snprintf(ready, sizeof(ready), "%s/ready", workdir);
+    *pid = fork();
+    ck_assert_int_ge(*pid, 0);
+    if (*pid == 0) {
+        char plog[200];
+        int fd;
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* also with CK_FORK=no and a failed test */
+        snprintf(plog, sizeof(plog), "%s/proxy.log", workdir);
+        fd = open(plog, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execlp("python3", "python3", PROXY_PY, "--workdir", workdir, "--ready-file", ready,
+               (char *)NULL);
+        _exit(127);
+    }
+    while (e2e_now_s() - t0 < 20) {
+        int status;
+        if (access(ready, F_OK) == 0 && (j = json_load_file(ready, 0, NULL)) != NULL)
+            break;
+        ck_assert_msg(waitpid(*pid, &status, WNOHANG) == 0,
+                      "faultproxy.py exited; see %s/proxy.log", workdir);
+        e2e_nap(50);
+    }
+    ck_assert_msg(j != NULL, "faultproxy.py not ready after 20 s; see %s/proxy.log", workdir);
+    *port = (int)json_integer_value(json_object_get(j, "port"));
+    *control_port = (int)json_integer_value(json_object_get(j, "control_port"));
+    json_decref(j);
+    ck_assert_int_gt(*port, 0);
+    ck_assert_int_gt(*control_port, 0);
+}
+
+void e2e_proxy_stop(pid_t *pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGTERM);
+        waitpid(*pid, NULL, 0);
+        *pid = 0;
+    }
+}
+
+json_t *e2e_proxy_ctl(int control_port, const char *path)
+{
+    char req[700], buf[1 << 16];
+    struct sockaddr_in a;
+    struct timeval tv = {10, 0};
+    size_t len = 0;
+    ssize_t n;
+    int fd;
+    char *body;
+    json_t *j;
+
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)control_port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "control port: %s",
+                  strerror(errno));
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+             path);
+    ck_assert(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    buf[len] = '\0';
+    body = strstr(buf, "\r\n\r\n");
+    ck_assert_msg(body != NULL, "control %s: no answer", path);
+    j = json_loads(body + 4, 0, NULL);
+    ck_assert_msg(j != NULL, "control %s: %s", path, buf);
+    return j;
+}
+
+struct common_kube *e2e_proxy_client(int port, size_t max_watch_event)
+{
+    struct common_kubeconfig cfg;
+    struct common_kube_opts o = common_kube_opts_default();
+    struct common_error err;
+    struct common_kube *k;
+    char server[64];
+
+    memset(&cfg, 0, sizeof(cfg));
+    snprintf(server, sizeof(server), "https://127.0.0.1:%d", port);
+    cfg.server = server;
+    cfg.ca_file = getenv("TESTBED_CA");
+    ck_assert_msg(cfg.ca_file != NULL, "TESTBED_CA is not set: source the test bed's env");
+    if (max_watch_event)
+        o.max_watch_event = max_watch_event;
+    k = common_kube_client_create(&cfg, &o, &err);
+    ck_assert_msg(k != NULL, "%s", err.msg);
+    return k;
 }

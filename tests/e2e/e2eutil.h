@@ -124,6 +124,23 @@ void e2e_log_level_from_env(void);
  * A missing PodGroup or a failed list fails the running test. */
 char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
                      const char *want);
+/*
+ * tests/e2e/faultproxy.py, a TLS proxy in front of the bed's API server that forwards as the
+ * bed's admin and can inject faults (its docstring): e2e_proxy_start runs it with its files in
+ * workdir (an existing folder) and waits until it is ready (20 s), giving its pid, its port and
+ * its control port; e2e_proxy_stop ends it (*pid 0 afterwards). e2e_proxy_ctl GETs path on the
+ * control port and returns the JSON answer (new reference). e2e_proxy_client is a client of the
+ * proxy (the bed's CA; max_watch_event 0: the default). Failures fail the running test.
+ */
+void e2e_proxy_start(const char *workdir, pid_t *pid, int *port, int *control_port);
+void e2e_proxy_stop(pid_t *pid);
+json_t *e2e_proxy_ctl(int control_port, const char *path);
+struct common_kube *e2e_proxy_client(int port, size_t max_watch_event);
+
+/* e2e_events_of - the core v1 Events of namespace ns whose involvedObject.uid is uid and whose
+ * reason is reason (as `kubectl describe` finds them), a new array; a failed list fails the
+ * running test. */
+json_t *e2e_events_of(struct common_kube *k, const char *ns, const char *uid, const char *reason);
 /* e2e_delete_pods_now - DELETE pod name of namespace ns (name NULL: every pod of ns) with
  * gracePeriodSeconds 0 through k; returns the HTTP status (0 when no answer came). */
 long e2e_delete_pods_now(struct common_kube *k, const char *ns, const char *name);

@@ -21,6 +21,10 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
       match: only a watch whose request target contains SUBSTR (default: any watch)
       hold=1: do not send the request upstream until GET /release
       rv=RV: rewrite the request's resourceVersion query parameter to RV before forwarding
+  GET /hide?prefix=P  from now on, answer every request whose path starts with P as the API
+                server answers for a group/version it does not serve (404, "404 page not
+                found"), without forwarding it; repeatable (several prefixes)
+  GET /unhide   forward every path again
   GET /kick     end every active pass-through watch (not one at fault) now: the proxy sends the
                 chunked terminator (as the server does at timeoutSeconds) and closes the
                 connection, so the client resumes at once
@@ -68,6 +72,8 @@ class State:
         self.held = 0
         self.release = asyncio.Event()
         self.recent = []  # the last 50 watch request targets as forwarded
+        self.hidden = []  # path prefixes answered 404 (/hide)
+        self.hidden_answered = 0
 
     def snapshot(self):
         return {
@@ -78,6 +84,8 @@ class State:
             "active_watches": len(self.active),
             "held": self.held,
             "recent_watches": self.recent,
+            "hidden": self.hidden,
+            "hidden_answered": self.hidden_answered,
         }
 
 
@@ -192,6 +200,16 @@ async def relay_body(reader, writer, hdrs, until_eof_ok):
     return True
 
 
+class Discard:
+    """A writer that drops what it is given (the body of a request answered here)."""
+
+    def write(self, b):
+        pass
+
+    async def drain(self):
+        pass
+
+
 def chunk(b):
     return b"%x\r\n" % len(b) + b + b"\r\n"
 
@@ -280,6 +298,16 @@ class Conn:
         method, target, version = lines[0].split(" ", 2)
         hdrs = parse_headers(lines[1:])
         STATE.requests += 1
+        path = urllib.parse.urlsplit(target).path
+        if any(path.startswith(p) for p in STATE.hidden):
+            # as kube-apiserver answers for a group/version it does not serve
+            await relay_body(self.cr, Discard(), hdrs, until_eof_ok=False)
+            STATE.hidden_answered += 1
+            body = b"404 page not found\n"
+            self.cw.write(b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            await self.cw.drain()
+            return "close" not in (hget(hdrs, "Connection") or "").lower()
         watch = method == "GET" and is_watch(target)
         fault = None
         if watch:
@@ -491,6 +519,12 @@ async def control(reader, writer):
                     STATE.release.clear()
                 log("armed", STATE.armed)
                 body = STATE.snapshot()
+        elif u.path == "/hide":
+            STATE.hidden.append(q.get("prefix", "/"))
+            body = STATE.snapshot()
+        elif u.path == "/unhide":
+            STATE.hidden = []
+            body = STATE.snapshot()
         elif u.path == "/kick":
             n = len(STATE.active)
             for ev in list(STATE.active):

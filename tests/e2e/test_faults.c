@@ -44,7 +44,6 @@
 #include "common/kubeconfig.h"
 #include "e2eutil.h"
 
-#define PROXY_PY TS_SOURCE_DIR "/tests/e2e/faultproxy.py"
 #define APISERVER_CTL TS_SOURCE_DIR "/tests/e2e/testbed/apiserver-ctl.sh"
 #define EVENT_CAP (64 * 1024) /* max_watch_event of the proxied client */
 
@@ -130,90 +129,24 @@ static void log_release(void)
 
 static void proxy_start(void)
 {
-    char ready[200];
-    json_t *j = NULL;
-    double t0 = e2e_now_s();
-
-    snprintf(ready, sizeof(ready), "%s/ready", workdir);
-    proxy_pid = fork();
-    ck_assert_int_ge(proxy_pid, 0);
-    if (proxy_pid == 0) {
-        char plog[200];
-        int fd;
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* also with CK_FORK=no and a failed test */
-        snprintf(plog, sizeof(plog), "%s/proxy.log", workdir);
-        fd = open(plog, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execlp("python3", "python3", PROXY_PY, "--workdir", workdir, "--ready-file", ready,
-               (char *)NULL);
-        _exit(127);
-    }
-    while (e2e_now_s() - t0 < 20) {
-        int status;
-        if (access(ready, F_OK) == 0 && (j = json_load_file(ready, 0, NULL)) != NULL)
-            break;
-        ck_assert_msg(waitpid(proxy_pid, &status, WNOHANG) == 0,
-                      "faultproxy.py exited; see %s/proxy.log", workdir);
-        sleep_ms(50);
-    }
-    ck_assert_msg(j != NULL, "faultproxy.py not ready after 20 s; see %s/proxy.log", workdir);
-    proxy_port = (int)json_integer_value(json_object_get(j, "port"));
-    control_port = (int)json_integer_value(json_object_get(j, "control_port"));
-    json_decref(j);
-    ck_assert_int_gt(proxy_port, 0);
-    ck_assert_int_gt(control_port, 0);
+    e2e_proxy_start(workdir, &proxy_pid, &proxy_port, &control_port);
 }
 
 static void proxy_stop(void)
 {
-    if (proxy_pid > 0) {
-        kill(proxy_pid, SIGTERM);
-        waitpid(proxy_pid, NULL, 0);
-        proxy_pid = 0;
-    }
+    e2e_proxy_stop(&proxy_pid);
 }
 
 /* GET path on the proxy's control port; returns the JSON answer (new reference) */
 static json_t *ctl(const char *fmt, ...)
 {
-    char path[512], req[700], buf[1 << 16];
-    struct sockaddr_in a;
-    struct timeval tv = {10, 0};
-    size_t len = 0;
-    ssize_t n;
+    char path[512];
     va_list ap;
-    int fd;
-    char *body;
-    json_t *j;
 
     va_start(ap, fmt);
     vsnprintf(path, sizeof(path), fmt, ap);
     va_end(ap);
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)control_port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "control port: %s",
-                  strerror(errno));
-    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-             path);
-    ck_assert(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
-    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-        len += (size_t)n;
-    close(fd);
-    buf[len] = '\0';
-    body = strstr(buf, "\r\n\r\n");
-    ck_assert_msg(body != NULL, "control %s: no answer", path);
-    j = json_loads(body + 4, 0, NULL);
-    ck_assert_msg(j != NULL, "control %s: %s", path, buf);
-    return j;
+    return e2e_proxy_ctl(control_port, path);
 }
 
 static void ctl_do(const char *fmt, const char *arg)
@@ -279,22 +212,7 @@ static void watch_after(const char *fault_path, char *rv, size_t size)
 /* a client of the proxy: the bed's CA, no credentials (the proxy adds the admin's) */
 static struct common_kube *proxy_client(size_t max_watch_event)
 {
-    struct common_kubeconfig cfg;
-    struct common_kube_opts o = common_kube_opts_default();
-    struct common_error err;
-    struct common_kube *k;
-    char server[64];
-
-    memset(&cfg, 0, sizeof(cfg));
-    snprintf(server, sizeof(server), "https://127.0.0.1:%d", proxy_port);
-    cfg.server = server;
-    cfg.ca_file = getenv("TESTBED_CA");
-    ck_assert_msg(cfg.ca_file != NULL, "TESTBED_CA is not set: source the test bed's env");
-    if (max_watch_event)
-        o.max_watch_event = max_watch_event;
-    k = common_kube_client_create(&cfg, &o, &err);
-    ck_assert_msg(k != NULL, "%s", err.msg);
-    return k;
+    return e2e_proxy_client(proxy_port, max_watch_event);
 }
 
 /* ---- fixture ---- */

@@ -736,27 +736,17 @@ static json_t *no_active_jobs(const char *name, const void *arg)
     return NULL;
 }
 
-/* Events as `kubectl describe` reads them: core v1, by involvedObject.uid */
-static const struct common_kube_resource core_events = {"", "v1", "events", 1};
-
 /* how many times obj's Events with reason happened: Event objects found by involvedObject.uid
  * (so an Event without regarding.uid is not counted), each counting its `count` (a series) */
 static long count_events(const json_t *obj, const char *reason)
 {
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
-    struct common_kube_list_opts lo = {0};
-    struct common_error err;
-    json_t *items = NULL, *it;
-    char sel[256];
+    json_t *items, *it;
     size_t i;
     long n = 0;
 
-    ck_assert_ptr_nonnull(uid);
     ck_assert_int_eq(common_events_flush(events, 20000), COMMON_OK);
-    snprintf(sel, sizeof(sel), "involvedObject.uid=%s,reason=%s", uid, reason);
-    lo.field_selector = sel;
-    ck_assert_msg(common_kube_list(admin, &core_events, ns, &lo, &items, NULL, &err) == COMMON_OK,
-                  "%s", err.msg);
+    items = e2e_events_of(admin, ns, uid, reason);
     json_array_foreach(items, i, it)
     {
         /* repeats of an events.k8s.io Event are a series: the core view keeps the count in

@@ -662,6 +662,46 @@ START_TEST(child_replacements)
 }
 END_TEST
 
+/* rc_native_dropped, rc_native_fields, rc_native_strip, rc_native_field_gate (dropped.yaml) */
+START_TEST(native_dropped_fields)
+{
+    json_t *rows = load_table("dropped.yaml"), *row;
+    size_t i;
+
+    ck_assert_uint_gt(json_array_size(rows), 0);
+    json_array_foreach(rows, i, row)
+    {
+        const char *rule = json_string_value(json_object_get(row, "rule"));
+        const json_t *stored = json_object_get(row, "stored");
+        json_t *sent = json_deep_copy(json_object_get(row, "sent")), *v;
+        unsigned want = 0, got;
+        size_t k;
+
+        ck_assert_msg(rule && *rule, "dropped.yaml row %zu: no rule", i);
+        json_array_foreach(json_object_get(row, "dropped"), k, v) want |=
+            strcmp(json_string_value(v), "topology") == 0 ? RC_NATIVE_TOPOLOGY : RC_NATIVE_CLAIMS;
+        got = rc_native_dropped(sent, stored);
+        ck_assert_msg(got == want, "dropped.yaml row %zu (%s): %u, want %u", i, rule, got, want);
+        ck_assert_msg((rc_native_fields(sent) & want) == want, "row %zu: fields %u", i,
+                      rc_native_fields(sent));
+        rc_native_strip(sent, got);
+        ck_assert_msg(rc_native_dropped(sent, stored) == 0, "row %zu: still dropped after strip",
+                      i);
+        ck_assert_msg(!rc_child_replace(sent, stored),
+                      "dropped.yaml row %zu (%s): replaced after the dropped fields were stripped",
+                      i, rule);
+        json_decref(sent);
+    }
+    for (unsigned bit = 1; bit <= RC_NATIVE_CLAIMS; bit <<= 1) {
+        const char *gate = NULL;
+        ck_assert_ptr_nonnull(rc_native_field_gate(bit, &gate));
+        ck_assert_ptr_nonnull(gate);
+    }
+    ck_assert_int_eq(rc_native_dropped(NULL, NULL), 0);
+    json_decref(rows);
+}
+END_TEST
+
 /* ---- rc_first_error, rc_error_doc_is_runtime ---- */
 
 static json_t *parse(const char *yaml)
@@ -1169,6 +1209,7 @@ int main(void)
     tcase_add_test(fx, child_kinds);
     tcase_add_test(fx, child_actions);
     tcase_add_test(fx, child_replacements);
+    tcase_add_test(fx, native_dropped_fields);
     tcase_add_test(unit, status_patch_of_nothing);
     tcase_add_test(unit, set_condition_rejects_bad_arguments);
     tcase_add_test(unit, first_error_is_the_first_field_error_or_the_message);

@@ -745,6 +745,38 @@ START_TEST(a_volcano_queue_that_is_no_queue_name_is_bad_usage)
 }
 END_TEST
 
+/* --kube-version picks the native backend's API: 1.36 or 1.37 (a "v" and a patch allowed);
+ * anything else is bad usage naming the flag and the supported values, and --help says so */
+START_TEST(an_unknown_kube_version_is_bad_usage_naming_the_flag_and_the_values)
+{
+    static const char *const bad[] = {"1.35", "1.38", "", "latest", "1.37x", "1.3", "v1.36.x"};
+    const char *says[] = {
+        "error: --kube-version: Unsupported value:", "supported values: \"1.36\", \"1.37\"", NULL};
+    struct run r;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--kube-version", bad[i]);
+        check_refusal(bad[i], &r, NULL, NULL, NULL, says);
+        run_free(&r);
+    }
+    static const char *const good[] = {"1.36", "1.37", "v1.37.2", "1.36.3"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        RENDER(&r, "-f", testutil_path("badinput/good/trainjob.yaml"), "--backend", "native",
+               "--kube-version", good[i]);
+        ck_assert_msg(r.status == 0, "--kube-version %s: exit %d: %s", good[i], r.status, r.err);
+        ck_assert_msg(strstr(r.out, good[i][1] == '.' && good[i][3] == '6'
+                                        ? "scheduling.k8s.io/v1alpha2"
+                                        : "scheduling.k8s.io/v1beta1") != NULL,
+                      "--kube-version %s: wrong API", good[i]);
+        run_free(&r);
+    }
+    RENDER(&r, "--help");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strstr(r.out, "--kube-version 1.36|1.37") != NULL, "--help: %s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(an_unknown_option_is_bad_usage)
 {
     struct run r;
@@ -1119,6 +1151,7 @@ int main(void)
     tcase_add_test(tc_cli, a_volcano_queue_that_is_no_queue_name_is_bad_usage);
     tcase_add_test(tc_cli, a_kai_queue_that_is_no_queue_name_is_bad_usage);
     tcase_add_test(tc_cli, an_unknown_option_is_bad_usage);
+    tcase_add_test(tc_cli, an_unknown_kube_version_is_bad_usage_naming_the_flag_and_the_values);
     tcase_add_test(tc_cli, existing_takes_a_folder);
     tcase_add_test(tc_cli, version_after_the_command_prints_the_version);
     tcase_add_test(tc_cli, a_missing_file_is_named);
