@@ -16,6 +16,9 @@ int cmd_render(int argc, char **argv, FILE *out, FILE *err);
 /* trainsched simulate: what-if placement of training jobs over simulated time, no cluster. */
 int cmd_simulate(int argc, char **argv, FILE *out, FILE *err);
 
+/* trainsched explain: why a TrainJob waits, read from the API (cmd/explain.h, docs/explain.md). */
+int cmd_explain(int argc, char **argv, FILE *out, FILE *err);
+
 /* trainsched certs: a CA and a serving certificate for the webhook/extender Service. */
 int cmd_certs(int argc, char **argv, FILE *out, FILE *err);
 

@@ -15,21 +15,29 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"certs", cmd_certs, "write a CA and a serving certificate for the webhook and extender"},
+    {"explain", cmd_explain, "why a TrainJob waits and what would unblock it, from the API"},
     {"render", cmd_render, "print what a TrainJob becomes (JobSet, PodGroup, ...), no cluster"},
     {"simulate", cmd_simulate, "place training jobs on a simulated cluster over time, no cluster"},
     {"serve", cmd_serve, "run the daemon: reconciler, admission webhook, scheduler extender"},
     {"version", cmd_version, "print the version"},
 };
 
+/* "trainsched", or "kubectl trainsched" when run as the kubectl plugin kubectl-trainsched
+ * (kubectl runs the plugin with the words after `kubectl trainsched`: argv[1] is the command) */
+static const char *prog = "trainsched";
+
 static void help(FILE *f)
 {
-    fputs("trainsched - the scheduling side of distributed training on Kubernetes\n"
-          "(Kubeflow Trainer TrainJobs, all-or-nothing gang scheduling)\n\n"
-          "Usage: trainsched COMMAND [OPTIONS]\n\nCommands:\n",
-          f);
+    fprintf(f,
+            "trainsched - the scheduling side of distributed training on Kubernetes\n"
+            "(Kubeflow Trainer TrainJobs, all-or-nothing gang scheduling)\n\n"
+            "Usage: %s COMMAND [OPTIONS]\n\nCommands:\n",
+            prog);
     for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
-    fputs("\nRun `trainsched COMMAND --help` for a command's options.\n"
+    fprintf(f, "\nRun `%s COMMAND --help` for a command's options.\n", prog);
+    fputs("Installed as kubectl-trainsched on the PATH, it is the kubectl plugin `kubectl\n"
+          "trainsched` (e.g. `kubectl trainsched explain my-job -n ml`).\n"
           "Global: -h/--help, --version (also after a command: `trainsched render --version`).\n"
           "Exit status: 0 done; 1 an internal or environment error; 2 bad usage or input.\n",
           f);
@@ -37,7 +45,12 @@ static void help(FILE *f)
 
 int main(int argc, char **argv)
 {
+    const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+
     common_alloc_init();
+    base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
+    if (strcmp(base, "kubectl-trainsched") == 0)
+        prog = "kubectl trainsched";
     if (argc < 2) {
         help(stderr);
         return 2;

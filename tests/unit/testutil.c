@@ -32,6 +32,18 @@ char *testutil_read(const char *path)
     return data;
 }
 
+json_t *testutil_load_json(const char *area, const char *name, const char *file)
+{
+    char rel[1024];
+    json_error_t je;
+    json_t *v;
+
+    snprintf(rel, sizeof(rel), "%s/%s/%s", area, name, file);
+    v = json_load_file(testutil_path(rel), JSON_DECODE_ANY, &je);
+    ck_assert_msg(v != NULL, "%s: line %d: %s", rel, je.line, je.text);
+    return v;
+}
+
 int testutil_run_suite(Suite *s)
 {
     SRunner *sr = srunner_create(s);

@@ -18,6 +18,10 @@ const char *testutil_path(const char *rel);
  * when the file cannot be read. */
 char *testutil_read(const char *path);
 
+/* testutil_load_json - TS_FIXTURES/area/name/file decoded (new reference; any JSON value);
+ * aborts the test naming the file and line when it is missing or not JSON. */
+json_t *testutil_load_json(const char *area, const char *name, const char *file);
+
 /* testutil_cases - the case folders under TS_FIXTURES "/" area, sorted by name, as malloc'd
  * names in out[0..max); returns how many (0 when the folder cannot be read). */
 int testutil_cases(const char *area, char **out, int max);

@@ -1,0 +1,823 @@
+/*
+ * cmd/explain.c - the pure core of `trainsched explain` (cmd/explain.h): a snapshot of API
+ * objects in, a story out (JSON), and the story as text.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/explain.h"
+#include "common/leader.h"
+#include "gang/gang.h"
+#include "integrations/backend.h"
+
+#define JOBSET_NAME_LABEL "jobset.sigs.k8s.io/jobset-name"
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *meta(const json_t *o, const char *k)
+{
+    return str(json_object_get(o, "metadata"), k);
+}
+
+static int streq(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* 1 when obj has an ownerReference to the TrainJob (by uid, or by kind and name without one) */
+static int owned_by(const json_t *obj, const char *kind, const char *name, const char *uid)
+{
+    size_t i;
+    const json_t *r;
+
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, r)
+    {
+        if (uid && *uid) {
+            if (streq(str(r, "uid"), uid))
+                return 1;
+        } else if (streq(str(r, "kind"), kind) && streq(str(r, "name"), name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* status.conditions[type].status == "True" */
+static int cond_true(const json_t *obj, const char *type, const json_t **c_out)
+{
+    size_t i;
+    const json_t *c;
+
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
+    {
+        if (streq(str(c, "type"), type)) {
+            if (c_out)
+                *c_out = c;
+            return streq(str(c, "status"), "True");
+        }
+    }
+    if (c_out)
+        *c_out = NULL;
+    return 0;
+}
+
+static json_t *conditions(const json_t *obj)
+{
+    json_t *a = json_array();
+    size_t i;
+    const json_t *c;
+
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
+    {
+        json_t *o = json_object();
+        const char *keys[] = {"type", "status", "reason", "message"};
+        for (size_t k = 0; k < 4; k++)
+            json_object_set_new(o, keys[k], json_string(str(c, keys[k]) ? str(c, keys[k]) : ""));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *trainjob_part(const json_t *tj)
+{
+    const char *state = "Active";
+    const json_t *spec = json_object_get(tj, "spec");
+
+    if (cond_true(tj, "Complete", NULL))
+        state = "Complete";
+    else if (cond_true(tj, "Failed", NULL))
+        state = "Failed";
+    else if (json_is_true(json_object_get(spec, "suspend")) || cond_true(tj, "Suspended", NULL))
+        state = "Suspended";
+    return json_pack("{s:s, s:s, s:s, s:s, s:o}", "namespace",
+                     meta(tj, "namespace") ? meta(tj, "namespace") : "", "name", meta(tj, "name"),
+                     "uid", meta(tj, "uid") ? meta(tj, "uid") : "", "state", state, "conditions",
+                     conditions(tj));
+}
+
+static const char *source_name(enum backend_source s)
+{
+    switch (s) {
+    case BACKEND_FROM_OVERRIDE:
+        return "override";
+    case BACKEND_FROM_ANNOTATION:
+        return "annotation";
+    case BACKEND_FROM_POLICY:
+        return "podGroupPolicy";
+    case BACKEND_FROM_DEFAULT:
+        break;
+    }
+    return "default";
+}
+
+/* the backend the objects found point at, for a runtime that names none (serve's default) */
+static const char *backend_of_objects(const json_t *gangs)
+{
+    size_t i;
+    const json_t *g;
+
+    json_array_foreach(gangs, i, g)
+    {
+        const char *av = str(g, "apiVersion");
+        if (!av)
+            continue;
+        if (strncmp(av, "scheduling.x-k8s.io/", 20) == 0)
+            return "coscheduling";
+        if (strncmp(av, "scheduling.k8s.io/", 18) == 0)
+            return "native";
+        if (strncmp(av, "scheduling.volcano.sh/", 22) == 0)
+            return "volcano";
+        if (strncmp(av, "scheduling.run.ai/", 18) == 0)
+            return "kai";
+        if (strncmp(av, "kueue.x-k8s.io/", 15) == 0)
+            return "kueue";
+    }
+    return NULL;
+}
+
+static json_t *backend_part(const json_t *runtime, const json_t *gangs)
+{
+    const struct backend *b = NULL;
+    enum backend_source from = BACKEND_FROM_DEFAULT;
+    struct common_error e = {0};
+    char why[COMMON_ERROR_MSG_MAX + 200];
+    const char *seen = backend_of_objects(gangs);
+
+    if (!runtime) {
+        snprintf(why, sizeof(why), "the runtime could not be read%s%s",
+                 seen ? "; the objects found are of " : "", seen ? seen : "");
+        return json_pack("{s:s?, s:s, s:s}", "name", seen, "source", seen ? "objects" : "unknown",
+                         "why", why);
+    }
+    if (backend_select(runtime, NULL, NULL, &b, &from, &e) != COMMON_OK) {
+        snprintf(why, sizeof(why), "the runtime's backend choice is invalid: %s", e.msg);
+        return json_pack("{s:s?, s:s, s:s}", "name", seen, "source", "invalid", "why", why);
+    }
+    switch (from) {
+    case BACKEND_FROM_ANNOTATION:
+        snprintf(why, sizeof(why), "the runtime's annotation %s says %s", BACKEND_ANNOTATION,
+                 b->name);
+        break;
+    case BACKEND_FROM_POLICY:
+        snprintf(why, sizeof(why), "the runtime's spec.podGroupPolicy.%s", b->name);
+        break;
+    default:
+        if (seen) {
+            /* the serve config default is not on the API: the objects tell which one ran */
+            snprintf(why, sizeof(why),
+                     "the runtime names no backend (no %s annotation, no spec.podGroupPolicy): "
+                     "serve's default (backends.default) applies; the objects found are of %s",
+                     BACKEND_ANNOTATION, seen);
+            return json_pack("{s:s, s:s, s:s}", "name", seen, "source", "default", "why", why);
+        }
+        snprintf(why, sizeof(why),
+                 "the runtime names no backend (no %s annotation, no spec.podGroupPolicy): "
+                 "serve's default (backends.default) applies, \"none\" unless set",
+                 BACKEND_ANNOTATION);
+        break;
+    }
+    return json_pack("{s:s, s:s, s:s}", "name", b->name, "source", source_name(from), "why", why);
+}
+
+static const char *jobset_state(const json_t *js)
+{
+    if (cond_true(js, "Completed", NULL))
+        return "Completed";
+    if (cond_true(js, "Failed", NULL))
+        return "Failed";
+    if (cond_true(js, "Suspended", NULL) ||
+        json_is_true(json_object_get(json_object_get(js, "spec"), "suspend")))
+        return "Suspended";
+    return "Active";
+}
+
+/* a pod's gang name, the way each backend marks it (NULL: none) */
+static const char *pod_gang(const json_t *pod)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *s = str(json_object_get(md, "labels"), GANG_POD_GROUP_LABEL);
+    const json_t *ann = json_object_get(md, "annotations");
+
+    if (!s)
+        s = str(ann, "scheduling.k8s.io/group-name"); /* Volcano */
+    if (!s)
+        s = str(ann, "pod-group-name"); /* KAI */
+    if (!s)
+        s = str(json_object_get(json_object_get(pod, "spec"), "schedulingGroup"),
+                "podGroupName"); /* native */
+    return s;
+}
+
+static void count_pod(json_t *g, const json_t *pod)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    const char *node = str(spec, "nodeName");
+    const char *keys[4] = {"created", NULL, NULL, NULL};
+
+    if (json_array_size(json_object_get(spec, "schedulingGates")))
+        keys[1] = "gated";
+    if (node && *node)
+        keys[2] = "bound";
+    if (streq(str(json_object_get(pod, "status"), "phase"), "Running"))
+        keys[3] = "running";
+    for (int i = 0; i < 4; i++)
+        if (keys[i])
+            json_object_set_new(g, keys[i],
+                                json_integer(json_integer_value(json_object_get(g, keys[i])) + 1));
+}
+
+static json_t *gang_new(const json_t *obj, int64_t min_member, const char *phase)
+{
+    const char *av = str(obj, "apiVersion");
+    return json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:s}", "kind",
+                     str(obj, "kind") ? str(obj, "kind") : "", "apiVersion", av ? av : "", "name",
+                     meta(obj, "name"), "minMember", (json_int_t)min_member, "created", 0, "gated",
+                     0, "bound", 0, "running", 0, "phase", phase ? phase : "");
+}
+
+/* --- the wait reason: the extender's words parsed back for the numbers --- */
+
+/* the numbers of a reason (NULL: none recognized); sets *cause */
+static json_t *parse_reason(const char *r, const char **cause)
+{
+    const char *p;
+    unsigned a, b;
+    long long x, y;
+    char word[160], word2[160];
+
+    if (strncmp(r, "released", 8) == 0) {
+        *cause = "none";
+        return NULL;
+    }
+    if ((p = strstr(r, "backing off for ")) && sscanf(p, "backing off for %lld ms", &x) == 1) {
+        *cause = "backoff";
+        return json_pack("{s:I}", "msLeft", (json_int_t)x);
+    }
+    if ((p = strstr(r, " timed out after ")) &&
+        sscanf(p, " timed out after %lld s: %u of minMember %u", &x, &a, &b) == 3) {
+        *cause = "timeout";
+        return json_pack("{s:I, s:i, s:i}", "afterSeconds", (json_int_t)x, "held", a, "minMember",
+                         b);
+    }
+    if ((p = strstr(r, "required topology: no ")) &&
+        sscanf(p, "required topology: no %159s domain has room for the %lld pods", word, &x) == 2) {
+        json_t *n = json_pack("{s:s, s:I}", "level", word, "need", (json_int_t)x);
+        const char *q = strstr(p, "; the largest, ");
+        if (q && sscanf(q, "; the largest, %159[^,], has room for %lld", word2, &y) == 2) {
+            json_object_set_new(n, "largest", json_string(word2));
+            json_object_set_new(n, "largestRoom", json_integer(y));
+        }
+        *cause = "topology";
+        return n;
+    }
+    if ((p = strstr(r, "only ")) &&
+        sscanf(p, "only %u of the %u pods it needs fit at once", &a, &b) == 2) {
+        json_t *n = json_pack("{s:i, s:i}", "fit", a, "need", b);
+        const char *q = strstr(p, "; short of ");
+        if (q && sscanf(q, "; short of %159[^ ;]", word) == 1)
+            json_object_set_new(n, "shortOf", json_string(word));
+        *cause = "quorum";
+        return n;
+    }
+    if ((p = strstr(r, "waiting for pods: ")) &&
+        sscanf(p, "waiting for pods: %u of minMember %u exist", &a, &b) == 2) {
+        *cause = "members";
+        return json_pack("{s:i, s:i}", "exist", a, "minMember", b);
+    }
+    if ((p = strstr(r, "waiting for ")) &&
+        sscanf(p, "waiting for %u member pod(s) with scheduling gate %159s", &a, word) == 2) {
+        *cause = "gated";
+        return json_pack("{s:i, s:s}", "gated", a, "gate", word);
+    }
+    if ((p = strstr(r, "minResources needs ")) &&
+        sscanf(p, "minResources needs %159s %159s", word, word2) == 2) {
+        const char *q = strstr(p, "the cluster has ");
+        char freeb[64] = "";
+        json_t *n = json_pack("{s:s, s:s}", "resource", word, "need", word2);
+        if (q && sscanf(q, "the cluster has %63s", freeb) == 1)
+            json_object_set_new(n, "free", json_string(freeb));
+        *cause = "minResources";
+        return n;
+    }
+    *cause = "unknown";
+    return NULL;
+}
+
+/* Kueue's flavor assigner: "insufficient unused quota for cpu in flavor default, 2 more needed" */
+static json_t *parse_kueue(const char *m)
+{
+    const char *p = m ? strstr(m, "insufficient unused quota for ") : NULL;
+    char res[160], flavor[160], more[64];
+
+    if (p && sscanf(p, "insufficient unused quota for %159s in flavor %159[^,], %63s more needed",
+                    res, flavor, more) == 3)
+        return json_pack("{s:s, s:s, s:s}", "resource", res, "flavor", flavor, "moreNeeded", more);
+    return NULL;
+}
+
+static const char *unblock_text(const char *cause, const json_t *n, char *buf, size_t size)
+{
+#define I(k) ((long long)json_integer_value(json_object_get(n, k)))
+#define S(k) str(n, k)
+    if (!n)
+        return NULL;
+    if (streq(cause, "quorum"))
+        snprintf(buf, size, "needs room for %lld more pod(s) at once: %lld of the %lld fit%s%s",
+                 I("need") - I("fit"), I("fit"), I("need"), S("shortOf") ? "; short of " : "",
+                 S("shortOf") ? S("shortOf") : "");
+    else if (streq(cause, "topology") && S("largest"))
+        snprintf(buf, size,
+                 "needs one %s domain with room for %lld pods; the largest, %s, has room for "
+                 "%lld (%lld short)",
+                 S("level"), I("need"), S("largest"), I("largestRoom"),
+                 I("need") - I("largestRoom"));
+    else if (streq(cause, "topology"))
+        snprintf(buf, size, "needs one %s domain with room for %lld pods", S("level"), I("need"));
+    else if (streq(cause, "members"))
+        snprintf(buf, size, "needs %lld more member pod(s) created: %lld of minMember %lld exist",
+                 I("minMember") - I("exist"), I("exist"), I("minMember"));
+    else if (streq(cause, "gated"))
+        snprintf(buf, size, "needs %lld pod(s) ungated (scheduling gate %s)", I("gated"),
+                 S("gate"));
+    else if (streq(cause, "minResources"))
+        snprintf(buf, size, "needs %s %s free at once; the cluster has %s", S("need"),
+                 S("resource"), S("free") ? S("free") : "less");
+    else if (streq(cause, "backoff"))
+        snprintf(buf, size, "tries again in %lld ms (backoff after a failed attempt)", I("msLeft"));
+    else if (streq(cause, "timeout"))
+        snprintf(buf, size,
+                 "timed out after %lld s with %lld of minMember %lld held; retries after "
+                 "its backoff",
+                 I("afterSeconds"), I("held"), I("minMember"));
+    else if (streq(cause, "quota"))
+        snprintf(buf, size,
+                 "needs %s more %s of unused quota in flavor %s (the ClusterQueue's "
+                 "nominal quota or borrowing)",
+                 S("moreNeeded"), S("resource"), S("flavor"));
+    else
+        return NULL;
+    return buf;
+#undef I
+#undef S
+}
+
+/* --- Events --- */
+
+static int64_t event_time(const json_t *ev)
+{
+    const char *t = str(json_object_get(ev, "series"), "lastObservedTime");
+    int64_t us = 0;
+
+    if (!t)
+        t = str(ev, "eventTime");
+    if (!t)
+        t = str(ev, "deprecatedLastTimestamp");
+    if (!t)
+        t = meta(ev, "creationTimestamp");
+    if (!t || common_leader_parse_microtime(t, &us) != 0)
+        return 0;
+    return us;
+}
+
+struct ev_ref {
+    const json_t *ev;
+    int64_t t;
+};
+
+static int by_time(const void *a, const void *b)
+{
+    const struct ev_ref *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return strcmp(meta(x->ev, "name") ? meta(x->ev, "name") : "",
+                  meta(y->ev, "name") ? meta(y->ev, "name") : "");
+}
+
+/* 1 when the Event is about one of the objects of the story (kind + name; uid when both have) */
+static int event_ours(const json_t *ev, const json_t *objs)
+{
+    const json_t *reg = json_object_get(ev, "regarding");
+    size_t i;
+    const json_t *o;
+
+    json_array_foreach(objs, i, o)
+    {
+        if (!streq(str(reg, "kind"), str(o, "kind")) || !streq(str(reg, "name"), meta(o, "name")))
+            continue;
+        if (str(reg, "uid") && meta(o, "uid") && !streq(str(reg, "uid"), meta(o, "uid")))
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
+static void time_text(int64_t us, char *buf, size_t size)
+{
+    char full[40];
+    if (us <= 0 || common_leader_format_microtime(us, full, sizeof(full)) != 0) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    /* to the second: "2006-01-02T15:04:05Z" */
+    snprintf(buf, size, "%.19sZ", full);
+}
+
+/* --- the story --- */
+
+struct ctx {
+    const json_t *tj;
+    const char *ns, *name, *uid;
+    json_t *mine;  /* borrowed objects of the story, for Event matching (new array) */
+    json_t *gangs; /* story gangs */
+    json_t *gang_objs;
+    json_t *objects;
+    json_t *notes;
+};
+
+static void add_object(struct ctx *c, const json_t *obj, const char *state)
+{
+    json_array_append(c->mine, (json_t *)obj);
+    json_array_append_new(c->objects,
+                          json_pack("{s:s, s:s, s:s, s:s}", "kind",
+                                    str(obj, "kind") ? str(obj, "kind") : "", "apiVersion",
+                                    str(obj, "apiVersion") ? str(obj, "apiVersion") : "", "name",
+                                    meta(obj, "name"), "state", state));
+}
+
+static const char *podgroup_state(const json_t *pg)
+{
+    const char *ph = str(json_object_get(pg, "status"), "phase");
+    return ph && *ph ? ph : "no status yet";
+}
+
+static void collect_gangs(struct ctx *c, const json_t *snap)
+{
+    size_t i;
+    const json_t *o;
+
+    json_array_foreach(json_object_get(snap, "podGroups"), i, o)
+    {
+        const json_t *spec = json_object_get(o, "spec");
+        json_int_t mm;
+        if (!meta(o, "name") || !owned_by(o, "TrainJob", c->name, c->uid))
+            continue;
+        mm = json_integer_value(json_object_get(spec, "minMember"));
+        if (!mm) /* native scheduling.k8s.io: spec.schedulingPolicy.gang.minCount */
+            mm = json_integer_value(json_object_get(
+                json_object_get(json_object_get(spec, "schedulingPolicy"), "gang"), "minCount"));
+        add_object(c, o, podgroup_state(o));
+        json_array_append(c->gang_objs, (json_t *)o);
+        json_array_append_new(c->gangs,
+                              gang_new(o, mm, str(json_object_get(o, "status"), "phase")));
+    }
+    json_array_foreach(json_object_get(snap, "workloads"), i, o)
+    {
+        json_int_t total = 0;
+        size_t k;
+        const json_t *ps;
+        const char *state = "Pending";
+        if (!meta(o, "name") || !owned_by(o, "TrainJob", c->name, c->uid))
+            continue;
+        json_array_foreach(json_object_get(json_object_get(o, "spec"), "podSets"), k, ps) total +=
+            json_integer_value(json_object_get(ps, "count"));
+        if (cond_true(o, "Finished", NULL))
+            state = "Finished";
+        else if (cond_true(o, "Admitted", NULL))
+            state = "Admitted";
+        else if (cond_true(o, "QuotaReserved", NULL))
+            state = "QuotaReserved";
+        add_object(c, o, state);
+        json_array_append(c->gang_objs, (json_t *)o);
+        json_array_append_new(c->gangs, gang_new(o, total, state));
+    }
+}
+
+static void count_members(struct ctx *c, const json_t *snap)
+{
+    size_t i, k;
+    const json_t *p;
+    json_t *g;
+    size_t ng = json_array_size(c->gangs);
+
+    json_array_foreach(json_object_get(snap, "pods"), i, p)
+    {
+        const char *gname = pod_gang(p);
+        json_array_append(c->mine, (json_t *)p);
+        json_array_foreach(c->gangs, k, g)
+        {
+            /* a pod without a gang mark counts for the TrainJob's one gang object, or for its
+             * Kueue Workload (Kueue marks no pod with its Workload) */
+            int kueue = strncmp(str(g, "apiVersion"), "kueue.x-k8s.io/", 15) == 0;
+            if (streq(gname, str(g, "name")) || (!gname && (ng == 1 || kueue))) {
+                count_pod(g, p);
+                break;
+            }
+        }
+    }
+}
+
+/* the wait of one gang: its last GangWaiting/GangReleased Event (coscheduling), its Workload's
+ * conditions (Kueue), its PodGroup's conditions (others) */
+static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_name)
+{
+    const char *kind = str(gobj, "kind"), *name = meta(gobj, "name");
+    const char *av = str(gobj, "apiVersion") ? str(gobj, "apiVersion") : "";
+    size_t i;
+    const json_t *ev, *best = NULL, *c;
+    int64_t best_t = 0;
+    char from[600];
+
+    if (strncmp(av, "kueue.x-k8s.io/", 15) == 0) {
+        const char *cause = "quota";
+        json_t *n;
+        if (cond_true(gobj, "Admitted", &c)) {
+            snprintf(from, sizeof(from), "Workload %s condition Admitted", name);
+            return json_pack("{s:s, s:s, s:s, s:o}", "cause", "none", "reason",
+                             str(c, "message") ? str(c, "message") : "admitted", "from", from,
+                             "numbers", json_object());
+        }
+        if (!cond_true(gobj, "QuotaReserved", &c) && c) {
+            snprintf(from, sizeof(from), "Workload %s condition QuotaReserved=%s (%s)", name,
+                     str(c, "status") ? str(c, "status") : "",
+                     str(c, "reason") ? str(c, "reason") : "");
+        } else if (c) {
+            cond_true(gobj, "Admitted", &c);
+            snprintf(from, sizeof(from), "Workload %s condition Admitted", name);
+            cause = "admissionChecks";
+        } else {
+            snprintf(from, sizeof(from), "Workload %s has no QuotaReserved condition yet", name);
+            return json_pack("{s:s, s:s, s:s, s:o}", "cause", "quota", "reason",
+                             "not yet looked at by Kueue (no QuotaReserved condition)", "from",
+                             from, "numbers", json_object());
+        }
+        n = parse_kueue(str(c, "message"));
+        return json_pack("{s:s, s:s, s:s, s:o}", "cause", cause, "reason",
+                         str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
+                         n ? n : json_object());
+    }
+    /* the extender's Events: on the PodGroup, or on the TrainJob prefixed "PodGroup NAME: " */
+    json_array_foreach(evs, i, ev)
+    {
+        const json_t *reg = json_object_get(ev, "regarding");
+        const char *reason = str(ev, "reason"), *note = str(ev, "note");
+        int64_t t;
+        if (!streq(reason, "GangWaiting") && !streq(reason, "GangReleased"))
+            continue;
+        if (!(streq(str(reg, "kind"), kind) && streq(str(reg, "name"), name)) &&
+            !(streq(str(reg, "kind"), "TrainJob") && streq(str(reg, "name"), tj_name) && note &&
+              strncmp(note, "PodGroup ", 9) == 0 && strncmp(note + 9, name, strlen(name)) == 0 &&
+              note[9 + strlen(name)] == ':'))
+            continue;
+        t = event_time(ev);
+        if (!best || t > best_t || (t == best_t && streq(str(reg, "kind"), kind))) {
+            best = ev;
+            best_t = t;
+        }
+    }
+    if (best) {
+        const char *note = str(best, "note") ? str(best, "note") : "";
+        const char *cause;
+        char tb[40];
+        json_t *n;
+        if (strncmp(note, "PodGroup ", 9) == 0 && strchr(note, ':'))
+            note = strchr(note, ':') + 2;
+        n = parse_reason(note, &cause);
+        time_text(best_t, tb, sizeof(tb));
+        snprintf(from, sizeof(from), "Event %s on %s %s at %s", str(best, "reason"),
+                 str(json_object_get(best, "regarding"), "kind"),
+                 str(json_object_get(best, "regarding"), "name"), tb);
+        return json_pack("{s:s, s:s, s:s, s:o}", "cause", cause, "reason", note, "from", from,
+                         "numbers", n ? n : json_object());
+    }
+    /* Volcano / KAI / native PodGroups: their scheduler's conditions */
+    json_array_foreach(json_object_get(json_object_get(gobj, "status"), "conditions"), i, c)
+    {
+        const char *type = str(c, "type");
+        if (!streq(str(c, "status"), "True") ||
+            !(streq(type, "Unschedulable") || streq(type, "UnschedulableOnNodePool")))
+            continue;
+        snprintf(from, sizeof(from), "%s %s condition %s (%s)", kind, name, type,
+                 str(c, "reason") ? str(c, "reason") : "");
+        return json_pack("{s:s, s:s, s:s, s:o}", "cause", "podGroupCondition", "reason",
+                         str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
+                         json_object());
+    }
+    return NULL;
+}
+
+enum common_rc explain_story(const json_t *snap, json_t **out, struct common_error *err)
+{
+    struct ctx c = {0};
+    const json_t *tj = json_object_get(snap, "trainJob"), *o, *runtime;
+    json_t *story = NULL, *evs = NULL, *wait = json_null(), *unblock = json_null();
+    struct ev_ref *refs = NULL;
+    size_t i, n = 0;
+    enum common_rc rc = COMMON_OK;
+    char ub[600];
+
+    *out = NULL;
+    if (!json_is_object(snap))
+        return common_error_set(err, COMMON_EINVAL, "snapshot: Invalid value: not an object");
+    if (!json_is_object(tj) || !meta(tj, "name"))
+        return common_error_set(err, COMMON_EINVAL,
+                                "snapshot.trainJob.metadata.name: Required value");
+    c.tj = tj;
+    c.name = meta(tj, "name");
+    c.ns = meta(tj, "namespace") ? meta(tj, "namespace") : "";
+    c.uid = meta(tj, "uid");
+    c.mine = json_array();
+    c.gangs = json_array();
+    c.gang_objs = json_array();
+    c.objects = json_array();
+    c.notes = json_array();
+    evs = json_array();
+    if (!c.mine || !c.gangs || !c.gang_objs || !c.objects || !c.notes || !evs) {
+        rc = common_error_set(err, COMMON_ENOMEM, "explain: out of memory");
+        goto out;
+    }
+    json_array_append(c.mine, (json_t *)tj);
+    json_array_foreach(json_object_get(snap, "notes"), i, o) if (json_is_string(o))
+        json_array_append(c.notes, (json_t *)o);
+
+    json_array_foreach(json_object_get(snap, "jobSets"), i,
+                       o) if (meta(o, "name") && owned_by(o, "TrainJob", c.name, c.uid))
+        add_object(&c, o, jobset_state(o));
+    if (!json_array_size(c.objects))
+        json_array_append_new(c.notes, json_string("no JobSet of the TrainJob yet"));
+    collect_gangs(&c, snap);
+    count_members(&c, snap);
+    if (!json_array_size(c.gangs))
+        json_array_append_new(
+            c.notes,
+            json_string("no gang object (PodGroup or Kueue Workload) of the TrainJob yet"));
+    if (json_array_size(c.gangs) && !json_array_size(json_object_get(snap, "pods")))
+        json_array_append_new(c.notes, json_string("no pods of the TrainJob yet"));
+
+    /* the last Events about the objects of the story, oldest first */
+    n = json_array_size(json_object_get(snap, "events"));
+    refs = n ? calloc(n, sizeof(*refs)) : NULL;
+    if (n && !refs) {
+        rc = common_error_set(err, COMMON_ENOMEM, "explain: out of memory");
+        goto out;
+    }
+    {
+        size_t k = 0;
+        json_array_foreach(json_object_get(snap, "events"), i, o) if (event_ours(o, c.mine))
+        {
+            refs[k].ev = o;
+            refs[k].t = event_time(o);
+            k++;
+        }
+        n = k;
+    }
+    if (n)
+        qsort(refs, n, sizeof(*refs), by_time);
+    for (i = n > EXPLAIN_MAX_EVENTS ? n - EXPLAIN_MAX_EVENTS : 0; i < n; i++) {
+        const json_t *ev = refs[i].ev, *reg = json_object_get(ev, "regarding");
+        const json_t *series = json_object_get(ev, "series");
+        char tb[40], rb[400];
+        time_text(refs[i].t, tb, sizeof(tb));
+        snprintf(rb, sizeof(rb), "%s/%s", str(reg, "kind") ? str(reg, "kind") : "",
+                 str(reg, "name") ? str(reg, "name") : "");
+        json_array_append_new(
+            evs,
+            json_pack(
+                "{s:s, s:s, s:s, s:s, s:s, s:I}", "time", tb, "type",
+                str(ev, "type") ? str(ev, "type") : "", "reason",
+                str(ev, "reason") ? str(ev, "reason") : "", "regarding", rb, "note",
+                str(ev, "note") ? str(ev, "note") : "", "count",
+                (json_int_t)(series ? json_integer_value(json_object_get(series, "count")) : 1)));
+    }
+
+    /* the wait: the first gang that waits, else the first that is released/admitted */
+    {
+        json_t *any = NULL;
+        json_array_foreach(c.gang_objs, i, o)
+        {
+            json_t *w = gang_wait(o, json_object_get(snap, "events"), c.name);
+            if (!w)
+                continue;
+            json_object_set_new(w, "gang", json_string(meta(o, "name")));
+            if (!streq(str(w, "cause"), "none")) {
+                json_decref(any);
+                any = w;
+                break;
+            }
+            if (!any)
+                any = w;
+            else
+                json_decref(w);
+        }
+        if (any) {
+            const char *u =
+                unblock_text(str(any, "cause"), json_object_get(any, "numbers"), ub, sizeof(ub));
+            json_decref(wait);
+            wait = any;
+            if (u && json_object_size(json_object_get(any, "numbers"))) {
+                json_decref(unblock);
+                unblock = json_string(u);
+            }
+        }
+    }
+
+    runtime = json_object_get(snap, "runtime");
+    {
+        const json_t *ref = json_object_get(json_object_get(tj, "spec"), "runtimeRef");
+        const char *rk = str(ref, "kind") ? str(ref, "kind") : "ClusterTrainingRuntime";
+        story = json_pack("{s:o, s:{s:s, s:s?, s:b}, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                          "trainJob", trainjob_part(tj), "runtime", "kind", rk, "name",
+                          str(ref, "name"), "found", json_is_object(runtime), "backend",
+                          backend_part(json_is_object(runtime) ? runtime : NULL, c.gang_objs),
+                          "objects", json_incref(c.objects), "gangs", json_incref(c.gangs), "wait",
+                          wait, "unblock", unblock, "events", json_incref(evs), "notes",
+                          json_incref(c.notes));
+        wait = unblock = NULL;
+    }
+    if (!story)
+        rc = common_error_set(err, COMMON_ENOMEM, "explain: out of memory");
+    *out = story;
+out:
+    free(refs);
+    json_decref(wait);
+    json_decref(unblock);
+    json_decref(evs);
+    json_decref(c.mine);
+    json_decref(c.gangs);
+    json_decref(c.gang_objs);
+    json_decref(c.objects);
+    json_decref(c.notes);
+    return rc;
+}
+
+/* --- text --- */
+
+int explain_text(const json_t *s, FILE *f)
+{
+    const json_t *tj = json_object_get(s, "trainJob"), *rt = json_object_get(s, "runtime");
+    const json_t *be = json_object_get(s, "backend"), *w = json_object_get(s, "wait"), *o;
+    size_t i;
+
+    fprintf(f, "TrainJob %s/%s: %s\n", str(tj, "namespace"), str(tj, "name"), str(tj, "state"));
+    json_array_foreach(json_object_get(tj, "conditions"), i, o)
+    {
+        fprintf(f, "  %s=%s", str(o, "type"), str(o, "status"));
+        if (str(o, "reason") && *str(o, "reason"))
+            fprintf(f, " (%s)", str(o, "reason"));
+        if (str(o, "message") && *str(o, "message"))
+            fprintf(f, ": %s", str(o, "message"));
+        fputc('\n', f);
+    }
+    fprintf(f, "Runtime: %s %s%s\n", str(rt, "kind"), str(rt, "name") ? str(rt, "name") : "?",
+            json_is_true(json_object_get(rt, "found")) ? "" : " (not found)");
+    fprintf(f, "Backend: %s, because %s\n", str(be, "name") ? str(be, "name") : "unknown",
+            str(be, "why"));
+    fputs("Objects:\n", f);
+    if (!json_array_size(json_object_get(s, "objects")))
+        fputs("  none yet\n", f);
+    json_array_foreach(json_object_get(s, "objects"), i, o)
+        fprintf(f, "  %s %s (%s): %s\n", str(o, "kind"), str(o, "name"), str(o, "apiVersion"),
+                str(o, "state"));
+    json_array_foreach(json_object_get(s, "gangs"), i, o)
+    {
+        fprintf(f,
+                "Gang %s %s: minMember %" JSON_INTEGER_FORMAT ": %" JSON_INTEGER_FORMAT
+                " created, %" JSON_INTEGER_FORMAT " gated, %" JSON_INTEGER_FORMAT
+                " bound, %" JSON_INTEGER_FORMAT " running\n",
+                str(o, "kind"), str(o, "name"), json_integer_value(json_object_get(o, "minMember")),
+                json_integer_value(json_object_get(o, "created")),
+                json_integer_value(json_object_get(o, "gated")),
+                json_integer_value(json_object_get(o, "bound")),
+                json_integer_value(json_object_get(o, "running")));
+    }
+    if (json_is_object(w)) {
+        if (streq(str(w, "cause"), "none"))
+            fprintf(f, "Not waiting: %s\n", str(w, "reason"));
+        else
+            fprintf(f, "Waiting (%s): %s\n", str(w, "cause"), str(w, "reason"));
+        fprintf(f, "  from %s\n", str(w, "from"));
+    } else {
+        fputs("Waiting: no wait reason written yet\n", f);
+    }
+    if (str(s, "unblock"))
+        fprintf(f, "Would unblock: %s\n", str(s, "unblock"));
+    fputs("Events:\n", f);
+    if (!json_array_size(json_object_get(s, "events")))
+        fputs("  none\n", f);
+    json_array_foreach(json_object_get(s, "events"), i, o)
+    {
+        json_int_t n = json_integer_value(json_object_get(o, "count"));
+        fprintf(f, "  %s %s %s %s: %s", str(o, "time"), str(o, "type"), str(o, "reason"),
+                str(o, "regarding"), str(o, "note"));
+        if (n > 1)
+            fprintf(f, " (x%" JSON_INTEGER_FORMAT ")", n);
+        fputc('\n', f);
+    }
+    json_array_foreach(json_object_get(s, "notes"), i, o)
+        fprintf(f, "Note: %s\n", json_string_value(o));
+    return ferror(f) ? -1 : 0;
+}

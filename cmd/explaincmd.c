@@ -1,0 +1,287 @@
+/*
+ * cmd/explaincmd.c - `trainsched explain TRAINJOB`: the glue of cmd/explain.h. It reads the API
+ * (GET and LIST only) into one snapshot, hands it to explain_story and prints the story.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+#include "cmd/explain.h"
+#include "common/alloc.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+#include "integrations/backend.h"
+#include "integrations/kai.h"
+#include "integrations/kueue.h"
+#include "integrations/volcano.h"
+
+static void usage(FILE *f)
+{
+    fputs("Usage: trainsched explain TRAINJOB [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
+          "                          [-o text|json]\n"
+          "       kubectl trainsched explain TRAINJOB ... (installed as kubectl-trainsched)\n\n"
+          "Why a TrainJob waits, from the API alone (read-only: get/list): its state and\n"
+          "conditions, its runtime and backend and why that backend, the JobSet and gang objects\n"
+          "it became, per gang the members created / gated / bound / running, the current wait\n"
+          "reason with its numbers (the extender's GangWaiting Events, Kueue's Workload\n"
+          "conditions, Volcano/KAI PodGroup conditions), what would unblock it, and the last\n"
+          "Events.\n\n"
+          "Options:\n"
+          "  -n, --namespace NS   the TrainJob's namespace (default: the context's, else default)\n"
+          "  --kubeconfig FILE    kubeconfig (default: in-cluster, else $KUBECONFIG or\n"
+          "                       ~/.kube/config)\n"
+          "  --context NAME       kubeconfig context (default: current-context)\n"
+          "  -o, --output FORMAT  text (default) or json (the story, docs/explain.md)\n"
+          "  -h, --help           this help\n\n"
+          "Exit status: 0 an answer; 1 the API could not be read (a forbidden read names the\n"
+          "permission; a cluster without the TrainJob CRD says so); 2 bad usage, or the TrainJob\n"
+          "does not exist.\n",
+          f);
+}
+
+/* "trainjobs.trainer.kubeflow.org" or "pods" */
+static void resource_name(const struct common_kube_resource *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%s", r->resource, r->group[0] ? "." : "", r->group);
+}
+
+/* the message of a forbidden read: the verb, the resource and the namespace */
+static void forbidden(const char *verb, const struct common_kube_resource *r, const char *ns,
+                      const char *detail, char *buf, size_t n)
+{
+    char res[200];
+    resource_name(r, res, sizeof(res));
+    snprintf(buf, n,
+             "cannot %s %s in namespace %s: the account needs %s on %s (docs/explain.md lists "
+             "the read-only ClusterRole trainsched-explain): %s",
+             verb, res, ns, verb, res, detail);
+}
+
+struct fetch {
+    struct common_kube *k;
+    const char *ns;
+    json_t *snap, *notes;
+};
+
+/* list r in the namespace into snap[key] (appended); a resource the cluster does not serve is
+ * skipped, a forbidden or failed list becomes a note */
+static void list_into(struct fetch *f, const char *key, const struct common_kube_resource *r,
+                      const char *selector)
+{
+    struct common_kube_list_opts lo = {0};
+    struct common_error e = {0};
+    json_t *items = NULL, *dst;
+    char msg[1400], res[200];
+    enum common_rc rc;
+
+    lo.label_selector = selector;
+    rc = common_kube_list(f->k, r, f->ns, &lo, &items, NULL, &e);
+    if (rc == COMMON_ENOTFOUND)
+        return; /* not served: that backend is not installed */
+    if (rc == COMMON_EUNAUTHORIZED) {
+        forbidden("list", r, f->ns, e.msg, msg, sizeof(msg));
+        json_array_append_new(f->notes, json_string(msg));
+        return;
+    }
+    if (rc != COMMON_OK) {
+        resource_name(r, res, sizeof(res));
+        snprintf(msg, sizeof(msg), "%s could not be listed: %s", res, e.msg);
+        json_array_append_new(f->notes, json_string(msg));
+        return;
+    }
+    dst = json_object_get(f->snap, key);
+    if (!dst) {
+        dst = json_array();
+        json_object_set_new(f->snap, key, dst);
+    }
+    json_array_extend(dst, items);
+    json_decref(items);
+}
+
+static const struct common_kube_resource kueue_workloads_v1beta1 = {"kueue.x-k8s.io", "v1beta1",
+                                                                    "workloads", 1};
+
+/* the runtime the TrainJob names, into snap.runtime (or a note) */
+static void get_runtime(struct fetch *f, const json_t *tj)
+{
+    const json_t *ref = json_object_get(json_object_get(tj, "spec"), "runtimeRef");
+    const char *name = json_string_value(json_object_get(ref, "name"));
+    const char *kind = json_string_value(json_object_get(ref, "kind"));
+    const struct common_kube_resource *r = kind && strcmp(kind, "TrainingRuntime") == 0
+                                               ? &common_kube_trainingruntimes
+                                               : &common_kube_clustertrainingruntimes;
+    struct common_error e = {0};
+    json_t *rt = NULL;
+    enum common_rc rc;
+    char msg[1400];
+
+    if (!name) {
+        json_array_append_new(f->notes, json_string("the TrainJob has no spec.runtimeRef.name"));
+        return;
+    }
+    rc = common_kube_get(f->k, r, f->ns, name, &rt, &e);
+    if (rc == COMMON_OK) {
+        json_object_set_new(f->snap, "runtime", rt);
+        return;
+    }
+    if (rc == COMMON_EUNAUTHORIZED)
+        forbidden("get", r, r->namespaced ? f->ns : "(cluster)", e.msg, msg, sizeof(msg));
+    else
+        snprintf(msg, sizeof(msg), "runtime %s %s: %s", kind ? kind : "ClusterTrainingRuntime",
+                 name, e.msg);
+    json_array_append_new(f->notes, json_string(msg));
+}
+
+static enum common_rc load_config(const char *path, const char *context,
+                                  struct common_kubeconfig *kc, struct common_error *e)
+{
+    if (path)
+        return common_kubeconfig_load(path, context, kc, e);
+    if (getenv("KUBERNETES_SERVICE_HOST") && !context)
+        return common_kubeconfig_in_cluster(NULL, kc, e);
+    return common_kubeconfig_load(NULL, context, kc, e);
+}
+
+int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *name = NULL, *ns = NULL, *kcpath = NULL, *context = NULL, *format = "text";
+    struct common_kubeconfig kc = {0};
+    struct common_kube *k = NULL;
+    struct common_error e = {0};
+    struct fetch f = {0};
+    json_t *tj = NULL, *story = NULL;
+    char msg[1400], selector[400];
+    int status = 1, have_kc = 0;
+    enum common_rc rc;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(out);
+            return 0;
+        }
+        if (strcmp(a, "-n") == 0 || strcmp(a, "--namespace") == 0)
+            dst = &ns;
+        else if (strcmp(a, "--kubeconfig") == 0)
+            dst = &kcpath;
+        else if (strcmp(a, "--context") == 0)
+            dst = &context;
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
+            dst = &format;
+        if (dst) {
+            if (i + 1 >= argc) {
+                fprintf(err, "trainsched explain: %s: Required value: a value must follow\n", a);
+                return 2;
+            }
+            *dst = argv[++i];
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(err, "trainsched explain: unknown flag %s\n\n", a);
+            usage(err);
+            return 2;
+        }
+        if (name) {
+            fprintf(err, "trainsched explain: one TrainJob only: %s and %s\n", name, a);
+            return 2;
+        }
+        name = a;
+    }
+    if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
+        fprintf(err,
+                "trainsched explain: -o: Unsupported value: \"%s\": supported values: \"text\", "
+                "\"json\"\n",
+                format);
+        return 2;
+    }
+    if (!name || !*name) {
+        fputs("trainsched explain: TRAINJOB: Required value: name the TrainJob\n\n", err);
+        usage(err);
+        return 2;
+    }
+    if (load_config(kcpath, context, &kc, &e) != COMMON_OK) {
+        fprintf(err, "trainsched explain: kubeconfig: %s\n", e.msg);
+        return 1;
+    }
+    have_kc = 1;
+    if (!ns)
+        ns = kc.namespace && *kc.namespace ? kc.namespace : "default";
+    k = common_kube_client_create(&kc, NULL, &e);
+    if (!k) {
+        fprintf(err, "trainsched explain: API client: %s\n", e.msg);
+        goto out;
+    }
+    rc = common_kube_get(k, &common_kube_trainjobs, ns, name, &tj, &e);
+    if (rc == COMMON_EUNAUTHORIZED) {
+        forbidden("get", &common_kube_trainjobs, ns, e.msg, msg, sizeof(msg));
+        fprintf(err, "trainsched explain: %s\n", msg);
+        goto out;
+    }
+    if (rc == COMMON_ENOTFOUND) {
+        char path[300];
+        int served = 1;
+        struct common_error e2 = {0};
+        common_kube_path(&common_kube_trainjobs, ns, NULL, NULL, path, sizeof(path) - 8);
+        snprintf(path + strlen(path), sizeof(path) - strlen(path), "?limit=1");
+        if (common_kube_served(k, path, 5000, &served, &e2) == COMMON_OK && !served) {
+            fprintf(err,
+                    "trainsched explain: the cluster does not serve trainjobs.%s/%s: Kubeflow "
+                    "Trainer's CRDs are not installed (docs/install.md)\n",
+                    common_kube_trainjobs.group, common_kube_trainjobs.version);
+            goto out;
+        }
+        fprintf(err, "trainsched explain: TrainJob %s/%s not found\n", ns, name);
+        status = 2;
+        goto out;
+    }
+    if (rc != COMMON_OK) {
+        fprintf(err, "trainsched explain: TrainJob %s/%s: %s\n", ns, name, e.msg);
+        goto out;
+    }
+
+    f.k = k;
+    f.ns = ns;
+    f.snap = json_object();
+    f.notes = json_array();
+    if (!f.snap || !f.notes) {
+        fputs("trainsched explain: out of memory\n", err);
+        goto out;
+    }
+    json_object_set(f.snap, "trainJob", tj);
+    get_runtime(&f, tj);
+    list_into(&f, "jobSets", &common_kube_jobsets, NULL);
+    list_into(&f, "podGroups", &common_kube_podgroups, NULL);
+    list_into(&f, "podGroups", &backend_native_podgroups, NULL);
+    list_into(&f, "podGroups", &backend_native_podgroups_v1beta1, NULL);
+    list_into(&f, "podGroups", &volcano_podgroups, NULL);
+    list_into(&f, "podGroups", &backend_kai_podgroups, NULL);
+    list_into(&f, "workloads", &kueue_workloads, NULL);
+    if (!json_object_get(f.snap, "workloads"))
+        list_into(&f, "workloads", &kueue_workloads_v1beta1, NULL);
+    snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
+    list_into(&f, "pods", &common_kube_pods, selector);
+    list_into(&f, "events", &common_kube_events, NULL);
+    json_object_set(f.snap, "notes", f.notes);
+
+    if (explain_story(f.snap, &story, &e) != COMMON_OK) {
+        fprintf(err, "trainsched explain: %s\n", e.msg);
+        goto out;
+    }
+    if (strcmp(format, "json") == 0) {
+        if (json_dumpf(story, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
+            goto out;
+    } else if (explain_text(story, out) != 0) {
+        goto out;
+    }
+    status = fflush(out) == 0 ? 0 : 1;
+out:
+    json_decref(story);
+    json_decref(f.snap);
+    json_decref(f.notes);
+    json_decref(tj);
+    common_kube_client_destroy(k);
+    if (have_kc)
+        common_kubeconfig_free(&kc);
+    return status;
+}
