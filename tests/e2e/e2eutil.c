@@ -571,6 +571,28 @@ int e2e_sched_ctl(const char *args)
     return system(cmd);
 }
 
+int e2e_sched_extender_up(const char *dir, int port, int bind_timeout_s)
+{
+    char cfg[600], args[700];
+    FILE *f;
+
+    snprintf(cfg, sizeof(cfg), "%s/scheduler-config.yaml", dir);
+    f = fopen(cfg, "w");
+    if (!f) {
+        perror(cfg);
+        return -1;
+    }
+    e2e_sched_config(f, port, bind_timeout_s);
+    fclose(f);
+    snprintf(args, sizeof(args), "restart %s", cfg);
+    if (e2e_sched_ctl(args) != 0) {
+        fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
+        e2e_sched_ctl("restore");
+        return -1;
+    }
+    return 0;
+}
+
 char *e2e_event_note(struct common_kube *k, const char *ns, const char *name, const char *reason,
                      const char *want)
 {

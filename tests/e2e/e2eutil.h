@@ -213,6 +213,11 @@ pid_t e2e_spawn(char *const argv[], const char *log);
  * HTTP to the extender on 127.0.0.1:port, httpTimeout bind_timeout_s s and short pod backoffs. */
 void e2e_sched_config(FILE *f, int port, int bind_timeout_s);
 
+/* e2e_sched_extender_up - write dir/scheduler-config.yaml (e2e_sched_config) and restart the
+ * bed's kube-scheduler with it (for main(), outside a Check test): 0, or -1 after saying why on
+ * stderr (the bed's own config is restored then). Undo with e2e_sched_ctl("restore"). */
+int e2e_sched_extender_up(const char *dir, int port, int bind_timeout_s);
+
 /* e2e_sched_ctl - run tests/e2e/testbed/scheduler-ctl.sh args (its stdout to stderr): the
  * system() status (0: success). */
 int e2e_sched_ctl(const char *args);

@@ -1,0 +1,290 @@
+/*
+ * tests/e2e/test_explain.c - `trainsched explain` against the test bed (tests/e2e/testbed/up.sh
+ * with TESTBED_JOBSET=1 TESTBED_KWOK=1; KUBECONFIG from its env file).
+ *
+ * main() restarts the bed's kube-scheduler with the shipped extender config pointed at an
+ * in-process extender (as tests/e2e/test_extender_flow.c does), and restores it afterwards.
+ * The reconciler runs in-process as trainsched's ServiceAccount with the gang marks on, so the
+ * JobSet's pods reach the extender without the pod webhook.
+ *
+ *   a_gang_that_cannot_fit_is_explained
+ *       2 kwok nodes of 1 CPU, a coscheduling TrainJob of 3 pods of 1 CPU: the gang waits (the
+ *       extender's GangWaiting Event: only 2 of the 3 pods fit); `trainsched explain` (the real
+ *       binary) exits 0, its text names the cause (quorum) and its numbers, its -o json carries
+ *       the same (wait.cause, wait.numbers.fit/need, unblock, gang counts, backend and why);
+ *       an unknown TrainJob exits 2 naming namespace/name; an account without read rights
+ *       (the namespace's default ServiceAccount) exits 1 naming the verb and the resource.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/events.h"
+#include "common/kube.h"
+#include "common/kubeconfig.h"
+#include "common/metrics.h"
+#include "e2eutil.h"
+#include "extender/server.h"
+#include "reconciler/reconciler.h"
+
+#define RUN_LABEL "trainsched.io/e2e-run"
+#define BIND_TIMEOUT_S 30
+
+static int port;
+static char tmpdir[256];
+static struct common_kube *kube, *tsk;
+static struct common_events *events;
+static struct common_metrics *metrics;
+static struct e2e_ext served;
+static struct rc_reconciler *rec;
+static char ns[96], run[32], nodes[2][96];
+
+static void setup(void)
+{
+    struct common_error err;
+    struct extender_server_opts o = {0};
+    struct rc_opts ro;
+
+    kube = e2e_client(20000, 0);
+    e2e_make_ns(kube, "explain", ns, sizeof(ns));
+    snprintf(run, sizeof(run), "x%lx%lx", (unsigned long)getpid() & 0xffff,
+             (unsigned long)time(NULL) & 0xffff);
+    events = common_events_create(kube, "e2e-explain", NULL, &err);
+    ck_assert_msg(events != NULL, "%s", err.msg);
+    metrics = common_metrics_create();
+    ck_assert_ptr_nonnull(metrics);
+    o.kube = kube;
+    o.events = events;
+    o.metrics = metrics;
+    o.bind_http_timeout_ms = BIND_TIMEOUT_S * 1000;
+    o.default_schedule_timeout_s = 20;
+    o.backoff_initial_ms = 2000;
+    o.backoff_max_ms = 4000;
+    e2e_ext_start(&served, &o, port);
+    tsk = e2e_client(20000, 1);
+    e2e_rc_opts(&ro, tsk, ns);
+    ro.gang_marks = 1; /* this bed's kube-scheduler calls the extender */
+    rec = e2e_rc_start(&ro);
+}
+
+static void teardown(void)
+{
+    struct common_error err;
+
+    if (rec)
+        rc_destroy(rec);
+    rec = NULL;
+    common_kube_client_destroy(tsk);
+    tsk = NULL;
+    e2e_ext_stop(&served);
+    common_metrics_destroy(metrics);
+    common_events_destroy(events);
+    (void)e2e_delete_pods_now(kube, ns, NULL);
+    for (int i = 0; i < 2; i++)
+        if (nodes[i][0])
+            common_kube_delete(kube, &common_kube_nodes, NULL, nodes[i], NULL, NULL, NULL, &err);
+    e2e_drop_ns(kube, ns);
+    common_kube_client_destroy(kube);
+}
+
+/* run `trainsched explain args...` (a shell word list) with kubeconfig kc: the exit status;
+ * stdout and stderr into *out and *err (malloc'd) */
+static int explain(const char *kc, const char *args, char **out, char **err)
+{
+    char cmd[2048], errpath[300];
+    int st;
+    FILE *p;
+    size_t n = 0, cap = 1 << 20;
+
+    snprintf(errpath, sizeof(errpath), "%s/explain.err", tmpdir);
+    snprintf(cmd, sizeof(cmd), "'%s' explain %s --kubeconfig '%s' 2>'%s'", TS_BINARY, args, kc,
+             errpath);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    *out = calloc(1, cap);
+    ck_assert_ptr_nonnull(*out);
+    n = fread(*out, 1, cap - 1, p);
+    (*out)[n] = '\0';
+    st = pclose(p);
+    *err = e2e_read_text(errpath);
+    fprintf(stderr, "$ trainsched explain %s -> %s\n%s%s", args, e2e_exit_text(st), *out, *err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void contains(const char *text, const char *want)
+{
+    ck_assert_msg(strstr(text, want) != NULL, "no \"%s\" in:\n%s", want, text);
+}
+
+START_TEST(a_gang_that_cannot_fit_is_explained)
+{
+    const char *kc = getenv("KUBECONFIG");
+    char args[400], *out, *err, *note = NULL, nokc[320];
+    json_error_t je;
+    json_t *story, *w, *g;
+    char *token;
+    FILE *f;
+
+    if (!getenv("TESTBED_JOBSET_RUNNING") || !getenv("TESTBED_KWOK_RUNNING") ||
+        strcmp(getenv("TESTBED_JOBSET_RUNNING"), "1") != 0 ||
+        strcmp(getenv("TESTBED_KWOK_RUNNING"), "1") != 0) {
+        fprintf(stderr, "SKIP: the bed runs no JobSet controller / kwok\n");
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(nodes[i], sizeof(nodes[i]), "explain-%s-%d", run, i);
+        e2e_create(kube, &common_kube_nodes, NULL,
+                   e2e_yamlf("apiVersion: v1\nkind: Node\n"
+                             "metadata:\n  name: %s\n  labels: {%s: %s}\n"
+                             "  annotations: {kwok.x-k8s.io/node: fake}\n"
+                             "status:\n  allocatable: {cpu: '1', memory: 64Gi, pods: '110'}\n"
+                             "  capacity: {cpu: '1', memory: 64Gi, pods: '110'}\n",
+                             nodes[i], RUN_LABEL, run));
+    }
+    e2e_create(
+        kube, &common_kube_trainingruntimes, ns,
+        e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                  "kind: TrainingRuntime\n"
+                  "metadata: {name: rt3, namespace: %s}\n"
+                  "spec:\n"
+                  "  mlPolicy: {numNodes: 3}\n"
+                  "  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 20}}\n" E2E_RT_NODE_JOB
+                  "              spec:\n"
+                  "                nodeSelector: {%s: '%s'}\n"
+                  "                tolerations: [{key: kwok.x-k8s.io/node, operator: "
+                  "Exists, effect: NoSchedule}]\n"
+                  "                containers:\n"
+                  "                - name: node\n"
+                  "                  image: busybox:1.36\n"
+                  "                  resources: {requests: {cpu: '1', memory: 64Mi}}\n",
+                  ns, RUN_LABEL, run));
+    e2e_create(kube, &common_kube_trainjobs, ns,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                         "metadata: {name: waits, namespace: %s}\n"
+                         "spec:\n  runtimeRef: {name: rt3, kind: TrainingRuntime}\n",
+                         ns));
+    /* the extender says why the gang waits: 2 nodes of 1 CPU hold 2 of the 3 pods */
+    for (double end = e2e_now_s() + 90; !note; e2e_nap(500)) {
+        json_t *pg = e2e_get(kube, &common_kube_podgroups, ns, "waits");
+        if (pg)
+            note = e2e_event_note(kube, ns, "waits", "GangWaiting", "only 2 of the 3 pods");
+        json_decref(pg);
+        if (!note && e2e_now_s() >= end) {
+            /* say what explain sees before failing */
+            snprintf(args, sizeof(args), "waits -n %s", ns);
+            (void)explain(kc, args, &out, &err);
+            ck_abort_msg("no GangWaiting Event \"only 2 of the 3 pods\" on PodGroup waits in 90 s");
+        }
+    }
+    fprintf(stderr, "GangWaiting: %s\n", note);
+    free(note);
+    ck_assert_uint_eq(e2e_bound_pods(kube, ns, "waits", NULL), 0);
+
+    snprintf(args, sizeof(args), "waits -n %s", ns);
+    ck_assert_int_eq(explain(kc, args, &out, &err), 0);
+    contains(out, "Backend: coscheduling, because the runtime's spec.podGroupPolicy.coscheduling");
+    contains(out, "Gang PodGroup waits: minMember 3: 3 created, 0 gated, 0 bound, 0 running");
+    contains(out, "Waiting (quorum): gang ");
+    contains(out, "only 2 of the 3 pods it needs fit at once");
+    contains(out, "Would unblock: needs room for 1 more pod(s) at once: 2 of the 3 fit");
+    contains(out, "GangWaiting PodGroup/waits");
+    free(out);
+    free(err);
+
+    snprintf(args, sizeof(args), "waits -n %s -o json", ns);
+    ck_assert_int_eq(explain(kc, args, &out, &err), 0);
+    story = json_loads(out, 0, &je);
+    ck_assert_msg(story != NULL, "-o json is no JSON: %s", je.text);
+    w = json_object_get(story, "wait");
+    ck_assert_str_eq(json_string_value(json_object_get(w, "cause")), "quorum");
+    ck_assert_int_eq(json_integer_value(e2e_at(w, "numbers.fit")), 2);
+    ck_assert_int_eq(json_integer_value(e2e_at(w, "numbers.need")), 3);
+    contains(json_string_value(json_object_get(story, "unblock")), "needs room for 1 more pod(s)");
+    ck_assert_str_eq(json_string_value(e2e_at(story, "backend.name")), "coscheduling");
+    ck_assert_str_eq(json_string_value(e2e_at(story, "backend.source")), "podGroupPolicy");
+    g = json_array_get(json_object_get(story, "gangs"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(g, "created")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(g, "bound")), 0);
+    json_decref(story);
+    free(out);
+    free(err);
+
+    /* an unknown TrainJob: exit 2 naming it */
+    snprintf(args, sizeof(args), "nope -n %s", ns);
+    ck_assert_int_eq(explain(kc, args, &out, &err), 2);
+    snprintf(args, sizeof(args), "TrainJob %s/nope not found", ns);
+    contains(err, args);
+    free(out);
+    free(err);
+
+    /* an account without read rights: exit 1 naming the verb and the resource */
+    token = e2e_sa_token(kube, ns, "default", NULL, 3600);
+    snprintf(nokc, sizeof(nokc), "%s/noaccess.kubeconfig", tmpdir);
+    f = fopen(nokc, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\n"
+            "clusters: [{name: bed, cluster: {server: '%s', certificate-authority: '%s'}}]\n"
+            "users: [{name: sa, user: {token: '%s'}}]\n"
+            "contexts: [{name: sa, context: {cluster: bed, user: sa}}]\n"
+            "current-context: sa\n",
+            getenv("TESTBED_SERVER"), getenv("TESTBED_CA"), token);
+    fclose(f);
+    free(token);
+    snprintf(args, sizeof(args), "waits -n %s", ns);
+    ck_assert_int_eq(explain(nokc, args, &out, &err), 1);
+    snprintf(args, sizeof(args),
+             "cannot get trainjobs.trainer.kubeflow.org in namespace %s: the account needs get on "
+             "trainjobs.trainer.kubeflow.org",
+             ns);
+    contains(err, args);
+    free(out);
+    free(err);
+}
+END_TEST
+
+int main(void)
+{
+    char cmd[400];
+    int failed;
+    Suite *s = suite_create("trainsched explain on the bed");
+    TCase *tc = tcase_create("explain");
+    SRunner *sr;
+
+    if (!getenv("KUBECONFIG")) {
+        fprintf(stderr, "KUBECONFIG is not set: start the test bed first\n");
+        return 1;
+    }
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/ts-explain-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror(tmpdir);
+        return 1;
+    }
+    port = e2e_free_port_or_exit();
+    if (e2e_sched_extender_up(tmpdir, port, BIND_TIMEOUT_S) != 0)
+        return 1;
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, a_gang_that_cannot_fit_is_explained);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (e2e_sched_ctl("restore") != 0) {
+        fprintf(stderr, "could not restore the test bed's kube-scheduler config\n");
+        failed++;
+    }
+    if (!failed) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        (void)system(cmd);
+    } else {
+        fprintf(stderr, "logs kept in %s\n", tmpdir);
+    }
+    return failed ? 1 : 0;
+}
