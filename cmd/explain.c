@@ -530,6 +530,7 @@ static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_n
     size_t i;
     const json_t *ev, *best = NULL, *c;
     int64_t best_t = 0;
+    int best_on_pg = 0;
     char from[600];
 
     if (strncmp(av, "kueue.x-k8s.io/", 15) == 0) {
@@ -566,6 +567,7 @@ static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_n
         const json_t *reg = json_object_get(ev, "regarding");
         const char *reason = str(ev, "reason"), *note = str(ev, "note");
         int64_t t;
+        int on_pg;
         if (!streq(reason, "GangWaiting") && !streq(reason, "GangReleased"))
             continue;
         if (!(streq(str(reg, "kind"), kind) && streq(str(reg, "name"), name)) &&
@@ -574,9 +576,13 @@ static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_n
               note[9 + strlen(name)] == ':'))
             continue;
         t = event_time(ev);
-        if (!best || t > best_t || (t == best_t && streq(str(reg, "kind"), kind))) {
+        on_pg = streq(str(reg, "kind"), kind);
+        /* the PodGroup's own Events first: the TrainJob's copies are written right after
+         * them, and stand in only when none on the PodGroup is there */
+        if (!best || on_pg > best_on_pg || (on_pg == best_on_pg && t > best_t)) {
             best = ev;
             best_t = t;
+            best_on_pg = on_pg;
         }
     }
     if (best) {

@@ -214,6 +214,7 @@ START_TEST(a_gang_that_cannot_fit_is_explained)
     contains(out, "Gang PodGroup waits: minMember 3: 3 created, 0 gated, 0 bound, 0 running");
     contains(out, "Waiting (quorum): gang ");
     contains(out, "only 2 of the 3 pods it needs fit at once");
+    contains(out, "  from Event GangWaiting on PodGroup waits at ");
     contains(out, "Would unblock: needs room for 1 more pod(s) at once: 2 of the 3 fit");
     contains(out, "GangWaiting PodGroup/waits");
     free(out);
