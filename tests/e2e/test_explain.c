@@ -13,13 +13,19 @@
  *       binary) exits 0, its text names the cause (quorum) and its numbers, its -o json carries
  *       the same (wait.cause, wait.numbers.fit/need, unblock, gang counts, backend and why);
  *       an unknown TrainJob exits 2 naming namespace/name; an account without read rights
- *       (the namespace's default ServiceAccount) exits 1 naming the verb and the resource.
+ *       (the namespace's default ServiceAccount) exits 1 naming the verb and the resource;
+ *       bound to the shipped manifests/rbac/explain-rbac.yaml it gets the whole answer.
+ *   a_cluster_without_the_trainjob_crd_is_named
+ *       through tests/e2e/faultproxy.py hiding /apis/trainer.kubeflow.org: exit 1 saying the
+ *       Trainer CRDs are not installed; unhidden, the same name exits 2 (no such TrainJob).
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -299,6 +305,48 @@ START_TEST(a_gang_that_cannot_fit_is_explained)
 }
 END_TEST
 
+/* through tests/e2e/faultproxy.py, which answers /apis/trainer.kubeflow.org as a server without
+ * that group does: explain says the Trainer CRDs are missing (exit 1); the group shown again,
+ * the same unknown name is a missing TrainJob (exit 2) */
+START_TEST(a_cluster_without_the_trainjob_crd_is_named)
+{
+    char dir[300], kc[340], args[300], *out, *err;
+    pid_t pid = 0;
+    int pport = 0, control = 0;
+    FILE *f;
+
+    snprintf(dir, sizeof(dir), "%s/proxy", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700) == 0 || errno == EEXIST, 1);
+    e2e_proxy_start(dir, &pid, &pport, &control);
+    snprintf(kc, sizeof(kc), "%s/proxy.kubeconfig", tmpdir);
+    f = fopen(kc, "w");
+    ck_assert_ptr_nonnull(f);
+    /* the proxy forwards as the bed's admin: no credentials of our own */
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\n"
+            "clusters: [{name: p, cluster: {server: 'https://127.0.0.1:%d', "
+            "certificate-authority: '%s'}}]\n"
+            "users: [{name: none, user: {}}]\n"
+            "contexts: [{name: p, context: {cluster: p, user: none}}]\n"
+            "current-context: p\n",
+            pport, getenv("TESTBED_CA"));
+    fclose(f);
+    json_decref(e2e_proxy_ctl(control, "/hide?prefix=/apis/trainer.kubeflow.org"));
+    snprintf(args, sizeof(args), "nope -n %s", ns);
+    ck_assert_int_eq(explain(kc, args, &out, &err), 1);
+    contains(err, "the cluster does not serve trainjobs.trainer.kubeflow.org/v1alpha1: Kubeflow "
+                  "Trainer's CRDs are not installed");
+    free(out);
+    free(err);
+    json_decref(e2e_proxy_ctl(control, "/unhide"));
+    ck_assert_int_eq(explain(kc, args, &out, &err), 2);
+    contains(err, "not found");
+    free(out);
+    free(err);
+    e2e_proxy_stop(&pid);
+}
+END_TEST
+
 int main(void)
 {
     char cmd[400];
@@ -322,6 +370,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, a_gang_that_cannot_fit_is_explained);
+    tcase_add_test(tc, a_cluster_without_the_trainjob_crd_is_named);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
