@@ -298,7 +298,11 @@ static json_t *parse_reason(const char *r, const char **cause)
         sscanf(p, "minResources needs %159s %159s", word, word2) == 2) {
         const char *q = strstr(p, "the cluster has ");
         char freeb[64] = "";
-        json_t *n = json_pack("{s:s, s:s}", "resource", word, "need", word2);
+        size_t l = strlen(word2);
+        json_t *n;
+        if (l && word2[l - 1] == ',') /* "minResources needs cpu 3, the cluster has ..." */
+            word2[l - 1] = '\0';
+        n = json_pack("{s:s, s:s}", "resource", word, "need", word2);
         if (q && sscanf(q, "the cluster has %63s", freeb) == 1)
             json_object_set_new(n, "free", json_string(freeb));
         *cause = "minResources";
