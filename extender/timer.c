@@ -211,6 +211,8 @@ static int64_t ungate_pass(struct extender_server *x, int64_t now, struct job **
 
     if (!gang_ungate_pending(x->gs, now))
         return INT64_MAX;
+    if (!extender_server_ready(x)) /* half-filled books would place gangs on room that is taken */
+        return now + UNGATE_PERIOD_MS;
     if (x->last_ungate && now - x->last_ungate < UNGATE_PERIOD_MS)
         return x->last_ungate + UNGATE_PERIOD_MS;
     if (!x->ug_out) {
