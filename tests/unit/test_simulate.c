@@ -193,6 +193,13 @@ START_TEST(fixtures)
         first = simulate_json(&x, &opts, &report);
         second = simulate_json(&x, &opts, NULL);
         ck_assert_msg(strcmp(first, second) == 0, "%s: two runs differ", de->d_name);
+        free(second);
+        /* cohorts (followers retried with their leader) change nothing in the report */
+        opts.retry_each_pod = 1;
+        second = simulate_json(&x, &opts, NULL);
+        opts.retry_each_pod = 0;
+        ck_assert_msg(strcmp(first, second) == 0, "%s: retrying each pod alone differs:\n%s\n%s",
+                      de->d_name, first, second);
         {
             /* the saved filter calls change no placement */
             json_t *every;
@@ -282,7 +289,13 @@ START_TEST(saved_filters_change_no_placement_on_a_busy_trace)
     {
         struct loaded lx = {.in = in};
         lx.a = a;
+        char *se;
         sx = simulate_json(&lx, &opts, &x);
+        opts.retry_each_pod = 1;
+        se = simulate_json(&lx, &opts, NULL);
+        opts.retry_each_pod = 0;
+        ck_assert_msg(strcmp(sx, se) == 0, "busy trace: retrying each pod alone differs");
+        free(se);
         opts.call_every_filter = 1;
         sy = simulate_json(&lx, &opts, &y);
     }
@@ -302,6 +315,66 @@ START_TEST(saved_filters_change_no_placement_on_a_busy_trace)
     common_yaml_docs_free(&jf);
     common_buf_free(&b);
     common_arena_destroy(a);
+}
+END_TEST
+
+/* A TrainJob placed pod by pod with many more pods than the cluster runs at once (8 GPUs
+ * each on the built-in 32 nodes of 8): each pod's run frees capacity, and the waiting pods are
+ * retried. The engine's work per pod (pod_steps: scheduling cycles, queue moves and events it
+ * handled one pod at a time) stays flat from 320 to 3,200 pods (it grew with the pods when every
+ * waiting pod was retried on its own each time), and the report is the same byte for byte as
+ * with every pod retried on its own. */
+START_TEST(a_wide_pod_by_pod_job_costs_the_same_work_per_pod_at_ten_times_the_pods)
+{
+    static const long sizes[] = {320, 3200};
+    double per_pod[2];
+
+    for (int k = 0; k < 2; k++) {
+        char yaml[1024];
+        struct common_yaml_docs cf, jf;
+        struct common_error e;
+        struct common_arena *a = common_arena_create(0);
+        struct sim_loader *l = sim_loader_create(a, NULL);
+        struct sim_input in;
+        struct sim_options opts;
+        struct sim_result r;
+
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                 "metadata: {name: wide, namespace: ml}\n"
+                 "spec:\n  runtimeRef: {apiGroup: trainer.kubeflow.org, kind: "
+                 "ClusterTrainingRuntime, name: torch-distributed}\n"
+                 "  trainer: {numNodes: %ld, resourcesPerNode: {limits: {nvidia.com/gpu: 8}}}\n",
+                 sizes[k]);
+        ck_assert(common_yaml_load(sim_default_cluster_yaml, strlen(sim_default_cluster_yaml),
+                                   "builtin", NULL, &cf, &e) == COMMON_OK);
+        ck_assert_msg(common_yaml_load(yaml, strlen(yaml), "job", NULL, &jf, &e) == COMMON_OK, "%s",
+                      e.msg);
+        ck_assert(sim_load_cluster(l, &cf, &e) == COMMON_OK);
+        ck_assert_msg(sim_load_jobs(l, &jf, &e) == COMMON_OK, "%s", e.msg);
+        ck_assert_msg(sim_loader_finish(l, &in, &e) == COMMON_OK, "%s", e.msg);
+        memset(&opts, 0, sizeof(opts));
+        ck_assert_msg(sim_run(&in, &opts, a, &r, &e) == COMMON_OK, "%s", e.msg);
+        ck_assert_uint_eq(in.n_jobs, 1);
+        ck_assert_int_eq(r.jobs[0].state, SIM_JOB_COMPLETED);
+        ck_assert_uint_eq(r.binds, (uint64_t)sizes[k]);
+        per_pod[k] = (double)r.pod_steps / (double)sizes[k];
+        if (k == 0) {
+            struct loaded lx = {.in = in, .a = a};
+            char *cohorts = simulate_json(&lx, &opts, NULL), *each;
+            opts.retry_each_pod = 1;
+            each = simulate_json(&lx, &opts, NULL);
+            ck_assert_msg(strcmp(cohorts, each) == 0, "retrying each pod alone differs");
+            free(cohorts);
+            free(each);
+        }
+        sim_loader_destroy(l);
+        common_yaml_docs_free(&cf);
+        common_yaml_docs_free(&jf);
+        common_arena_destroy(a);
+    }
+    ck_assert_msg(per_pod[1] < 1.5 * per_pod[0], "steps per pod: %.1f at %ld pods, %.1f at %ld",
+                  per_pod[0], sizes[0], per_pod[1], sizes[1]);
 }
 END_TEST
 
@@ -1051,6 +1124,7 @@ int main(void)
     tcase_add_test(tc, extender_verbs_decide_the_same_topology_placements);
     tcase_add_test(tc, command_line_topology_example);
     tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
+    tcase_add_test(tc, a_wide_pod_by_pod_job_costs_the_same_work_per_pod_at_ten_times_the_pods);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
     tcase_add_test(tc, report_text_and_svg);
