@@ -25,8 +25,9 @@
 /* rounds of retries with nothing left that frees capacity before the loop gives up */
 #define IDLE_ROUNDS_MAX 3
 
-/* P_FOLLOW: waiting as a follower of a sibling (its cohort's leader), whose state it shares */
-enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE, P_FOLLOW };
+/* P_FOLLOW: waiting as a follower of a sibling (its cohort's leader), whose state it shares;
+ * P_GATED: created with the gang gate, not in the queue until gang_ungate hands it out */
+enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE, P_FOLLOW, P_GATED };
 #define NONE UINT32_MAX
 enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE };
 
@@ -44,6 +45,8 @@ struct spod {
     int64_t arrival;
     int64_t interval; /* index into intervals, -1 */
     uint8_t listed;   /* in the ready list of the coming pass */
+    uint8_t gated;    /* created with the gang gate (the books see it until ungated) */
+    uint8_t ungated;  /* the gate was removed (handed out by gang_ungate) */
     /* a leader's followers, in queue order (f_next links them; NONE ends), n_f of them */
     uint32_t f_head, f_tail, f_next, n_f;
 };
@@ -111,6 +114,7 @@ struct engine {
     uint64_t books_version; /* bumped by every change to the core's books */
     struct sim_result *r;
     const struct sim_options *opts;
+    struct gang_ungate *ug; /* gang_ungate's answers, [n_pods] when some pod is gated */
 };
 
 /* ---- the event heap ---- */
@@ -252,6 +256,12 @@ static enum common_rc books_pod(struct engine *e, const struct spod *p, const ch
 
     cp.node_name = node ? node : "";
     cp.phase = phase;
+    if (p->gated) { /* the gate as the webhook gave it, then removed by the ungating */
+        cp.n_scheduling_gates = p->ungated ? 0 : 1;
+        cp.first_scheduling_gate = p->ungated ? NULL : GANG_SCHEDULING_GATE;
+        cp.scheduling_gates = p->ungated ? 0 : COMMON_GATE_TRAINSCHED;
+        cp.trainsched_gate_index = 0;
+    }
     e->books_version++;
     return gang_pod_upsert(e->s, &cp, err);
 }
@@ -732,10 +742,46 @@ static enum common_rc pod_arrive(struct engine *e, struct spod *p, int64_t now,
 
     if ((rc = books_pod(e, p, NULL, "Pending", err)) != COMMON_OK)
         return rc;
-    p->state = P_QUEUED;
     p->qtime = now;
     p->ready_at = now;
+    if (p->gated) {
+        p->state = P_GATED;
+        return COMMON_OK;
+    }
+    p->state = P_QUEUED;
     ready_add(e, (uint32_t)(p - e->pods));
+    return COMMON_OK;
+}
+
+/* the extender's ungating pass at now: the members gang_ungate hands out lose the gate (the
+ * books see them without it) and join the queue, whole gangs at a time */
+static enum common_rc ungate_pass(struct engine *e, int64_t now, struct common_error *err)
+{
+    struct gang_ungate_result res;
+    enum common_rc rc;
+
+    if (!e->ug)
+        return COMMON_OK;
+    do {
+        if (!gang_ungate_pending(e->s, now))
+            return COMMON_OK;
+        if ((rc = gang_ungate(e->s, now, e->ug, e->n_pods, &res, err)) != COMMON_OK)
+            return rc;
+        e->r->events += res.n ? 1 : 0;
+        for (size_t i = 0; i < res.n; i++) {
+            struct spod *p = pod_by_uid(e, e->ug[i].pod.uid);
+            if (!p || p->state != P_GATED)
+                continue;
+            p->ungated = 1;
+            e->r->pod_steps++;
+            if ((rc = books_pod(e, p, NULL, "Pending", err)) != COMMON_OK)
+                return rc;
+            p->state = P_QUEUED;
+            p->gen++;
+            p->ready_at = now;
+            ready_add(e, (uint32_t)(p - e->pods));
+        }
+    } while (res.more && res.n);
     return COMMON_OK;
 }
 
@@ -873,11 +919,18 @@ static int fits_empty(struct engine *e, size_t j, char *why, size_t whylen,
         ok = -1;
         goto out;
     }
-    for (size_t k = 0; k < job->n_pods; k++)
-        if (gang_pod_upsert(s, job->pods[k], err) != COMMON_OK) {
+    for (size_t k = 0; k < job->n_pods; k++) {
+        struct common_pod cp = *job->pods[k];
+        if (cp.scheduling_gates == COMMON_GATE_TRAINSCHED) { /* asked as if ungated */
+            cp.n_scheduling_gates = 0;
+            cp.first_scheduling_gate = NULL;
+            cp.scheduling_gates = 0;
+        }
+        if (gang_pod_upsert(s, &cp, err) != COMMON_OK) {
             ok = -1;
             goto out;
         }
+    }
     for (size_t k = 0; k < job->n_pods && ok == 1; k++) {
         if (gang_filter(s, job->pods[k], e->names, e->in->n_nodes, 0, v, &fr, err) != COMMON_OK) {
             ok = -1;
@@ -980,6 +1033,13 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
             jr->wait_ms = 0;
         jr->gang_failures = sj->failures;
         jr->filters = sj->filters;
+        if (!sj->started && !sj->reason[0] && job->gang) {
+            /* a gang that stayed at the gang gate: the ungating pass's reason */
+            struct gang_info gi;
+            if (gang_info(e->s, job->pg.namespace, job->pg.name, &gi, NULL) == COMMON_OK &&
+                gi.reason)
+                snprintf(sj->reason, sizeof(sj->reason), "%s", gi.reason);
+        }
         jr->reason = common_arena_strdup(a, sj->reason);
         jr->domain = common_arena_strdup(a, sj->domain);
         jr->domain_level = common_arena_strdup(a, sj->domain_level);
@@ -1079,6 +1139,7 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
     uint32_t *tmp = NULL;
     int idle_rounds = 0;
     uint64_t next_progress = 4096;
+    size_t n_gated = 0;
 
     memset(out, 0, sizeof(*out));
     memset(&e, 0, sizeof(e));
@@ -1127,10 +1188,19 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
                 p->node = -1;
                 p->interval = -1;
                 p->f_head = p->f_tail = p->f_next = NONE;
+                /* created gated: by the webhook (gang_gate, coscheduling gangs) or as written
+                 * (the gang gate alone: another gate would hold it forever here) */
+                p->gated = in->jobs[j].gang && in->jobs[j].pg.min_member > 0 &&
+                           (e.opts->gang_gate || p->cp->scheduling_gates == COMMON_GATE_TRAINSCHED);
+                n_gated += p->gated;
                 p->gpus = pod_gpus(p->cp, in->gpu_resource);
                 p->arrival = in->jobs[j].pod_arrival_ms ? in->jobs[j].pod_arrival_ms[q]
                                                         : in->jobs[j].arrival_ms;
             }
+        if (n_gated && !(e.ug = common_malloc((e.n_pods + 1) * sizeof(*e.ug)))) {
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+            goto out;
+        }
         qsort(e.pods, e.n_pods, sizeof(*e.pods), uid_cmp);
         for (size_t i = 1; i < e.n_pods; i++)
             if (strcmp(e.pods[i - 1].cp->uid, e.pods[i].cp->uid) == 0) {
@@ -1205,7 +1275,8 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
                 goto out;
             }
         }
-        if ((rc = pass(&e, now, tmp, err)) != COMMON_OK)
+        if ((rc = ungate_pass(&e, now, err)) != COMMON_OK ||
+            (rc = pass(&e, now, tmp, err)) != COMMON_OK)
             goto out;
         if (sample(&e, now)) {
             rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
@@ -1242,5 +1313,6 @@ out:
     common_free(e.unsched);
     common_free(e.iv);
     common_free(e.samples);
+    common_free(e.ug);
     return rc;
 }

@@ -272,6 +272,12 @@ struct sim_options {
      * answer it shares (sim/engine.c, "cohorts"); the report is the same byte for byte, only
      * slower (time grows with waiting pods x capacity changes). For tests. */
     int retry_each_pod;
+    /* 1: every member of a coscheduling gang (minMember > 0) is created with the gang gate
+     * (trainsched.io/gang), as the pod webhook gives it when the extender is wired. Members that
+     * carry that gate alone in the input are created gated either way. A gated member is offered
+     * to the simulated queue only when gang_ungate hands it out (whole gangs at a time), as the
+     * extender's ungating pass does. */
+    int gang_gate;
 };
 
 /*
