@@ -24,6 +24,7 @@ static const char usage[] =
     "Usage: trainsched simulate -f FILE [-f FILE]... [--cluster FILE]... [-o text|json|yaml]\n"
     "                           [--svg FILE] [--until DURATION] [--bind-timeout DURATION]\n"
     "                           [--gpu-resource NAME] [--topology NAME=LEVEL,...]...\n"
+    "                           [--gang-gate]\n"
     "\n"
     "Place the jobs in FILE on a simulated cluster over simulated time, with the same gang\n"
     "core the scheduler extender runs (whole-gang planning, holds, timeouts, backoff), and\n"
@@ -52,6 +53,10 @@ static const char usage[] =
     "      --gpu-resource NAME   the GPU resource name (default nvidia.com/gpu)\n"
     "      --topology SPEC       NAME=LEVEL,LEVEL,... node label keys widest first, as serve's\n"
     "                            --extender-topology; repeatable; replaces a declared name\n"
+    "      --gang-gate           members of coscheduling gangs are created with the gang gate\n"
+    "                            (trainsched.io/gang), as the pod webhook gives it, and join\n"
+    "                            the queue when the extender's ungating pass releases their\n"
+    "                            gang whole (members that carry that gate alone always do)\n"
     "  -h, --help                this help\n"
     "\n"
     "Exit status: 0 simulated; 2 bad usage or invalid input (the message names the file,\n"
@@ -156,6 +161,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                                              {"bind-timeout", required_argument, NULL, 'b'},
                                              {"gpu-resource", required_argument, NULL, 'g'},
                                              {"topology", required_argument, NULL, 't'},
+                                             {"gang-gate", no_argument, NULL, 'G'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *clusters[MAX_FILES], *topos[MAX_FILES];
@@ -172,7 +178,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     struct progress prog;
     struct common_error e;
     enum common_rc rc;
-    int opt, status = 0, stdin_seen = 0, svg_done = 0;
+    int opt, status = 0, stdin_seen = 0, svg_done = 0, gang_gate = 0;
     FILE *svgf = NULL;
 
     optind = 1;
@@ -238,6 +244,9 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                         optarg);
                 return 2;
             }
+            break;
+        case 'G':
+            gang_gate = 1;
             break;
         case 'h':
             fputs(usage, out);
@@ -325,6 +334,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     clock_gettime(CLOCK_MONOTONIC, &prog.start);
     memset(&opts, 0, sizeof(opts));
     opts.until_ms = until;
+    opts.gang_gate = gang_gate;
     opts.progress = progress_cb;
     opts.progress_ctx = &prog;
     if ((rc = sim_run(&in, &opts, a, &res, &e))) {
