@@ -437,6 +437,28 @@ static void backoff_text(const json_t *n, char *buf, size_t size)
                  json_integer_value(json_object_get(n, "backoffSeconds")), fb);
 }
 
+/* the numbers of a Volcano or KAI PodGroup condition's message: KAI's "Resources were found for
+ * 3 pods while 4 are required for gang scheduling" (fit, need); Volcano's "3/4 tasks in gang
+ * unschedulable: pod group is not ready, 4 Pending, 4 minAvailable" (unschedulable, tasks,
+ * minAvailable); NULL when neither */
+static json_t *parse_podgroup_condition(const char *m)
+{
+    const char *p;
+    unsigned a, b;
+
+    if (m && (p = strstr(m, "Resources were found for ")) &&
+        sscanf(p, "Resources were found for %u pods while %u are required", &a, &b) == 2)
+        return json_pack("{s:i, s:i}", "fit", a, "need", b);
+    if (m && sscanf(m, "%u/%u tasks in gang unschedulable", &a, &b) == 2) {
+        json_t *n = json_pack("{s:i, s:i}", "unschedulable", a, "tasks", b);
+        unsigned mm;
+        if (n && (p = strstr(m, " Pending, ")) && sscanf(p, " Pending, %u minAvailable", &mm) == 1)
+            json_object_set_new(n, "minAvailable", json_integer(mm));
+        return n;
+    }
+    return NULL;
+}
+
 static const char *unblock_text(const char *cause, const json_t *n, char *buf, size_t size)
 {
 #define I(k) ((long long)json_integer_value(json_object_get(n, k)))
@@ -449,10 +471,16 @@ static const char *unblock_text(const char *cause, const json_t *n, char *buf, s
         return NULL;
     backoff_text(n, bo, sizeof(bo));
     buf[0] = '\0';
-    if (streq(cause, "quorum"))
+    if (streq(cause, "quorum") || (streq(cause, "podGroupCondition") && HAS("need")))
+        /* the extender's quorum, or KAI's found/required on a node pool */
         snprintf(buf, size, "needs room for %lld more pod(s) at once: %lld of the %lld fit%s%s",
-                 I("need") - I("fit"), I("fit"), I("need"), S("shortOf") ? "; short of " : "",
-                 S("shortOf") ? S("shortOf") : "");
+                 I("need") - I("fit"), I("fit"), I("need"),
+                 S("shortOf")    ? "; short of "
+                 : S("nodePool") ? " in node pool "
+                                 : "",
+                 S("shortOf")    ? S("shortOf")
+                 : S("nodePool") ? S("nodePool")
+                                 : "");
     else if (streq(cause, "topology") && S("largest"))
         snprintf(buf, size,
                  "needs room for %lld pods in one %s domain; the largest, %s, has room for %lld "
@@ -506,6 +534,15 @@ static const char *unblock_text(const char *cause, const json_t *n, char *buf, s
     else if (streq(cause, "timeout"))
         snprintf(buf, size, "timed out after %lld s with %lld of minMember %lld held",
                  I("afterSeconds"), I("held"), I("minMember"));
+    else if (streq(cause, "podGroupCondition") && HAS("tasks"))
+        snprintf(buf, size,
+                 "needs minAvailable %lld of its %lld task(s) placeable at once; Volcano finds "
+                 "%lld unschedulable",
+                 HAS("minAvailable") ? I("minAvailable") : I("tasks"), I("tasks"),
+                 I("unschedulable"));
+    else if (streq(cause, "slurm"))
+        snprintf(buf, size, "Slurm job %lld starts once Slurm's pending reason %s clears",
+                 I("jobId"), S("slurmReason"));
     else if (streq(cause, "quota"))
         snprintf(buf, size,
                  "needs %s more %s of unused quota in flavor %s (the ClusterQueue's "
@@ -808,26 +845,63 @@ static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_n
         return json_pack("{s:s, s:s, s:s, s:o}", "cause", cause, "reason", note, "from", from,
                          "numbers", n ? n : json_object());
     }
-    /* Volcano / KAI / native PodGroups: their scheduler's conditions */
-    json_array_foreach(json_object_get(json_object_get(gobj, "status"), "conditions"), i, c)
-    {
-        const char *type = str(c, "type");
-        if (!streq(str(c, "status"), "True") ||
-            !(streq(type, "Unschedulable") || streq(type, "UnschedulableOnNodePool")))
-            continue;
-        snprintf(from, sizeof(from), "%s %s condition %s (%s)", kind, name, type,
-                 str(c, "reason") ? str(c, "reason") : "");
-        return json_pack("{s:s, s:s, s:s, s:o}", "cause", "podGroupCondition", "reason",
-                         str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
-                         json_object());
+    /* Volcano / KAI / native PodGroups: their scheduler's conditions (KAI writes its verdict in
+     * status.schedulingConditions, per node pool) */
+    for (int list = 0; list < 2; list++) {
+        const char *key = list ? "schedulingConditions" : "conditions";
+        json_array_foreach(json_object_get(json_object_get(gobj, "status"), key), i, c)
+        {
+            const char *type = str(c, "type");
+            json_t *n;
+            if ((str(c, "status") && !streq(str(c, "status"), "True")) ||
+                (!list && !str(c, "status")) ||
+                !(streq(type, "Unschedulable") || streq(type, "UnschedulableOnNodePool")))
+                continue;
+            snprintf(from, sizeof(from), "%s %s %s %s%s%s (%s)", kind, name,
+                     list ? "schedulingCondition" : "condition", type,
+                     str(c, "nodePool") ? " on node pool " : "",
+                     str(c, "nodePool") ? str(c, "nodePool") : "",
+                     str(c, "reason") ? str(c, "reason") : "");
+            n = parse_podgroup_condition(str(c, "message"));
+            if (n && str(c, "nodePool"))
+                json_object_set_new(n, "nodePool", json_string(str(c, "nodePool")));
+            return json_pack("{s:s, s:s, s:s, s:o}", "cause", "podGroupCondition", "reason",
+                             str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
+                             n ? n : json_object());
+        }
     }
     return NULL;
+}
+
+/* the Slurm backend's wait: the TrainJob condition SlurmJob (integrations/slurm.h) while its
+ * reason is SlurmJobPending ("Slurm job 12 is pending (PENDING): Resources"); NULL otherwise */
+static json_t *slurm_wait(const json_t *tj)
+{
+    const json_t *c = NULL;
+    const char *msg;
+    long long id;
+    char state[64], why[200];
+    json_t *n;
+
+    cond_true(tj, "SlurmJob", &c);
+    if (!c || !streq(str(c, "reason"), "SlurmJobPending"))
+        return NULL;
+    msg = str(c, "message") ? str(c, "message") : "";
+    n = json_object();
+    if (n && sscanf(msg, "Slurm job %lld is pending (%63[^)]): %199[^\n]", &id, state, why) == 3) {
+        json_object_set_new(n, "jobId", json_integer(id));
+        json_object_set_new(n, "state", json_string(state));
+        json_object_set_new(n, "slurmReason", json_string(why));
+    }
+    return json_pack("{s:s, s:s, s:s, s:o}", "cause", "slurm", "reason", msg, "from",
+                     "TrainJob condition SlurmJob (SlurmJobPending)", "numbers",
+                     n ? n : json_object());
 }
 
 enum common_rc explain_story(const json_t *snap, json_t **out, struct common_error *err)
 {
     struct ctx c = {0};
-    const json_t *tj = json_object_get(snap, "trainJob"), *o, *runtime;
+    const json_t *tj = json_object_get(snap, "trainJob"), *o, *runtime, *slurm_cond = NULL;
     json_t *story = NULL, *evs = NULL, *wait = json_null(), *unblock = json_null();
     struct ev_ref *refs = NULL;
     size_t i, n = 0;
@@ -866,11 +940,26 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
     json_array_foreach(json_object_get(snap, "jobSets"), i,
                        o) if (meta(o, "name") && owned_by(o, "TrainJob", c.name, c.uid))
         add_object(&c, o, jobset_state(o));
+    {
+        /* the Slurm backend's job, named by its TrainJob condition (integrations/slurm.h) */
+        const json_t *sc = NULL;
+        long long id;
+        char idb[32];
+        cond_true(tj, "SlurmJob", &sc);
+        if (sc && str(sc, "message") && sscanf(str(sc, "message"), "Slurm job %lld", &id) == 1) {
+            snprintf(idb, sizeof(idb), "%lld", id);
+            json_array_append_new(c.objects,
+                                  json_pack("{s:s, s:s, s:s, s:s}", "kind", "SlurmJob",
+                                            "apiVersion", "slurmrestd", "name", idb, "state",
+                                            str(sc, "reason") ? str(sc, "reason") : ""));
+        }
+    }
     if (!json_array_size(c.objects))
         json_array_append_new(c.notes, json_string("no JobSet of the TrainJob yet"));
     collect_gangs(&c, snap);
     count_members(&c, snap);
-    if (!json_array_size(c.gangs))
+    cond_true(tj, "SlurmJob", &slurm_cond);
+    if (!json_array_size(c.gangs) && !slurm_cond) /* the Slurm backend makes no gang object */
         json_array_append_new(
             c.notes,
             json_string("no gang object (PodGroup or Kueue Workload) of the TrainJob yet"));
@@ -932,6 +1021,8 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
             else
                 json_decref(w);
         }
+        if (!any && (any = slurm_wait(tj)))
+            json_object_set_new(any, "gang", json_null());
         if (any) {
             const char *u =
                 unblock_text(str(any, "cause"), json_object_get(any, "numbers"), ub, sizeof(ub));

@@ -27,7 +27,11 @@
  * Causes: "members" (pods not all created), "gated", "quorum" (fewer than minMember fit at
  * once), "topology" (no domain of the required level has room), "dra" (the devices of the
  * members' ResourceClaims), "minResources", "backoff", "timeout", "quota" (Kueue),
- * "podGroupCondition" (Volcano/KAI/native PodGroup conditions), "unknown" (a wait reason not
+ * "podGroupCondition" (Volcano/native PodGroup status.conditions, KAI's
+ * status.schedulingConditions: KAI's found/required pods and node pool, Volcano's unschedulable
+ * tasks and minAvailable as numbers), "slurm" (the TrainJob condition SlurmJob while
+ * SlurmJobPending: job id, state and Slurm's reason; the job is listed among the objects as
+ * kind SlurmJob), "unknown" (a wait reason not
  * recognized: quoted as is), "none" (released / admitted). Wait reasons are the extender's own
  * words (gang/gang.c, gang/dra.c, dra/alloc.c, topology/topology.c), read first from the
  * PodGroup's verdict annotation (gang/gang.h GANG_VERDICT_ANNOTATION: its backoffUntil gives

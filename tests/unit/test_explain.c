@@ -216,8 +216,8 @@ int main(void)
     TCase *tc = tcase_create("fixtures"), *cli = tcase_create("cli");
 
     ncases = testutil_cases("explain", cases, 64);
-    if (ncases < 9) {
-        fprintf(stderr, "test_explain: %d cases under tests/fixtures/explain, want at least 9\n",
+    if (ncases < 12) {
+        fprintf(stderr, "test_explain: %d cases under tests/fixtures/explain, want at least 12\n",
                 ncases);
         return 1;
     }
