@@ -21,7 +21,9 @@
  *       extender's GangWaiting.
  *   a_cluster_without_the_trainjob_crd_is_named
  *       through tests/e2e/faultproxy.py hiding /apis/trainer.kubeflow.org: exit 1 saying the
- *       Trainer CRDs are not installed; unhidden, the same name exits 2 (no such TrainJob).
+ *       Trainer CRDs are not installed; unhidden, the same name exits 2 (no such TrainJob); a
+ *       TrainJob that exists: every Event list in the proxy's record of requests has the
+ *       field selector regarding.name (no list of the whole namespace's Events).
  *   a_gang_waiting_for_a_rack_is_explained
  *       4 kwok nodes of 1 CPU, 2 per rack; 3 one-CPU pods asking for one rack: cause topology,
  *       level, need 3, the largest rack and its room 2, "room for 2 of 3 (1 short)".
@@ -649,7 +651,8 @@ END_TEST
 
 /* through tests/e2e/faultproxy.py, which answers /apis/trainer.kubeflow.org as a server without
  * that group does: explain says the Trainer CRDs are missing (exit 1); the group shown again,
- * the same unknown name is a missing TrainJob (exit 2) */
+ * the same unknown name is a missing TrainJob (exit 2); for a TrainJob that exists, every
+ * Event list explain sends has the field selector regarding.name */
 START_TEST(a_cluster_without_the_trainjob_crd_is_named)
 {
     char dir[300], kc[340], args[300], *out, *err;
@@ -685,6 +688,35 @@ START_TEST(a_cluster_without_the_trainjob_crd_is_named)
     contains(err, "not found");
     free(out);
     free(err);
+
+    /* a TrainJob that exists: explain lists Events only by regarding.name, never the whole
+     * namespace's (the proxy's record of every request line) */
+    make_runtime("seen", 1, 20, "{}", "", 0);
+    make_trainjob("seen", "seen");
+    json_decref(e2e_proxy_ctl(control, "/reset"));
+    snprintf(args, sizeof(args), "seen -n %s", ns);
+    ck_assert_int_eq(explain(kc, args, &out, &err), 0);
+    free(out);
+    free(err);
+    {
+        json_t *st = e2e_proxy_ctl(control, "/state");
+        const json_t *r;
+        size_t i, lists = 0;
+        char path[300];
+        snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+        json_array_foreach(json_object_get(st, "recent_requests"), i, r)
+        {
+            const char *line = json_string_value(r);
+            if (!line || !strstr(line, path))
+                continue;
+            lists++;
+            ck_assert_msg(strstr(line, "fieldSelector=regarding.name"),
+                          "an Event list without fieldSelector regarding.name: %s", line);
+        }
+        ck_assert_msg(lists >= 1, "explain listed no Events through the proxy");
+        fprintf(stderr, "explain seen: %zu Event lists, each by regarding.name\n", lists);
+        json_decref(st);
+    }
     e2e_proxy_stop(&pid);
 }
 END_TEST
