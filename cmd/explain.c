@@ -517,6 +517,22 @@ static const char *unblock_text(const char *cause, const json_t *n, char *buf, s
             snprintf(buf + l, size - l, "; node %s has %lld", S("node"), I("matching"));
         else if (S("node") && HAS("free"))
             snprintf(buf + l, size - l, "; node %s has %lld free", S("node"), I("free"));
+        {
+            size_t k;
+            const json_t *cl;
+            json_array_foreach(json_object_get(n, "claims"), k, cl)
+            {
+                l = strlen(buf);
+                snprintf(buf + l, size - l,
+                         "; request \"%s\" of class %s: %" JSON_INTEGER_FORMAT
+                         " device(s) per claim, %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                         " claims allocated",
+                         str(cl, "request"), str(cl, "deviceClass"),
+                         json_integer_value(json_object_get(cl, "devices")),
+                         json_integer_value(json_object_get(cl, "allocated")),
+                         json_integer_value(json_object_get(cl, "claims")));
+            }
+        }
     } else if (streq(cause, "members"))
         snprintf(buf, size, "needs %lld more member pod(s) created: %lld of minMember %lld exist",
                  I("minMember") - I("exist"), I("exist"), I("minMember"));
@@ -898,6 +914,89 @@ static json_t *slurm_wait(const json_t *tj)
                      n ? n : json_object());
 }
 
+/* 1 when claim belongs to one of pods: an ownerReference to the pod (a claim made from its
+ * ResourceClaimTemplate), or named by the pod's spec.resourceClaims or
+ * status.resourceClaimStatuses */
+static int claim_of_pods(const json_t *claim, const json_t *pods)
+{
+    const char *name = meta(claim, "name");
+    size_t i, k;
+    const json_t *p, *r;
+
+    json_array_foreach(pods, i, p)
+    {
+        json_array_foreach(json_object_get(json_object_get(claim, "metadata"), "ownerReferences"),
+                           k, r) if (streq(str(r, "kind"), "Pod") &&
+                                     streq(str(r, "name"), meta(p, "name"))) return 1;
+        json_array_foreach(json_object_get(json_object_get(p, "spec"), "resourceClaims"), k,
+                           r) if (streq(str(r, "resourceClaimName"), name)) return 1;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "resourceClaimStatuses"),
+                           k, r) if (streq(str(r, "resourceClaimName"), name)) return 1;
+    }
+    return 0;
+}
+
+/* the device requests of the TrainJob's pods' ResourceClaims (snapshot resourceClaims,
+ * resource.k8s.io/v1), per request name and DeviceClass: [{request, deviceClass, devices (per
+ * claim, ExactCount; the most seen), claims, allocated}]; a request of firstAvailable choices
+ * counts by its first. NULL when none. */
+static json_t *claims_part(const json_t *snap)
+{
+    json_t *out = json_array();
+    size_t i, k, j;
+    const json_t *c, *rq, *e;
+
+    json_array_foreach(json_object_get(snap, "resourceClaims"), i, c)
+    {
+        int alloc = json_is_object(json_object_get(json_object_get(c, "status"), "allocation"));
+        if (!claim_of_pods(c, json_object_get(snap, "pods")))
+            continue;
+        json_array_foreach(
+            json_object_get(json_object_get(json_object_get(c, "spec"), "devices"), "requests"), k,
+            rq)
+        {
+            const json_t *x = json_object_get(rq, "exactly");
+            const char *cls;
+            json_int_t count;
+            json_t *row = NULL;
+            if (!x)
+                x = json_array_get(json_object_get(rq, "firstAvailable"), 0);
+            cls = str(x, "deviceClassName");
+            if (!cls || !str(rq, "name"))
+                continue;
+            count = json_is_integer(json_object_get(x, "count"))
+                        ? json_integer_value(json_object_get(x, "count"))
+                        : 1;
+            json_array_foreach(out, j, e) if (streq(str(e, "request"), str(rq, "name")) &&
+                                              streq(str(e, "deviceClass"), cls))
+            {
+                row = (json_t *)e;
+                break;
+            }
+            if (!row) {
+                row = json_pack("{s:s, s:s, s:I, s:i, s:i}", "request", str(rq, "name"),
+                                "deviceClass", cls, "devices", (json_int_t)0, "claims", 0,
+                                "allocated", 0);
+                if (!row || json_array_append_new(out, row) != 0)
+                    continue;
+            }
+            if (count > json_integer_value(json_object_get(row, "devices")))
+                json_object_set_new(row, "devices", json_integer(count));
+            json_object_set_new(
+                row, "claims",
+                json_integer(json_integer_value(json_object_get(row, "claims")) + 1));
+            json_object_set_new(
+                row, "allocated",
+                json_integer(json_integer_value(json_object_get(row, "allocated")) + alloc));
+        }
+    }
+    if (!json_array_size(out)) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 enum common_rc explain_story(const json_t *snap, json_t **out, struct common_error *err)
 {
     struct ctx c = {0};
@@ -1023,6 +1122,11 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
         }
         if (!any && (any = slurm_wait(tj)))
             json_object_set_new(any, "gang", json_null());
+        if (any && streq(str(any, "cause"), "dra")) {
+            json_t *cl = claims_part(snap);
+            if (cl)
+                json_object_set_new(json_object_get(any, "numbers"), "claims", cl);
+        }
         if (any) {
             const char *u =
                 unblock_text(str(any, "cause"), json_object_get(any, "numbers"), ub, sizeof(ub));

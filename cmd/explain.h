@@ -14,6 +14,9 @@
  *                   scheduling.k8s.io (native), scheduling.volcano.sh, scheduling.run.ai (KAI)
  *   workloads       Kueue Workloads (kueue.x-k8s.io) of the namespace
  *   pods            pods of the TrainJob (label jobset.sigs.k8s.io/jobset-name)
+ *   resourceClaims  resource.k8s.io/v1 ResourceClaims of the namespace (those of the pods kept:
+ *                   an ownerReference to one, or named by its spec or status); a "dra" wait
+ *                   gets numbers.claims [{request, deviceClass, devices, claims, allocated}]
  *   events          events.k8s.io/v1 Events regarding the above (others are dropped)
  *   now             RFC 3339 time the snapshot was taken (a backoff's time left), optional;
  *                   not an RFC 3339 time: COMMON_EINVAL naming snapshot.now

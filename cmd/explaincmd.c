@@ -179,6 +179,8 @@ static void list_events(struct fetch *f, const char *tj)
     json_decref(names);
 }
 
+static const struct common_kube_resource resource_claims = {"resource.k8s.io", "v1",
+                                                            "resourceclaims", 1};
 static const struct common_kube_resource kueue_workloads_v1beta1 = {"kueue.x-k8s.io", "v1beta1",
                                                                     "workloads", 1};
 
@@ -344,6 +346,7 @@ int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
         list_into(&f, "workloads", &kueue_workloads_v1beta1, NULL, NULL);
     snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
     list_into(&f, "pods", &common_kube_pods, selector, NULL);
+    list_into(&f, "resourceClaims", &resource_claims, NULL, NULL);
     list_events(&f, name);
     clock_gettime(CLOCK_REALTIME, &ts);
     now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;

@@ -29,7 +29,8 @@
  *       level, need 3, the largest rack and its room 2, "room for 2 of 3 (1 short)".
  *   a_gang_waiting_for_devices_is_explained
  *       2 kwok nodes with a ResourceSlice of 4 GPUs each; 3 pods claiming 4 GPUs each: cause
- *       dra, 2 of the 3 fit with their devices.
+ *       dra, 2 of the 3 fit with their devices; the pods' 3 claims, request gpu of 4 devices of
+ *       this run's DeviceClass (numbers.claims).
  *   a_gang_in_backoff_after_a_timeout_is_explained (an extender backing off 60 s)
  *       3 pods created gated, 2 ungated: their binds held, the gang times out after 5 s: cause
  *       timeout, 2 of minMember 3 held, backoff 60 s (failure 1), backoffUntil in the verdict and
@@ -224,13 +225,26 @@ static void make_runtime(const char *name, int num_nodes, int timeout_s, const c
                   claim ? ", claims: [{name: gpu}]" : ""));
 }
 
+/* TrainJob name of TrainingRuntime runtime. A bed running Kueue validates TrainJobs with a
+ * webhook that reads the runtime from its cache, which may not hold a runtime created a moment
+ * ago ("runtime 'x' not found"): that refusal is retried for up to 20 s. */
 static void make_trainjob(const char *name, const char *runtime)
 {
-    e2e_create(kube, &common_kube_trainjobs, ns,
-               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-                         "metadata: {name: %s, namespace: %s}\n"
-                         "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
-                         name, ns, runtime));
+    json_t *tj = e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                           "metadata: {name: %s, namespace: %s}\n"
+                           "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
+                           name, ns, runtime);
+    struct common_error err;
+    double end = e2e_now_s() + 20;
+
+    for (;; e2e_nap(500)) {
+        if (common_kube_create(kube, &common_kube_trainjobs, ns, tj, NULL, NULL, &err) == COMMON_OK)
+            break;
+        ck_assert_msg(strstr(err.msg, "runtime '") && strstr(err.msg, "' not found") &&
+                          e2e_now_s() < end,
+                      "create TrainJob %s: %s", name, err.msg);
+    }
+    json_decref(tj);
 }
 
 /* 1 when text holds one of the '|'-separated alternatives of want */
@@ -353,11 +367,7 @@ START_TEST(a_gang_that_cannot_fit_is_explained)
                   "                  image: busybox:1.36\n"
                   "                  resources: {requests: {cpu: '1', memory: 64Mi}}\n",
                   ns, RUN_LABEL, run));
-    e2e_create(kube, &common_kube_trainjobs, ns,
-               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-                         "metadata: {name: waits, namespace: %s}\n"
-                         "spec:\n  runtimeRef: {name: rt3, kind: TrainingRuntime}\n",
-                         ns));
+    make_trainjob("waits", "rt3");
     /* the extender says why the gang waits: 2 nodes of 1 CPU hold 2 of the 3 pods */
     for (double end = e2e_now_s() + 90; !note; e2e_nap(500)) {
         json_t *pg = e2e_get(kube, &common_kube_podgroups, ns, "waits");
@@ -541,8 +551,9 @@ END_TEST
  * pods each claiming 4 GPUs of this run's DeviceClass: 2 of the 3 fit with their devices */
 START_TEST(a_gang_waiting_for_devices_is_explained)
 {
-    char *out;
+    char *out, want[300];
     json_t *story, *v;
+    const json_t *cl;
 
     if (!jobset_and_kwok())
         return;
@@ -580,8 +591,17 @@ START_TEST(a_gang_waiting_for_devices_is_explained)
     contains(out, "  from PodGroup gpus annotation trainsched.io/verdict (since ");
     ck_assert_str_eq(json_string_value(e2e_at(story, "wait.cause")), "dra");
     contains(out, "Would unblock: needs devices for 1 more pod(s) at once: 2 of the 3 fit");
+    /* the pods' ResourceClaims: one request of 4 devices of this run's class per pod */
+    snprintf(want, sizeof(want), "; request \"gpu\" of class %s: 4 device(s) per claim, ", cls);
+    contains(out, want);
     ck_assert_int_eq(num(story, "fit"), 2);
     ck_assert_int_eq(num(story, "need"), 3);
+    cl = json_array_get(e2e_at(story, "wait.numbers.claims"), 0);
+    ck_assert_msg(cl != NULL, "no wait.numbers.claims");
+    ck_assert_str_eq(json_string_value(json_object_get(cl, "request")), "gpu");
+    ck_assert_str_eq(json_string_value(json_object_get(cl, "deviceClass")), cls);
+    ck_assert_int_eq(json_integer_value(json_object_get(cl, "devices")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(cl, "claims")), 3);
     json_decref(story);
     free(out);
 }
