@@ -112,7 +112,7 @@ struct extender_server_opts {
     int64_t backoff_initial_ms, backoff_max_ms;
     unsigned binders;          /* binder threads; 0 = 4 */
     int advertise_resource;    /* patch EXTENDER_GANG_RESOURCE onto nodes: 1 (default) or -1 */
-    int write_podgroup_status; /* 1 (default) or -1: leave PodGroup status alone */
+    int write_podgroup_status; /* 1 (default) or -1: leave PodGroup status and verdict alone */
     size_t max_body;           /* request body cap (bytes); 0 = 64 MiB (the codec's default) */
     /* Topologies for topology-aware gang placement (docs/topology.md), each
      * "NAME=LEVEL,LEVEL,..." (topo_spec_parse), the first the default; read during create

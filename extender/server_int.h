@@ -58,6 +58,9 @@ struct pgrec {
     int has_start;
     int64_t start;
     char reason[2 * GANG_REASON_MAX];
+    /* the verdict annotation last written (timer.c): its message and backoff end (mono ms) */
+    char verdict[2 * GANG_REASON_MAX];
+    int64_t verdict_backoff;
     int gone;
 };
 

@@ -27,6 +27,7 @@ struct pg_view {
     char phase[16];
     char reason[2 * GANG_REASON_MAX]; /* the gang's reason, then its timeout note */
     char level[GANG_REASON_MAX];      /* the topology level of the gang's domain, "" when none */
+    int64_t backoff_until;            /* gang_info's (mono ms), 0 when none */
 };
 
 static struct pgrec *rec_get(struct extender_server *x, const char *key)
@@ -131,6 +132,48 @@ static void gang_event(struct extender_server *x, const struct pg_view *v, const
                    NULL);
 }
 
+/* The gang's verdict as the PodGroup annotation GANG_VERDICT_ANNOTATION (gang/gang.h), written
+ * when its message or its backoff end changed: what `trainsched explain` reads first, since
+ * Events expire and the PodGroup CRD's status has no place for it. */
+static void write_verdict(struct extender_server *x, struct pgrec *r, const struct pg_view *v,
+                          const char *ns, const char *name)
+{
+    int64_t now = extender_mono_ms();
+    char since[40], until[40];
+    struct common_error e = {0};
+    json_t *verdict, *patch = NULL;
+    char *text = NULL, *body = NULL;
+
+    if (x->o.write_podgroup_status <= 0 || !v->reason[0] ||
+        (strcmp(r->verdict, v->reason) == 0 && r->verdict_backoff == v->backoff_until))
+        return;
+    format_time(now, since, sizeof(since));
+    verdict = json_pack("{s:s, s:s, s:s}", "reason",
+                        strncmp(v->reason, "released", 8) == 0 ? "GangReleased" : "GangWaiting",
+                        "message", v->reason, "since", since);
+    if (verdict && v->backoff_until > now) {
+        format_time(v->backoff_until, until, sizeof(until));
+        json_object_set_new(verdict, "backoffUntil", json_string(until));
+    }
+    text = verdict ? json_dumps(verdict, JSON_COMPACT) : NULL;
+    json_decref(verdict);
+    if (text)
+        patch =
+            json_pack("{s:{s:{s:s}}}", "metadata", "annotations", GANG_VERDICT_ANNOTATION, text);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    free(text);
+    if (body && common_kube_patch(x->kube, &common_kube_podgroups, ns, name,
+                                  COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, &e) == COMMON_OK) {
+        extender_copy_str(r->verdict, sizeof(r->verdict), v->reason);
+        r->verdict_backoff = v->backoff_until;
+    } else if (body) {
+        common_log(COMMON_LOG_WARN, "extender: PodGroup verdict not written", "podgroup", v->key,
+                   "error", e.msg, NULL);
+    }
+    free(body);
+}
+
 static void write_status(struct extender_server *x, const struct pg_view *v)
 {
     struct pgrec *r = rec_get(x, v->key);
@@ -146,6 +189,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         r->gone = 1;
         r->written = 0;
         r->reason[0] = '\0';
+        r->verdict[0] = '\0';
         return;
     }
     r->gone = 0;
@@ -186,6 +230,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         }
         free(body);
     }
+    write_verdict(x, r, v, ns, name);
     if (x->o.events && v->reason[0] && strcmp(r->reason, v->reason) != 0) {
         if (strncmp(v->reason, "released", 8) == 0 && v->level[0]) {
             const char *lv[] = {v->level};
@@ -393,6 +438,7 @@ void *extender_timer_main(void *arg)
                                  gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note,
                                  gi.reason[0] && gi.topology_note[0] ? "; " : "", gi.topology_note);
                         extender_copy_str(v->level, sizeof(v->level), gi.domain_level);
+                        v->backoff_until = gi.backoff_until;
                     }
                 }
                 common_free(x->dirty[i]);

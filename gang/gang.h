@@ -83,6 +83,14 @@
 
 /* Pod label naming the PodGroup (scheduler-plugins coscheduling). */
 #define GANG_POD_GROUP_LABEL "scheduling.x-k8s.io/pod-group"
+/* PodGroup annotation holding the gang's current verdict, written by the extender's timer
+ * (extender/timer.c) when it changes and read by `trainsched explain` (cmd/explain.c): compact
+ * JSON {"reason": "GangWaiting"|"GangReleased", "message": the gang's reason (gang_info's, at
+ * most 2 * GANG_REASON_MAX bytes), "since": RFC 3339 time it was first written, "backoffUntil":
+ * RFC 3339 end of the gang's backoff, only while it backs off}. An annotation because the
+ * scheduler-plugins PodGroup CRD's status has no conditions and the API server prunes unknown
+ * status fields; unlike an Event it does not expire. */
+#define GANG_VERDICT_ANNOTATION "trainsched.io/verdict"
 /* Optional pod label: the minMember the pod was created for (written by the reconciler into
  * the pod templates). Members whose value differs from the cached PodGroup hold the gang. */
 #define GANG_MIN_MEMBER_LABEL "trainsched.io/gang-min-member"
