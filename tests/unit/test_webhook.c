@@ -10,6 +10,7 @@
  *                      schedulerName / gangResource  (mutate-pod options)
  *                      maxScheduleTimeoutMs: 628000  (the extender's gang timeout cap: warnings)
  *                      extenderWired: false          (mutate-pod option; default true here)
+ *                      gangGate: false               (mutate-pod option; default true here)
  *                      defaultBackend: native        (serve's backends.default)
  *                      lookupErrors: [{kind: JobSet, code: unsupported|timeout|api, message}]
  *   request.json       the body as the API server sends it (an AdmissionReview, or bad bytes)
@@ -265,6 +266,7 @@ START_TEST(test_fixture)
     o.gang_resource = json_string_value(json_object_get(spec, "gangResource"));
     o.max_schedule_timeout_ms = json_integer_value(json_object_get(spec, "maxScheduleTimeoutMs"));
     o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
+    o.gang_gate = !json_is_false(json_object_get(spec, "gangGate"));
     o.default_backend = json_string_value(json_object_get(spec, "defaultBackend"));
     {
         size_t i;
@@ -856,6 +858,7 @@ static void torture(const char *name)
     ck_assert_ptr_nonnull(ep);
     o.scheduler_name = json_string_value(json_object_get(spec, "schedulerName"));
     o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
+    o.gang_gate = !json_is_false(json_object_get(spec, "gangGate"));
     fixture_path(path, sizeof(path), name, "cluster.yaml");
     cluster.objects = exists(path) ? load_yaml_docs(path, &kdocs) : json_array();
     o.lookup = cluster_lookup;
