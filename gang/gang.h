@@ -97,7 +97,10 @@
  * Kueue's topology ungater removes while writing the assigned domain (the assignment's level
  * keys, only kubernetes.io/hostname when that is the lowest level) into spec.nodeSelector. */
 #define GANG_KUEUE_PODSET_LABEL "kueue.x-k8s.io/podset"
-#define GANG_KUEUE_TOPOLOGY_GATE "kueue.x-k8s.io/topology"
+#define GANG_KUEUE_TOPOLOGY_GATE COMMON_KUEUE_TOPOLOGY_GATE
+/* trainsched's own scheduling gate (issue 29, docs/gang.md "The gang gate"): the pod webhook
+ * gives it to every member of an extender-scheduled gang; gang_ungate says when to remove it. */
+#define GANG_SCHEDULING_GATE COMMON_TRAINSCHED_GATE
 
 /* Distinct resource names the books track (cpu, memory, ephemeral-storage, pods and up to 60
  * extended names). A node's resource past the cap is ignored; a pod requesting one fits
@@ -512,6 +515,9 @@ struct gang_info {
      * lowered, minResources or the phased jobs changed. The glue compares it around
      * gang_podgroup_upsert and touches the waiting members (gang_waiting_pods) when it grew. */
     uint32_t podgroup_unblocks;
+    /* members at trainsched's gate (GANG_SCHEDULING_GATE only, not yet handed out by
+     * gang_ungate) */
+    uint32_t gated_ours;
 };
 
 /* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */
@@ -540,6 +546,87 @@ size_t gang_waiting_pods(const struct gang_state *s, const char *ns, const char 
  * naming the first difference. For tests and debug builds; O(pods + nodes x resources).
  */
 enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
+
+/* ---- the gang gate: members wait at GANG_SCHEDULING_GATE, gangs enter kube-scheduler whole ----
+ */
+
+/*
+ * A member is "at our gate" when it is known (not Failed, not deleting), unbound, not Succeeded,
+ * GANG_SCHEDULING_GATE is its ONLY scheduling gate, and gang_ungate has not handed it out yet.
+ * gang_ungate decides, whole gangs at a time, which of those to ungate now (docs/gang.md
+ * "The gang gate"). A gang with members at our gate, in this order:
+ * - no PodGroup: stays gated ("PodGroup ns/name not found");
+ * - phased members (the PodGroup's GANG_PHASED_ANNOTATION jobs): ungated at once;
+ * - minMember 0, admitted (a member bound or released) or active (holding, or its plan reserved
+ *   by an earlier pass): every member at our gate is ungated at once;
+ * - the filter's gates (backoff, stale minMember, fewer than minMember member pods, Kueue's
+ *   topology gate on members, phased pods not placed, topology, DRA claims): stays gated with
+ *   that gate's reason;
+ * - fewer than minMember members placeable (held, bound, released, phased done, or pending with
+ *   no gate but ours): stays gated (members held by another gate do not count: ours goes after
+ *   Kueue's);
+ * - minResources short of the cluster's free sum: stays gated;
+ * - the planner places the whole gang on the current books (topology and DRA included; members
+ *   at our gate count as placeable, members held by another gate are left out): the plan is
+ *   committed and reserved against every other gang (as a held gang's is) until the members
+ *   hold and bind, bounded by the gang's timeout (then it fails with backoff as an attempt
+ *   does, and the ungated pods go through the held-bind path); every member at our gate is
+ *   ungated (GANG_UNGATE_PLACED);
+ * - else, when the gang would fit with every pod a preemption at its highest member priority
+ *   could evict gone (gang_preempt's R3, priority > 0 only): ungated without a reservation so
+ *   that kube-scheduler preempts for it through the preempt verb (GANG_UNGATE_PREEMPT);
+ * - else stays gated, the planner's reason in gang_info's reason.
+ * Gangs are taken by their highest member spec.priority (descending), then creation order in
+ * the books (older first): a higher-priority gang's reservation is in place before a lower one
+ * plans. Only gangs whose pods or PodGroup changed since the last pass are looked at, plus every
+ * gang with members at our gate when room was freed (a pod that used capacity ended or went, a
+ * node was added or its allocatable, labels or taints changed, a reservation dropped) or a
+ * backoff one of them waits for ended. A pod handed out stays "ungating" (never handed out
+ * again) until the books see it without our gate, or gang_ungate_failed.
+ */
+
+enum gang_ungate_why {
+    GANG_UNGATE_PLACED = 1, /* the whole gang was placed; its plan is reserved */
+    GANG_UNGATE_PREEMPT, /* fits only with lower-priority pods evicted: kube-scheduler preempts */
+    GANG_UNGATE_ALONE    /* no gang wait: phased member, minMember 0, admitted or active gang */
+};
+
+/* One pod to ungate: remove GANG_SCHEDULING_GATE from its spec.schedulingGates. */
+struct gang_ungate {
+    struct gang_pod_ref pod;
+    char gang[320];      /* "namespace/name" of its PodGroup */
+    uint32_t gate_index; /* the gate's index in spec.schedulingGates as the books last saw it
+                            (a JSON patch tests it before removing) */
+    enum gang_ungate_why why;
+};
+
+struct gang_ungate_result {
+    size_t n;          /* entries written to out[0..n) */
+    uint32_t gangs;    /* gangs that had members handed out in this pass */
+    uint32_t waiting;  /* gangs left with members at our gate (a gauge) */
+    uint32_t examined; /* gangs looked at in this pass */
+    int more;          /* out had no room for a whole gang: call again (those gangs stay marked) */
+};
+
+/*
+ * gang_ungate - the ungating pass at now (ms): fills out[0..cap) with the members whose
+ * GANG_SCHEDULING_GATE the glue removes now (every member of a gang at once: a gang that does
+ * not fit in the room left is not started, res->more says so) and *res. Each pod is handed out
+ * once. Deterministic. COMMON_OK; COMMON_ENOMEM (out[0..res->n) are still to be carried out,
+ * the gangs not looked at stay marked). Cost: one plan per gang looked at (see above); O(gangs)
+ * more when every gang is looked at.
+ */
+enum common_rc gang_ungate(struct gang_state *s, int64_t now, struct gang_ungate *out, size_t cap,
+                           struct gang_ungate_result *res, struct common_error *err);
+
+/* gang_ungate_pending - nonzero when a gang_ungate pass at now has something to look at: a
+ * marked gang with members at our gate, room freed while some wait, or a backoff ended. O(marked
+ * gangs). */
+int gang_ungate_pending(const struct gang_state *s, int64_t now);
+
+/* gang_ungate_failed - removing the gate of pod uid failed for good (not 404): the pod is at
+ * our gate again and its gang is looked at by the next pass. Unknown uids are ignored. */
+void gang_ungate_failed(struct gang_state *s, const char *uid);
 
 /* ---- preempt ---- */
 
