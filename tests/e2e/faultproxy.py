@@ -28,6 +28,10 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
   GET /kick     end every active pass-through watch (not one at fault) now: the proxy sends the
                 chunked terminator (as the server does at timeoutSeconds) and closes the
                 connection, so the client resumes at once
+  GET /writes?method=M&match=SUBSTR&after=N  from now on, requests (not watches) with method M
+                whose target contains SUBSTR: the first N are forwarded, every later one is
+                held: never forwarded, no answer, until the client closes its connection (a
+                writer killed between two writes); /reset ends it
   GET /release  let held requests go
   GET /reset    disarm and forget the records
   GET /state    JSON: counters, the armed fault, the faults applied (with what happened), the
@@ -74,10 +78,12 @@ class State:
         self.recent = []  # the last 50 watch request targets as forwarded
         self.hidden = []  # path prefixes answered 404 (/hide)
         self.hidden_answered = 0
+        self.writes = None  # dict: method, match, after, forwarded, held, targets (/writes)
 
     def snapshot(self):
         return {
             "requests": self.requests,
+            "writes": self.writes,
             "watches": self.watches,
             "armed": self.armed,
             "applied": self.applied,
@@ -309,6 +315,19 @@ class Conn:
             await self.cw.drain()
             return "close" not in (hget(hdrs, "Connection") or "").lower()
         watch = method == "GET" and is_watch(target)
+        w = STATE.writes
+        if w is not None and not watch and method == w["method"] and w["match"] in target:
+            if w["forwarded"] >= w["after"]:
+                w["held"] += 1
+                w["targets"].append(target)
+                log("holding", method, target)
+                await relay_body(self.cr, Discard(), hdrs, until_eof_ok=False)
+                try:
+                    await self.cr.read()  # until the client closes its side
+                except Exception:
+                    pass
+                return False
+            w["forwarded"] += 1
         fault = None
         if watch:
             STATE.watches += 1
@@ -533,8 +552,15 @@ async def control(reader, writer):
         elif u.path == "/release":
             STATE.release.set()
             body = STATE.snapshot()
+        elif u.path == "/writes":
+            STATE.writes = {"method": q.get("method", "PATCH"), "match": q.get("match", ""),
+                            "after": int(q.get("after", "0")), "forwarded": 0, "held": 0,
+                            "targets": []}
+            log("writes", STATE.writes)
+            body = STATE.snapshot()
         elif u.path == "/reset":
             STATE.armed = None
+            STATE.writes = None
             STATE.applied = []
             STATE.release.set()
             body = STATE.snapshot()

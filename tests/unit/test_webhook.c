@@ -38,6 +38,7 @@
 
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/coretypes.h"
 #include "common/httpd.h"
 #include "common/metrics.h"
 #include "common/yaml.h"
@@ -769,6 +770,8 @@ START_TEST(test_endpoint_table)
     ck_assert_ptr_null(webhook_endpoint_by_path(NULL));
     for (int i = 0; i < WEBHOOK_COUNT; i++)
         ck_assert_int_eq(webhook_endpoints[i].id, i);
+    /* the gate the webhook gives is the one the extender's books recognise and remove */
+    ck_assert_str_eq(WEBHOOK_GANG_GATE, COMMON_TRAINSCHED_GATE);
 }
 END_TEST
 
