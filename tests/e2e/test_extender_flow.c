@@ -1714,7 +1714,7 @@ START_TEST(gate_interleaved_20_gangs_bind_without_long_holds)
         make_node(8);
     for (int g = 0; g < 20; g++) {
         snprintf(gang, sizeof(gang), "il%02d", g);
-        make_podgroup(gang, 3, 60);
+        make_podgroup(gang, 3, 20);
     }
     for (int m = 0; m < 3; m++)
         for (int g = 0; g < 20; g++) {
@@ -1751,7 +1751,7 @@ START_TEST(gate_pods_created_before_their_podgroup_bind_within_5s_of_it)
     make_user_pod("early-0", "early", "1", NULL, 0);
     make_user_pod("early-1", "early", "1", NULL, 0);
     stays_gated("early", 2, 30);
-    make_podgroup("early", 2, 60);
+    make_podgroup("early", 2, 20);
     took = wait_whole("early", 2, 60);
     fprintf(stderr, "gate early pods: bound %.1f s after their PodGroup was created\n", took);
     ck_assert_msg(took <= 5, "bound %.1f s after the PodGroup, want <= 5 s", took);
@@ -1801,7 +1801,7 @@ START_TEST(gate_high_priority_gang_preempts_and_binds_whole)
     make_user_pod("hi-1", "hi", "1", "trainsched-e2e-gate-high", 0);
     stays_gated("hi", 2, 10);
     ck_assert_int_eq(alive("low", 6), 6);
-    make_podgroup("hi", 2, 60);
+    make_podgroup("hi", 2, 20);
     took = wait_whole("hi", 2, 90);
     fprintf(stderr,
             "gate preemption: gang hi bound whole %.1f s after its PodGroup; %d of 6 "
@@ -1844,7 +1844,7 @@ START_TEST(gate_removed_by_hand_too_early_falls_back_without_a_partial_gang)
 {
     make_node(4);
     make_node(4);
-    make_podgroup("hand", 3, 60);
+    make_podgroup("hand", 3, 20);
     make_user_pod("hand-0", "hand", "1", NULL, 0);
     make_user_pod("hand-1", "hand", "1", NULL, 0);
     stays_gated("hand", 2, 3);
@@ -1868,7 +1868,7 @@ START_TEST(gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_ba
 
     make_node(4);
     make_node(4);
-    make_podgroup("gone", 3, 60);
+    make_podgroup("gone", 3, 20);
     make_user_pod("gone-0", "gone", "1", NULL, 0);
     make_user_pod("gone-1", "gone", "1", NULL, 0);
     stays_gated("gone", 2, 3);
@@ -1876,7 +1876,8 @@ START_TEST(gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_ba
     pg = get_obj(&common_kube_podgroups, "gone");
     ck_assert_ptr_nonnull(pg);
     json_decref(pg);
-    for (double t0 = e2e_now_s(); !(note = e2e_event_note(kube, ns, "gone", "GangWaiting", ""));
+    for (double t0 = e2e_now_s();
+         !(note = e2e_event_note(kube, ns, "gone", "GangWaiting", "2 of minMember 3 exist"));
          e2e_nap(500))
         ck_assert_msg(e2e_now_s() - t0 < 30, "no GangWaiting Event on PodGroup gone after 30 s");
     fprintf(stderr, "gate PodGroup deleted: waiting reason \"%s\"\n", note);
@@ -1886,7 +1887,7 @@ START_TEST(gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_ba
                   "delete PodGroup gone: %s", err.msg);
     make_user_pod("gone-2", "gone", "1", NULL, 0);
     stays_gated("gone", 3, 8);
-    make_podgroup("gone", 3, 60);
+    make_podgroup("gone", 3, 20);
     fprintf(stderr, "gate PodGroup deleted: bound whole %.1f s after it was recreated\n",
             wait_whole("gone", 3, 60));
 }
@@ -1909,7 +1910,7 @@ START_TEST(gate_min_member_raised_then_lowered_while_gated)
 {
     make_node(4);
     make_node(4);
-    make_podgroup("mm", 3, 60);
+    make_podgroup("mm", 3, 20);
     make_user_pod("mm-0", "mm", "1", NULL, 0);
     make_user_pod("mm-1", "mm", "1", NULL, 0);
     stays_gated("mm", 2, 3);
@@ -2010,7 +2011,7 @@ START_TEST(gate_extender_killed_between_two_ungate_writes_finishes_the_gang_whol
     json_decref(e2e_proxy_ctl(pctl, text));
     for (int k = 0; k < 4; k++)
         make_node(4);
-    make_podgroup("kill", 4, 60);
+    make_podgroup("kill", 4, 20);
     for (int k = 0; k < 4; k++) {
         char name[32];
         snprintf(name, sizeof(name), "kill-%d", k);
