@@ -131,6 +131,8 @@ struct extender_server_stats {
     uint64_t bindings_ok, bindings_failed;      /* Binding creates */
     uint64_t node_patches, status_patches;      /* writes */
     uint64_t pod_touches; /* waiting gang pods annotated after a PodGroup change */
+    /* the gang gate: gates removed, removals that failed for good, ungating passes */
+    uint64_t ungated, ungate_failed, ungate_passes;
     /* DRA (docs/dra.md): claim allocations written before a Binding, and cleared after a
      * gang's attempt ended */
     uint64_t dra_claims_written, dra_claims_released;

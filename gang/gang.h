@@ -580,9 +580,9 @@ enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
  * the books (older first): a higher-priority gang's reservation is in place before a lower one
  * plans. Only gangs whose pods or PodGroup changed since the last pass are looked at, plus every
  * gang with members at our gate when room was freed (a pod that used capacity ended or went, a
- * node was added or its allocatable, labels or taints changed, a reservation dropped) or a
- * backoff one of them waits for ended. A pod handed out stays "ungating" (never handed out
- * again) until the books see it without our gate, or gang_ungate_failed.
+ * node was added or its allocatable, labels or taints changed, a reservation dropped, a new DRA
+ * view set) or a backoff one of them waits for ended. A pod handed out stays "ungating" (never
+ * handed out again) until the books see it without our gate, or gang_ungate_failed.
  */
 
 enum gang_ungate_why {
