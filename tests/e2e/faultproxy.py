@@ -37,6 +37,8 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
   GET /state    JSON: counters, the armed fault, the faults applied (with what happened), the
                 last 50 watch request targets (after any rewrite)
 
+A protobuf watch (Content-Type application/vnd.kubernetes.protobuf) with no fault is relayed chunk
+by chunk as it comes (its frames are length-prefixed, not lines).
 "Events" are ADDED/MODIFIED/DELETED/ERROR lines; BOOKMARK lines are forwarded but not counted, and
 a cut never falls on one. Other requests are forwarded byte for byte (keep-alive on both sides).
 
@@ -379,7 +381,8 @@ class Conn:
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
             keep = True
         elif watch and status == 200 and chunked:
-            keep = await self.watch_relay(fault)
+            framed = "protobuf" in (hget(rhdrs, "Content-Type") or "").lower()
+            keep = await self.watch_relay(fault, framed and fault is None)
         else:
             if fault is not None:
                 fault["done"] = True
@@ -391,9 +394,11 @@ class Conn:
             self.close_upstream()
         return keep and "close" not in conn_hdr and "close" not in rconn_hdr
 
-    async def watch_relay(self, fault):
+    async def watch_relay(self, fault, raw_chunks=False):
         """Per-line relay of a chunked watch response. Returns False when the client connection
-        must be closed."""
+        must be closed. raw_chunks: forward each chunk as it came (a protobuf watch: its frames
+        are length-prefixed, not lines, and a frame held until the next newline byte would reach
+        the client one event late)."""
         kick = asyncio.Event()
         if fault is None:  # a kick ends pass-through watches only, never the one at fault
             STATE.active.add(kick)
@@ -464,6 +469,10 @@ class Conn:
                         fault["outcome"] = "server ended the watch after %d events" % fault[
                             "events_forwarded"]
                     return True
+                if raw_chunks:
+                    self.cw.write(raw)
+                    await self.cw.drain()
+                    continue
                 buf += data
                 while True:
                     nl = buf.find(b"\n")

@@ -1560,16 +1560,18 @@ static void priority_class(const char *name, int value)
     ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "PriorityClass %s: %s", name, err.msg);
 }
 
+static int gate_in(const json_t *pod);
+
 /* a pod as a user's controller makes it (no gang marks, so the pod webhook sees it): gang NULL
- * for a plain pod; prio a PriorityClass or NULL; gate: created with the gate already in its
- * YAML (as the webhook would have given it) */
-static void make_user_pod(const char *name, const char *gang, const char *cpu, const char *prio,
-                          int gate)
+ * for a plain pod; prio a PriorityClass or NULL. Returns 1 when the pod was created with our gate
+ * (the webhook's patch is in the create's answer), 0 when not. */
+static int make_user_pod(const char *name, const char *gang, const char *cpu, const char *prio)
 {
     struct common_error err;
     char labels[160] = "";
-    json_t *p;
+    json_t *p, *made = NULL;
     enum common_rc rc;
+    int gated;
 
     if (gang)
         snprintf(labels, sizeof(labels), "labels: {%s: %s}, ", GANG_LABEL, gang);
@@ -1584,54 +1586,43 @@ static void make_user_pod(const char *name, const char *gang, const char *cpu, c
         "  containers:\n"
         "  - name: c\n"
         "    image: registry.k8s.io/pause:3.10\n"
-        "    resources: {requests: {cpu: '%s'}}\n"
-        "%s",
+        "    resources: {requests: {cpu: '%s'}}\n",
         name, ns, labels, RUN_LABEL, run, prio ? "  priorityClassName: " : "", prio ? prio : "",
-        prio ? "\n" : "", cpu, gate ? "  schedulingGates: [{name: " GANG_GATE "}]\n" : "");
-    rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
+        prio ? "\n" : "", cpu);
+    rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, &made, &err);
     json_decref(p);
     ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+    gated = gate_in(made);
+    json_decref(made);
+    return gated;
 }
 
-/* 1 when pod name carries our scheduling gate, 0 when not, -1 when the pod is gone */
-static int has_gate(const char *name)
+/* 1 when pod carries our scheduling gate, else 0 */
+static int gate_in(const json_t *pod)
 {
-    json_t *p = get_obj(&common_kube_pods, name);
     const json_t *g;
     size_t i;
-    int found = 0;
 
-    if (!p)
-        return -1;
-    json_array_foreach(json_object_get(json_object_get(p, "spec"), "schedulingGates"), i, g)
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "schedulingGates"), i, g)
     {
         const char *n = json_string_value(json_object_get(g, "name"));
         if (n && strcmp(n, GANG_GATE) == 0)
-            found = 1;
+            return 1;
     }
-    json_decref(p);
-    return found;
+    return 0;
 }
 
 /* pods of gang carrying our gate */
 static int gated_in(const char *gang)
 {
     char sel[256];
-    json_t *items, *it, *g;
-    size_t i, j;
+    json_t *items, *it;
+    size_t i;
     int n = 0;
 
     snprintf(sel, sizeof(sel), GANG_LABEL "=%s", gang);
     items = list_pods(sel);
-    json_array_foreach(items, i, it)
-    {
-        json_array_foreach(json_object_get(json_object_get(it, "spec"), "schedulingGates"), j, g)
-        {
-            const char *nm = json_string_value(json_object_get(g, "name"));
-            if (nm && strcmp(nm, GANG_GATE) == 0)
-                n++;
-        }
-    }
+    json_array_foreach(items, i, it) n += gate_in(it);
     json_decref(items);
     return n;
 }
@@ -1720,8 +1711,7 @@ START_TEST(gate_interleaved_20_gangs_bind_without_long_holds)
         for (int g = 0; g < 20; g++) {
             snprintf(gang, sizeof(gang), "il%02d", g);
             snprintf(name, sizeof(name), "il%02d-%d", g, m);
-            make_user_pod(name, gang, "100m", NULL, 0);
-            ck_assert_int_eq(has_gate(name), 1); /* the webhook gated it */
+            ck_assert_msg(make_user_pod(name, gang, "100m", NULL), "pod %s not gated", name);
             e2e_nap(100);
         }
     for (int g = 0; g < 20; g++) {
@@ -1748,8 +1738,8 @@ START_TEST(gate_pods_created_before_their_podgroup_bind_within_5s_of_it)
 
     make_node(4);
     make_node(4);
-    make_user_pod("early-0", "early", "1", NULL, 0);
-    make_user_pod("early-1", "early", "1", NULL, 0);
+    make_user_pod("early-0", "early", "1", NULL);
+    make_user_pod("early-1", "early", "1", NULL);
     stays_gated("early", 2, 30);
     make_podgroup("early", 2, 20);
     took = wait_whole("early", 2, 60);
@@ -1792,13 +1782,13 @@ START_TEST(gate_high_priority_gang_preempts_and_binds_whole)
         make_node(2);
     for (int k = 0; k < 6; k++) {
         snprintf(name, sizeof(name), "low-%d", k);
-        make_user_pod(name, NULL, "1", "trainsched-e2e-gate-low", 0);
+        make_user_pod(name, NULL, "1", "trainsched-e2e-gate-low");
     }
     for (double t0 = e2e_now_s(); bound(NULL, NULL) < 6; e2e_nap(250))
         ck_assert_msg(e2e_now_s() - t0 < 60, "%d of 6 low-priority pods bound after 60 s",
                       bound(NULL, NULL));
-    make_user_pod("hi-0", "hi", "1", "trainsched-e2e-gate-high", 0);
-    make_user_pod("hi-1", "hi", "1", "trainsched-e2e-gate-high", 0);
+    make_user_pod("hi-0", "hi", "1", "trainsched-e2e-gate-high");
+    make_user_pod("hi-1", "hi", "1", "trainsched-e2e-gate-high");
     stays_gated("hi", 2, 10);
     ck_assert_int_eq(alive("low", 6), 6);
     make_podgroup("hi", 2, 20);
@@ -1845,14 +1835,14 @@ START_TEST(gate_removed_by_hand_too_early_falls_back_without_a_partial_gang)
     make_node(4);
     make_node(4);
     make_podgroup("hand", 3, 20);
-    make_user_pod("hand-0", "hand", "1", NULL, 0);
-    make_user_pod("hand-1", "hand", "1", NULL, 0);
+    make_user_pod("hand-0", "hand", "1", NULL);
+    make_user_pod("hand-1", "hand", "1", NULL);
     stays_gated("hand", 2, 3);
     ungate_by_hand("hand-0");
     ungate_by_hand("hand-1");
     for (double t0 = e2e_now_s(); e2e_now_s() - t0 < 8; e2e_nap(250))
         ck_assert_int_eq(bound("hand", NULL), 0);
-    make_user_pod("hand-2", "hand", "1", NULL, 0);
+    make_user_pod("hand-2", "hand", "1", NULL);
     fprintf(stderr, "gate removed by hand: the gang bound whole %.1f s after its third pod\n",
             wait_whole("hand", 3, 60));
 }
@@ -1869,8 +1859,8 @@ START_TEST(gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_ba
     make_node(4);
     make_node(4);
     make_podgroup("gone", 3, 20);
-    make_user_pod("gone-0", "gone", "1", NULL, 0);
-    make_user_pod("gone-1", "gone", "1", NULL, 0);
+    make_user_pod("gone-0", "gone", "1", NULL);
+    make_user_pod("gone-1", "gone", "1", NULL);
     stays_gated("gone", 2, 3);
     /* the reason, in today's wait words, on the PodGroup */
     pg = get_obj(&common_kube_podgroups, "gone");
@@ -1885,7 +1875,7 @@ START_TEST(gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_ba
     ck_assert_msg(common_kube_delete(kube, &common_kube_podgroups, ns, "gone", NULL, NULL, NULL,
                                      &err) == COMMON_OK,
                   "delete PodGroup gone: %s", err.msg);
-    make_user_pod("gone-2", "gone", "1", NULL, 0);
+    make_user_pod("gone-2", "gone", "1", NULL);
     stays_gated("gone", 3, 8);
     make_podgroup("gone", 3, 20);
     fprintf(stderr, "gate PodGroup deleted: bound whole %.1f s after it was recreated\n",
@@ -1911,12 +1901,12 @@ START_TEST(gate_min_member_raised_then_lowered_while_gated)
     make_node(4);
     make_node(4);
     make_podgroup("mm", 3, 20);
-    make_user_pod("mm-0", "mm", "1", NULL, 0);
-    make_user_pod("mm-1", "mm", "1", NULL, 0);
+    make_user_pod("mm-0", "mm", "1", NULL);
+    make_user_pod("mm-1", "mm", "1", NULL);
     stays_gated("mm", 2, 3);
     set_min_member("mm", 4);
     e2e_nap(1000); /* the extender's watch sees the raise before the third pod */
-    make_user_pod("mm-2", "mm", "1", NULL, 0);
+    make_user_pod("mm-2", "mm", "1", NULL);
     stays_gated("mm", 3, 6);
     set_min_member("mm", 3);
     fprintf(stderr, "gate minMember: bound whole %.1f s after minMember was lowered to 3\n",
@@ -2015,7 +2005,7 @@ START_TEST(gate_extender_killed_between_two_ungate_writes_finishes_the_gang_whol
     for (int k = 0; k < 4; k++) {
         char name[32];
         snprintf(name, sizeof(name), "kill-%d", k);
-        make_user_pod(name, "kill", "1", NULL, 0);
+        make_user_pod(name, "kill", "1", NULL);
     }
     for (t0 = e2e_now_s(); held < 1; e2e_nap(100)) {
         st = e2e_proxy_ctl(pctl, "/state");
