@@ -112,8 +112,10 @@ static void gang_event(struct extender_server *x, const struct pg_view *v, const
     struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, uid};
     struct common_event_ref tref = {"trainer.kubeflow.org/v1alpha1", "TrainJob", ns, tj, tjuid};
     int released = strncmp(v->reason, "released", 8) == 0;
-    enum common_event_type type = released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING;
-    const char *reason = released ? "GangReleased" : "GangWaiting";
+    /* the ungating pass let the gang into kube-scheduler's queue (docs/gang.md "The gang gate") */
+    int ungated = strncmp(v->reason, "ungated", 7) == 0;
+    enum common_event_type type = released || ungated ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING;
+    const char *reason = released ? "GangReleased" : ungated ? "GangUngated" : "GangWaiting";
     struct common_error e = {0};
 
     podgroup_refs(x, v->key, uid, sizeof(uid), tj, sizeof(tj), tjuid, sizeof(tjuid));

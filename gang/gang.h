@@ -24,9 +24,11 @@
  *   PodGroup; the gang in backoff; fewer than minMember member pods exist (a wait, never a
  *   failure: no backoff, C10); member pods labelled trainsched.io/gang-min-member with a value
  *   other than the cached minMember (the PodGroup or its pods are stale, C14); members with
- *   spec.schedulingGates are not planned, and while the others (plus held and bound ones) are
- *   fewer than minMember the gang waits with the first gate named (Kueue's topology-aware
- *   scheduling writes each pod's domain as it removes kueue.x-k8s.io/topology).
+ *   Kueue's gate kueue.x-k8s.io/topology are not planned, and while the others (plus held
+ *   and bound ones) are fewer than minMember the gang waits with that gate named (Kueue's
+ *   topology-aware scheduling writes each pod's domain as it removes it); members held by any
+ *   other gate are planned like the rest. Members at trainsched's own gate
+ *   (GANG_SCHEDULING_GATE) are released whole by gang_ungate (below).
  * - Kueue's placement: when a member labelled kueue.x-k8s.io/podset has a nodeSelector on a
  *   level of the gang's topology or on kubernetes.io/hostname, the PodGroup's own topology
  *   request is set aside (gang_info's topology_note says so); each member's nodeSelector keeps
@@ -132,6 +134,9 @@ struct gang_config {
      * pods). Copied at create. */
     const char *const *ignored_resources;
     size_t n_ignored_resources;
+    /* gang_ungate plans at most this many gangs per call (the rest stay marked, res->more): a
+     * pass holds the glue's lock for about this many plans (1.6 ms each at 5,000 nodes); 0 = 64 */
+    uint32_t ungate_max_plans;
 };
 
 /* gang_config_default - zero *c (every field takes its default). */
@@ -605,7 +610,8 @@ struct gang_ungate_result {
     uint32_t gangs;    /* gangs that had members handed out in this pass */
     uint32_t waiting;  /* gangs left with members at our gate (a gauge) */
     uint32_t examined; /* gangs looked at in this pass */
-    int more;          /* out had no room for a whole gang: call again (those gangs stay marked) */
+    int more; /* out had no room for a whole gang, or ungate_max_plans gangs were planned: call
+                 again (the gangs not looked at stay marked) */
 };
 
 /*

@@ -160,31 +160,29 @@ static struct gpod *preemptor_of(const struct gang *g)
 
 /* decide g; 0, or -1 out of memory (nothing of g handed out) */
 static int ug_gang(struct gang_state *s, struct gang *g, int64_t now, struct gang_ungate *out,
-                   struct gang_ungate_result *res)
+                   struct gang_ungate_result *res, uint32_t *plans)
 {
     struct plan_out po;
     struct plan_req rq;
     struct gpod *p;
     const char *why;
     uint32_t k;
-    int r;
+    int r, counted;
 
     if (!g->has_pg) {
         set_why(g->why, "PodGroup %s not found", g->key);
         return 0;
     }
     k = emit_all(s, g, GANG_UNGATE_ALONE, 1, out, res); /* phased members go first, alone */
+    res->gangs += k > 0; /* the gang counts once, whatever else goes below */
     p = preemptor_of(g);
-    if (!p) {
-        res->gangs += k > 0;
+    if (!p)
         return 0;
-    }
     if (g->min_member <= 0 || gang_admitted(g) || g->active) {
         emit_all(s, g, GANG_UNGATE_ALONE, 0, out, res);
-        res->gangs++;
+        res->gangs += k == 0;
         return 0;
     }
-    res->gangs += k > 0;
     switch (pipeline_gate(s, g, p, now, &why)) {
     case GATE_WAIT:
         if (why != g->why)
@@ -199,6 +197,7 @@ static int ug_gang(struct gang_state *s, struct gang *g, int64_t now, struct gan
     case GATE_PASS:
         break;
     }
+    counted = k > 0;
     k = placeable(g);
     if (k < (uint32_t)g->min_member) {
         set_why(g->why,
@@ -213,6 +212,7 @@ static int ug_gang(struct gang_state *s, struct gang *g, int64_t now, struct gan
         return -1;
     memset(&rq, 0, sizeof(rq));
     rq.ungate = 1;
+    (*plans)++;
     if (plan_gang(s, g, &rq, &po))
         return -1;
     if (po.ok && !po.partial) {
@@ -224,7 +224,7 @@ static int ug_gang(struct gang_state *s, struct gang *g, int64_t now, struct gan
                 "%lld s",
                 po.placed + g->c.bound + g->c.released + g->c.done, g->min_member,
                 (long long)((g->deadline - now) / 1000));
-        res->gangs++;
+        res->gangs += !counted;
         return 0;
     }
     if (!po.no_node && p->priority > 0) {
@@ -238,7 +238,7 @@ static int ug_gang(struct gang_state *s, struct gang *g, int64_t now, struct gan
                     "ungated: gang %s fits only with lower-priority pods preempted; kube-scheduler "
                     "preempts for it",
                     g->key);
-            res->gangs++;
+            res->gangs += !counted;
             return 0;
         }
     }
@@ -251,6 +251,7 @@ enum common_rc gang_ungate(struct gang_state *s, int64_t now, struct gang_ungate
 {
     struct ug_cand *c;
     size_t n = 0, room;
+    uint32_t plans = 0, max_plans = s->cfg.ungate_max_plans ? s->cfg.ungate_max_plans : 64;
     int all = s->ug_all || now >= s->ug_retry_at;
     enum common_rc rc = COMMON_OK;
 
@@ -280,14 +281,14 @@ enum common_rc gang_ungate(struct gang_state *s, int64_t now, struct gang_ungate
     qsort(c, n, sizeof(*c), cmp_cand);
     for (size_t i = 0; i < n; i++) {
         struct gang *g = c[i].g;
-        if (res->n + g->c.ours > cap) {
+        if (res->n + g->c.ours > cap || plans >= max_plans) {
             res->more = 1;
             for (size_t j = i; j < n; j++)
                 ug_mark(s, c[j].g);
             break;
         }
         res->examined++;
-        if (ug_gang(s, g, now, out, res)) {
+        if (ug_gang(s, g, now, out, res, &plans)) {
             for (size_t j = i; j < n; j++)
                 ug_mark(s, c[j].g);
             rc = common_error_set(err, COMMON_ENOMEM, "out of memory");

@@ -63,7 +63,7 @@
 #define WEBHOOK_GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define WEBHOOK_GANG_RESOURCE "trainsched.io/gang"
 /* the scheduling gate mutate-pod gives gang pods; the extender removes it from a whole gang at
- * once (gang/gang.h GANG_SCHEDULING_GATE, the same string; docs/gang.md "The gate") */
+ * once (gang/gang.h GANG_SCHEDULING_GATE, the same string; docs/gang.md "The gang gate") */
 #define WEBHOOK_GANG_GATE "trainsched.io/gang"
 
 /*

@@ -53,7 +53,7 @@
  * These scenarios' own pods carry the gang marks (make_pod): the webhook leaves them alone and
  * they take the held-bind path, as pods without the scheduling gate always do.
  *
- * The scheduling gate trainsched.io/gang (docs/gang.md "The gate"; test case "gate", run alone
+ * The scheduling gate trainsched.io/gang (docs/gang.md "The gang gate"; test case "gate", run alone
  * with CK_RUN_CASE=gate): pods made as a user's controller makes them, gated by the webhook.
  *   gate_interleaved_20_gangs_bind_without_long_holds  20 gangs of 3, members created
  *                                 interleaved 100 ms apart: all bound, no bind held over 1 s,
@@ -1548,7 +1548,7 @@ START_TEST(gang_created_while_the_webhook_is_down_is_never_placed_partly)
 }
 END_TEST
 
-/* ---- the scheduling gate (docs/gang.md "The gate"): gangs enter kube-scheduler whole ---- */
+/* ---- the scheduling gate (docs/gang.md "The gang gate"): gangs enter kube-scheduler whole ---- */
 
 /* a PriorityClass (cluster-scoped; kept if it exists) */
 static void priority_class(const char *name, int value)

@@ -1237,6 +1237,7 @@ static void config_of(const json_t *c, struct gang_config *cfg, const char **ign
     cfg->hold_margin_ms = json_integer_value(json_object_get(c, "holdMarginMs"));
     cfg->backoff_initial_ms = json_integer_value(json_object_get(c, "backoffInitialMs"));
     cfg->backoff_max_ms = json_integer_value(json_object_get(c, "backoffMaxMs"));
+    cfg->ungate_max_plans = (uint32_t)json_integer_value(json_object_get(c, "ungateMaxPlans"));
     json_array_foreach(ir, i, x) if (i < max) ign[i] = json_string_value(x);
     cfg->ignored_resources = ign;
     cfg->n_ignored_resources = json_array_size(ir) < max ? json_array_size(ir) : max;
