@@ -81,6 +81,7 @@ struct serve_config {
     char volcano_queue[254], volcano_tiers[1024];
     char kai_queue[254]; /* backends.kai.queue (integrations/kai.h); "": default-queue */
     int extender_wired;
+    int gang_gate; /* webhook.gangGate: gang pods wait at the trainsched.io/gang gate */
     double ext_bind_timeout_s, ext_schedule_timeout_s;
     double ext_backoff_initial_s, ext_backoff_max_s; /* a failed gang's backoff */
     /* extender topologies, "NAME=LEVEL,LEVEL,..." (topology/topology.h), the first the default */
@@ -121,6 +122,7 @@ static void config_defaults(struct serve_config *c)
     c->workers = 4;
     snprintf(c->field_manager, sizeof(c->field_manager), "trainsched");
     c->tls_reload_s = 10;
+    c->gang_gate = 1;
     c->ext_bind_timeout_s = 630; /* manifests/scheduler/scheduler-config.yaml's bind httpTimeout */
     c->ext_schedule_timeout_s = 60;
     c->ext_backoff_initial_s = 10; /* gang/gang.h's defaults */
@@ -201,6 +203,10 @@ static void usage(FILE *f)
         "                                   extender, so route gang pods to it (the\n"
         "                                   trainsched.io/gang request); default false: gang\n"
         "                                   pods are left alone and scheduled one by one\n"
+        "  --webhook-gang-gate[=true|false]  webhook, with --webhook-extender-wired: gang pods\n"
+        "                                   wait at the scheduling gate trainsched.io/gang\n"
+        "                                   until the extender releases their whole gang\n"
+        "                                   (default true; false: held binds alone)\n"
         "  --extender-bind-timeout S        the bind extender's httpTimeout in the scheduler\n"
         "                                   config (default 630); held binds end before it;\n"
         "                                   the webhook warns about longer gang timeouts\n"
@@ -390,6 +396,7 @@ static const struct {
     {"backends.volcano.tiers", "--volcano-tiers"},
     {"backends.kai.queue", "--kai-queue"},
     {"webhook.extenderWired", "--webhook-extender-wired"},
+    {"webhook.gangGate", "--webhook-gang-gate"},
     {"extender.bindHTTPTimeoutSeconds", "--extender-bind-timeout"},
     {"extender.defaultScheduleTimeoutSeconds", "--extender-schedule-timeout"},
     {"extender.backoffInitialSeconds", "--extender-backoff-initial"},
@@ -760,6 +767,8 @@ static int apply_setting(struct serve_config *c, const char *flag, const char *v
     }
     if (strcmp(flag, "--webhook-extender-wired") == 0)
         return parse_bool(v, &c->extender_wired, why);
+    if (strcmp(flag, "--webhook-gang-gate") == 0)
+        return parse_bool(v, &c->gang_gate, why);
     if (strcmp(flag, "--allow-trainer-controller") == 0)
         return parse_bool(v, &c->allow_trainer, why);
     if (strcmp(flag, "--trainer-lease-namespace") == 0)
@@ -864,8 +873,9 @@ static void print_config(const struct serve_config *c, FILE *out)
     fprintf(out, "tls:\n  certFile: %s\n  keyFile: %s\n  reloadSeconds: %g\n", Q(c->tls_cert_file),
             Q(c->tls_key_file), c->tls_reload_s);
     certmgr_print_settings(&c->certs, out);
-    fprintf(out, "webhook:\n  gangSchedulerName: %s\n  extenderWired: %s\n",
-            Q(c->gang_scheduler_name), c->extender_wired ? "true" : "false");
+    fprintf(out, "webhook:\n  gangSchedulerName: %s\n  extenderWired: %s\n  gangGate: %s\n",
+            Q(c->gang_scheduler_name), c->extender_wired ? "true" : "false",
+            c->gang_gate ? "true" : "false");
     fprintf(out, "backends:\n  default: %s\n",
             Q(c->default_backend[0] ? c->default_backend : "none"));
     fprintf(out, "  volcano:\n    queue: %s\n    tiers: %s\n", Q(c->volcano_queue),
@@ -1133,6 +1143,7 @@ static int start_webhook(struct daemon *d, FILE *err)
     wo.kube = d->wh_kube;
     wo.scheduler_name = d->cfg.gang_scheduler_name[0] ? d->cfg.gang_scheduler_name : NULL;
     wo.extender_wired = d->cfg.extender_wired;
+    wo.gang_gate = d->cfg.gang_gate;
     wo.default_backend = d->cfg.default_backend[0] ? d->cfg.default_backend : NULL;
     wo.volcano_tiers = d->cfg.volcano_tiers[0] ? d->cfg.volcano_tiers : NULL;
     wo.metrics = d->metrics;
@@ -1838,6 +1849,7 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *err)
             snprintf(flag, sizeof(flag), "%s", argv[i]);
             if (strcmp(flag, "--leader-elect") == 0 || strcmp(flag, "--tls-managed") == 0 ||
                 strcmp(flag, "--webhook-extender-wired") == 0 ||
+                strcmp(flag, "--webhook-gang-gate") == 0 ||
                 strcmp(flag, "--allow-trainer-controller") == 0 ||
                 strcmp(flag, "--trainjob-status") == 0) {
                 v = "true";

@@ -865,6 +865,28 @@ static enum common_rc not_routed(struct call *c, const char *gang, const char *r
     return allow(c);
 }
 
+/* the scheduling gate that keeps a gang pod out of kube-scheduler's queue until the extender
+ * releases its whole gang: appended to spec.schedulingGates (the array made when absent), never
+ * twice; a pod created with spec.nodeName is left ungated (the API server refuses gates on a
+ * bound pod) */
+static void add_gang_gate(struct webhook_patch *p, const json_t *pod)
+{
+    const json_t *gates = get(pod, "spec", "schedulingGates");
+    const json_t *node = get(pod, "spec", "nodeName");
+
+    if (json_is_string(node) && *json_string_value(node))
+        return;
+    if (find_by(gates, "name", WEBHOOK_GANG_GATE))
+        return;
+    if (json_is_array(gates))
+        webhook_patch_op(p, "add", json_pack("{s:s}", "name", WEBHOOK_GANG_GATE), "spec",
+                         "schedulingGates", "-", NULL);
+    else
+        webhook_patch_op(p, set(gates) ? "replace" : "add",
+                         json_pack("[{s:s}]", "name", WEBHOOK_GANG_GATE), "spec", "schedulingGates",
+                         NULL);
+}
+
 static enum common_rc mutate_pod(struct call *c)
 {
     const json_t *pod = c->req->object;
@@ -902,6 +924,8 @@ static enum common_rc mutate_pod(struct call *c)
                                  "resources", maps[i], res, NULL);
         }
     }
+    if (c->o->gang_gate)
+        add_gang_gate(&p, pod);
     cur = get(pod, "spec", "schedulerName");
     if (sched && *sched && !(json_is_string(cur) && strcmp(json_string_value(cur), sched) == 0))
         webhook_patch_op(&p, set(cur) ? "replace" : "add", json_string(sched), "spec",

@@ -34,8 +34,10 @@
  *     its first container where it is missing (an extended resource needs requests equal to
  *     limits), and spec.schedulerName set when the options name a scheduler, but only when the
  *     options say the extender is wired (extender_wired); otherwise the pod is allowed with
- *     no patch and a warning. Other pods, and UPDATE, are allowed with no patch (DESIGN.md
- *     "Which pods reach the extender").
+ *     no patch and a warning. With gang_gate too, the scheduling gate WEBHOOK_GANG_GATE is
+ *     appended to spec.schedulingGates (never twice; not on a pod created with spec.nodeName).
+ *     Other pods, and UPDATE, are allowed with no patch (DESIGN.md "Which pods reach the
+ *     extender").
  * Every endpoint allows DELETE and CONNECT, and requests for a subresource, with no checks and
  * no patch. A review whose request.kind is not the endpoint's kind (group, version and kind) is
  * refused with HTTP 400.
@@ -60,6 +62,9 @@
 
 #define WEBHOOK_GANG_LABEL "scheduling.x-k8s.io/pod-group"
 #define WEBHOOK_GANG_RESOURCE "trainsched.io/gang"
+/* the scheduling gate mutate-pod gives gang pods; the extender removes it from a whole gang at
+ * once (gang/gang.h GANG_SCHEDULING_GATE, the same string; docs/gang.md "The gang gate") */
+#define WEBHOOK_GANG_GATE "trainsched.io/gang"
 
 /*
  * Look an object up in the caller's caches (watch caches in the server, fixtures in tests).
@@ -90,6 +95,11 @@ struct webhook_options {
      * every gang pod would stay Pending ("Insufficient trainsched.io/gang"). 0: gang pods are
      * allowed unchanged, with an admission warning saying why. */
     int extender_wired;
+    /* with extender_wired: mutate-pod also appends the scheduling gate WEBHOOK_GANG_GATE to
+     * spec.schedulingGates (serve's webhook.gangGate, default true), so the gang's pods wait
+     * outside kube-scheduler's queue until the extender releases the whole gang. 0: no gate
+     * (the extender's held-bind path alone keeps the gang whole) */
+    int gang_gate;
     /* validate-trainjob renders through the runtime's backend (integrations/backend.h); this
      * is serve's backends.default for runtimes that name none. NULL: "none" */
     const char *default_backend;

@@ -121,6 +121,7 @@ struct webhook_server *webhook_server_create(const struct webhook_server_opts *o
     w->o.default_backend = w->default_backend;
     w->o.volcano_tiers = w->volcano_tiers;
     w->o.extender_wired = opts->extender_wired;
+    w->o.gang_gate = opts->gang_gate;
     w->o.max_body = opts->max_body ? opts->max_body : WEBHOOK_MAX_BODY_DEFAULT;
     w->o.max_schedule_timeout_ms = opts->max_schedule_timeout_ms;
     w->arena_max = opts->arena_max ? opts->arena_max : ARENA_MAX_DEFAULT;

@@ -54,6 +54,7 @@ struct webhook_server_opts {
     const char *scheduler_name; /* mutate-pod: gang pods' schedulerName; NULL = leave it (copied) */
     const char *gang_resource;  /* NULL = WEBHOOK_GANG_RESOURCE (copied) */
     int extender_wired;         /* mutate-pod routes gang pods (webhook_options.extender_wired) */
+    int gang_gate;              /* mutate-pod gates gang pods (webhook_options.gang_gate) */
     const char *default_backend;     /* webhook_options.default_backend (copied) */
     const char *volcano_tiers;       /* webhook_options.volcano_tiers (copied) */
     size_t max_body;                 /* request body cap in bytes; 0 = WEBHOOK_MAX_BODY_DEFAULT */

@@ -28,12 +28,18 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
   GET /kick     end every active pass-through watch (not one at fault) now: the proxy sends the
                 chunked terminator (as the server does at timeoutSeconds) and closes the
                 connection, so the client resumes at once
+  GET /writes?method=M&match=SUBSTR&after=N  from now on, requests (not watches) with method M
+                whose target contains SUBSTR: the first N are forwarded, every later one is
+                held: never forwarded, no answer, until the client closes its connection (a
+                writer killed between two writes); /reset ends it
   GET /release  let held requests go
   GET /reset    disarm and forget the records
   GET /state    JSON: counters, the armed fault, the faults applied (with what happened), the
                 last 50 watch request targets (after any rewrite), and the last 200 request
                 lines of any kind ("METHOD target", recent_requests; /reset forgets them)
 
+A protobuf watch (Content-Type application/vnd.kubernetes.protobuf) with no fault is relayed chunk
+by chunk as it comes (its frames are length-prefixed, not lines).
 "Events" are ADDED/MODIFIED/DELETED/ERROR lines; BOOKMARK lines are forwarded but not counted, and
 a cut never falls on one. Other requests are forwarded byte for byte (keep-alive on both sides).
 
@@ -76,10 +82,12 @@ class State:
         self.recent_requests = []  # the last 200 "METHOD target" of any request
         self.hidden = []  # path prefixes answered 404 (/hide)
         self.hidden_answered = 0
+        self.writes = None  # dict: method, match, after, forwarded, held, targets (/writes)
 
     def snapshot(self):
         return {
             "requests": self.requests,
+            "writes": self.writes,
             "watches": self.watches,
             "armed": self.armed,
             "applied": self.applied,
@@ -313,6 +321,19 @@ class Conn:
             await self.cw.drain()
             return "close" not in (hget(hdrs, "Connection") or "").lower()
         watch = method == "GET" and is_watch(target)
+        w = STATE.writes
+        if w is not None and not watch and method == w["method"] and w["match"] in target:
+            if w["forwarded"] >= w["after"]:
+                w["held"] += 1
+                w["targets"].append(target)
+                log("holding", method, target)
+                await relay_body(self.cr, Discard(), hdrs, until_eof_ok=False)
+                try:
+                    await self.cr.read()  # until the client closes its side
+                except Exception:
+                    pass
+                return False
+            w["forwarded"] += 1
         fault = None
         if watch:
             STATE.watches += 1
@@ -364,7 +385,8 @@ class Conn:
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
             keep = True
         elif watch and status == 200 and chunked:
-            keep = await self.watch_relay(fault)
+            framed = "protobuf" in (hget(rhdrs, "Content-Type") or "").lower()
+            keep = await self.watch_relay(fault, framed and fault is None)
         else:
             if fault is not None:
                 fault["done"] = True
@@ -376,9 +398,11 @@ class Conn:
             self.close_upstream()
         return keep and "close" not in conn_hdr and "close" not in rconn_hdr
 
-    async def watch_relay(self, fault):
+    async def watch_relay(self, fault, raw_chunks=False):
         """Per-line relay of a chunked watch response. Returns False when the client connection
-        must be closed."""
+        must be closed. raw_chunks: forward each chunk as it came (a protobuf watch: its frames
+        are length-prefixed, not lines, and a frame held until the next newline byte would reach
+        the client one event late)."""
         kick = asyncio.Event()
         if fault is None:  # a kick ends pass-through watches only, never the one at fault
             STATE.active.add(kick)
@@ -449,6 +473,10 @@ class Conn:
                         fault["outcome"] = "server ended the watch after %d events" % fault[
                             "events_forwarded"]
                     return True
+                if raw_chunks:
+                    self.cw.write(raw)
+                    await self.cw.drain()
+                    continue
                 buf += data
                 while True:
                     nl = buf.find(b"\n")
@@ -537,8 +565,15 @@ async def control(reader, writer):
         elif u.path == "/release":
             STATE.release.set()
             body = STATE.snapshot()
+        elif u.path == "/writes":
+            STATE.writes = {"method": q.get("method", "PATCH"), "match": q.get("match", ""),
+                            "after": int(q.get("after", "0")), "forwarded": 0, "held": 0,
+                            "targets": []}
+            log("writes", STATE.writes)
+            body = STATE.snapshot()
         elif u.path == "/reset":
             STATE.armed = None
+            STATE.writes = None
             STATE.applied = []
             STATE.recent_requests = []
             STATE.release.set()

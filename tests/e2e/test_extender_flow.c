@@ -50,12 +50,35 @@
  *   topology_from_kai_object      KAI one (kai.scheduler/v1alpha1), created while the extender
  *                                 runs is the level source of a gang that names it (Kueue /
  *                                 KAI spellings): both pods land in one rack.
+ * These scenarios' own pods carry the gang marks (make_pod): the webhook leaves them alone and
+ * they take the held-bind path, as pods without the scheduling gate always do.
+ *
+ * The scheduling gate trainsched.io/gang (docs/gang.md "The gang gate"; test case "gate", run alone
+ * with CK_RUN_CASE=gate): pods made as a user's controller makes them, gated by the webhook.
+ *   gate_interleaved_20_gangs_bind_without_long_holds  20 gangs of 3, members created
+ *                                 interleaved 100 ms apart: all bound, no bind held over 1 s,
+ *                                 at most 1.05 scheduling attempts a pod;
+ *   gate_pods_created_before_their_podgroup_bind_within_5s_of_it  low-priority pods fill the
+ *                                 nodes; a high-priority pod gated 30 s without its PodGroup is
+ *                                 bound within 5 s of the PodGroup's creation (one eviction);
+ *   gate_high_priority_gang_preempts_and_binds_whole  low-priority pods fill the nodes; a
+ *                                 high-priority gang (PodGroup 10 s after its pods) evicts the
+ *                                 2 it needs and is bound whole;
+ *   gate_removed_by_hand_too_early_falls_back_without_a_partial_gang,
+ *   gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_back,
+ *   gate_min_member_raised_then_lowered_while_gated,
+ *   gate_extender_killed_between_two_ungate_writes_finishes_the_gang_whole  the faults: the
+ *                                 extender as a `serve` daemon behind faultproxy.py, which holds
+ *                                 its second PATCH of the gang's pods; SIGKILL; a new daemon
+ *                                 finishes the gang whole.
+ * The webhook-down fault is gang_created_while_the_webhook_is_down_is_never_placed_partly above.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -92,9 +115,12 @@
 #define BLOCK_LABEL "e2e.trainsched.io/block"
 #define RACK_LABEL "e2e.trainsched.io/rack"
 #define CONN_TIMEOUT_S 3
+#define GANG_GATE "trainsched.io/gang"
 
 static const struct common_kube_resource mwcs = {"admissionregistration.k8s.io", "v1",
                                                  "mutatingwebhookconfigurations", 0};
+static const struct common_kube_resource priorityclasses = {"scheduling.k8s.io", "v1",
+                                                            "priorityclasses", 0};
 
 /* suite state (main) */
 static int port;           /* the extender's */
@@ -215,9 +241,15 @@ static void drop_pods(void)
     }
 }
 
+static pid_t killed_pid, killed_proxy;
+static void stop_pid(pid_t *pid);
+
 static void teardown(void)
 {
     struct common_error err;
+
+    stop_pid(&killed_pid); /* the daemon of gate_extender_killed_between_two_ungate_writes */
+    e2e_proxy_stop(&killed_proxy);
 
     if (webhook_pid > 0) /* a test may have stopped it */
         kill(webhook_pid, SIGCONT);
@@ -341,7 +373,9 @@ static void make_podgroup(const char *name, int min_member, int timeout_s)
 }
 
 /* a gang pod asking cpu (and trainsched.io/gang: 1); gated: with a scheduling gate; selector:
- * the RUN_LABEL value its nodeSelector asks for (NULL: this test's nodes) */
+ * the RUN_LABEL value its nodeSelector asks for (NULL: this test's nodes). Labelled with the
+ * gang marks (MARKED_LABEL), as the reconciler's pods are, so the pod webhook leaves it alone:
+ * no trainsched.io/gang scheduling gate, the held-bind path (the gate's cases: make_user_pod) */
 static void make_pod(const char *name, const char *gang, const char *cpu, int gated,
                      const char *selector)
 {
@@ -351,7 +385,7 @@ static void make_pod(const char *name, const char *gang, const char *cpu, int ga
 
     p = e2e_yamlf(
         "apiVersion: v1\nkind: Pod\n"
-        "metadata: {name: %s, namespace: %s, labels: {%s: %s}}\n"
+        "metadata: {name: %s, namespace: %s, labels: {%s: %s, %s: 'true'}}\n"
         "spec:\n"
         "  nodeSelector: {%s: '%s'}\n"
         "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]\n"
@@ -362,7 +396,7 @@ static void make_pod(const char *name, const char *gang, const char *cpu, int ga
         "      requests: {cpu: '%s', trainsched.io/gang: '1'}\n"
         "      limits: {trainsched.io/gang: '1'}\n"
         "%s",
-        name, ns, GANG_LABEL, gang, RUN_LABEL, selector ? selector : run, cpu,
+        name, ns, GANG_LABEL, gang, MARKED_LABEL, RUN_LABEL, selector ? selector : run, cpu,
         gated ? "  schedulingGates: [{name: trainsched.io/e2e-later}]\n" : "");
     rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, NULL, &err);
     json_decref(p);
@@ -1514,6 +1548,507 @@ START_TEST(gang_created_while_the_webhook_is_down_is_never_placed_partly)
 }
 END_TEST
 
+/* ---- the scheduling gate (docs/gang.md "The gang gate"): gangs enter kube-scheduler whole ---- */
+
+/* a PriorityClass (cluster-scoped; kept if it exists) */
+static void priority_class(const char *name, int value)
+{
+    struct common_error err;
+    json_t *pc = json_pack("{s:s, s:s, s:{s:s}, s:i}", "apiVersion", "scheduling.k8s.io/v1", "kind",
+                           "PriorityClass", "metadata", "name", name, "value", value);
+    enum common_rc rc = common_kube_create(kube, &priorityclasses, NULL, pc, NULL, NULL, &err);
+
+    json_decref(pc);
+    ck_assert_msg(rc == COMMON_OK || rc == COMMON_EEXISTS, "PriorityClass %s: %s", name, err.msg);
+}
+
+static int gate_in(const json_t *pod);
+
+/* a pod as a user's controller makes it (no gang marks, so the pod webhook sees it): gang NULL
+ * for a plain pod; prio a PriorityClass or NULL. Returns 1 when the pod was created with our gate
+ * (the webhook's patch is in the create's answer), 0 when not. */
+static int make_user_pod(const char *name, const char *gang, const char *cpu, const char *prio)
+{
+    struct common_error err;
+    char labels[160] = "";
+    json_t *p, *made = NULL;
+    enum common_rc rc;
+    int gated;
+
+    if (gang)
+        snprintf(labels, sizeof(labels), "labels: {%s: %s}, ", GANG_LABEL, gang);
+    p = e2e_yamlf(
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata: {name: %s, namespace: %s, %s}\n"
+        "spec:\n"
+        "  nodeSelector: {%s: '%s'}\n"
+        "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]\n"
+        "  terminationGracePeriodSeconds: 0\n"
+        "%s%s%s"
+        "  containers:\n"
+        "  - name: c\n"
+        "    image: registry.k8s.io/pause:3.10\n"
+        "    resources: {requests: {cpu: '%s'}}\n",
+        name, ns, labels, RUN_LABEL, run, prio ? "  priorityClassName: " : "", prio ? prio : "",
+        prio ? "\n" : "", cpu);
+    rc = common_kube_create(kube, &common_kube_pods, ns, p, NULL, &made, &err);
+    json_decref(p);
+    ck_assert_msg(rc == COMMON_OK, "pod %s: %s", name, err.msg);
+    gated = gate_in(made);
+    json_decref(made);
+    return gated;
+}
+
+/* 1 when pod carries our scheduling gate, else 0 */
+static int gate_in(const json_t *pod)
+{
+    const json_t *g;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "schedulingGates"), i, g)
+    {
+        const char *n = json_string_value(json_object_get(g, "name"));
+        if (n && strcmp(n, GANG_GATE) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* pods of gang carrying our gate */
+static int gated_in(const char *gang)
+{
+    char sel[256];
+    json_t *items, *it;
+    size_t i;
+    int n = 0;
+
+    snprintf(sel, sizeof(sel), GANG_LABEL "=%s", gang);
+    items = list_pods(sel);
+    json_array_foreach(items, i, it) n += gate_in(it);
+    json_decref(items);
+    return n;
+}
+
+/* for secs seconds: gang keeps want pods gated by us and none bound */
+static void stays_gated(const char *gang, int want, double secs)
+{
+    for (double t0 = e2e_now_s(); e2e_now_s() - t0 < secs; e2e_nap(250)) {
+        int g = gated_in(gang), b = bound(gang, NULL);
+        ck_assert_msg(g == want && b == 0, "gang %s: %d pods gated (want %d), %d bound (want 0)",
+                      gang, g, want, b);
+    }
+}
+
+/* every bound pod of gang -> all of them: a poll may see a release part-way (its Bindings are
+ * created one by one), never a gang left partial; returns the seconds it took */
+static double wait_whole(const char *gang, int want, double timeout_s)
+{
+    double t0 = e2e_now_s(), partial_since = -1;
+    int n = 0;
+
+    for (;;) {
+        n = bound(gang, NULL);
+        if (n >= want)
+            return e2e_now_s() - t0;
+        if (n > 0 && partial_since < 0)
+            partial_since = e2e_now_s();
+        ck_assert_msg(n == 0 || partial_since < 0 || e2e_now_s() - partial_since < 5,
+                      "gang %s: %d of %d bound for 5 s", gang, n, want);
+        ck_assert_msg(e2e_now_s() - t0 < timeout_s, "gang %s: %d of %d bound after %.0f s", gang, n,
+                      want, timeout_s);
+        e2e_nap(100);
+    }
+}
+
+/* the extender's metrics text (in-process registry), into *out (free it) */
+static char *metrics_text(void)
+{
+    struct common_buf b;
+    char *s;
+
+    common_buf_init(&b, 8u << 20);
+    ck_assert_int_eq(common_metrics_render(metrics, &b), COMMON_OK);
+    s = strndup(b.data ? b.data : "", b.len);
+    common_buf_free(&b);
+    return s;
+}
+
+/* bind requests answered after more than 1 s (the hold's length: a held bind is an open
+ * request), from trainsched_extender_duration_seconds' top bucket */
+static double binds_held_over_1s(double *total)
+{
+    char *t = metrics_text();
+    double all = e2e_metric(t, "trainsched_extender_duration_seconds_count", "verb=\"bind\"");
+    double fast =
+        e2e_metric(t, "trainsched_extender_duration_seconds_bucket", "verb=\"bind\",le=\"1\"");
+    free(t);
+    if (isnan(all))
+        all = 0;
+    if (isnan(fast))
+        fast = 0;
+    if (total)
+        *total = all;
+    return all - fast;
+}
+
+/*
+ * a. 20 gangs of 3 created interleaved (member 0 of every gang, then member 1, then member 2,
+ * 100 ms apart: a gang's first and last pods are 4 s apart): all 60 bound, no bind is held
+ * longer than 1 s, and kube-scheduler makes at most 1.05 attempts a pod (filter calls): each
+ * gang waits at the gate until its last member exists, then enters the scheduler whole. Without
+ * the gate the extender turns away the members of incomplete gangs, which kube-scheduler retries
+ * (159 filter calls for the 60 pods, measured).
+ */
+START_TEST(gate_interleaved_20_gangs_bind_without_long_holds)
+{
+    struct extender_server_stats st;
+    char name[32], gang[16];
+    double total = 0, slow;
+
+    for (int k = 0; k < 4; k++)
+        make_node(8);
+    for (int g = 0; g < 20; g++) {
+        snprintf(gang, sizeof(gang), "il%02d", g);
+        make_podgroup(gang, 3, 20);
+    }
+    for (int m = 0; m < 3; m++)
+        for (int g = 0; g < 20; g++) {
+            snprintf(gang, sizeof(gang), "il%02d", g);
+            snprintf(name, sizeof(name), "il%02d-%d", g, m);
+            ck_assert_msg(make_user_pod(name, gang, "100m", NULL), "pod %s not gated", name);
+            e2e_nap(100);
+        }
+    for (int g = 0; g < 20; g++) {
+        snprintf(gang, sizeof(gang), "il%02d", g);
+        (void)wait_whole(gang, 3, 90);
+    }
+    slow = binds_held_over_1s(&total);
+    extender_server_stats(ext, &st);
+    stats_line("gate: 20 interleaved gangs");
+    fprintf(stderr, "gate interleaved: 60 bound; %.0f bind requests, %.0f answered after > 1 s\n",
+            total, slow);
+    ck_assert_msg(total >= 60, "%.0f bind requests for 60 pods", total);
+    ck_assert_msg(slow == 0, "%.0f of %.0f binds were held longer than 1 s", slow, total);
+    /* scheduling attempts: kube-scheduler calls filter once per attempt */
+    ck_assert_msg(st.filter * 100 <= 60 * 105, "%llu filter calls for 60 pods: over 1.05 a pod",
+                  (unsigned long long)st.filter);
+}
+END_TEST
+
+/* plain pods of PriorityClass prio named <prefix>-<k> still there and not deleting */
+static int alive(const char *prefix, int n)
+{
+    int live = 0;
+    char name[48];
+
+    for (int k = 0; k < n; k++) {
+        json_t *p;
+        snprintf(name, sizeof(name), "%s-%d", prefix, k);
+        p = get_obj(&common_kube_pods, name);
+        if (p && !json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
+            live++;
+        json_decref(p);
+    }
+    return live;
+}
+
+/* six low-priority 1-CPU pods (low-0..5) fill three 2-CPU nodes, all bound */
+static void fill_with_low_priority_pods(void)
+{
+    char name[32];
+
+    priority_class("trainsched-e2e-gate-low", 10);
+    priority_class("trainsched-e2e-gate-high", 1000);
+    for (int k = 0; k < 3; k++)
+        make_node(2);
+    for (int k = 0; k < 6; k++) {
+        snprintf(name, sizeof(name), "low-%d", k);
+        make_user_pod(name, NULL, "1", "trainsched-e2e-gate-low");
+    }
+    for (double t0 = e2e_now_s(); bound(NULL, NULL) < 6; e2e_nap(250))
+        ck_assert_msg(e2e_now_s() - t0 < 60, "%d of 6 low-priority pods bound after 60 s",
+                      bound(NULL, NULL));
+}
+
+/*
+ * b. the issue's case: six low-priority pods fill three nodes, a high-priority single-pod gang
+ * is created, its PodGroup 30 s later. The pod waits gated meanwhile, and is bound within 5 s
+ * of its PodGroup's creation, one low-priority pod evicted for it. Without the gate
+ * kube-scheduler parks the pod as unschedulable, and the PodGroup's creation does not bring it
+ * back before the scheduler's 5-minute flush.
+ */
+START_TEST(gate_pods_created_before_their_podgroup_bind_within_5s_of_it)
+{
+    double took;
+
+    fill_with_low_priority_pods();
+    make_user_pod("early-0", "early", "1", "trainsched-e2e-gate-high");
+    stays_gated("early", 1, 30);
+    ck_assert_int_eq(alive("low", 6), 6);
+    make_podgroup("early", 1, 20);
+    took = wait_whole("early", 1, 60);
+    fprintf(stderr,
+            "gate early pods: bound %.1f s after their PodGroup was created; %d of 6 "
+            "low-priority pods left\n",
+            took, alive("low", 6));
+    ck_assert_msg(took <= 5, "bound %.1f s after the PodGroup, want <= 5 s", took);
+    ck_assert_int_eq(alive("low", 6), 5);
+}
+END_TEST
+
+/*
+ * c. six low-priority 1-CPU pods fill three 2-CPU nodes; a high-priority gang of 2 one-CPU
+ * pods is created, its PodGroup 10 s later: the gang waits gated, then is released with a plan
+ * that evicts lower-priority pods; kube-scheduler's preemption (through the preempt verb) evicts
+ * exactly 2 of them (the fewest), and the gang is bound whole, never partly.
+ */
+START_TEST(gate_high_priority_gang_preempts_and_binds_whole)
+{
+    double took;
+
+    fill_with_low_priority_pods();
+    make_user_pod("hi-0", "hi", "1", "trainsched-e2e-gate-high");
+    make_user_pod("hi-1", "hi", "1", "trainsched-e2e-gate-high");
+    stays_gated("hi", 2, 10);
+    ck_assert_int_eq(alive("low", 6), 6);
+    make_podgroup("hi", 2, 20);
+    took = wait_whole("hi", 2, 90);
+    fprintf(stderr,
+            "gate preemption: gang hi bound whole %.1f s after its PodGroup; %d of 6 "
+            "low-priority pods left\n",
+            took, alive("low", 6));
+    ck_assert_int_eq(alive("low", 6), 4);
+}
+END_TEST
+
+/* remove our gate from pod name by hand (its index found first; the test op guards it) */
+static void ungate_by_hand(const char *name)
+{
+    struct common_error err;
+    json_t *p = get_obj(&common_kube_pods, name);
+    const json_t *g;
+    size_t i, at = (size_t)-1;
+    char patch[256];
+
+    ck_assert_ptr_nonnull(p);
+    json_array_foreach(json_object_get(json_object_get(p, "spec"), "schedulingGates"), i, g)
+    {
+        const char *n = json_string_value(json_object_get(g, "name"));
+        if (n && strcmp(n, GANG_GATE) == 0)
+            at = i;
+    }
+    json_decref(p);
+    ck_assert_msg(at != (size_t)-1, "pod %s has no %s gate", name, GANG_GATE);
+    snprintf(patch, sizeof(patch),
+             "[{\"op\":\"test\",\"path\":\"/spec/schedulingGates/%zu/name\",\"value\":\"%s\"},"
+             "{\"op\":\"remove\",\"path\":\"/spec/schedulingGates/%zu\"}]",
+             at, GANG_GATE, at);
+    ck_assert_msg(common_kube_patch(kube, &common_kube_pods, ns, name, COMMON_KUBE_JSON_PATCH,
+                                    patch, NULL, NULL, &err) == COMMON_OK,
+                  "ungate %s: %s", name, err.msg);
+}
+
+/* fault: the gate removed by hand from 2 of a gang of 3 before the third exists: those two go
+ * the held-bind path and are not bound; the third arrives (gated), the gang binds whole */
+START_TEST(gate_removed_by_hand_too_early_falls_back_without_a_partial_gang)
+{
+    make_node(4);
+    make_node(4);
+    make_podgroup("hand", 3, 20);
+    make_user_pod("hand-0", "hand", "1", NULL);
+    make_user_pod("hand-1", "hand", "1", NULL);
+    stays_gated("hand", 2, 3);
+    ungate_by_hand("hand-0");
+    ungate_by_hand("hand-1");
+    for (double t0 = e2e_now_s(); e2e_now_s() - t0 < 8; e2e_nap(250))
+        ck_assert_int_eq(bound("hand", NULL), 0);
+    make_user_pod("hand-2", "hand", "1", NULL);
+    fprintf(stderr, "gate removed by hand: the gang bound whole %.1f s after its third pod\n",
+            wait_whole("hand", 3, 60));
+}
+END_TEST
+
+/* fault: the PodGroup deleted while its pods wait gated (minMember not met): they stay gated,
+ * the third pod too; recreated, the gang proceeds */
+START_TEST(gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_back)
+{
+    struct common_error err;
+    json_t *pg;
+    char *note = NULL;
+
+    make_node(4);
+    make_node(4);
+    make_podgroup("gone", 3, 20);
+    make_user_pod("gone-0", "gone", "1", NULL);
+    make_user_pod("gone-1", "gone", "1", NULL);
+    stays_gated("gone", 2, 3);
+    /* the reason, in today's wait words, on the PodGroup */
+    pg = get_obj(&common_kube_podgroups, "gone");
+    ck_assert_ptr_nonnull(pg);
+    json_decref(pg);
+    for (double t0 = e2e_now_s();
+         !(note = e2e_event_note(kube, ns, "gone", "GangWaiting", "2 of minMember 3 exist"));
+         e2e_nap(500))
+        ck_assert_msg(e2e_now_s() - t0 < 30, "no GangWaiting Event on PodGroup gone after 30 s");
+    fprintf(stderr, "gate PodGroup deleted: waiting reason \"%s\"\n", note);
+    free(note);
+    ck_assert_msg(common_kube_delete(kube, &common_kube_podgroups, ns, "gone", NULL, NULL, NULL,
+                                     &err) == COMMON_OK,
+                  "delete PodGroup gone: %s", err.msg);
+    make_user_pod("gone-2", "gone", "1", NULL);
+    stays_gated("gone", 3, 8);
+    make_podgroup("gone", 3, 20);
+    fprintf(stderr, "gate PodGroup deleted: bound whole %.1f s after it was recreated\n",
+            wait_whole("gone", 3, 60));
+}
+END_TEST
+
+static void set_min_member(const char *pg, int n)
+{
+    struct common_error err;
+    char body[96];
+
+    snprintf(body, sizeof(body), "{\"spec\":{\"minMember\":%d}}", n);
+    ck_assert_msg(common_kube_patch(kube, &common_kube_podgroups, ns, pg, COMMON_KUBE_MERGE_PATCH,
+                                    body, NULL, NULL, &err) == COMMON_OK,
+                  "PodGroup %s minMember %d: %s", pg, n, err.msg);
+}
+
+/* fault: minMember raised while gated (a third pod then does not release the gang), lowered
+ * again (it does) */
+START_TEST(gate_min_member_raised_then_lowered_while_gated)
+{
+    make_node(4);
+    make_node(4);
+    make_podgroup("mm", 3, 20);
+    make_user_pod("mm-0", "mm", "1", NULL);
+    make_user_pod("mm-1", "mm", "1", NULL);
+    stays_gated("mm", 2, 3);
+    set_min_member("mm", 4);
+    e2e_nap(1000); /* the extender's watch sees the raise before the third pod */
+    make_user_pod("mm-2", "mm", "1", NULL);
+    stays_gated("mm", 3, 6);
+    set_min_member("mm", 3);
+    fprintf(stderr, "gate minMember: bound whole %.1f s after minMember was lowered to 3\n",
+            wait_whole("mm", 3, 60));
+}
+END_TEST
+
+/* `trainsched serve --components extender` on plain HTTP at the suite's extender port, its API
+ * server given by kubeconfig kc; http: its /readyz port. Ready within 30 s, or the test fails. */
+static pid_t serve_extender(const char *kc, int http, const char *log)
+{
+    char addr[64], hp[64];
+    pid_t pid;
+    int st;
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    snprintf(hp, sizeof(hp), "127.0.0.1:%d", http);
+    {
+        char *argv[] = {"trainsched",
+                        "serve",
+                        "--components",
+                        "extender",
+                        "--kubeconfig",
+                        (char *)kc,
+                        "--https-address",
+                        addr,
+                        "--http-address",
+                        hp,
+                        "--extender-bind-timeout",
+                        "30",
+                        "--extender-schedule-timeout",
+                        "20",
+                        "--extender-backoff-initial",
+                        "2",
+                        "--extender-backoff-max",
+                        "4",
+                        NULL};
+        pid = e2e_spawn(argv, log);
+    }
+    for (double t0 = e2e_now_s(); e2e_http_get(http, "/readyz", NULL) != 200; e2e_nap(100)) {
+        if (waitpid(pid, &st, WNOHANG) == pid || e2e_now_s() - t0 > 30) {
+            e2e_echo_tail(log, 30);
+            ck_abort_msg("the extender daemon is not ready (%s)", log);
+        }
+    }
+    return pid;
+}
+
+static void stop_pid(pid_t *pid)
+{
+    int st;
+
+    if (*pid > 0) {
+        kill(*pid, SIGKILL);
+        waitpid(*pid, &st, 0);
+    }
+    *pid = 0;
+}
+
+/*
+ * fault: trainsched killed between two ungate writes. The extender runs as a daemon (serve)
+ * whose API server is faultproxy.py: after its first PATCH of one of the gang's pods reaches the
+ * API server, the next is held (never forwarded), and the daemon is SIGKILLed while it waits. At
+ * most one member is ungated then, none bound; a new daemon (straight to the API server) rebuilds
+ * its books from the API and finishes the gang: all 4 ungated and bound, whole.
+ */
+START_TEST(gate_extender_killed_between_two_ungate_writes_finishes_the_gang_whole)
+{
+    char dir[300], kc[320], log[320], text[1024];
+    int pport = 0, pctl = 0, http = e2e_free_port(), held = 0, gated;
+    json_t *st;
+    double t0;
+
+    snprintf(dir, sizeof(dir), "%s/kill-%s", tmpdir, run);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    e2e_proxy_start(dir, &killed_proxy, &pport, &pctl);
+    snprintf(kc, sizeof(kc), "%s/proxy.kubeconfig", dir);
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Config\n"
+             "clusters:\n- name: proxy\n  cluster: {server: \"https://127.0.0.1:%d\", "
+             "certificate-authority: \"%s\"}\n"
+             "users:\n- name: u\n  user: {token: proxied-as-admin}\n"
+             "contexts:\n- name: p\n  context: {cluster: proxy, user: u}\n"
+             "current-context: p\n",
+             pport, getenv("TESTBED_CA"));
+    e2e_write_file(kc, text);
+    snprintf(log, sizeof(log), "%s/extender-1.log", dir);
+    stop_extender(); /* the daemon takes the suite's extender port */
+    killed_pid = serve_extender(kc, http, log);
+    snprintf(text, sizeof(text), "/writes?method=PATCH&match=/namespaces/%s/pods/kill-&after=1",
+             ns);
+    json_decref(e2e_proxy_ctl(pctl, text));
+    for (int k = 0; k < 4; k++)
+        make_node(4);
+    make_podgroup("kill", 4, 20);
+    for (int k = 0; k < 4; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "kill-%d", k);
+        make_user_pod(name, "kill", "1", NULL);
+    }
+    for (t0 = e2e_now_s(); held < 1; e2e_nap(100)) {
+        st = e2e_proxy_ctl(pctl, "/state");
+        held = (int)json_integer_value(json_object_get(json_object_get(st, "writes"), "held"));
+        json_decref(st);
+        ck_assert_msg(e2e_now_s() - t0 < 60, "no second PATCH of the gang's pods after 60 s");
+    }
+    stop_pid(&killed_pid);
+    gated = gated_in("kill");
+    fprintf(stderr, "gate killed mid-ungate: daemon killed with %d of 4 pods still gated\n", gated);
+    ck_assert_msg(gated >= 3, "%d of 4 pods gated after one write", gated);
+    for (t0 = e2e_now_s(); e2e_now_s() - t0 < 3; e2e_nap(250))
+        ck_assert_int_eq(bound("kill", NULL), 0);
+    snprintf(log, sizeof(log), "%s/extender-2.log", dir);
+    killed_pid = serve_extender(getenv("KUBECONFIG"), http, log);
+    fprintf(stderr, "gate killed mid-ungate: bound whole %.1f s after the restart\n",
+            wait_whole("kill", 4, 60));
+    ck_assert_int_eq(gated_in("kill"), 0);
+    stop_pid(&killed_pid);
+    e2e_proxy_stop(&killed_proxy);
+}
+END_TEST
+
 static pid_t spawn(char *const argv[], const char *log)
 {
     pid_t pid;
@@ -1743,7 +2278,7 @@ int main(void)
     char cmd[400];
     int failed = 0;
     Suite *s = suite_create("the gang path through the extender, end to end");
-    TCase *tc = tcase_create("flow");
+    TCase *tc = tcase_create("flow"), *gate = tcase_create("gate");
     SRunner *sr;
     struct common_kube *admin;
 
@@ -1781,6 +2316,17 @@ int main(void)
     tcase_add_test(tc, topology_from_kueue_object);
     tcase_add_test(tc, topology_from_kai_object);
     suite_add_tcase(s, tc);
+    /* the scheduling gate (CK_RUN_CASE=gate runs these alone) */
+    tcase_add_checked_fixture(gate, setup, teardown);
+    tcase_set_timeout(gate, 180);
+    tcase_add_test(gate, gate_interleaved_20_gangs_bind_without_long_holds);
+    tcase_add_test(gate, gate_pods_created_before_their_podgroup_bind_within_5s_of_it);
+    tcase_add_test(gate, gate_high_priority_gang_preempts_and_binds_whole);
+    tcase_add_test(gate, gate_removed_by_hand_too_early_falls_back_without_a_partial_gang);
+    tcase_add_test(gate, gate_podgroup_deleted_while_gated_keeps_the_pods_gated_until_it_is_back);
+    tcase_add_test(gate, gate_min_member_raised_then_lowered_while_gated);
+    tcase_add_test(gate, gate_extender_killed_between_two_ungate_writes_finishes_the_gang_whole);
+    suite_add_tcase(s, gate);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

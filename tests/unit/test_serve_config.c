@@ -611,6 +611,31 @@ START_TEST(volcano_settings_load_from_their_section_and_a_bad_mapping_is_refused
 }
 END_TEST
 
+/* webhook.gangGate: on by default; off from the file; a flag wins over the file either way */
+START_TEST(webhook_gang_gate_defaults_on_and_is_set_by_file_and_flag)
+{
+    char out[16384], args[512], path[] = "/tmp/ts-config-XXXXXX";
+    int fd = mkstemp(path);
+
+    ck_assert(fd >= 0);
+    close(fd);
+    ck_assert_int_eq(run("--check-config --webhook-extender-wired", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "  extenderWired: true\n  gangGate: true\n") != NULL, "%s", out);
+    write_file(path, "webhook:\n  extenderWired: true\n  gangGate: false\n");
+    snprintf(args, sizeof(args), "--config '%s' --check-config", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "  extenderWired: true\n  gangGate: false\n") != NULL, "%s", out);
+    snprintf(args, sizeof(args), "--config '%s' --check-config --webhook-gang-gate", path);
+    ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "  gangGate: true\n") != NULL, "%s", out);
+    ck_assert_int_eq(run("--check-config --webhook-gang-gate=false", out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "  gangGate: false\n") != NULL, "%s", out);
+    ck_assert_int_eq(run("--check-config --webhook-gang-gate=maybe", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "--webhook-gang-gate") != NULL, "%s", out);
+    unlink(path);
+}
+END_TEST
+
 /* every bad flag is reported, each once (the backend's message names the flag itself) */
 START_TEST(check_config_reports_each_bad_flag_once)
 {
@@ -794,6 +819,7 @@ int main(void)
     tcase_add_test(tc, topologies_from_file_and_flags);
     tcase_add_test(tc, names_and_topologies_are_checked_as_kubernetes_checks_them);
     tcase_add_test(tc, slurm_settings_from_file_and_flags);
+    tcase_add_test(tc, webhook_gang_gate_defaults_on_and_is_set_by_file_and_flag);
     tcase_add_test(tc, slurm_settings_are_checked_before_start);
     tcase_add_test(tc, check_config_checks_addresses_files_and_the_kubeconfig);
     tcase_add_test(tc, check_config_finds_a_port_in_use);

@@ -10,6 +10,7 @@
  *                      schedulerName / gangResource  (mutate-pod options)
  *                      maxScheduleTimeoutMs: 628000  (the extender's gang timeout cap: warnings)
  *                      extenderWired: false          (mutate-pod option; default true here)
+ *                      gangGate: false               (mutate-pod option; default true here)
  *                      defaultBackend: native        (serve's backends.default)
  *                      lookupErrors: [{kind: JobSet, code: unsupported|timeout|api, message}]
  *   request.json       the body as the API server sends it (an AdmissionReview, or bad bytes)
@@ -37,6 +38,7 @@
 
 #include "common/alloc.h"
 #include "common/arena.h"
+#include "common/coretypes.h"
 #include "common/httpd.h"
 #include "common/metrics.h"
 #include "common/yaml.h"
@@ -265,6 +267,7 @@ START_TEST(test_fixture)
     o.gang_resource = json_string_value(json_object_get(spec, "gangResource"));
     o.max_schedule_timeout_ms = json_integer_value(json_object_get(spec, "maxScheduleTimeoutMs"));
     o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
+    o.gang_gate = !json_is_false(json_object_get(spec, "gangGate"));
     o.default_backend = json_string_value(json_object_get(spec, "defaultBackend"));
     {
         size_t i;
@@ -767,6 +770,8 @@ START_TEST(test_endpoint_table)
     ck_assert_ptr_null(webhook_endpoint_by_path(NULL));
     for (int i = 0; i < WEBHOOK_COUNT; i++)
         ck_assert_int_eq(webhook_endpoints[i].id, i);
+    /* the gate the webhook gives is the one the extender's books recognise and remove */
+    ck_assert_str_eq(WEBHOOK_GANG_GATE, COMMON_TRAINSCHED_GATE);
 }
 END_TEST
 
@@ -856,6 +861,7 @@ static void torture(const char *name)
     ck_assert_ptr_nonnull(ep);
     o.scheduler_name = json_string_value(json_object_get(spec, "schedulerName"));
     o.extender_wired = !json_is_false(json_object_get(spec, "extenderWired"));
+    o.gang_gate = !json_is_false(json_object_get(spec, "gangGate"));
     fixture_path(path, sizeof(path), name, "cluster.yaml");
     cluster.objects = exists(path) ? load_yaml_docs(path, &kdocs) : json_array();
     o.lookup = cluster_lookup;
