@@ -25,7 +25,7 @@
 #define IDLE_ROUNDS_MAX 3
 
 enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE };
-enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE };
+enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE, EV_LOAD_DONE };
 
 struct spod {
     const struct common_pod *cp;
@@ -134,7 +134,7 @@ static int ev_push(struct engine *e, int64_t t, uint8_t type, uint32_t idx, uint
         e->heap[(i - 1) / 2] = tmp;
         i = (i - 1) / 2;
     }
-    if (type == EV_ARRIVE || type == EV_DONE || type == EV_POD_ARRIVE)
+    if (type == EV_ARRIVE || type == EV_DONE || type == EV_POD_ARRIVE || type == EV_LOAD_DONE)
         e->n_live++;
     return 0;
 }
@@ -158,7 +158,8 @@ static struct ev ev_pop(struct engine *e)
         e->heap[m] = tmp;
         i = m;
     }
-    if (top.type == EV_ARRIVE || top.type == EV_DONE || top.type == EV_POD_ARRIVE)
+    if (top.type == EV_ARRIVE || top.type == EV_DONE || top.type == EV_POD_ARRIVE ||
+        top.type == EV_LOAD_DONE)
         e->n_live--;
     return top;
 }
@@ -643,6 +644,21 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
             common_error_prefix(err, "job %s", j->name);
         return rc;
     }
+    if (ev->type == EV_LOAD_DONE) { /* a pod that ran when the snapshot was taken ends */
+        const struct sim_load *ld = &e->in->load[ev->idx];
+        struct common_pod cp = *ld->pod;
+        int32_t n = node_index(e, ld->pod->node_name);
+        int64_t g = pod_gpus(ld->pod, e->in->gpu_resource);
+        cp.phase = "Succeeded";
+        e->books_version++;
+        if ((rc = gang_pod_upsert(e->s, &cp, err)) != COMMON_OK)
+            return rc;
+        e->gpus_used -= g;
+        if (n >= 0)
+            e->node_gpu_free[n] += (int32_t)g;
+        e->moved = 1;
+        return COMMON_OK;
+    }
     struct spod *p = &e->pods[ev->idx];
     if (ev->gen != p->gen)
         return COMMON_OK;
@@ -988,6 +1004,27 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
         out->gpus_total += g;
         if ((rc = gang_node_upsert(e.s, in->nodes[i], err)) != COMMON_OK)
             goto out;
+    }
+    /* the pods already running (a snapshot of a cluster): on their nodes from time 0 */
+    for (size_t i = 0; i < in->n_load; i++) {
+        const struct common_pod *lp = in->load[i].pod;
+        struct common_pod cp = *lp;
+        int32_t n = node_index(&e, lp->node_name ? lp->node_name : "");
+        int64_t g = pod_gpus(lp, in->gpu_resource);
+        if (n < 0) {
+            rc = common_error_set(err, COMMON_EINVAL, "running pod %s/%s: unknown node \"%s\"",
+                                  lp->namespace, lp->name, lp->node_name ? lp->node_name : "");
+            goto out;
+        }
+        cp.phase = "Running";
+        if ((rc = gang_pod_upsert(e.s, &cp, err)) != COMMON_OK)
+            goto out;
+        e.gpus_used += g;
+        e.node_gpu_free[n] -= (int32_t)g;
+        if (ev_push(&e, in->load[i].end_ms, EV_LOAD_DONE, (uint32_t)i, 0)) {
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+            goto out;
+        }
     }
     {
         size_t k = 0;
