@@ -366,6 +366,7 @@ enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot
     struct notes nt = {l, {0}};
     json_t *nodes_known = json_object(), *pending = json_object(), *bound = json_object();
     json_t *groups = json_object(), *tjs = json_object(), *with_pods = json_object();
+    json_t *done = json_object();
     json_t *runtimes = json_array(), *item;
     struct cand *cands = NULL;
     size_t n_cands = 0, cap_cands = 0, i, n_load = 0;
@@ -384,7 +385,7 @@ enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot
             goto out;                                                                              \
     } while (0)
 
-    if (!nodes_known || !pending || !bound || !groups || !tjs || !with_pods || !runtimes)
+    if (!nodes_known || !pending || !bound || !groups || !tjs || !with_pods || !runtimes || !done)
         OOM();
     sim_loader_snapshot(l, s->now_ms);
 
@@ -435,8 +436,13 @@ enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot
         const char *node = str_at(item, "spec", "nodeName");
         const char *pg = label(item, GANG_POD_GROUP_LABEL), *js = label(item, JOBSET_NAME_LABEL);
         char gkey[600], tkey[600];
-        if (!name || ended(item))
+        if (!name)
             continue;
+        if (ended(item)) { /* its gang ran: not a PodGroup without pods */
+            if (pg && json_object_set_new(done, key_of(item, pg, gkey, sizeof(gkey)), json_true()))
+                OOM();
+            continue;
+        }
         if (js && json_object_set_new(with_pods, key_of(item, js, tkey, sizeof(tkey)), json_true()))
             OOM();
         if (pg)
@@ -557,7 +563,7 @@ enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot
         list = json_object_get(pending, key);
         b = json_integer_value(json_object_get(bound, key));
         if (!json_array_size(list)) {
-            if (!b)
+            if (!b && !json_object_get(done, key))
                 NOTE(N_EMPTY_PG,
                      "PodGroup %s has no pods: nothing to place (its pods are not created yet)",
                      key);
@@ -798,6 +804,7 @@ out:
     json_decref(groups);
     json_decref(tjs);
     json_decref(with_pods);
+    json_decref(done);
     json_decref(runtimes);
     return rc;
 #undef OOM

@@ -10,7 +10,8 @@
  * done-0 Succeeded; the gang g (PodGroup minMember 2, run time 30m, one member gated) of two
  * pending 8-GPU pods; a pending pod with a ResourceClaim; a pending pod naming a PodGroup that
  * does not exist; a PodGroup without pods; ResourceSlices (one without a node) and a claim;
- * TrainJobs g (has pods), norunt (its runtime is missing) and old (Complete).
+ * TrainJobs g (has pods), norunt (its runtime is missing) and old (Complete); PodGroup ran whose
+ * only pod Succeeded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,7 @@ START_TEST(the_snapshot_becomes_nodes_load_and_waiting_jobs)
     note(&x.in, "Pod default/orphan-0 names PodGroup missing, which the snapshot does not hold");
     /* what is not modelled, named */
     note(&x.in, "PodGroup default/empty has no pods");
+    ck_assert_int_eq(has_note(&x.in, "default/ran"), 0); /* its pod Succeeded: it ran */
     note(&x.in, "Pod default/claimer-0 is not simulated: ");
     note(&x.in, "spec.resourceClaims: Forbidden: simulate does not model DRA");
     note(&x.in, "ResourceSlice orphan-slice names no node");
