@@ -36,6 +36,7 @@
 static long n_nodes = 10000, n_pods = 0, threads = 4;
 static const char *ns = "trainsched-snap-bench";
 static struct common_kube *kube;
+static const struct common_kube_resource sa_r = {"", "v1", "serviceaccounts", 1};
 
 static double now_s(void)
 {
@@ -69,13 +70,15 @@ static json_t *pod_json(long i)
     snprintf(name, sizeof(name), "p-%06ld", i);
     snprintf(node, sizeof(node), "snap-node-%05ld", i % n_nodes);
     snprintf(uid, sizeof(uid), "uid-%06ld", i);
+    /* an extended resource needs its limit (the API server's pod validation) */
     return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}, s:{s:s, s:[{s:s, s:s, s:{s:{s:s, "
-                     "s:s}}}], s:[{s:s, s:s}]}, s:{s:s}}",
+                     "s:s}, s:{s:s}}}], s:[{s:s, s:s}]}, s:{s:s}}",
                      "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "namespace", ns,
                      "uid", uid, "labels", "app", "snap-bench", "spec", "nodeName", node,
                      "containers", "name", "c", "image", "busybox:1.36", "resources", "requests",
-                     "cpu", "1", "nvidia.com/gpu", "1", "tolerations", "key", "kwok.x-k8s.io/node",
-                     "operator", "Exists", "status", "phase", "Running");
+                     "cpu", "1", "nvidia.com/gpu", "1", "limits", "nvidia.com/gpu", "1",
+                     "tolerations", "key", "kwok.x-k8s.io/node", "operator", "Exists", "status",
+                     "phase", "Running");
 }
 
 static int create_node(long i, void *ctx, struct common_error *err)
@@ -117,6 +120,7 @@ static void make(long to, int (*one)(long, void *, struct common_error *), const
 
     printf("%s: %ld created or present, %ld failed in %.1f s (%.0f/s)%s%s\n", what, ok, failed, s,
            (double)to / (s > 0 ? s : 1), failed ? "; first: " : "", failed ? first : "");
+    fflush(stdout);
 }
 
 static int bed(int cleanup)
@@ -145,6 +149,12 @@ static int bed(int cleanup)
         json_t *nso = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
                                 "metadata", "name", ns);
         common_kube_create(kube, &common_kube_namespaces, NULL, nso, NULL, NULL, &err);
+        json_decref(nso);
+        /* no ServiceAccount controller on a bed without kube-controller-manager: the pods'
+         * admission needs the default ServiceAccount */
+        nso = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
+                        "metadata", "name", "default", "namespace", ns);
+        common_kube_create(kube, &sa_r, ns, nso, NULL, NULL, &err);
         json_decref(nso);
         make(n_nodes, create_node, "nodes");
         if (n_pods)

@@ -836,7 +836,8 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
     r->intervals = common_arena_alloc(a, (e->n_iv + 1) * sizeof(*r->intervals));
     if (!r->jobs || !r->jobs_in_one_domain || !r->samples || !r->intervals)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    memcpy(r->samples, e->samples, e->n_samples * sizeof(*r->samples));
+    if (e->n_samples) /* none: a snapshot with nothing waiting or running */
+        memcpy(r->samples, e->samples, e->n_samples * sizeof(*r->samples));
     r->n_samples = e->n_samples;
     for (size_t i = 0; i < e->n_iv; i++) {
         r->intervals[i] = e->iv[i];

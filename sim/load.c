@@ -2135,6 +2135,11 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
     enum common_rc rc = COMMON_OK;
 
     memset(in, 0, sizeof(*in));
+    if (!l->n_nodes && l->snapshot) /* a live cluster: nothing could start */
+        return common_error_set(err, COMMON_EINVAL,
+                                "the cluster has no nodes: the snapshot listed no Node with a "
+                                "name and status.allocatable, so nothing can be placed%s%s",
+                                l->n_notes ? "; " : "", l->n_notes ? l->notes[0] : "");
     if (!l->n_nodes)
         return common_error_set(err, COMMON_EINVAL,
                                 "%s: the cluster has no nodes: give Node objects or a SimCluster "

@@ -17,6 +17,8 @@
  *       says the same for second. first's pods are then deleted and the extender really places
  * second: on the same nodes, s0 and s1. The nodes are compared one for one: no tie is possible (s2
  * stays full, so the only two nodes with room are the two first frees).
+ *       On the way, common_kube_list's item and page hooks (what the snapshot trims and counts
+ *       with) over the namespace's 3 pods in pages of 1.
  *   a_forbidden_list_names_the_permission
  *       the namespace's default ServiceAccount (no rights): exit 1 naming list on nodes; bound
  *       cluster-wide to the shipped manifests/rbac/explain-rbac.yaml, it gets a snapshot.
@@ -196,7 +198,45 @@ static void joined(const json_t *arr, char *buf, size_t n)
         snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", json_string_value(v));
 }
 
-static void make_runtime_and_nodes(void)
+/* common_kube_list's hooks, as the snapshot uses them: each item trimmed before it is kept, a
+ * call after each page with the items so far */
+struct hooks {
+    size_t items, pages, last;
+};
+
+static void hook_item(void *ctx, json_t *it)
+{
+    ((struct hooks *)ctx)->items++;
+    json_object_del(json_object_get(it, "metadata"), "managedFields");
+}
+
+static void hook_page(void *ctx, size_t n)
+{
+    struct hooks *h = ctx;
+    ck_assert_msg(n == h->last + 1 || (n == h->last && n > 0), "page %zu: %zu items after %zu",
+                  h->pages, n, h->last); /* pages of 1 (a last one may be empty) */
+    h->last = n;
+    h->pages++;
+}
+
+static void paged_list_hooks(void)
+{
+    struct hooks h = {0};
+    struct common_kube_list_opts lo = {.limit = 1, .item = hook_item, .page = hook_page, .ctx = &h};
+    struct common_error e;
+    json_t *items = NULL, *it;
+    size_t i;
+
+    ck_assert_msg(common_kube_list(kube, &common_kube_pods, ns, &lo, &items, NULL, &e) == COMMON_OK,
+                  "%s", e.msg);
+    ck_assert_uint_eq(json_array_size(items), 3);
+    ck_assert_uint_eq(h.items, 3);
+    ck_assert_uint_ge(h.pages, 3);
+    json_array_foreach(items, i, it) ck_assert_ptr_null(e2e_at(it, "metadata.managedFields"));
+    json_decref(items);
+}
+
+static void make_nodes(void)
 {
     for (int i = 0; i < 3; i++) {
         snprintf(nodes[i], sizeof(nodes[i]), "simcl-%s-%d", run, i);
@@ -208,6 +248,11 @@ static void make_runtime_and_nodes(void)
                              "  capacity: {cpu: '1', memory: 64Gi, pods: '110'}\n",
                              nodes[i], RUN_LABEL, run));
     }
+}
+
+static void make_runtime_and_nodes(void)
+{
+    make_nodes();
     e2e_create(
         kube, &common_kube_trainingruntimes, ns,
         e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\n"
@@ -274,6 +319,7 @@ START_TEST(the_snapshot_places_the_waiting_gang_where_the_extender_does)
         ck_assert_msg(e2e_now_s() < end, "TrainJob first was not placed in 120 s");
     snprintf(args, sizeof(args), "%s,%s", nodes[0], nodes[1]);
     ck_assert_str_eq(first_nodes, args); /* s2 is full */
+    paged_list_hooks();                  /* blocker, first-0, first-1 */
     e2e_create(kube, &common_kube_trainjobs, ns,
                e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
                          "metadata: {name: second, namespace: %s}\n"
@@ -388,6 +434,7 @@ START_TEST(a_forbidden_list_names_the_permission)
 
     if (!bed_ready())
         return;
+    make_nodes(); /* a bed of no other node: the snapshot needs one */
     sa_kubeconfig(kc, sizeof(kc));
     ck_assert_int_eq(ts(kc, "simulate --from-cluster", &out, &err), 1);
     contains(err, "simulate: cannot list nodes in all namespaces: the account needs list on "
@@ -433,6 +480,9 @@ START_TEST(a_cluster_without_the_crds_is_named)
     int pport = 0, control = 0;
     FILE *f;
 
+    if (!bed_ready())
+        return;
+    make_nodes(); /* a bed of no other node: the snapshot needs one */
     snprintf(dir, sizeof(dir), "%s/proxy", tmpdir);
     ck_assert_int_eq(mkdir(dir, 0700) == 0 || errno == EEXIST, 1);
     e2e_proxy_start(dir, &pid, &pport, &control);
@@ -481,8 +531,8 @@ int main(void)
         return 1;
     }
     port = e2e_free_port_or_exit();
-    e2e_add_test(s, "snapshot", the_snapshot_places_the_waiting_gang_where_the_extender_does,
-                 setup, teardown, 400);
+    e2e_add_test(s, "snapshot", the_snapshot_places_the_waiting_gang_where_the_extender_does, setup,
+                 teardown, 400);
     e2e_add_test(s, "forbidden", a_forbidden_list_names_the_permission, setup, teardown, 400);
     e2e_add_test(s, "no-crds", a_cluster_without_the_crds_is_named, setup, teardown, 400);
     failed = e2e_run_with_extender(s, port, BIND_TIMEOUT_S);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/cli.h"
 #include "cmd/whatif.h"
 #include "common/arena.h"
 #include "sim/sim.h"
@@ -222,6 +223,20 @@ START_TEST(partly_missing_lists_never_crash)
     note(&in, "nodes[2] has no metadata.name");
     ck_assert_msg(sim_run(&in, NULL, a, &r, &e) == COMMON_OK, "%s", e.msg);
     sim_loader_destroy(l);
+    /* nodes and nothing else: nothing runs or waits, an empty report */
+    l = sim_loader_create(a, NULL);
+    s.pods = NULL;
+    ck_assert_msg(sim_load_snapshot(l, &s, &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(sim_loader_finish(l, &in, &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_msg(sim_run(&in, NULL, a, &r, &e) == COMMON_OK, "%s", e.msg);
+    ck_assert_uint_eq(r.n_samples, 0);
+    {
+        json_t *rep = sim_report_json(&in, &r);
+        ck_assert_ptr_nonnull(rep);
+        ck_assert_uint_eq(json_array_size(json_object_get(rep, "jobs")), 0);
+        json_decref(rep);
+    }
+    sim_loader_destroy(l);
     /* no list at all: the loader's "no nodes" */
     l = sim_loader_create(a, NULL);
     memset(&s, 0, sizeof(s));
@@ -285,6 +300,51 @@ START_TEST(what_if_names_the_trainjobs_start_and_nodes)
 }
 END_TEST
 
+/* the command line: --from-cluster's flags and what they conflict with, exit 2 naming them */
+static int run_cmd(int (*cmd)(int, char **, FILE *, FILE *), const char *const *args, char **errt)
+{
+    char *argv[16], *o = NULL;
+    size_t n = 0, olen = 0, elen = 0;
+    FILE *out = open_memstream(&o, &olen), *err = open_memstream(errt, &elen);
+    int st;
+
+    while (args[n]) {
+        argv[n] = (char *)args[n];
+        n++;
+    }
+    argv[n] = NULL;
+    st = cmd((int)n, argv, out, err);
+    fclose(out);
+    fclose(err);
+    free(o);
+    return st;
+}
+
+START_TEST(from_cluster_flags_are_checked)
+{
+    static const char *const a1[] = {"simulate", "--from-cluster", "--cluster", "c.yaml", NULL};
+    static const char *const a2[] = {"simulate", "-f", "j.yaml", "--kubeconfig", "k", NULL};
+    static const char *const a3[] = {"simulate", "--from-cluster", "--assume-run-time", "soon",
+                                     NULL};
+    static const char *const a4[] = {"explain", "tj", "--topology", "t=a", NULL};
+    char *e;
+
+    ck_assert_int_eq(run_cmd(cmd_simulate, a1, &e), 2);
+    ck_assert_msg(strstr(e, "--cluster: the cluster comes from the API with --from-cluster"), "%s",
+                  e);
+    free(e);
+    ck_assert_int_eq(run_cmd(cmd_simulate, a2, &e), 2);
+    ck_assert_msg(strstr(e, "--kubeconfig: only with --from-cluster"), "%s", e);
+    free(e);
+    ck_assert_int_eq(run_cmd(cmd_simulate, a3, &e), 2);
+    ck_assert_msg(strstr(e, "--assume-run-time: \"soon\": must be a duration"), "%s", e);
+    free(e);
+    ck_assert_int_eq(run_cmd(cmd_explain, a4, &e), 2);
+    ck_assert_msg(strstr(e, "--topology: only with --what-if"), "%s", e);
+    free(e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("simulate --from-cluster");
@@ -294,6 +354,7 @@ int main(void)
     tcase_add_test(tc, the_waiting_gang_starts_when_the_load_frees_two_nodes);
     tcase_add_test(tc, partly_missing_lists_never_crash);
     tcase_add_test(tc, what_if_names_the_trainjobs_start_and_nodes);
+    tcase_add_test(tc, from_cluster_flags_are_checked);
     suite_add_tcase(s, tc);
     return testutil_run_suite(s);
 }
