@@ -24,11 +24,15 @@
  *     A plain kube-scheduler, B kube-scheduler + trainsched's extender (coscheduling PodGroups),
  *     C scheduler-plugins' kube-scheduler with Coscheduling (--schedplugins BIN; same PodGroups),
  *     D kube-scheduler's own gang scheduling (scheduling.k8s.io/v1beta1 PodGroups on 1.37,
- *     v1alpha2 on 1.36; needs a bed with TESTBED_NATIVE_GANG=1), one scheduler at a time on the
- * bed's port; workloads gang, interleaved, mixed (80 % plain pods), contended (whole-Node pods, a
- * pool for half of them, created interleaved; a gang's pods are deleted 1 s after its last bind).
- * Per run: pods/s, time to all bound, attempts per pod, partial gangs, CPU per pod; a run stops as
- * stalled after --stall S (30) without binds or scheduling progress.
+ *     v1alpha2 on 1.36; needs a bed with TESTBED_NATIVE_GANG=1), E trainsched's extender on C's
+ *     binary (scheduler-plugins' build of kube-scheduler 1.34.7, Coscheduling off: the
+ * like-for-like comparison with C on one kube-scheduler version), one scheduler at a time on the
+ * bed's port; gang pods of B and E are created with the scheduling gate trainsched.io/gang, as
+ * trainsched's pod webhook creates them (--gate off: without it, the fallback held-bind path);
+ * workloads gang, interleaved, mixed (80 % plain pods), contended (whole-Node pods, a pool for half
+ * of them, created interleaved; a gang's pods are deleted 1 s after its last bind). Per run:
+ * pods/s, time to all bound, attempts per pod, partial gangs, CPU per pod; a run stops as stalled
+ * after --stall S (30) without binds or scheduling progress.
  *
  * Every scheduler config raises clientConnection qps/burst (--sched-qps, default 1000): at the
  * default 50/100 both variants measure client-go's rate limiter on Bindings, not scheduling.
@@ -40,7 +44,8 @@
  * Run: . $TESTBED_RUN/env; bench_scheduler --extender http://127.0.0.1:PORT
  *      --extender-metrics http://127.0.0.1:PORT2/metrics [--nodes N] [--pods P] [--rounds R]
  *      [--gangs-c G] [--threads T] [--sched-qps Q] [--only b,c,p] [--c-order gang|interleaved]
- *      [--schedplugins BIN] [--variants ABCD] [--workloads gang,interleaved,mixed,contended]
+ *      [--schedplugins BIN] [--variants ABCDE] [--gate on|off]
+ *      [--workloads gang,interleaved,mixed,contended]
  *      [--peer-gangs G] [--stall S]
  *      [--ns NAME] [--cleanup-nodes]
  *      (scripts/bench-scheduler.sh does it all)
@@ -83,6 +88,9 @@ static struct {
     /* (p) the peers */
     const char *schedplugins, *variants, *workloads;
     long peer_gangs, stall_s;
+    /* gang pods are created with trainsched's scheduling gate, as its pod webhook creates them
+     * (--gate off: without, the held-bind path of pods that arrive ungated) */
+    int gate;
 } cfg = {"trainsched-bench-sched",
          NULL,
          NULL,
@@ -101,7 +109,11 @@ static struct {
          "ABCD",
          "gang,interleaved,mixed,contended",
          200,
-         30};
+         30,
+         1};
+
+/* the variants whose gang pods go through trainsched's extender */
+#define EXTENDER_VARIANT(v) ((v) == 'B' || (v) == 'E')
 
 static struct common_kube *kube;
 static char sched_metrics_url[512];
@@ -447,7 +459,8 @@ static const char *const wl_name[WL_N] = {"gang", "interleaved", "mixed", "conte
 /* which variant the pod workers create */
 static struct {
     char prefix[32];
-    char variant;    /* 'A' plain, 'B' trainsched, 'C' Coscheduling, 'D' native */
+    char variant;    /* 'A' plain, 'B' trainsched, 'C' Coscheduling, 'D' native, 'E' trainsched on
+                      * scheduler-plugins' kube-scheduler build with Coscheduling off */
     int gang;        /* 0: plain pods (A) */
     int interleaved; /* gang member order */
     enum workload wl;
@@ -487,7 +500,7 @@ static enum common_rc create_pod(long i, struct common_error *err)
     snprintf(name, sizeof(name), "%s-%05ld", job.prefix, i);
     if (job.wl == WL_CONTENDED)
         json_object_set_new(req, "cpu", json_string("64")); /* a whole Node */
-    if (job.variant == 'B' && g >= 0) {
+    if (EXTENDER_VARIANT(job.variant) && g >= 0) {
         json_object_set_new(req, "trainsched.io/gang", json_string("1"));
         json_object_set_new(lim, "trainsched.io/gang", json_string("1"));
     }
@@ -501,8 +514,13 @@ static enum common_rc create_pod(long i, struct common_error *err)
         json_t *labels = json_object_get(json_object_get(p, "metadata"), "labels");
         gang_of(i, gn, sizeof(gn));
         json_object_set_new(labels, GANG_NAME_LABEL, json_string(gn));
-        if (job.variant == 'B' || job.variant == 'C')
+        if (EXTENDER_VARIANT(job.variant) || job.variant == 'C')
             json_object_set_new(labels, GANG_LABEL, json_string(gn));
+        /* what trainsched's pod webhook adds to a gang pod (docs/gang.md "The gang gate"):
+         * the extender removes it from the whole gang once the gang can be placed */
+        if (EXTENDER_VARIANT(job.variant) && cfg.gate)
+            json_object_set_new(json_object_get(p, "spec"), "schedulingGates",
+                                json_pack("[{s:s}]", "name", "trainsched.io/gang"));
         else if (job.variant == 'D')
             json_object_set_new(json_object_get(p, "spec"), "schedulingGroup",
                                 json_pack("{s:s}", "podGroupName", gn));
@@ -953,9 +971,10 @@ struct peer_result {
     char why[160]; /* why it did not run */
 };
 
-static const char *const variant_name[4] = {"A plain kube-scheduler", "B trainsched extender",
-                                            "C scheduler-plugins Coscheduling",
-                                            "D kube-scheduler GangScheduling"};
+#define NVAR 5
+static const char *const variant_name[NVAR] = {
+    "A plain kube-scheduler", "B trainsched extender", "C scheduler-plugins Coscheduling",
+    "D kube-scheduler GangScheduling", "E trainsched extender on C's kube-scheduler"};
 
 /* the contended workload: delete each gang's pods hold_s after its 8th bind (the job ended),
  * which frees its Nodes for the gangs still waiting */
@@ -1001,10 +1020,12 @@ static void run_peer(char variant, enum workload wl, long gangs, const char *sch
          pid_etcd = bench_bed_pid("etcd");
     double c0[4], t_first = 1e300, t_last = 0;
     const char *e = getenv("EXTENDER_PID");
-    const char *conf = variant == 'B' ? cfg_gang : variant == 'C' ? cfg_cosched : cfg_plain;
+    const char *conf = EXTENDER_VARIANT(variant) ? cfg_gang
+                       : variant == 'C'          ? cfg_cosched
+                                                 : cfg_plain;
 
     memset(r, 0, sizeof(*r));
-    if (e && variant == 'B')
+    if (e && EXTENDER_VARIANT(variant))
         ext_pid = strtol(e, NULL, 10);
     snprintf(prefix, sizeof(prefix), "p%c%c", (char)(variant - 'A' + 'a'), wl_name[wl][0]);
     snprintf(job.prefix, sizeof(job.prefix), "%s", prefix);
@@ -1018,7 +1039,7 @@ static void run_peer(char variant, enum workload wl, long gangs, const char *sch
     job.pool_blocks = wl == WL_CONTENDED ? (gangs * GANG / 2 + BLOCK - 1) / BLOCK : 0;
     r->pods = job.pods;
     r->gangs = job.gangs;
-    if (sched_ctl_bin("restart", conf, variant == 'C' ? schedplugins : NULL) != 0)
+    if (sched_ctl_bin("restart", conf, variant == 'C' || variant == 'E' ? schedplugins : NULL) != 0)
         die("restart kube-scheduler", NULL);
     sleep(2);
     pid_sched = bench_bed_pid("kube-scheduler");
@@ -1028,7 +1049,7 @@ static void run_peer(char variant, enum workload wl, long gangs, const char *sch
         run_parallel(&p, 0, job.gangs, create_podgroup);
         if (p.failed)
             die("create PodGroups", NULL);
-        if (variant == 'B')
+        if (EXTENDER_VARIANT(variant))
             wait_extender_cache("podgroups", (double)job.gangs, 60);
         else
             sleep(1); /* the scheduler's PodGroup informer */
@@ -1070,7 +1091,7 @@ static void run_peer(char variant, enum workload wl, long gangs, const char *sch
             if (t - probe_t > 2.0) {
                 char *m = scrape(sched_metrics_url, 1), *x = NULL;
                 double sig = metric(m, "scheduler_schedule_attempts_total", NULL);
-                if (variant == 'B') {
+                if (EXTENDER_VARIANT(variant)) {
                     x = scrape(cfg.ext_metrics, 0);
                     sig += 1e6 * metric(x, "trainsched_extender_held_binds", NULL);
                 }
@@ -1145,7 +1166,7 @@ static double ratio(double a, double b)
 
 static void print_peer_table(enum workload wl, long gangs, const struct peer_result *res)
 {
-    const struct peer_result *a = &res[0], *b = &res[1], *c = &res[2], *d = &res[3];
+    const struct peer_result *a = &res[0], *b = &res[1], *c = &res[2], *d = &res[3], *e = &res[4];
     long ng = wl == WL_MIXED ? (gangs + 4) / 5 : gangs;
     printf("\n  %s: %ld gangs of %d%s (%ld pods)%s:\n", wl_name[wl], ng, GANG,
            wl == WL_MIXED ? " among plain pods" : "", gangs * GANG,
@@ -1153,7 +1174,7 @@ static void print_peer_table(enum workload wl, long gangs, const struct peer_res
     printf("  | variant | pods/s | all bound after | attempts/pod | partial gangs | max spread | "
            "CPU ms/pod sched | ext | apiserver+etcd | total | pods/s vs A |\n");
     printf("  |---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < NVAR; v++) {
         const struct peer_result *r = &res[v];
         double tot;
         if (!r->ran) {
@@ -1175,12 +1196,14 @@ static void print_peer_table(enum workload wl, long gangs, const struct peer_res
         else
             printf(" - |\n");
     }
-    printf("  ratios of pods/s (0: a side did not run or stalled): B/A %.3f, B/C %.3f (goal >= 1), "
-           "B/D %.3f (goal >= 0.9), C/D %.3f\n",
-           a->stalled ? 0 : ratio(b->pods_per_s, a->pods_per_s),
-           c->stalled ? 0 : ratio(b->pods_per_s, c->pods_per_s),
-           d->stalled ? 0 : ratio(b->pods_per_s, d->pods_per_s),
-           d->stalled ? 0 : ratio(c->pods_per_s, d->pods_per_s));
+    printf("  ratios of pods/s (0: a side did not run or stalled): B/A %.3f (goal >= 0.95), "
+           "B/C %.3f, B/D %.3f (goal >= 0.95), C/D %.3f, E/C %.3f (like for like on one "
+           "kube-scheduler build, goal >= 1)\n",
+           a->stalled || b->stalled ? 0 : ratio(b->pods_per_s, a->pods_per_s),
+           c->stalled || b->stalled ? 0 : ratio(b->pods_per_s, c->pods_per_s),
+           d->stalled || b->stalled ? 0 : ratio(b->pods_per_s, d->pods_per_s),
+           d->stalled || c->stalled ? 0 : ratio(c->pods_per_s, d->pods_per_s),
+           c->stalled || e->stalled ? 0 : ratio(e->pods_per_s, c->pods_per_s));
     fflush(stdout);
 }
 
@@ -1214,7 +1237,7 @@ static int native_served(void)
 
 static void run_peers(void)
 {
-    static struct peer_result res[WL_N][4];
+    static struct peer_result res[WL_N][NVAR];
     int native = native_served(), have_sp = cfg.schedplugins && access(cfg.schedplugins, X_OK) == 0;
     long gangs = cfg.peer_gangs;
 
@@ -1231,13 +1254,13 @@ static void run_peers(void)
         }
         printf("  workload %s:\n", wl_name[w]);
         fflush(stdout);
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < NVAR; v++) {
             char variant = (char)('A' + v);
             if (!strchr(cfg.variants, variant)) {
                 snprintf(res[w][v].why, sizeof(res[w][v].why), "not asked for");
                 continue;
             }
-            if (variant == 'C' && !have_sp) {
+            if ((variant == 'C' || variant == 'E') && !have_sp) {
                 snprintf(res[w][v].why, sizeof(res[w][v].why),
                          "no scheduler-plugins build (--schedplugins)");
                 continue;
@@ -1255,19 +1278,22 @@ static void run_peers(void)
     printf("\n(p) summary (pods/s; ratios):\n");
     for (int w = 0; w < WL_N; w++) {
         const struct peer_result *r = res[w];
-        if (!r[0].ran && !r[1].ran && !r[2].ran && !r[3].ran)
-            continue;
-        double pps[4];
-        for (int v = 0; v < 4; v++)
+        int any = 0, stalled = 0;
+        double pps[NVAR];
+        for (int v = 0; v < NVAR; v++) {
+            any |= r[v].ran;
+            stalled |= r[v].stalled;
             pps[v] = r[v].stalled ? 0 : r[v].pods_per_s; /* 0: did not run or stalled */
-        printf("  %-12s A %6.1f  B %6.1f  C %6.1f  D %6.1f   B/A %.3f  B/C %.3f  B/D %.3f  "
-               "partial gangs B/C/D %ld/%ld/%ld (A %ld)%s\n",
-               wl_name[w], pps[0], pps[1], pps[2], pps[3], ratio(pps[1], pps[0]),
-               ratio(pps[1], pps[2]), ratio(pps[1], pps[3]), r[1].partial, r[2].partial,
-               r[3].partial, r[0].partial,
-               r[0].stalled || r[1].stalled || r[2].stalled || r[3].stalled
-                   ? " (0 pods/s: stalled, no bind for the stall time)"
-                   : "");
+        }
+        if (!any)
+            continue;
+        printf("  %-12s A %6.1f  B %6.1f  C %6.1f  D %6.1f  E %6.1f   B/A %.3f  B/D %.3f  "
+               "E/C %.3f  attempts/pod B %.2f E %.2f  partial gangs B/C/D/E %ld/%ld/%ld/%ld "
+               "(A %ld)%s\n",
+               wl_name[w], pps[0], pps[1], pps[2], pps[3], pps[4], ratio(pps[1], pps[0]),
+               ratio(pps[1], pps[3]), ratio(pps[4], pps[2]), r[1].attempts_per_pod,
+               r[4].attempts_per_pod, r[1].partial, r[2].partial, r[3].partial, r[4].partial,
+               r[0].partial, stalled ? " (0 pods/s: stalled, no bind for the stall time)" : "");
     }
     fflush(stdout);
 }
@@ -1328,6 +1354,9 @@ int main(int argc, char **argv)
             cfg.cleanup_nodes = 1;
         else if (strcmp(argv[i], "--schedplugins") == 0 && i + 1 < argc)
             cfg.schedplugins = argv[++i];
+        else if (strcmp(argv[i], "--gate") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "on") == 0 || strcmp(argv[i + 1], "off") == 0))
+            cfg.gate = strcmp(argv[++i], "on") == 0;
         else if (strcmp(argv[i], "--variants") == 0 && i + 1 < argc)
             cfg.variants = argv[++i];
         else if (strcmp(argv[i], "--workloads") == 0 && i + 1 < argc)
@@ -1341,7 +1370,8 @@ int main(int argc, char **argv)
                     "usage: bench_scheduler --extender http://127.0.0.1:PORT [--extender-metrics "
                     "URL] [--sched-ctl PATH] [--nodes N] [--pods P] [--rounds R] [--gangs-c G] "
                     "[--threads T] [--sched-qps Q] [--timeout S] [--only b|c|p] [--c-order "
-                    "gang|interleaved] [--schedplugins BIN] [--variants ABCD] [--workloads "
+                    "gang|interleaved] [--schedplugins BIN] [--variants ABCDE] [--gate on|off] "
+                    "[--workloads "
                     "gang,interleaved,mixed,contended] [--peer-gangs G] [--stall S] "
                     "[--ns NAME] "
                     "[--cleanup-nodes]\n  needs the test bed's env (KUBECONFIG, TESTBED_*)\n");

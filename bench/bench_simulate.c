@@ -20,7 +20,16 @@
  * pod on the first node (by name) with room for its GPUs and CPUs; a gang that does not fit whole
  * waits (later gangs may pass it). It has no plan, no packing and no backoff.
  *
+ * Wide job (--wide-job N,N,...: only this): one TrainJob placed pod by pod (the built-in
+ * torch-distributed runtime, no gang) of N pods of 8 GPUs on the built-in cluster (32 nodes of
+ * 8 GPUs), so 32 run at a time for 1 hour and the rest wait, retried as capacity frees: per
+ * size, the simulation's wall and CPU time, CPU time per pod and its ratio to the first size's
+ * (1.0: time grows linearly with pods), events, and the pods the engine handled one at a time
+ * per pod (pod_steps). --retry-each-pod runs the engine with every waiting pod retried on its
+ * own (sim_options.retry_each_pod: the same report, the cost before cohorts).
+ *
  * Usage: bench_simulate [--gangs N] [--nodes N] [--load PERCENT] [--seed N]
+ *        bench_simulate --wide-job N[,N...] [--retry-each-pod]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +353,76 @@ out:
     return rc;
 }
 
+/* --wide-job: one pod-by-pod TrainJob of each size on the built-in cluster */
+static int wide_jobs(const char *sizes, int each_pod)
+{
+    double first = 0;
+    const char *p = sizes;
+
+    printf("bench_simulate: one TrainJob placed pod by pod (torch-distributed, 8 GPUs a pod) on "
+           "the built-in cluster (32 nodes x 8 GPUs)%s\n",
+           each_pod ? ", every waiting pod retried on its own (--retry-each-pod)" : "");
+    printf("  %8s %9s %9s %12s %8s %12s %10s\n", "pods", "wall s", "CPU s", "CPU us/pod", "ratio",
+           "events", "steps/pod");
+    while (*p) {
+        char *end, yaml[1024];
+        long n = strtol(p, &end, 10);
+        struct common_yaml_docs cf, jf;
+        struct common_error e;
+        struct common_arena *a = common_arena_create(0);
+        struct sim_loader *l = sim_loader_create(a, NULL);
+        struct sim_input in;
+        struct sim_options opts;
+        struct sim_result r;
+        double t0, c0, t1, c1;
+
+        if (end == p || n < 1 || n > 500000 || (*end && *end != ',')) {
+            fprintf(stderr, "bench_simulate: --wide-job: \"%s\" is not a list of pod counts\n",
+                    sizes);
+            return 2;
+        }
+        p = *end ? end + 1 : end;
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                 "metadata: {name: wide, namespace: ml}\n"
+                 "spec:\n  runtimeRef: {apiGroup: trainer.kubeflow.org, kind: "
+                 "ClusterTrainingRuntime, name: torch-distributed}\n"
+                 "  trainer: {numNodes: %ld, resourcesPerNode: {limits: {nvidia.com/gpu: 8}}}\n",
+                 n);
+        memset(&opts, 0, sizeof(opts));
+        opts.retry_each_pod = each_pod;
+        if (common_yaml_load(sim_default_cluster_yaml, strlen(sim_default_cluster_yaml), "builtin",
+                             NULL, &cf, &e) ||
+            common_yaml_load(yaml, strlen(yaml), "job", NULL, &jf, &e) ||
+            sim_load_cluster(l, &cf, &e) || sim_load_jobs(l, &jf, &e) ||
+            sim_loader_finish(l, &in, &e)) {
+            fprintf(stderr, "bench_simulate: %s\n", e.msg);
+            return 1;
+        }
+        t0 = now_s();
+        c0 = bench_process_cpu();
+        if (sim_run(&in, &opts, a, &r, &e)) {
+            fprintf(stderr, "bench_simulate: %s\n", e.msg);
+            return 1;
+        }
+        t1 = now_s();
+        c1 = bench_process_cpu();
+        if (first == 0)
+            first = (c1 - c0) / (double)n;
+        printf("  %8ld %9.2f %9.2f %12.1f %8.2f %12llu %10.1f\n", n, t1 - t0, c1 - c0,
+               (c1 - c0) * 1e6 / (double)n, (c1 - c0) / (double)n / first,
+               (unsigned long long)r.events, (double)r.pod_steps / (double)n);
+        fflush(stdout);
+        sim_loader_destroy(l);
+        common_yaml_docs_free(&cf);
+        common_yaml_docs_free(&jf);
+        common_arena_destroy(a);
+    }
+    printf("\nreproduce: build-rel/bench/bench_simulate --wide-job %s%s\n", sizes,
+           each_pod ? " --retry-each-pod" : "");
+    return 0;
+}
+
 static void quality_row(const char *placer, const struct quality *q)
 {
     printf("  %-34s %8.1f%% %9.0fs %9.0fs %9.1f%% %9.1f%% %8.2f %8ld\n", placer, q->util * 100,
@@ -354,6 +433,8 @@ static void quality_row(const char *placer, const struct quality *q)
 int main(int argc, char **argv)
 {
     long gangs = 10000, nodes = 5000, load = 90, seed = 1;
+    const char *wide = NULL;
+    int each_pod = 0;
     struct gang *g;
     struct common_buf trace, cluster;
     struct quality plain, topo, ff;
@@ -373,12 +454,20 @@ int main(int argc, char **argv)
             load = bench_flag_long(argv[0], argc, argv, &i, 1, 1000);
         else if (strcmp(argv[i], "--seed") == 0)
             seed = bench_flag_long(argv[0], argc, argv, &i, 1, 1000000);
+        else if (strcmp(argv[i], "--wide-job") == 0 && i + 1 < argc)
+            wide = argv[++i];
+        else if (strcmp(argv[i], "--retry-each-pod") == 0)
+            each_pod = 1;
         else {
-            fprintf(stderr, "usage: %s [--gangs N] [--nodes N] [--load PERCENT] [--seed N]\n",
-                    argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--gangs N] [--nodes N] [--load PERCENT] [--seed N]\n"
+                    "       %s --wide-job N[,N...] [--retry-each-pod]\n",
+                    argv[0], argv[0]);
             return 2;
         }
     }
+    if (wide)
+        return wide_jobs(wide, each_pod);
     nodes -= nodes % (per_rack * blocks);
     rows_per_block = nodes / blocks / per_rack;
     rng += (uint64_t)seed * 0x9e3779b97f4a7c15ull;

@@ -242,6 +242,82 @@ static json_t *gang_new(const json_t *obj, int64_t min_member, const char *phase
 
 /* --- the wait reason: the extender's words parsed back for the numbers --- */
 
+/* n (a new object, or NULL: a new one) with the backoff gang_fail appends to a failure's reason
+ * ("...; backing off 2 s (failure 1)"): backoffSeconds, failure */
+static json_t *backoff_numbers(const char *r, json_t *n)
+{
+    const char *p = strstr(r, "; backing off ");
+    long long x;
+    unsigned a;
+
+    if (!n)
+        n = json_object();
+    if (n && p && sscanf(p, "; backing off %lld s (failure %u)", &x, &a) == 2) {
+        json_object_set_new(n, "backoffSeconds", json_integer(x));
+        json_object_set_new(n, "failure", json_integer(a));
+    }
+    return n;
+}
+
+/* the numbers of a DRA reason (gang/dra.c gdra_fail_why and gdra_gate, dra/alloc.c no_fit):
+ * fit/need of the gang, the attribute its devices must agree on, the claim and request short,
+ * its device count and DeviceClass, and the node tried with its matching and used devices */
+static json_t *parse_dra(const char *r)
+{
+    json_t *n = json_object();
+    const char *p;
+    unsigned a, b;
+    long long x, y, z;
+    char w1[254], w2[254], w3[254], w4[254];
+
+    if (!n)
+        return NULL;
+    if ((p = strstr(r, "only ")) &&
+        sscanf(p, "only %u of the %u pods it needs fit at once with the devices", &a, &b) == 2) {
+        json_object_set_new(n, "fit", json_integer(a));
+        json_object_set_new(n, "need", json_integer(b));
+    }
+    if ((p = strstr(r, "devices agreeing on ")) &&
+        sscanf(p, "devices agreeing on %253[^;, ]", w1) == 1)
+        json_object_set_new(n, "matchAttribute", json_string(w1));
+    else if ((p = strstr(r, "asks that its devices agree on ")) &&
+             sscanf(p, "asks that its devices agree on %253[^;, ]", w1) == 1)
+        json_object_set_new(n, "matchAttribute", json_string(w1));
+    if ((p = strstr(r, "claim ")) &&
+        sscanf(p,
+               "claim %253[^:]: request \"%253[^\"]\" needs %lld device(s) of class \"%253[^\"]\"",
+               w1, w2, &x, w3) == 4) {
+        json_object_set_new(n, "claim", json_string(w1));
+        json_object_set_new(n, "request", json_string(w2));
+        json_object_set_new(n, "devices", json_integer(x));
+        json_object_set_new(n, "deviceClass", json_string(w3));
+    } else if (p &&
+               sscanf(p,
+                      "claim %253[^:]: request \"%253[^\"]\": node %253s has %lld free matching "
+                      "device(s) of class \"%253[^\"]\"",
+                      w1, w2, w4, &x, w3) == 5) {
+        json_object_set_new(n, "claim", json_string(w1));
+        json_object_set_new(n, "request", json_string(w2));
+        json_object_set_new(n, "deviceClass", json_string(w3));
+        json_object_set_new(n, "node", json_string(w4));
+        json_object_set_new(n, "free", json_integer(x));
+        json_object_set_new(n, "constraint", json_string("matchAttribute"));
+    }
+    if ((p = strstr(r, "; node ")) &&
+        sscanf(p, "; node %253s has %lld matching, %lld of them in use", w1, &y, &z) == 3) {
+        json_object_set_new(n, "node", json_string(w1));
+        json_object_set_new(n, "matching", json_integer(y));
+        json_object_set_new(n, "inUse", json_integer(z));
+    } else if ((p = strstr(r, "the claims of pod ")) &&
+               sscanf(p, "the claims of pod %253s need %lld device(s); node %253s has %lld", w2, &x,
+                      w1, &y) == 4) {
+        json_object_set_new(n, "devices", json_integer(x));
+        json_object_set_new(n, "node", json_string(w1));
+        json_object_set_new(n, "matching", json_integer(y));
+    }
+    return n;
+}
+
 /* the numbers of a reason (NULL: none recognized); sets *cause */
 static json_t *parse_reason(const char *r, const char **cause)
 {
@@ -256,13 +332,19 @@ static json_t *parse_reason(const char *r, const char **cause)
     }
     if ((p = strstr(r, "backing off for ")) && sscanf(p, "backing off for %lld ms", &x) == 1) {
         *cause = "backoff";
+        if (sscanf(p, "backing off for %lld ms more after failure %u", &x, &a) == 2)
+            return json_pack("{s:I, s:i}", "msLeft", (json_int_t)x, "failure", a);
         return json_pack("{s:I}", "msLeft", (json_int_t)x);
     }
     if ((p = strstr(r, " timed out after ")) &&
         sscanf(p, " timed out after %lld s: %u of minMember %u", &x, &a, &b) == 3) {
         *cause = "timeout";
-        return json_pack("{s:I, s:i, s:i}", "afterSeconds", (json_int_t)x, "held", a, "minMember",
-                         b);
+        return backoff_numbers(r, json_pack("{s:I, s:i, s:i}", "afterSeconds", (json_int_t)x,
+                                            "held", a, "minMember", b));
+    }
+    if (strstr(r, "ResourceClaim")) {
+        *cause = "dra";
+        return backoff_numbers(r, parse_dra(r));
     }
     if ((p = strstr(r, "required topology: no ")) &&
         sscanf(p, "required topology: no %159s domain has room for the %lld pods", word, &x) == 2) {
@@ -273,7 +355,7 @@ static json_t *parse_reason(const char *r, const char **cause)
             json_object_set_new(n, "largestRoom", json_integer(y));
         }
         *cause = "topology";
-        return n;
+        return backoff_numbers(r, n);
     }
     if ((p = strstr(r, "only ")) &&
         sscanf(p, "only %u of the %u pods it needs fit at once", &a, &b) == 2) {
@@ -282,7 +364,7 @@ static json_t *parse_reason(const char *r, const char **cause)
         if (q && sscanf(q, "; short of %159[^ ;]", word) == 1)
             json_object_set_new(n, "shortOf", json_string(word));
         *cause = "quorum";
-        return n;
+        return backoff_numbers(r, n);
     }
     if ((p = strstr(r, "waiting for pods: ")) &&
         sscanf(p, "waiting for pods: %u of minMember %u exist", &a, &b) == 2) {
@@ -308,6 +390,11 @@ static json_t *parse_reason(const char *r, const char **cause)
         *cause = "minResources";
         return n;
     }
+    if ((p = strstr(r, "; backing off ")) &&
+        sscanf(p, "; backing off %lld s (failure %u)", &x, &a) == 2) {
+        *cause = "backoff";
+        return backoff_numbers(r, json_object());
+    }
     *cause = "unknown";
     return NULL;
 }
@@ -324,25 +411,129 @@ static json_t *parse_kueue(const char *m)
     return NULL;
 }
 
+/* what the gang's backoff adds to an unblock line ("" when it backs off no more) */
+static void backoff_text(const json_t *n, char *buf, size_t size)
+{
+    const char *until = str(n, "backoffUntil");
+    const json_t *left = json_object_get(n, "backoffLeftSeconds");
+    json_int_t failure = json_integer_value(json_object_get(n, "failure"));
+    char fb[40] = "";
+
+    buf[0] = '\0';
+    if (failure)
+        snprintf(fb, sizeof(fb), ", failure %" JSON_INTEGER_FORMAT, failure);
+    if (until && json_is_integer(left) && json_integer_value(left) > 0)
+        snprintf(buf, size, "; tries again in %" JSON_INTEGER_FORMAT " s (backoff until %s%s)",
+                 json_integer_value(left), until, fb);
+    else if (until && json_is_integer(left))
+        snprintf(buf, size,
+                 "; its backoff ended at %s (failure %" JSON_INTEGER_FORMAT
+                 "): it tries again when a member is next scheduled",
+                 until, failure);
+    else if (until)
+        snprintf(buf, size, "; backs off until %s%s", until, fb);
+    else if (json_object_get(n, "backoffSeconds"))
+        snprintf(buf, size, "; backs off %" JSON_INTEGER_FORMAT " s%s",
+                 json_integer_value(json_object_get(n, "backoffSeconds")), fb);
+}
+
+/* the numbers of a Volcano or KAI PodGroup condition's message: KAI's "Resources were found for
+ * 3 pods while 4 are required for gang scheduling" (fit, need); Volcano's "3/4 tasks in gang
+ * unschedulable: pod group is not ready, 4 Pending, 4 minAvailable" (unschedulable, tasks,
+ * minAvailable); NULL when neither */
+static json_t *parse_podgroup_condition(const char *m)
+{
+    const char *p;
+    unsigned a, b;
+
+    if (m && (p = strstr(m, "Resources were found for ")) &&
+        sscanf(p, "Resources were found for %u pods while %u are required", &a, &b) == 2)
+        return json_pack("{s:i, s:i}", "fit", a, "need", b);
+    if (m && sscanf(m, "%u/%u tasks in gang unschedulable", &a, &b) == 2) {
+        json_t *n = json_pack("{s:i, s:i}", "unschedulable", a, "tasks", b);
+        unsigned mm;
+        if (n && (p = strstr(m, " Pending, ")) && sscanf(p, " Pending, %u minAvailable", &mm) == 1)
+            json_object_set_new(n, "minAvailable", json_integer(mm));
+        return n;
+    }
+    return NULL;
+}
+
 static const char *unblock_text(const char *cause, const json_t *n, char *buf, size_t size)
 {
 #define I(k) ((long long)json_integer_value(json_object_get(n, k)))
 #define S(k) str(n, k)
+#define HAS(k) (json_object_get(n, k) != NULL)
+    char bo[300];
+    size_t l;
+
     if (!n)
         return NULL;
-    if (streq(cause, "quorum"))
+    backoff_text(n, bo, sizeof(bo));
+    buf[0] = '\0';
+    if (streq(cause, "quorum") || (streq(cause, "podGroupCondition") && HAS("need")))
+        /* the extender's quorum, or KAI's found/required on a node pool */
         snprintf(buf, size, "needs room for %lld more pod(s) at once: %lld of the %lld fit%s%s",
-                 I("need") - I("fit"), I("fit"), I("need"), S("shortOf") ? "; short of " : "",
-                 S("shortOf") ? S("shortOf") : "");
+                 I("need") - I("fit"), I("fit"), I("need"),
+                 S("shortOf")    ? "; short of "
+                 : S("nodePool") ? " in node pool "
+                                 : "",
+                 S("shortOf")    ? S("shortOf")
+                 : S("nodePool") ? S("nodePool")
+                                 : "");
     else if (streq(cause, "topology") && S("largest"))
         snprintf(buf, size,
-                 "needs one %s domain with room for %lld pods; the largest, %s, has room for "
-                 "%lld (%lld short)",
-                 S("level"), I("need"), S("largest"), I("largestRoom"),
+                 "needs room for %lld pods in one %s domain; the largest, %s, has room for %lld "
+                 "of %lld (%lld short)",
+                 I("need"), S("level"), S("largest"), I("largestRoom"), I("need"),
                  I("need") - I("largestRoom"));
     else if (streq(cause, "topology"))
-        snprintf(buf, size, "needs one %s domain with room for %lld pods", S("level"), I("need"));
-    else if (streq(cause, "members"))
+        snprintf(buf, size, "needs room for %lld pods in one %s domain", I("need"), S("level"));
+    else if (streq(cause, "dra")) {
+        if (HAS("need"))
+            snprintf(buf, size, "needs devices for %lld more pod(s) at once: %lld of the %lld fit",
+                     I("need") - I("fit"), I("fit"), I("need"));
+        else
+            snprintf(buf, size, "needs its ResourceClaims satisfied");
+        l = strlen(buf);
+        if (S("matchAttribute"))
+            snprintf(buf + l, size - l, ", with devices agreeing on %s", S("matchAttribute"));
+        l = strlen(buf);
+        if (S("claim") && HAS("devices"))
+            snprintf(buf + l, size - l,
+                     "; claim %s request \"%s\" needs %lld device(s) of class %s", S("claim"),
+                     S("request"), I("devices"), S("deviceClass"));
+        else if (S("claim") && S("constraint"))
+            snprintf(buf + l, size - l,
+                     "; claim %s request \"%s\": no choice of class %s meets its %s constraint",
+                     S("claim"), S("request"), S("deviceClass"), S("constraint"));
+        else if (HAS("devices"))
+            snprintf(buf + l, size - l, "; a pod's claims need %lld device(s)", I("devices"));
+        l = strlen(buf);
+        if (S("node") && HAS("inUse"))
+            snprintf(buf + l, size - l, "; node %s has %lld matching, %lld in use (%lld free)",
+                     S("node"), I("matching"), I("inUse"), I("matching") - I("inUse"));
+        else if (S("node") && HAS("matching"))
+            snprintf(buf + l, size - l, "; node %s has %lld", S("node"), I("matching"));
+        else if (S("node") && HAS("free"))
+            snprintf(buf + l, size - l, "; node %s has %lld free", S("node"), I("free"));
+        {
+            size_t k;
+            const json_t *cl;
+            json_array_foreach(json_object_get(n, "claims"), k, cl)
+            {
+                l = strlen(buf);
+                snprintf(buf + l, size - l,
+                         "; request \"%s\" of class %s: %" JSON_INTEGER_FORMAT
+                         " device(s) per claim, %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                         " claims allocated",
+                         str(cl, "request"), str(cl, "deviceClass"),
+                         json_integer_value(json_object_get(cl, "devices")),
+                         json_integer_value(json_object_get(cl, "allocated")),
+                         json_integer_value(json_object_get(cl, "claims")));
+            }
+        }
+    } else if (streq(cause, "members"))
         snprintf(buf, size, "needs %lld more member pod(s) created: %lld of minMember %lld exist",
                  I("minMember") - I("exist"), I("exist"), I("minMember"));
     else if (streq(cause, "gated"))
@@ -351,13 +542,23 @@ static const char *unblock_text(const char *cause, const json_t *n, char *buf, s
     else if (streq(cause, "minResources"))
         snprintf(buf, size, "needs %s %s free at once; the cluster has %s", S("need"),
                  S("resource"), S("free") ? S("free") : "less");
-    else if (streq(cause, "backoff"))
-        snprintf(buf, size, "tries again in %lld ms (backoff after a failed attempt)", I("msLeft"));
+    else if (streq(cause, "backoff") && HAS("msLeft"))
+        snprintf(buf, size, "tries again in %lld ms (backoff after failure %lld)", I("msLeft"),
+                 I("failure"));
+    else if (streq(cause, "backoff") && *bo)
+        snprintf(buf, size, "%s", bo + 2);
     else if (streq(cause, "timeout"))
-        snprintf(buf, size,
-                 "timed out after %lld s with %lld of minMember %lld held; retries after "
-                 "its backoff",
+        snprintf(buf, size, "timed out after %lld s with %lld of minMember %lld held",
                  I("afterSeconds"), I("held"), I("minMember"));
+    else if (streq(cause, "podGroupCondition") && HAS("tasks"))
+        snprintf(buf, size,
+                 "needs minAvailable %lld of its %lld task(s) placeable at once; Volcano finds "
+                 "%lld unschedulable",
+                 HAS("minAvailable") ? I("minAvailable") : I("tasks"), I("tasks"),
+                 I("unschedulable"));
+    else if (streq(cause, "slurm"))
+        snprintf(buf, size, "Slurm job %lld starts once Slurm's pending reason %s clears",
+                 I("jobId"), S("slurmReason"));
     else if (streq(cause, "quota"))
         snprintf(buf, size,
                  "needs %s more %s of unused quota in flavor %s (the ClusterQueue's "
@@ -365,9 +566,14 @@ static const char *unblock_text(const char *cause, const json_t *n, char *buf, s
                  S("moreNeeded"), S("resource"), S("flavor"));
     else
         return NULL;
+    if (!streq(cause, "backoff") && *bo) {
+        l = strlen(buf);
+        snprintf(buf + l, size - l, "%s", bo);
+    }
     return buf;
 #undef I
 #undef S
+#undef HAS
 }
 
 /* --- Events --- */
@@ -525,14 +731,63 @@ static void count_members(struct ctx *c, const json_t *snap)
     }
 }
 
-/* the wait of one gang: its last GangWaiting/GangReleased Event (coscheduling), its Workload's
- * conditions (Kueue), its PodGroup's conditions (others) */
-static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_name)
+/* the wait of a PodGroup from the extender's verdict annotation (gang/gang.h
+ * GANG_VERDICT_ANNOTATION); NULL when it has none, or one explain cannot read (a note says so) */
+static json_t *verdict_wait(const json_t *gobj, int64_t now_us, json_t *notes)
+{
+    const char *text = str(json_object_get(json_object_get(gobj, "metadata"), "annotations"),
+                           GANG_VERDICT_ANNOTATION);
+    const char *msg, *cause, *until, *since;
+    json_t *v, *n, *w;
+    int64_t u = 0;
+    char from[700], note[600];
+
+    if (!text)
+        return NULL;
+    v = json_loads(text, 0, NULL);
+    msg = str(v, "message");
+    if (!msg) {
+        snprintf(note, sizeof(note),
+                 "PodGroup %s: annotation %s is no JSON object with a message; the Events "
+                 "stand in",
+                 meta(gobj, "name"), GANG_VERDICT_ANNOTATION);
+        json_array_append_new(notes, json_string(note));
+        json_decref(v);
+        return NULL;
+    }
+    n = parse_reason(msg, &cause);
+    until = str(v, "backoffUntil");
+    if (until && !streq(cause, "none")) {
+        if (!n)
+            n = json_object();
+        json_object_set_new(n, "backoffUntil", json_string(until));
+        if (now_us > 0 && common_leader_parse_microtime(until, &u) == 0)
+            json_object_set_new(n, "backoffLeftSeconds",
+                                json_integer(u > now_us ? (u - now_us + 999999) / 1000000 : 0));
+        if (streq(cause, "unknown"))
+            cause = "backoff";
+    }
+    since = str(v, "since");
+    snprintf(from, sizeof(from), "PodGroup %s annotation %s%s%s%s", meta(gobj, "name"),
+             GANG_VERDICT_ANNOTATION, since ? " (since " : "", since ? since : "",
+             since ? ")" : "");
+    w = json_pack("{s:s, s:s, s:s, s:o}", "cause", cause, "reason", msg, "from", from, "numbers",
+                  n ? n : json_object());
+    json_decref(v);
+    return w;
+}
+
+/* the wait of one gang: the extender's verdict annotation, else its last
+ * GangWaiting/GangReleased Event (coscheduling), its Workload's conditions (Kueue), its
+ * PodGroup's conditions (others) */
+static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_name, int64_t now_us,
+                         json_t *notes)
 {
     const char *kind = str(gobj, "kind"), *name = meta(gobj, "name");
     const char *av = str(gobj, "apiVersion") ? str(gobj, "apiVersion") : "";
     size_t i;
     const json_t *ev, *best = NULL, *c;
+    json_t *w;
     int64_t best_t = 0;
     int best_on_pg = 0;
     char from[600];
@@ -565,6 +820,8 @@ static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_n
                          str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
                          n ? n : json_object());
     }
+    if ((w = verdict_wait(gobj, now_us, notes)))
+        return w;
     /* the extender's Events: on the PodGroup, or on the TrainJob prefixed "PodGroup NAME: " */
     json_array_foreach(evs, i, ev)
     {
@@ -604,31 +861,152 @@ static json_t *gang_wait(const json_t *gobj, const json_t *evs, const char *tj_n
         return json_pack("{s:s, s:s, s:s, s:o}", "cause", cause, "reason", note, "from", from,
                          "numbers", n ? n : json_object());
     }
-    /* Volcano / KAI / native PodGroups: their scheduler's conditions */
-    json_array_foreach(json_object_get(json_object_get(gobj, "status"), "conditions"), i, c)
-    {
-        const char *type = str(c, "type");
-        if (!streq(str(c, "status"), "True") ||
-            !(streq(type, "Unschedulable") || streq(type, "UnschedulableOnNodePool")))
-            continue;
-        snprintf(from, sizeof(from), "%s %s condition %s (%s)", kind, name, type,
-                 str(c, "reason") ? str(c, "reason") : "");
-        return json_pack("{s:s, s:s, s:s, s:o}", "cause", "podGroupCondition", "reason",
-                         str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
-                         json_object());
+    /* Volcano / KAI / native PodGroups: their scheduler's conditions (KAI writes its verdict in
+     * status.schedulingConditions, per node pool) */
+    for (int list = 0; list < 2; list++) {
+        const char *key = list ? "schedulingConditions" : "conditions";
+        json_array_foreach(json_object_get(json_object_get(gobj, "status"), key), i, c)
+        {
+            const char *type = str(c, "type");
+            json_t *n;
+            if ((str(c, "status") && !streq(str(c, "status"), "True")) ||
+                (!list && !str(c, "status")) ||
+                !(streq(type, "Unschedulable") || streq(type, "UnschedulableOnNodePool")))
+                continue;
+            snprintf(from, sizeof(from), "%s %s %s %s%s%s (%s)", kind, name,
+                     list ? "schedulingCondition" : "condition", type,
+                     str(c, "nodePool") ? " on node pool " : "",
+                     str(c, "nodePool") ? str(c, "nodePool") : "",
+                     str(c, "reason") ? str(c, "reason") : "");
+            n = parse_podgroup_condition(str(c, "message"));
+            if (n && str(c, "nodePool"))
+                json_object_set_new(n, "nodePool", json_string(str(c, "nodePool")));
+            return json_pack("{s:s, s:s, s:s, s:o}", "cause", "podGroupCondition", "reason",
+                             str(c, "message") ? str(c, "message") : "", "from", from, "numbers",
+                             n ? n : json_object());
+        }
     }
     return NULL;
+}
+
+/* the Slurm backend's wait: the TrainJob condition SlurmJob (integrations/slurm.h) while its
+ * reason is SlurmJobPending ("Slurm job 12 is pending (PENDING): Resources"); NULL otherwise */
+static json_t *slurm_wait(const json_t *tj)
+{
+    const json_t *c = NULL;
+    const char *msg;
+    long long id;
+    char state[64], why[200];
+    json_t *n;
+
+    cond_true(tj, "SlurmJob", &c);
+    if (!c || !streq(str(c, "reason"), "SlurmJobPending"))
+        return NULL;
+    msg = str(c, "message") ? str(c, "message") : "";
+    n = json_object();
+    if (n && sscanf(msg, "Slurm job %lld is pending (%63[^)]): %199[^\n]", &id, state, why) == 3) {
+        json_object_set_new(n, "jobId", json_integer(id));
+        json_object_set_new(n, "state", json_string(state));
+        json_object_set_new(n, "slurmReason", json_string(why));
+    }
+    return json_pack("{s:s, s:s, s:s, s:o}", "cause", "slurm", "reason", msg, "from",
+                     "TrainJob condition SlurmJob (SlurmJobPending)", "numbers",
+                     n ? n : json_object());
+}
+
+/* 1 when claim belongs to one of pods: an ownerReference to the pod (a claim made from its
+ * ResourceClaimTemplate), or named by the pod's spec.resourceClaims or
+ * status.resourceClaimStatuses */
+static int claim_of_pods(const json_t *claim, const json_t *pods)
+{
+    const char *name = meta(claim, "name");
+    size_t i, k;
+    const json_t *p, *r;
+
+    json_array_foreach(pods, i, p)
+    {
+        json_array_foreach(json_object_get(json_object_get(claim, "metadata"), "ownerReferences"),
+                           k, r) if (streq(str(r, "kind"), "Pod") &&
+                                     streq(str(r, "name"), meta(p, "name"))) return 1;
+        json_array_foreach(json_object_get(json_object_get(p, "spec"), "resourceClaims"), k,
+                           r) if (streq(str(r, "resourceClaimName"), name)) return 1;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "resourceClaimStatuses"),
+                           k, r) if (streq(str(r, "resourceClaimName"), name)) return 1;
+    }
+    return 0;
+}
+
+/* the device requests of the TrainJob's pods' ResourceClaims (snapshot resourceClaims,
+ * resource.k8s.io/v1), per request name and DeviceClass: [{request, deviceClass, devices (per
+ * claim, ExactCount; the most seen), claims, allocated}]; a request of firstAvailable choices
+ * counts by its first. NULL when none. */
+static json_t *claims_part(const json_t *snap)
+{
+    json_t *out = json_array();
+    size_t i, k, j;
+    const json_t *c, *rq, *e;
+
+    json_array_foreach(json_object_get(snap, "resourceClaims"), i, c)
+    {
+        int alloc = json_is_object(json_object_get(json_object_get(c, "status"), "allocation"));
+        if (!claim_of_pods(c, json_object_get(snap, "pods")))
+            continue;
+        json_array_foreach(
+            json_object_get(json_object_get(json_object_get(c, "spec"), "devices"), "requests"), k,
+            rq)
+        {
+            const json_t *x = json_object_get(rq, "exactly");
+            const char *cls;
+            json_int_t count;
+            json_t *row = NULL;
+            if (!x)
+                x = json_array_get(json_object_get(rq, "firstAvailable"), 0);
+            cls = str(x, "deviceClassName");
+            if (!cls || !str(rq, "name"))
+                continue;
+            count = json_is_integer(json_object_get(x, "count"))
+                        ? json_integer_value(json_object_get(x, "count"))
+                        : 1;
+            json_array_foreach(out, j, e) if (streq(str(e, "request"), str(rq, "name")) &&
+                                              streq(str(e, "deviceClass"), cls))
+            {
+                row = (json_t *)e;
+                break;
+            }
+            if (!row) {
+                row = json_pack("{s:s, s:s, s:I, s:i, s:i}", "request", str(rq, "name"),
+                                "deviceClass", cls, "devices", (json_int_t)0, "claims", 0,
+                                "allocated", 0);
+                if (!row || json_array_append_new(out, row) != 0)
+                    continue;
+            }
+            if (count > json_integer_value(json_object_get(row, "devices")))
+                json_object_set_new(row, "devices", json_integer(count));
+            json_object_set_new(
+                row, "claims",
+                json_integer(json_integer_value(json_object_get(row, "claims")) + 1));
+            json_object_set_new(
+                row, "allocated",
+                json_integer(json_integer_value(json_object_get(row, "allocated")) + alloc));
+        }
+    }
+    if (!json_array_size(out)) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
 }
 
 enum common_rc explain_story(const json_t *snap, json_t **out, struct common_error *err)
 {
     struct ctx c = {0};
-    const json_t *tj = json_object_get(snap, "trainJob"), *o, *runtime;
+    const json_t *tj = json_object_get(snap, "trainJob"), *o, *runtime, *slurm_cond = NULL;
     json_t *story = NULL, *evs = NULL, *wait = json_null(), *unblock = json_null();
     struct ev_ref *refs = NULL;
     size_t i, n = 0;
     enum common_rc rc = COMMON_OK;
-    char ub[600];
+    int64_t now_us = 0;
+    char ub[900];
 
     *out = NULL;
     if (!json_is_object(snap))
@@ -636,6 +1014,10 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
     if (!json_is_object(tj) || !meta(tj, "name"))
         return common_error_set(err, COMMON_EINVAL,
                                 "snapshot.trainJob.metadata.name: Required value");
+    if (str(snap, "now") && common_leader_parse_microtime(str(snap, "now"), &now_us) != 0)
+        return common_error_set(err, COMMON_EINVAL,
+                                "snapshot.now: Invalid value: \"%s\": not an RFC 3339 time",
+                                str(snap, "now"));
     c.tj = tj;
     c.name = meta(tj, "name");
     c.ns = meta(tj, "namespace") ? meta(tj, "namespace") : "";
@@ -657,11 +1039,26 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
     json_array_foreach(json_object_get(snap, "jobSets"), i,
                        o) if (meta(o, "name") && owned_by(o, "TrainJob", c.name, c.uid))
         add_object(&c, o, jobset_state(o));
+    {
+        /* the Slurm backend's job, named by its TrainJob condition (integrations/slurm.h) */
+        const json_t *sc = NULL;
+        long long id;
+        char idb[32];
+        cond_true(tj, "SlurmJob", &sc);
+        if (sc && str(sc, "message") && sscanf(str(sc, "message"), "Slurm job %lld", &id) == 1) {
+            snprintf(idb, sizeof(idb), "%lld", id);
+            json_array_append_new(c.objects,
+                                  json_pack("{s:s, s:s, s:s, s:s}", "kind", "SlurmJob",
+                                            "apiVersion", "slurmrestd", "name", idb, "state",
+                                            str(sc, "reason") ? str(sc, "reason") : ""));
+        }
+    }
     if (!json_array_size(c.objects))
         json_array_append_new(c.notes, json_string("no JobSet of the TrainJob yet"));
     collect_gangs(&c, snap);
     count_members(&c, snap);
-    if (!json_array_size(c.gangs))
+    cond_true(tj, "SlurmJob", &slurm_cond);
+    if (!json_array_size(c.gangs) && !slurm_cond) /* the Slurm backend makes no gang object */
         json_array_append_new(
             c.notes,
             json_string("no gang object (PodGroup or Kueue Workload) of the TrainJob yet"));
@@ -709,7 +1106,7 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
         json_t *any = NULL;
         json_array_foreach(c.gang_objs, i, o)
         {
-            json_t *w = gang_wait(o, json_object_get(snap, "events"), c.name);
+            json_t *w = gang_wait(o, json_object_get(snap, "events"), c.name, now_us, c.notes);
             if (!w)
                 continue;
             json_object_set_new(w, "gang", json_string(meta(o, "name")));
@@ -722,6 +1119,13 @@ enum common_rc explain_story(const json_t *snap, json_t **out, struct common_err
                 any = w;
             else
                 json_decref(w);
+        }
+        if (!any && (any = slurm_wait(tj)))
+            json_object_set_new(any, "gang", json_null());
+        if (any && streq(str(any, "cause"), "dra")) {
+            json_t *cl = claims_part(snap);
+            if (cl)
+                json_object_set_new(json_object_get(any, "numbers"), "claims", cl);
         }
         if (any) {
             const char *u =

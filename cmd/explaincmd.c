@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd/cli.h"
 #include "cmd/explain.h"
@@ -12,6 +13,7 @@
 #include "common/alloc.h"
 #include "common/kube.h"
 #include "common/kubeconfig.h"
+#include "common/leader.h"
 #include "integrations/backend.h"
 #include "integrations/kai.h"
 #include "integrations/kueue.h"
@@ -26,9 +28,9 @@ static void usage(FILE *f)
           "Why a TrainJob waits, from the API alone (read-only: get/list): its state and\n"
           "conditions, its runtime and backend and why that backend, the JobSet and gang objects\n"
           "it became, per gang the members created / gated / bound / running, the current wait\n"
-          "reason with its numbers (the extender's GangWaiting Events, Kueue's Workload\n"
-          "conditions, Volcano/KAI PodGroup conditions), what would unblock it, and the last\n"
-          "Events.\n\n"
+          "reason with its numbers (the extender's verdict annotation trainsched.io/verdict on\n"
+          "the PodGroup, else its GangWaiting Events; Kueue's Workload conditions; Volcano/KAI\n"
+          "PodGroup conditions), what would unblock it, and the last Events about them.\n\n"
           "Options:\n"
           "  -n, --namespace NS   the TrainJob's namespace (default: the context's, else default)\n"
           "  --kubeconfig FILE    kubeconfig (default: in-cluster, else $KUBECONFIG or\n"
@@ -74,7 +76,7 @@ struct fetch {
 /* list r in the namespace into snap[key] (appended); a resource the cluster does not serve is
  * skipped, a forbidden or failed list becomes a note */
 static void list_into(struct fetch *f, const char *key, const struct common_kube_resource *r,
-                      const char *selector)
+                      const char *selector, const char *field_selector)
 {
     struct common_kube_list_opts lo = {0};
     struct common_error e = {0};
@@ -83,6 +85,7 @@ static void list_into(struct fetch *f, const char *key, const struct common_kube
     enum common_rc rc;
 
     lo.label_selector = selector;
+    lo.field_selector = field_selector;
     rc = common_kube_list(f->k, r, f->ns, &lo, &items, NULL, &e);
     if (rc == COMMON_ENOTFOUND)
         return; /* not served: that backend is not installed */
@@ -106,6 +109,86 @@ static void list_into(struct fetch *f, const char *key, const struct common_kube
     json_decref(items);
 }
 
+static int has_name(const json_t *names, const char *name)
+{
+    size_t i;
+    const json_t *o;
+
+    json_array_foreach(names, i, o) if (strcmp(json_string_value(o), name) == 0) return 1;
+    return 0;
+}
+
+/* the names of snap[key]'s objects that an ownerReference ties to TrainJob tj, into names */
+static void owned_names(const json_t *snap, const char *key, const char *tj, json_t *names)
+{
+    size_t i, k;
+    const json_t *o, *r;
+
+    json_array_foreach(json_object_get(snap, key), i, o)
+    {
+        const json_t *md = json_object_get(o, "metadata");
+        const char *name = json_string_value(json_object_get(md, "name"));
+        json_array_foreach(json_object_get(md, "ownerReferences"), k, r)
+        {
+            const char *kind = json_string_value(json_object_get(r, "kind"));
+            const char *on = json_string_value(json_object_get(r, "name"));
+            if (name && kind && on && strcmp(kind, "TrainJob") == 0 && strcmp(on, tj) == 0 &&
+                !has_name(names, name))
+                json_array_append_new(names, json_string(name));
+        }
+    }
+}
+
+/* the Events regarding the story's objects only: one list per distinct name (fieldSelector
+ * regarding.name, events.k8s.io's name for involvedObject.name) of the TrainJob, the JobSets,
+ * PodGroups and Workloads it owns, and its first EXPLAIN_EVENT_PODS pods; a note names the pods
+ * left out. A failed list stops the rest (its note says why). */
+#define EXPLAIN_EVENT_PODS 32
+static void list_events(struct fetch *f, const char *tj)
+{
+    json_t *names = json_array();
+    size_t i, pods = 0, skipped = 0, notes;
+    const json_t *o;
+    char sel[400];
+
+    if (!names)
+        return;
+    json_array_append_new(names, json_string(tj));
+    owned_names(f->snap, "jobSets", tj, names);
+    owned_names(f->snap, "podGroups", tj, names);
+    owned_names(f->snap, "workloads", tj, names);
+    json_array_foreach(json_object_get(f->snap, "pods"), i, o)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+        if (!name || has_name(names, name))
+            continue;
+        if (pods++ >= EXPLAIN_EVENT_PODS) {
+            skipped++;
+            continue;
+        }
+        json_array_append_new(names, json_string(name));
+    }
+    if (!json_object_get(f->snap, "events"))
+        json_object_set_new(f->snap, "events", json_array());
+    notes = json_array_size(f->notes);
+    json_array_foreach(names, i, o)
+    {
+        snprintf(sel, sizeof(sel), "regarding.name=%s", json_string_value(o));
+        list_into(f, "events", &common_kube_events, NULL, sel);
+        if (json_array_size(f->notes) != notes)
+            break;
+    }
+    if (skipped) {
+        snprintf(sel, sizeof(sel), "the Events of %zu more pods were not read (the first %d were)",
+                 skipped, EXPLAIN_EVENT_PODS);
+        json_array_append_new(f->notes, json_string(sel));
+    }
+    json_decref(names);
+}
+
+static const struct common_kube_resource resource_claims = {"resource.k8s.io", "v1",
+                                                            "resourceclaims", 1};
 static const struct common_kube_resource kueue_workloads_v1beta1 = {"kueue.x-k8s.io", "v1beta1",
                                                                     "workloads", 1};
 
@@ -153,7 +236,9 @@ int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
     struct common_error e = {0};
     struct fetch f = {0};
     json_t *tj = NULL, *story = NULL;
-    char msg[1400], selector[400];
+    char msg[1400], selector[400], now[40];
+    struct timespec ts;
+    int64_t now_us;
     int status = 1, have_kc = 0;
     enum common_rc rc;
 
@@ -280,18 +365,23 @@ int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
     }
     json_object_set(f.snap, "trainJob", tj);
     get_runtime(&f, tj);
-    list_into(&f, "jobSets", &common_kube_jobsets, NULL);
-    list_into(&f, "podGroups", &common_kube_podgroups, NULL);
-    list_into(&f, "podGroups", &backend_native_podgroups, NULL);
-    list_into(&f, "podGroups", &backend_native_podgroups_v1beta1, NULL);
-    list_into(&f, "podGroups", &volcano_podgroups, NULL);
-    list_into(&f, "podGroups", &backend_kai_podgroups, NULL);
-    list_into(&f, "workloads", &kueue_workloads, NULL);
+    list_into(&f, "jobSets", &common_kube_jobsets, NULL, NULL);
+    list_into(&f, "podGroups", &common_kube_podgroups, NULL, NULL);
+    list_into(&f, "podGroups", &backend_native_podgroups, NULL, NULL);
+    list_into(&f, "podGroups", &backend_native_podgroups_v1beta1, NULL, NULL);
+    list_into(&f, "podGroups", &volcano_podgroups, NULL, NULL);
+    list_into(&f, "podGroups", &backend_kai_podgroups, NULL, NULL);
+    list_into(&f, "workloads", &kueue_workloads, NULL, NULL);
     if (!json_object_get(f.snap, "workloads"))
-        list_into(&f, "workloads", &kueue_workloads_v1beta1, NULL);
+        list_into(&f, "workloads", &kueue_workloads_v1beta1, NULL, NULL);
     snprintf(selector, sizeof(selector), "jobset.sigs.k8s.io/jobset-name=%s", name);
-    list_into(&f, "pods", &common_kube_pods, selector);
-    list_into(&f, "events", &common_kube_events, NULL);
+    list_into(&f, "pods", &common_kube_pods, selector, NULL);
+    list_into(&f, "resourceClaims", &resource_claims, NULL, NULL);
+    list_events(&f, name);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    if (common_leader_format_microtime(now_us, now, sizeof(now)) == 0)
+        json_object_set_new(f.snap, "now", json_string(now));
     json_object_set(f.snap, "notes", f.notes);
 
     if (explain_story(f.snap, &story, &e) != COMMON_OK) {

@@ -25,6 +25,7 @@ static const char usage[] =
     "Usage: trainsched simulate -f FILE [-f FILE]... [--cluster FILE]... [-o text|json|yaml]\n"
     "                           [--svg FILE] [--until DURATION] [--bind-timeout DURATION]\n"
     "                           [--gpu-resource NAME] [--topology NAME=LEVEL,...]...\n"
+    "                           [--gang-gate]\n"
     "       trainsched simulate --from-cluster [--kubeconfig FILE] [--context NAME]\n"
     "                           [--assume-run-time DURATION] [-f FILE]... [options above]\n"
     "\n"
@@ -69,6 +70,10 @@ static const char usage[] =
     "      --assume-run-time DUR with --from-cluster: how much longer a running pod runs, and\n"
     "                            how long a waiting job runs, when nothing declares it\n"
     "                            (default 1h)\n"
+    "      --gang-gate           members of coscheduling gangs are created with the gang gate\n"
+    "                            (trainsched.io/gang), as the pod webhook gives it, and join\n"
+    "                            the queue when the extender's ungating pass releases their\n"
+    "                            gang whole (members that carry that gate alone always do)\n"
     "  -h, --help                this help\n"
     "\n"
     "Exit status: 0 simulated; 2 bad usage or invalid input (the message names the file,\n"
@@ -178,6 +183,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                                              {"kubeconfig", required_argument, NULL, 'K'},
                                              {"context", required_argument, NULL, 'C'},
                                              {"assume-run-time", required_argument, NULL, 'A'},
+                                             {"gang-gate", no_argument, NULL, 'G'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *files[MAX_FILES], *clusters[MAX_FILES], *topos[MAX_FILES];
@@ -199,7 +205,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     struct progress prog;
     struct common_error e;
     enum common_rc rc;
-    int opt, status = 0, stdin_seen = 0, svg_done = 0;
+    int opt, status = 0, stdin_seen = 0, svg_done = 0, gang_gate = 0;
     FILE *svgf = NULL;
 
     optind = 1;
@@ -281,6 +287,9 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                 return 2;
             }
             assume_given = 1;
+            break;
+        case 'G':
+            gang_gate = 1;
             break;
         case 'h':
             fputs(usage, out);
@@ -400,6 +409,7 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     clock_gettime(CLOCK_MONOTONIC, &prog.start);
     memset(&opts, 0, sizeof(opts));
     opts.until_ms = until;
+    opts.gang_gate = gang_gate;
     opts.progress = progress_cb;
     opts.progress_ctx = &prog;
     if ((rc = sim_run(&in, &opts, a, &res, &e))) {

@@ -720,6 +720,18 @@ static void pod_pack(struct packer *pk, const void *prep, void *obj)
     o->n_scheduling_gates = (uint32_t)s->n_schedulinggates;
     o->first_scheduling_gate =
         s->n_schedulinggates ? pk_str(pk, s->schedulinggates[0]->name) : NULL;
+    for (i = 0; i < s->n_schedulinggates; i++) {
+        const char *gn = s->schedulinggates[i] ? s->schedulinggates[i]->name : NULL;
+        if (gn && strcmp(gn, COMMON_TRAINSCHED_GATE) == 0) {
+            if (!(o->scheduling_gates & COMMON_GATE_TRAINSCHED))
+                o->trainsched_gate_index = (uint32_t)i;
+            o->scheduling_gates |= COMMON_GATE_TRAINSCHED;
+        } else if (gn && strcmp(gn, COMMON_KUEUE_TOPOLOGY_GATE) == 0) {
+            o->scheduling_gates |= COMMON_GATE_KUEUE_TOPOLOGY;
+        } else {
+            o->scheduling_gates |= COMMON_GATE_OTHER;
+        }
+    }
     o->scheduling_group =
         s->schedulinggroup
             ? pk_str(pk, s->schedulinggroup->podgroupname ? s->schedulinggroup->podgroupname : "")

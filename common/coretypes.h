@@ -114,6 +114,17 @@ struct common_pod_claim {
     const char *resource_claim_template_name;
 };
 
+/* Scheduling gates the pod decode tells apart (common_pod.scheduling_gates bits). */
+/* ours (docs/gang.md "The gang gate") */
+#define COMMON_TRAINSCHED_GATE "trainsched.io/gang"
+/* Kueue's topology-aware scheduling */
+#define COMMON_KUEUE_TOPOLOGY_GATE "kueue.x-k8s.io/topology"
+enum {
+    COMMON_GATE_TRAINSCHED = 1u << 0,     /* trainsched.io/gang */
+    COMMON_GATE_KUEUE_TOPOLOGY = 1u << 1, /* kueue.x-k8s.io/topology */
+    COMMON_GATE_OTHER = 1u << 2           /* any other name */
+};
+
 struct common_pod {
     const char *namespace;
     const char *name;
@@ -147,6 +158,11 @@ struct common_pod {
      * leaves a gated pod alone until the last gate is removed */
     uint32_t n_scheduling_gates;
     const char *first_scheduling_gate;
+    /* which gates spec.schedulingGates holds: COMMON_GATE_* bits (0 when none), and the index
+     * of trainsched's own gate (COMMON_TRAINSCHED_GATE) in it, meaningful only when the
+     * COMMON_GATE_TRAINSCHED bit is set (the extender's ungate patch tests it) */
+    uint8_t scheduling_gates;
+    uint32_t trainsched_gate_index;
     /* spec.schedulingGroup.podGroupName: the pod belongs to a PodGroup of kube-scheduler's own
      * gang scheduling (scheduling.k8s.io, gate GenericWorkload); "" when the object has no
      * name, NULL when unset. Such a pod is never a member of an extender gang. */

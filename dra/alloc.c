@@ -99,8 +99,21 @@ struct pool_info {
     const char *driver, *pool;
     int64_t gen;
     int incomplete, invalid;
+    size_t first, n; /* its slices in all_sorted (every generation, node selectors included) */
 };
 
+/* the usable slices of one node key: ix->slices[lo, hi) */
+struct node_slot {
+    const char *key; /* NULL: an empty slot */
+    size_t lo, hi;
+};
+
+/*
+ * Besides the sorted arrays that answer every query by binary search on names (the plain way,
+ * dra_index_build_plain), the tables below answer the per-node questions of an allocation
+ * without a string comparison per step: a gang plan asks them for every node of the cluster.
+ * They give the same answers (test_dra's random comparison of both).
+ */
 struct dra_index {
     const struct dra_snapshot *snap;
     const struct dra_slice **slices; /* usable slices, node_slice_cmp order */
@@ -109,6 +122,13 @@ struct dra_index {
     size_t n_pools;
     const struct dra_result **used; /* in_use_cmp order */
     size_t n_used;
+    const struct dra_slice **all_sorted; /* every slice, slice_cmp order */
+    /* the tables, NULL in a plain index */
+    const struct pool_info **pool_of; /* per snap->slices[i]: its pool */
+    size_t *dev_off;                  /* per snap->slices[i]: its first flag in dev_used */
+    unsigned char *dev_used;          /* per device: 1 when an allocated result names it */
+    struct node_slot *nodes;          /* open addressing by node key, n_nodes a power of 2 */
+    size_t n_nodes;
 };
 
 static int pool_cmp(const void *x, const void *y)
@@ -134,6 +154,8 @@ static enum common_rc pool_scan(struct common_arena *a, const struct dra_slice *
     p->driver = all[i]->driver;
     p->pool = all[i]->pool;
     p->gen = INT64_MIN;
+    p->first = i;
+    p->n = j - i;
     for (k = i; k < j; k++)
         if (all[k]->generation > p->gen)
             p->gen = all[k]->generation;
@@ -157,13 +179,77 @@ static enum common_rc pool_scan(struct common_arena *a, const struct dra_slice *
     return COMMON_OK;
 }
 
-enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot *sn,
-                               struct dra_index **out, struct common_error *err)
+/* FNV-1a of a node key */
+static size_t key_hash(const char *k)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *k; k++)
+        h = (h ^ (unsigned char)*k) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+/* the tables of struct dra_index; 0 ok, -1 out of memory */
+static int index_tables(struct common_arena *a, struct dra_index *ix)
+{
+    const struct dra_snapshot *sn = ix->snap;
+    size_t n_dev = 0, keys = 0;
+
+    if (!(ix->pool_of = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*ix->pool_of))) ||
+        !(ix->dev_off = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*ix->dev_off))))
+        return -1;
+    for (size_t p = 0; p < ix->n_pools; p++)
+        for (size_t k = ix->pools[p].first; k < ix->pools[p].first + ix->pools[p].n; k++)
+            ix->pool_of[ix->all_sorted[k] - sn->slices] = &ix->pools[p];
+    for (size_t i = 0; i < sn->n_slices; i++) {
+        ix->dev_off[i] = n_dev;
+        n_dev += sn->slices[i].n_devices;
+    }
+    if (!(ix->dev_used = common_arena_alloc(a, n_dev + 1)))
+        return -1;
+    memset(ix->dev_used, 0, n_dev + 1);
+    /* a result in use marks every device of that name in its pool's slices */
+    for (size_t u = 0; u < ix->n_used; u++) {
+        struct pool_info key = {ix->used[u]->driver, ix->used[u]->pool, 0, 0, 0, 0, 0};
+        const struct pool_info *p =
+            bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+        if (!p || (u > 0 && in_use_cmp(&ix->used[u - 1], &ix->used[u]) == 0))
+            continue;
+        for (size_t k = p->first; k < p->first + p->n; k++) {
+            const struct dra_slice *sl = ix->all_sorted[k];
+            for (size_t d = 0; d < sl->n_devices; d++)
+                if (strcmp(sl->devices[d].name, ix->used[u]->device) == 0)
+                    ix->dev_used[ix->dev_off[sl - sn->slices] + d] = 1;
+        }
+    }
+    for (size_t i = 0; i < ix->n_slices; i++)
+        keys += i == 0 || strcmp(node_key(ix->slices[i - 1]), node_key(ix->slices[i])) != 0;
+    for (ix->n_nodes = 16; ix->n_nodes < 2 * keys; ix->n_nodes *= 2)
+        ;
+    if (!(ix->nodes = common_arena_alloc(a, ix->n_nodes * sizeof(*ix->nodes))))
+        return -1;
+    memset(ix->nodes, 0, ix->n_nodes * sizeof(*ix->nodes));
+    for (size_t i = 0; i < ix->n_slices;) {
+        const char *k = node_key(ix->slices[i]);
+        size_t j = i + 1, h = key_hash(k) & (ix->n_nodes - 1);
+        while (j < ix->n_slices && strcmp(node_key(ix->slices[j]), k) == 0)
+            j++;
+        while (ix->nodes[h].key)
+            h = (h + 1) & (ix->n_nodes - 1);
+        ix->nodes[h] = (struct node_slot){k, i, j};
+        i = j;
+    }
+    return 0;
+}
+
+static enum common_rc index_build(struct common_arena *a, const struct dra_snapshot *sn, int plain,
+                                  struct dra_index **out, struct common_error *err)
 {
     struct dra_index *ix = common_arena_alloc(a, sizeof(*ix));
     const struct dra_slice **all;
     size_t total = 0;
     *out = NULL;
+    if (ix)
+        memset(ix, 0, sizeof(*ix));
     if (!ix || !(all = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*all))) ||
         !(ix->slices = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*ix->slices))) ||
         !(ix->pools = common_arena_alloc(a, (sn->n_slices + 1) * sizeof(*ix->pools))))
@@ -194,10 +280,46 @@ enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot
             if (!sn->allocated[i].allocated[k].admin_access)
                 ix->used[ix->n_used++] = &sn->allocated[i].allocated[k];
     qsort(ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp);
+    ix->all_sorted = all;
+    if (!plain && index_tables(a, ix))
+        goto nomem;
     *out = ix;
     return COMMON_OK;
 nomem:
     return common_error_set(err, COMMON_ENOMEM, "out of memory indexing DRA devices");
+}
+
+enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot *sn,
+                               struct dra_index **out, struct common_error *err)
+{
+    return index_build(a, sn, 0, out, err);
+}
+
+enum common_rc dra_index_build_plain(struct common_arena *a, const struct dra_snapshot *sn,
+                                     struct dra_index **out, struct common_error *err)
+{
+    return index_build(a, sn, 1, out, err);
+}
+
+/* the pool of sl, a slice of ix's snapshot (NULL when none: not indexed) */
+static const struct pool_info *pool_of(const struct dra_index *ix, const struct dra_slice *sl)
+{
+    const struct dra_snapshot *sn = ix->snap;
+    struct pool_info key = {sl->driver, sl->pool, 0, 0, 0, 0, 0};
+    if (ix->pool_of && sl >= sn->slices && sl < sn->slices + sn->n_slices)
+        return ix->pool_of[sl - sn->slices];
+    return bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+}
+
+/* 1 when device d of sl (a slice of ix's snapshot) is in an allocated claim's results */
+static int dev_in_use(const struct dra_index *ix, const struct dra_slice *sl, size_t d)
+{
+    const struct dra_snapshot *sn = ix->snap;
+    struct dra_result rk = {NULL, sl->driver, sl->pool, sl->devices[d].name, 0};
+    const struct dra_result *kp = &rk;
+    if (ix->dev_used && sl >= sn->slices && sl < sn->slices + sn->n_slices)
+        return ix->dev_used[ix->dev_off[sl - sn->slices] + d];
+    return bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL;
 }
 
 static const struct dra_attr *find_attr(const struct dra_device *d, const char *dom,
@@ -213,6 +335,17 @@ static const struct dra_attr *find_attr(const struct dra_device *d, const char *
 static void node_range(const struct dra_index *ix, const char *key, size_t *lo, size_t *hi)
 {
     size_t l = 0, h = ix->n_slices;
+    if (ix->nodes) {
+        for (h = key_hash(key) & (ix->n_nodes - 1); ix->nodes[h].key;
+             h = (h + 1) & (ix->n_nodes - 1))
+            if (strcmp(ix->nodes[h].key, key) == 0) {
+                *lo = ix->nodes[h].lo;
+                *hi = ix->nodes[h].hi;
+                return;
+            }
+        *lo = *hi = 0;
+        return;
+    }
     while (l < h) {
         size_t m = l + (h - l) / 2;
         if (strcmp(node_key(ix->slices[m]), key) < 0)
@@ -239,19 +372,19 @@ static enum common_rc gather(struct st *st)
     for (int r = 0; r < (st->node[0] ? 2 : 1); r++)
         for (size_t i = lo[r]; i < hi[r]; i++)
             rel[n_rel++] = ix->slices[i];
-    qsort(rel, n_rel, sizeof(*rel), slice_cmp);
+    /* one node key's slices are in slice_cmp order already */
+    if (st->node[0] && hi[0] > lo[0] && hi[1] > lo[1])
+        qsort(rel, n_rel, sizeof(*rel), slice_cmp);
     for (size_t i = 0; i < n_rel; i++)
         total += rel[i]->n_devices;
     if (!(st->c = common_arena_alloc(st->a, (total + 1) * sizeof(*st->c))))
         return common_error_set(st->err, COMMON_ENOMEM, "out of memory allocating devices");
 
     for (size_t i = 0; i < n_rel;) {
-        struct pool_info key = {rel[i]->driver, rel[i]->pool, 0, 0, 0};
-        const struct pool_info *p =
-            bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+        const struct pool_info *p = pool_of(ix, rel[i]);
         size_t j = i;
-        while (j < n_rel && strcmp(rel[j]->driver, key.driver) == 0 &&
-               strcmp(rel[j]->pool, key.pool) == 0)
+        while (j < n_rel && strcmp(rel[j]->driver, rel[i]->driver) == 0 &&
+               strcmp(rel[j]->pool, rel[i]->pool) == 0)
             j++;
         if (!p || p->incomplete || p->invalid) {
             st->n_incomplete += !p || p->incomplete;
@@ -276,11 +409,10 @@ static enum common_rc gather(struct st *st)
                     c = &st->c[st->n_c++];
                     c->slice = rel[k];
                     c->dev = &rel[k]->devices[d];
-                    c->in_use =
-                        bsearch(&kp, ix->used, ix->n_used, sizeof(*ix->used), in_use_cmp) != NULL ||
-                        (o && o->n_extra_used &&
-                         bsearch(&kp, st->extra, o->n_extra_used, sizeof(*st->extra), in_use_cmp) !=
-                             NULL);
+                    c->in_use = dev_in_use(ix, rel[k], d) ||
+                                (o && o->n_extra_used &&
+                                 bsearch(&kp, st->extra, o->n_extra_used, sizeof(*st->extra),
+                                         in_use_cmp) != NULL);
                 }
         i = j;
     }
@@ -720,9 +852,7 @@ enum common_rc dra_attr_values(struct common_arena *a, const struct dra_index *i
         return common_error_set(err, COMMON_ENOMEM, "out of memory listing attribute values");
     for (size_t i = 0; i < ix->n_slices; i++) {
         const struct dra_slice *sl = ix->slices[i];
-        struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
-        const struct pool_info *p =
-            bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+        const struct pool_info *p = pool_of(ix, sl);
         if (!p || p->incomplete || p->invalid || sl->generation != p->gen)
             continue;
         for (size_t d = 0; d < sl->n_devices; d++) {
@@ -748,9 +878,7 @@ size_t dra_node_devices(const struct dra_index *ix, const char *node)
     for (int r = 0; r < (node[0] ? 2 : 1); r++)
         for (size_t i = lo[r]; i < hi[r]; i++) {
             const struct dra_slice *sl = ix->slices[i];
-            struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
-            const struct pool_info *p =
-                bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+            const struct pool_info *p = pool_of(ix, sl);
             if (p && !p->incomplete && !p->invalid && sl->generation == p->gen)
                 n += sl->n_devices;
         }
@@ -799,9 +927,7 @@ size_t dra_node_pools(const struct dra_index *ix, const char *node)
     for (int r = 0; r < (node[0] ? 2 : 1); r++)
         for (size_t i = lo[r]; i < hi[r]; i++) {
             const struct dra_slice *sl = ix->slices[i];
-            struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
-            const struct pool_info *p =
-                bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+            const struct pool_info *p = pool_of(ix, sl);
             if (p && !p->incomplete && !p->invalid && sl->generation == p->gen && p != last &&
                 sl->n_devices) {
                 n++;
@@ -821,8 +947,7 @@ int dra_device_in_use(const struct dra_index *ix, const char *driver, const char
 
 int dra_slice_current(const struct dra_index *ix, const struct dra_slice *sl)
 {
-    struct pool_info key = {sl->driver, sl->pool, 0, 0, 0};
-    const struct pool_info *p = bsearch(&key, ix->pools, ix->n_pools, sizeof(*ix->pools), pool_cmp);
+    const struct pool_info *p = pool_of(ix, sl);
     return p && sl->generation == p->gen;
 }
 

@@ -201,6 +201,15 @@ enum common_rc dra_index_build(struct common_arena *a, const struct dra_snapshot
                                struct dra_index **out, struct common_error *err);
 
 /*
+ * dra_index_build_plain - dra_index_build without the lookup tables that answer a node's
+ * questions in constant time (its slices by a hash of the node name, each slice's pool, each
+ * device's in-use flag): every query then binary-searches the sorted names. The answers are
+ * the same; tests compare the two on generated snapshots. COMMON_ENOMEM only.
+ */
+enum common_rc dra_index_build_plain(struct common_arena *a, const struct dra_snapshot *snap,
+                                     struct dra_index **out, struct common_error *err);
+
+/*
  * dra_allocate_indexed - dra_allocate against an index from dra_index_build (same results and
  * errors); the cost per call is that of the node's own slices, not of the whole cluster.
  */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "extender/server_int.h"
 
@@ -172,6 +173,108 @@ static void touch_pod(struct extender_server *x, const struct job *j)
                    "namespace", j->a.namespace, "error", e.msg, NULL);
 }
 
+/* the index of GANG_SCHEDULING_GATE in pod's spec.schedulingGates, -1 when absent */
+static long gate_index_of(const json_t *pod)
+{
+    const json_t *gates = json_object_get(json_object_get(pod, "spec"), "schedulingGates");
+    size_t i;
+    json_t *g;
+
+    json_array_foreach(gates, i, g)
+    {
+        const char *n = json_string_value(json_object_get(g, "name"));
+        if (n && strcmp(n, GANG_SCHEDULING_GATE) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* one JSON patch removing the gate at idx, testing the pod's uid and the gate's name first (a
+ * second writer, or a pod recreated under the same name, fails the test instead of losing
+ * another gate) */
+static enum common_rc ungate_write(struct extender_server *x, const struct job *j, long idx,
+                                   struct common_error *e)
+{
+    char path[64], gpath[64];
+    json_t *patch;
+    char *body;
+    enum common_rc rc;
+
+    snprintf(path, sizeof(path), "/spec/schedulingGates/%ld", idx);
+    snprintf(gpath, sizeof(gpath), "/spec/schedulingGates/%ld/name", idx);
+    patch = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s}]", "op", "test", "path",
+                      "/metadata/uid", "value", j->a.uid, "op", "test", "path", gpath, "value",
+                      GANG_SCHEDULING_GATE, "op", "remove", "path", path);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    rc = body ? common_kube_patch(x->kube, &common_kube_pods, j->a.namespace, j->a.name,
+                                  COMMON_KUBE_JSON_PATCH, body, NULL, NULL, e)
+              : common_error_set(e, COMMON_ENOMEM, "no memory for a pod patch");
+    json_decref(patch);
+    free(body);
+    return rc;
+}
+
+/*
+ * ungate_pod - remove trainsched's scheduling gate from member j (docs/gang.md "The gang gate"):
+ * a JSON patch that tests the uid and the gate's name at the index the books saw, then removes
+ * it. A failed test (422) or a conflict (409) re-reads the pod and tries again at the gate's
+ * index now; a pod gone (404), recreated (another uid) or without the gate any more is done.
+ * After the attempts, the books put the pod back at the gate (gang_ungate_failed) so a later
+ * pass tries again.
+ */
+static void ungate_pod(struct extender_server *x, const struct job *j)
+{
+    struct common_error e = {0};
+    long idx = (long)j->gate_index;
+    enum common_rc rc = COMMON_EINVAL;
+    int done = 0, wrote = 0, exit_now = 0;
+
+    for (int attempt = 0; attempt < 4 && !done; attempt++) {
+        json_t *pod = NULL;
+        const char *uid;
+        rc = ungate_write(x, j, idx, &e);
+        if (rc == COMMON_OK || rc == COMMON_ENOTFOUND) {
+            done = 1;
+            wrote = rc == COMMON_OK;
+            break;
+        }
+        if (rc != COMMON_EINVAL && rc != COMMON_ECONFLICT)
+            continue; /* a transient error: the same write again */
+        rc = common_kube_get(x->kube, &common_kube_pods, j->a.namespace, j->a.name, &pod, &e);
+        if (rc == COMMON_ENOTFOUND) {
+            done = 1;
+            break;
+        }
+        if (rc != COMMON_OK)
+            continue;
+        uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+        idx = gate_index_of(pod);
+        if (!uid || strcmp(uid, j->a.uid) != 0 || idx < 0)
+            done = 1; /* another pod now, or the gate is gone already */
+        json_decref(pod);
+    }
+    pthread_mutex_lock(&x->mu);
+    if (wrote) {
+        x->st.ungated++;
+        common_metric_add(x->m_ungated_pods, NULL, 1);
+        exit_now = x->exit_after_ungates > 0 && ++x->ungates_done >= x->exit_after_ungates;
+    } else if (!done) {
+        gang_ungate_failed(x->gs, j->a.uid);
+        x->st.ungate_failed++;
+        x->tick_req = 1;
+        pthread_cond_signal(&x->cv);
+    }
+    pthread_mutex_unlock(&x->mu);
+    if (!done)
+        common_log(COMMON_LOG_WARN, "extender: scheduling gate not removed", "pod", j->a.name,
+                   "namespace", j->a.namespace, "error", e.msg, NULL);
+    if (exit_now) {
+        common_log(COMMON_LOG_WARN, "extender: TRAINSCHED_TEST_EXIT_AFTER_UNGATES reached; exiting",
+                   "pod", j->a.name, NULL);
+        _exit(3);
+    }
+}
+
 static void carry_out(struct extender_server *x, struct job *j)
 {
     struct common_error e = {0};
@@ -179,6 +282,10 @@ static void carry_out(struct extender_server *x, struct job *j)
     struct common_httpd_hold *h;
 
     msg[0] = '\0';
+    if (j->ungate) {
+        ungate_pod(x, j);
+        return;
+    }
     if (j->touch[0]) {
         touch_pod(x, j);
         return;

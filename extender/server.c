@@ -145,6 +145,7 @@ struct extender_server *extender_server_create(const struct extender_server_opts
     static const char *const state_label[] = {"state", NULL};
     static const char *const kind_label[] = {"kind", NULL};
     static const char *const level_label[] = {"level", NULL};
+    static const char *const why_label[] = {"why", NULL};
     struct gang_config gc;
     struct extender_server *x;
     pthread_condattr_t ca;
@@ -165,6 +166,12 @@ struct extender_server *extender_server_create(const struct extender_server_opts
     }
     x->o = *opts;
     x->kube = opts->kube;
+    {
+        /* a test hook (tests/e2e): end the process after N ungate writes, as a kill between
+         * two writes would */
+        const char *ev = getenv("TRAINSCHED_TEST_EXIT_AFTER_UNGATES");
+        x->exit_after_ungates = ev && *ev ? strtol(ev, NULL, 10) : 0;
+    }
     if (!x->o.binders)
         x->o.binders = 4;
     if (!x->o.advertise_resource)
@@ -233,8 +240,24 @@ struct extender_server *extender_server_create(const struct extender_server_opts
             m, "trainsched_extender_topology_placements_total",
             "Gangs released inside one topology domain, by the domain's level (node label key).",
             level_label);
+        x->m_ungated_pods = common_metrics_counter(
+            m, "trainsched_extender_ungated_pods_total",
+            "Gang member pods whose trainsched.io/gang scheduling gate the extender removed.",
+            NULL);
+        x->m_ungated_gangs = common_metrics_counter(
+            m, "trainsched_extender_ungated_gangs_total",
+            "Gangs whose members the ungating pass released, by why (placed, preempt, alone).",
+            why_label);
+        x->m_gated_gangs = common_metrics_gauge(
+            m, "trainsched_extender_gangs_gated",
+            "Gangs with members waiting at the trainsched.io/gang scheduling gate.", NULL);
+        x->m_ungate_pass = common_metrics_histogram(
+            m, "trainsched_extender_ungate_pass_seconds",
+            "Time of one ungating pass under the books' lock.", NULL, duration_buckets,
+            sizeof(duration_buckets) / sizeof(duration_buckets[0]));
         if (!x->m_requests || !x->m_duration || !x->m_bindings || !x->m_held || !x->m_gangs ||
-            !x->m_cache || !x->m_topo_waiting || !x->m_topo_placed ||
+            !x->m_cache || !x->m_topo_waiting || !x->m_topo_placed || !x->m_ungated_pods ||
+            !x->m_ungated_gangs || !x->m_gated_gangs || !x->m_ungate_pass ||
             extender_dra_metrics_register(x, m)) {
             common_error_set(err, COMMON_ENOMEM, "extender server: cannot register metrics");
             goto fail;
@@ -403,6 +426,7 @@ void extender_server_destroy(struct extender_server *x)
     common_free(x->todo);
     common_free(x->holds);
     common_free(x->recs);
+    common_free(x->ug_out);
     common_free(x->binders);
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);

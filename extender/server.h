@@ -112,7 +112,7 @@ struct extender_server_opts {
     int64_t backoff_initial_ms, backoff_max_ms;
     unsigned binders;          /* binder threads; 0 = 4 */
     int advertise_resource;    /* patch EXTENDER_GANG_RESOURCE onto nodes: 1 (default) or -1 */
-    int write_podgroup_status; /* 1 (default) or -1: leave PodGroup status alone */
+    int write_podgroup_status; /* 1 (default) or -1: leave PodGroup status and verdict alone */
     size_t max_body;           /* request body cap (bytes); 0 = 64 MiB (the codec's default) */
     /* Topologies for topology-aware gang placement (docs/topology.md), each
      * "NAME=LEVEL,LEVEL,..." (topo_spec_parse), the first the default; read during create
@@ -131,6 +131,8 @@ struct extender_server_stats {
     uint64_t bindings_ok, bindings_failed;      /* Binding creates */
     uint64_t node_patches, status_patches;      /* writes */
     uint64_t pod_touches; /* waiting gang pods annotated after a PodGroup change */
+    /* the gang gate: gates removed, removals that failed for good, ungating passes */
+    uint64_t ungated, ungate_failed, ungate_passes;
     /* DRA (docs/dra.md): claim allocations written before a Binding, and cleared after a
      * gang's attempt ended */
     uint64_t dra_claims_written, dra_claims_released;

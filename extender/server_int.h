@@ -37,6 +37,10 @@ struct job {
     /* a touch instead of an answer: annotate pod a.namespace/a.name (uid a.uid) with
      * EXTENDER_PODGROUP_ANNOTATION = touch, so kube-scheduler requeues it */
     char touch[64];
+    /* an ungate instead of an answer: remove GANG_SCHEDULING_GATE from pod a.namespace/a.name
+     * (uid a.uid), expected at spec.schedulingGates[gate_index] (timer.c, binder.c) */
+    int ungate;
+    uint32_t gate_index;
 };
 
 struct node_todo {
@@ -54,6 +58,9 @@ struct pgrec {
     int has_start;
     int64_t start;
     char reason[2 * GANG_REASON_MAX];
+    /* the verdict annotation last written (timer.c): its message and backoff end (mono ms) */
+    char verdict[2 * GANG_REASON_MAX];
+    int64_t verdict_backoff;
     int gone;
 };
 
@@ -97,9 +104,19 @@ struct extender_server {
     struct pgrec *recs;
     size_t n_recs, cap_recs;
     int64_t last_metrics;
+    /* the ungating pass (timer.c): when it last ran, its output buffer */
+    int64_t last_ungate;
+    struct gang_ungate *ug_out;
+    size_t ug_cap;
 
     struct common_metric *m_requests, *m_duration, *m_bindings, *m_held, *m_gangs, *m_cache;
     struct common_metric *m_topo_waiting, *m_topo_placed; /* topology (docs/topology.md) */
+    /* the gang gate (docs/gang.md "The gang gate"): pods and gangs ungated, gangs waiting at
+     * the gate, the pass's duration */
+    struct common_metric *m_ungated_pods, *m_ungated_gangs, *m_gated_gangs, *m_ungate_pass;
+    /* test hook: TRAINSCHED_TEST_EXIT_AFTER_UNGATES=N ends the process after N ungate writes
+     * (0: off); the count so far (x->mu) */
+    long exit_after_ungates, ungates_done;
 
     /* DRA (dra_glue.c): watches when resource.k8s.io/v1 is served; the view the books borrow
      * lives in dra_arena (swapped under mu); dra_dirty (mu) asks the timer for a new view */

@@ -15,6 +15,10 @@
 #include "extender/server_int.h"
 
 #define STATUS_PERIOD_MS 2000
+/* the ungating pass runs at most this often while gangs are marked (feed events coalesce) */
+#define UNGATE_PERIOD_MS 100
+/* entries of the pass's first output buffer (grown when one gang needs more) */
+#define UNGATE_FIRST_CAP 1024
 
 struct pg_view {
     char key[KEY_MAX];
@@ -23,6 +27,7 @@ struct pg_view {
     char phase[16];
     char reason[2 * GANG_REASON_MAX]; /* the gang's reason, then its timeout note */
     char level[GANG_REASON_MAX];      /* the topology level of the gang's domain, "" when none */
+    int64_t backoff_until;            /* gang_info's (mono ms), 0 when none */
 };
 
 static struct pgrec *rec_get(struct extender_server *x, const char *key)
@@ -108,8 +113,10 @@ static void gang_event(struct extender_server *x, const struct pg_view *v, const
     struct common_event_ref ref = {"scheduling.x-k8s.io/v1alpha1", "PodGroup", ns, name, uid};
     struct common_event_ref tref = {"trainer.kubeflow.org/v1alpha1", "TrainJob", ns, tj, tjuid};
     int released = strncmp(v->reason, "released", 8) == 0;
-    enum common_event_type type = released ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING;
-    const char *reason = released ? "GangReleased" : "GangWaiting";
+    /* the ungating pass let the gang into kube-scheduler's queue (docs/gang.md "The gang gate") */
+    int ungated = strncmp(v->reason, "ungated", 7) == 0;
+    enum common_event_type type = released || ungated ? COMMON_EVENT_NORMAL : COMMON_EVENT_WARNING;
+    const char *reason = released ? "GangReleased" : ungated ? "GangUngated" : "GangWaiting";
     struct common_error e = {0};
 
     podgroup_refs(x, v->key, uid, sizeof(uid), tj, sizeof(tj), tjuid, sizeof(tjuid));
@@ -123,6 +130,48 @@ static void gang_event(struct extender_server *x, const struct pg_view *v, const
     if (common_events_record(x->o.events, &tref, type, reason, "Scheduling", note, &e) != COMMON_OK)
         common_log(COMMON_LOG_WARN, "extender: Event not recorded", "trainjob", tj, "error", e.msg,
                    NULL);
+}
+
+/* The gang's verdict as the PodGroup annotation GANG_VERDICT_ANNOTATION (gang/gang.h), written
+ * when its message or its backoff end changed: what `trainsched explain` reads first, since
+ * Events expire and the PodGroup CRD's status has no place for it. */
+static void write_verdict(struct extender_server *x, struct pgrec *r, const struct pg_view *v,
+                          const char *ns, const char *name)
+{
+    int64_t now = extender_mono_ms();
+    char since[40], until[40];
+    struct common_error e = {0};
+    json_t *verdict, *patch = NULL;
+    char *text = NULL, *body = NULL;
+
+    if (x->o.write_podgroup_status <= 0 || !v->reason[0] ||
+        (strcmp(r->verdict, v->reason) == 0 && r->verdict_backoff == v->backoff_until))
+        return;
+    format_time(now, since, sizeof(since));
+    verdict = json_pack("{s:s, s:s, s:s}", "reason",
+                        strncmp(v->reason, "released", 8) == 0 ? "GangReleased" : "GangWaiting",
+                        "message", v->reason, "since", since);
+    if (verdict && v->backoff_until > now) {
+        format_time(v->backoff_until, until, sizeof(until));
+        json_object_set_new(verdict, "backoffUntil", json_string(until));
+    }
+    text = verdict ? json_dumps(verdict, JSON_COMPACT) : NULL;
+    json_decref(verdict);
+    if (text)
+        patch =
+            json_pack("{s:{s:{s:s}}}", "metadata", "annotations", GANG_VERDICT_ANNOTATION, text);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    free(text);
+    if (body && common_kube_patch(x->kube, &common_kube_podgroups, ns, name,
+                                  COMMON_KUBE_MERGE_PATCH, body, NULL, NULL, &e) == COMMON_OK) {
+        extender_copy_str(r->verdict, sizeof(r->verdict), v->reason);
+        r->verdict_backoff = v->backoff_until;
+    } else if (body) {
+        common_log(COMMON_LOG_WARN, "extender: PodGroup verdict not written", "podgroup", v->key,
+                   "error", e.msg, NULL);
+    }
+    free(body);
 }
 
 static void write_status(struct extender_server *x, const struct pg_view *v)
@@ -140,6 +189,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         r->gone = 1;
         r->written = 0;
         r->reason[0] = '\0';
+        r->verdict[0] = '\0';
         return;
     }
     r->gone = 0;
@@ -180,6 +230,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         }
         free(body);
     }
+    write_verdict(x, r, v, ns, name);
     if (x->o.events && v->reason[0] && strcmp(r->reason, v->reason) != 0) {
         if (strncmp(v->reason, "released", 8) == 0 && v->level[0]) {
             const char *lv[] = {v->level};
@@ -188,6 +239,95 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         gang_event(x, v, ns, name);
     }
     extender_copy_str(r->reason, sizeof(r->reason), v->reason);
+}
+
+/*
+ * ungate_pass - x->mu held: the ungating pass (gang_ungate) when one is pending and the last ran
+ * UNGATE_PERIOD_MS ago or more; one job per member for the binders (the gate's removal) onto
+ * head/tail, the gangs released marked for their status and Event. Returns when a pending pass
+ * is due (INT64_MAX: none pending, or it ran); *again when the pass had no room for every gang.
+ */
+static int64_t ungate_pass(struct extender_server *x, int64_t now, struct job **head,
+                           struct job **tail, int *again)
+{
+    struct gang_ungate_result res;
+    struct common_error e = {0};
+    struct timespec t0, t1;
+    enum common_rc rc;
+    const char *prev = "";
+
+    if (!gang_ungate_pending(x->gs, now))
+        return INT64_MAX;
+    if (!extender_server_ready(x)) /* half-filled books would place gangs on room that is taken */
+        return now + UNGATE_PERIOD_MS;
+    if (x->last_ungate && now - x->last_ungate < UNGATE_PERIOD_MS)
+        return x->last_ungate + UNGATE_PERIOD_MS;
+    if (!x->ug_out) {
+        x->ug_out = common_malloc(UNGATE_FIRST_CAP * sizeof(*x->ug_out));
+        if (!x->ug_out)
+            return now + UNGATE_PERIOD_MS;
+        x->ug_cap = UNGATE_FIRST_CAP;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = gang_ungate(x->gs, now, x->ug_out, x->ug_cap, &res, &e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    x->last_ungate = now;
+    x->st.ungate_passes++;
+    common_metric_observe(x->m_ungate_pass, NULL,
+                          (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    common_metric_set(x->m_gated_gangs, NULL, (double)res.waiting);
+    if (rc != COMMON_OK)
+        common_log(COMMON_LOG_WARN, "extender: ungating pass", "error", e.msg, NULL);
+    for (size_t i = 0; i < res.n; i++) {
+        const struct gang_ungate *u = &x->ug_out[i];
+        struct job *j = common_calloc(1, sizeof(*j));
+        const char *slash = strchr(u->gang, '/');
+        if (!j) { /* the pod stays ungating in the books: back at our gate */
+            gang_ungate_failed(x->gs, u->pod.uid);
+            continue;
+        }
+        extender_copy_str(j->a.uid, sizeof(j->a.uid), u->pod.uid);
+        extender_copy_str(j->a.namespace, sizeof(j->a.namespace), u->pod.namespace);
+        extender_copy_str(j->a.name, sizeof(j->a.name), u->pod.name);
+        extender_copy_str(j->a.gang, sizeof(j->a.gang), u->gang);
+        j->ungate = 1;
+        j->gate_index = u->gate_index;
+        if (*tail)
+            (*tail)->next = j;
+        else
+            *head = j;
+        *tail = j;
+        if (strcmp(prev, u->gang) != 0) { /* a gang's members are contiguous */
+            static const char *const why[] = {"", "placed", "preempt", "alone"};
+            const char *lv[1];
+            lv[0] = u->why >= GANG_UNGATE_PLACED && u->why <= GANG_UNGATE_ALONE ? why[u->why] : "";
+            common_metric_add(x->m_ungated_gangs, lv, 1);
+            if (slash) {
+                char ns[64];
+                size_t n = (size_t)(slash - u->gang);
+                if (n >= sizeof(ns))
+                    n = sizeof(ns) - 1;
+                memcpy(ns, u->gang, n);
+                ns[n] = '\0';
+                extender_mark_dirty(x, ns, slash + 1);
+            }
+            common_log(COMMON_LOG_INFO, "extender: gang ungated", "gang", u->gang, "why", lv[0],
+                       NULL);
+        }
+        prev = u->gang;
+    }
+    if (res.more) {
+        if (!res.n) { /* one gang needs more room than the buffer has */
+            struct gang_ungate *o = common_realloc(x->ug_out, 2 * x->ug_cap * sizeof(*x->ug_out));
+            if (o) {
+                x->ug_out = o;
+                x->ug_cap *= 2;
+            }
+        }
+        x->last_ungate = now - UNGATE_PERIOD_MS; /* go on at once */
+        *again = 1;
+    }
+    return INT64_MAX;
 }
 
 static void gang_metrics(struct extender_server *x, int64_t now)
@@ -257,6 +397,8 @@ void *extender_timer_main(void *arg)
         size_t n_views = 0;
         struct node_todo *todo = NULL;
         size_t n_todo = 0;
+        int64_t ug_due;
+        int ug_again = 0;
 
         if (x->tick_req || now >= gang_next_deadline(x->gs)) {
             const struct gang_answer *ans = NULL;
@@ -274,7 +416,10 @@ void *extender_timer_main(void *arg)
                 }
             }
         }
-        if (x->n_dirty) {
+        /* after the feed events: gates to remove, and the reasons of the gangs left gated (their
+         * status waits for a pass that is due) */
+        ug_due = ungate_pass(x, now, &head, &tail, &ug_again);
+        if (x->n_dirty && ug_due == INT64_MAX) {
             views = common_calloc(x->n_dirty, sizeof(*views));
             for (size_t i = 0; i < x->n_dirty; i++) {
                 if (views) {
@@ -293,6 +438,7 @@ void *extender_timer_main(void *arg)
                                  gi.reason[0] && gi.timeout_note[0] ? "; " : "", gi.timeout_note,
                                  gi.reason[0] && gi.topology_note[0] ? "; " : "", gi.topology_note);
                         extender_copy_str(v->level, sizeof(v->level), gi.domain_level);
+                        v->backoff_until = gi.backoff_until;
                     }
                 }
                 common_free(x->dirty[i]);
@@ -328,11 +474,13 @@ void *extender_timer_main(void *arg)
         pthread_mutex_lock(&x->mu);
         if (x->stopping)
             break;
-        if (x->tick_req || x->n_dirty)
+        if (x->tick_req || (x->n_dirty && ug_due == INT64_MAX) || ug_again)
             continue;
         next = gang_next_deadline(x->gs);
         if (next > now + STATUS_PERIOD_MS)
             next = now + STATUS_PERIOD_MS;
+        if (ug_due < next)
+            next = ug_due;
         for (size_t i = 0; i < x->n_todo; i++)
             if (x->todo[i].not_before < next)
                 next = x->todo[i].not_before;

@@ -69,6 +69,7 @@ enum common_rc gang_state_create(const struct gang_config *cfg, struct gang_stat
     if (!s)
         goto oom;
     s->cfg = c;
+    s->ug_retry_at = INT64_MAX;
     s->eff_margin = c.hold_margin_ms > c.bind_http_timeout_ms / 2 ? c.bind_http_timeout_ms / 2
                                                                   : c.hold_margin_ms;
     if (c.n_ignored_resources) {
@@ -154,6 +155,7 @@ void gang_state_destroy(struct gang_state *s)
     common_free(s->free_slots);
     common_free(s->gc);
     common_free(s->active);
+    common_free(s->ug_dirty);
     common_free(s->pending);
     common_free(s->out);
     common_free(s->binds);
@@ -220,6 +222,7 @@ static struct gang *gang_get(struct gang_state *s, const char *ns, const char *n
     g->name = g->ns + nl + 1;
     memcpy(g->name, name, ml + 1);
     g->active_idx = -1;
+    g->seq = ++s->gang_seq;
     gmap_put(&s->gang_by_key, g->key, nl + ml + 1, g);
     return g;
 }
@@ -343,6 +346,9 @@ static uint32_t member_flags(const struct gang *g, const struct gpod *p)
         f |= F_FAILED;
     if (known)
         f |= F_KNOWN;
+    if (known && p->node < 0 && p->phase != PH_SUCCEEDED && p->gates == COMMON_GATE_TRAINSCHED &&
+        !p->ungating)
+        f |= F_OURS;
     if (pod_is_phased(g, p)) {
         f |= F_PHASED;
         if (known)
@@ -387,6 +393,7 @@ static void counts_apply(struct gcounts *c, uint32_t f, int sign)
     C(F_SUCCEEDED, succeeded);
     C(F_FAILED, failed);
     C(F_GATED, gated);
+    C(F_OURS, ours);
 #undef C
 }
 
@@ -457,6 +464,8 @@ void pod_attach(struct gang_state *s, struct gpod *p)
         else if (p->a_flags & (F_HELD | F_PLANNED))
             place = p->held >= 0 ? p->held : p->planned;
         counts_apply(&g->c, p->a_flags, 1);
+        if ((p->a_flags & F_OURS) && g->c.ours == 1)
+            s->n_ours_gangs++;
         if (p->a_flags & F_KNOWN)
             p->a_declared = p->declared_min;
         decl_apply(g, p->a_declared, 1);
@@ -490,6 +499,8 @@ void pod_detach(struct gang_state *s, struct gpod *p)
         return;
     if (g) {
         counts_apply(&g->c, p->a_flags, -1);
+        if ((p->a_flags & F_OURS) && g->c.ours == 0)
+            s->n_ours_gangs--;
         decl_apply(g, p->a_declared, -1);
         if (p->a_place >= 0)
             imap_add(&g->place, (uint32_t)p->a_place, -1);
@@ -686,8 +697,10 @@ void gang_fail(struct gang_state *s, struct gang *g, int64_t now, int backoff, c
     g->plan_valid = 0;
     g->n_excl = 0;
     g->preempting = 0;
-    if (was_active)
+    if (was_active) {
         s->resv_epoch++;
+        s->ug_all = 1; /* its reservation is free again */
+    }
     if (backoff) {
         int64_t d = s->cfg.backoff_initial_ms;
         g->failures++;
@@ -741,6 +754,7 @@ void gang_maybe_free(struct gang_state *s, struct gang *g)
 {
     if (!g || g->n_members || g->has_pg || g->active)
         return;
+    ug_forget(s, g);
     gmap_del(&s->gang_by_key, g->key, strlen(g->key));
     gang_free(g);
 }
@@ -797,6 +811,23 @@ static void node_fill(struct packer *pk, struct gnode *n, const struct common_no
     }
 }
 
+/* same labels and taints (what a plan's static fit reads) */
+static int same_placement(const struct gnode *a, const struct gnode *b)
+{
+    if (a->n_labels != b->n_labels || a->n_taints != b->n_taints)
+        return 0;
+    for (uint32_t i = 0; i < a->n_labels; i++)
+        if (strcmp(a->labels[i].key, b->labels[i].key) != 0 ||
+            strcmp(a->labels[i].value, b->labels[i].value) != 0)
+            return 0;
+    for (uint32_t i = 0; i < a->n_taints; i++)
+        if (!SAME_STR(a->taints[i].key, b->taints[i].key) ||
+            !SAME_STR(a->taints[i].value, b->taints[i].value) ||
+            !SAME_STR(a->taints[i].effect, b->taints[i].effect))
+            return 0;
+    return 1;
+}
+
 static void presence(struct gang_state *s, struct gnode *n, int sign)
 {
     for (int i = 0; i < NRES; i++) {
@@ -846,6 +877,9 @@ enum common_rc gang_node_upsert(struct gang_state *s, const struct common_node *
     pk.base = block;
     pk.off = 0;
     node_fill(&pk, &tmp, cn);
+    /* a new node, or room or placement rules changed: gated gangs may fit now */
+    if (!n->present || memcmp(n->alloc, alloc, sizeof(alloc)) != 0 || !same_placement(n, &tmp))
+        s->ug_all = 1;
     if (n->present) {
         for (int i = 0; i < NRES; i++)
             s->tot_alloc[i] -= n->alloc[i];
@@ -945,6 +979,22 @@ static int32_t parse_min(const char *v)
     return (int32_t)x;
 }
 
+/* the pod's gates as COMMON_GATE_* bits: the decoder's, else (a pod built by hand) the first
+ * gate's name */
+static uint8_t pod_gates(const struct common_pod *cp)
+{
+    uint8_t b = cp->scheduling_gates;
+    const char *f = cp->first_scheduling_gate;
+
+    if (b || !cp->n_scheduling_gates)
+        return b;
+    if (f && strcmp(f, GANG_SCHEDULING_GATE) == 0)
+        return COMMON_GATE_TRAINSCHED | (cp->n_scheduling_gates > 1 ? COMMON_GATE_OTHER : 0);
+    if (f && strcmp(f, GANG_KUEUE_TOPOLOGY_GATE) == 0)
+        return COMMON_GATE_KUEUE_TOPOLOGY | (cp->n_scheduling_gates > 1 ? COMMON_GATE_OTHER : 0);
+    return COMMON_GATE_OTHER;
+}
+
 static void pod_fill(struct packer *pk, struct gpod *p, const struct common_pod *cp,
                      const char *gang_name, const char *rjob, const struct gang_rq *req,
                      uint32_t n_req)
@@ -956,9 +1006,9 @@ static void pod_fill(struct packer *pk, struct gpod *p, const struct common_pod 
     /* only Kueue's topology gate keeps a member out of the plan: Kueue writes the member's
      * domain as it ungates it, so a plan made before would place it blind. A pod held by any
      * other gate is planned like the rest (its holds end at the gang's timeout, as before). */
-    char *gate = gang_name && cp->n_scheduling_gates && cp->first_scheduling_gate &&
-                         strcmp(cp->first_scheduling_gate, GANG_KUEUE_TOPOLOGY_GATE) == 0
-                     ? pk_str(pk, cp->first_scheduling_gate)
+    uint8_t gates = pod_gates(cp);
+    char *gate = gang_name && (gates & COMMON_GATE_KUEUE_TOPOLOGY)
+                     ? pk_str(pk, GANG_KUEUE_TOPOLOGY_GATE)
                      : NULL;
 
     if (!p)
@@ -973,6 +1023,8 @@ static void pod_fill(struct packer *pk, struct gpod *p, const struct common_pod 
     p->rjob = rj;
     p->owner = ow;
     p->gate = gate;
+    p->gates = gang_name ? gates : 0;
+    p->gate_index = cp->trainsched_gate_index;
 }
 
 static int members_reserve(struct gang *g)
@@ -1081,6 +1133,8 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
             p->held = old->held;
             p->released = old->released;
             p->hold_since = old->hold_since;
+            /* handed out for ungating: until the pod shows our gate gone */
+            p->ungating = old->ungating && (p->gates & COMMON_GATE_TRAINSCHED);
             p->dra = old->dra; /* the planned devices stay with the pod */
             old->dra = NULL;
         } else if (old->held >= 0) {
@@ -1110,6 +1164,10 @@ enum common_rc gang_pod_upsert(struct gang_state *s, const struct common_pod *cp
     if (!old)
         s->n_pods++;
     pod_attach(s, p);
+    if (old && old->a_used >= 0 && p->a_used < 0)
+        s->ug_all = 1; /* the pod ended: its room is free */
+    ug_mark(s, old_g);
+    ug_mark(s, g);
     if (old) {
         shape_unref(s, old->shape);
         gdra_free(old->dra);
@@ -1141,6 +1199,9 @@ void gang_pod_delete(struct gang_state *s, const char *uid)
     if (!p)
         return;
     g = p->gang;
+    if (p->a_used >= 0)
+        s->ug_all = 1; /* its room is free */
+    ug_mark(s, g);
     pod_detach(s, p);
     if (p->held >= 0)
         drop_hold(s, p, "pod was deleted while its bind was held");
@@ -1320,6 +1381,8 @@ enum common_rc gang_podgroup_upsert(struct gang_state *s, const struct gang_podg
         gang_drop_plan(s, g);
     else if (spec_changed)
         g->plan_valid = 0;
+    if (spec_changed || phased_changed)
+        ug_mark(s, g);
     gang_recheck(s, g, "the PodGroup changed");
     node_gc(s);
     return COMMON_OK;
@@ -1363,6 +1426,7 @@ void gang_podgroup_delete(struct gang_state *s, const char *ns, const char *name
         for (uint32_t i = 0; i < g->n_members; i++)
             pod_attach(s, g->members[i]);
     }
+    ug_mark(s, g);
     gang_maybe_free(s, g);
     node_gc(s);
 }
@@ -1435,6 +1499,18 @@ enum common_rc gang_check(const struct gang_state *s, struct common_error *err)
                 used[p->a_used][p->req[k].id] += p->req[k].v;
             if (p->a_resv >= 0)
                 resv[p->a_resv][p->req[k].id] += p->req[k].v;
+        }
+    }
+    {
+        uint32_t og = 0;
+        for (size_t i = 0; i < s->gang_by_key.cap; i++) {
+            const struct gang *g = s->gang_by_key.e[i].hash ? s->gang_by_key.e[i].val : NULL;
+            og += g && g->c.ours;
+        }
+        if (og != s->n_ours_gangs) {
+            rc = common_error_set(err, COMMON_ECONFLICT, "gangs at our gate %u, recomputed %u",
+                                  s->n_ours_gangs, og);
+            goto out;
         }
     }
     if (pods != s->n_pods || held != s->n_held_total) {

@@ -78,6 +78,7 @@ void gang_dra_set(struct gang_state *s, const struct dra_view *v)
 {
     s->dra = v;
     s->resv_epoch++; /* plans that are not reserved are made again with the new devices */
+    s->ug_all = 1;   /* claims or devices changed: gated gangs may be placeable now */
 }
 
 static const struct dra_pod_claims *claims_of(const struct gang_state *s, const struct gpod *p)

@@ -224,7 +224,7 @@ static void add_excl(struct gang *g, int32_t node)
     g->excl[g->n_excl++] = node;
 }
 
-static void plan_failure_why(const struct gang_state *s, struct gang *g, const struct plan_out *po)
+void plan_failure_why(const struct gang_state *s, struct gang *g, const struct plan_out *po)
 {
     if (po->why[0])
         set_why(g->why, "gang %s: %s", g->key, po->why);
@@ -276,7 +276,7 @@ const char *gang_amount_text(uint16_t id, int64_t v, char *buf, size_t n)
     return buf;
 }
 
-static int min_resources_short(const struct gang_state *s, struct gang *g)
+int min_resources_short(const struct gang_state *s, struct gang *g)
 {
     for (uint32_t i = 0; i < g->n_min_res; i++) {
         uint16_t id = g->min_res[i].id;
@@ -929,6 +929,7 @@ enum common_rc gang_info(const struct gang_state *s, const char *ns, const char 
     out->topology_error = g->topo_err;
     out->topology_note = g->topo_note;
     out->podgroup_unblocks = g->unblocks;
+    out->gated_ours = g->c.ours;
     return COMMON_OK;
 }
 

@@ -24,9 +24,11 @@
  *   PodGroup; the gang in backoff; fewer than minMember member pods exist (a wait, never a
  *   failure: no backoff, C10); member pods labelled trainsched.io/gang-min-member with a value
  *   other than the cached minMember (the PodGroup or its pods are stale, C14); members with
- *   spec.schedulingGates are not planned, and while the others (plus held and bound ones) are
- *   fewer than minMember the gang waits with the first gate named (Kueue's topology-aware
- *   scheduling writes each pod's domain as it removes kueue.x-k8s.io/topology).
+ *   Kueue's gate kueue.x-k8s.io/topology are not planned, and while the others (plus held
+ *   and bound ones) are fewer than minMember the gang waits with that gate named (Kueue's
+ *   topology-aware scheduling writes each pod's domain as it removes it); members held by any
+ *   other gate are planned like the rest. Members at trainsched's own gate
+ *   (GANG_SCHEDULING_GATE) are released whole by gang_ungate (below).
  * - Kueue's placement: when a member labelled kueue.x-k8s.io/podset has a nodeSelector on a
  *   level of the gang's topology or on kubernetes.io/hostname, the PodGroup's own topology
  *   request is set aside (gang_info's topology_note says so); each member's nodeSelector keeps
@@ -81,6 +83,14 @@
 
 /* Pod label naming the PodGroup (scheduler-plugins coscheduling). */
 #define GANG_POD_GROUP_LABEL "scheduling.x-k8s.io/pod-group"
+/* PodGroup annotation holding the gang's current verdict, written by the extender's timer
+ * (extender/timer.c) when it changes and read by `trainsched explain` (cmd/explain.c): compact
+ * JSON {"reason": "GangWaiting"|"GangReleased", "message": the gang's reason (gang_info's, at
+ * most 2 * GANG_REASON_MAX bytes), "since": RFC 3339 time it was first written, "backoffUntil":
+ * RFC 3339 end of the gang's backoff, only while it backs off}. An annotation because the
+ * scheduler-plugins PodGroup CRD's status has no conditions and the API server prunes unknown
+ * status fields; unlike an Event it does not expire. */
+#define GANG_VERDICT_ANNOTATION "trainsched.io/verdict"
 /* Optional pod label: the minMember the pod was created for (written by the reconciler into
  * the pod templates). Members whose value differs from the cached PodGroup hold the gang. */
 #define GANG_MIN_MEMBER_LABEL "trainsched.io/gang-min-member"
@@ -97,7 +107,10 @@
  * Kueue's topology ungater removes while writing the assigned domain (the assignment's level
  * keys, only kubernetes.io/hostname when that is the lowest level) into spec.nodeSelector. */
 #define GANG_KUEUE_PODSET_LABEL "kueue.x-k8s.io/podset"
-#define GANG_KUEUE_TOPOLOGY_GATE "kueue.x-k8s.io/topology"
+#define GANG_KUEUE_TOPOLOGY_GATE COMMON_KUEUE_TOPOLOGY_GATE
+/* trainsched's own scheduling gate (issue 29, docs/gang.md "The gang gate"): the pod webhook
+ * gives it to every member of an extender-scheduled gang; gang_ungate says when to remove it. */
+#define GANG_SCHEDULING_GATE COMMON_TRAINSCHED_GATE
 
 /* Distinct resource names the books track (cpu, memory, ephemeral-storage, pods and up to 60
  * extended names). A node's resource past the cap is ignored; a pod requesting one fits
@@ -129,6 +142,9 @@ struct gang_config {
      * pods). Copied at create. */
     const char *const *ignored_resources;
     size_t n_ignored_resources;
+    /* gang_ungate plans at most this many gangs per call (the rest stay marked, res->more): a
+     * pass holds the glue's lock for about this many plans (1.6 ms each at 5,000 nodes); 0 = 64 */
+    uint32_t ungate_max_plans;
 };
 
 /* gang_config_default - zero *c (every field takes its default). */
@@ -512,6 +528,9 @@ struct gang_info {
      * lowered, minResources or the phased jobs changed. The glue compares it around
      * gang_podgroup_upsert and touches the waiting members (gang_waiting_pods) when it grew. */
     uint32_t podgroup_unblocks;
+    /* members at trainsched's gate (GANG_SCHEDULING_GATE only, not yet handed out by
+     * gang_ungate) */
+    uint32_t gated_ours;
 };
 
 /* gang_info - counters of gang ns/name. COMMON_OK or COMMON_ENOTFOUND. */
@@ -540,6 +559,88 @@ size_t gang_waiting_pods(const struct gang_state *s, const char *ns, const char 
  * naming the first difference. For tests and debug builds; O(pods + nodes x resources).
  */
 enum common_rc gang_check(const struct gang_state *s, struct common_error *err);
+
+/* ---- the gang gate: members wait at GANG_SCHEDULING_GATE, gangs enter kube-scheduler whole ----
+ */
+
+/*
+ * A member is "at our gate" when it is known (not Failed, not deleting), unbound, not Succeeded,
+ * GANG_SCHEDULING_GATE is its ONLY scheduling gate, and gang_ungate has not handed it out yet.
+ * gang_ungate decides, whole gangs at a time, which of those to ungate now (docs/gang.md
+ * "The gang gate"). A gang with members at our gate, in this order:
+ * - no PodGroup: stays gated ("PodGroup ns/name not found");
+ * - phased members (the PodGroup's GANG_PHASED_ANNOTATION jobs): ungated at once;
+ * - minMember 0, admitted (a member bound or released) or active (holding, or its plan reserved
+ *   by an earlier pass): every member at our gate is ungated at once;
+ * - the filter's gates (backoff, stale minMember, fewer than minMember member pods, Kueue's
+ *   topology gate on members, phased pods not placed, topology, DRA claims): stays gated with
+ *   that gate's reason;
+ * - fewer than minMember members placeable (held, bound, released, phased done, or pending with
+ *   no gate but ours): stays gated (members held by another gate do not count: ours goes after
+ *   Kueue's);
+ * - minResources short of the cluster's free sum: stays gated;
+ * - the planner places the whole gang on the current books (topology and DRA included; members
+ *   at our gate count as placeable, members held by another gate are left out): the plan is
+ *   committed and reserved against every other gang (as a held gang's is) until the members
+ *   hold and bind, bounded by the gang's timeout (then it fails with backoff as an attempt
+ *   does, and the ungated pods go through the held-bind path); every member at our gate is
+ *   ungated (GANG_UNGATE_PLACED);
+ * - else, when the gang would fit with every pod a preemption at its highest member priority
+ *   could evict gone (gang_preempt's R3, priority > 0 only): ungated without a reservation so
+ *   that kube-scheduler preempts for it through the preempt verb (GANG_UNGATE_PREEMPT);
+ * - else stays gated, the planner's reason in gang_info's reason.
+ * Gangs are taken by their highest member spec.priority (descending), then creation order in
+ * the books (older first): a higher-priority gang's reservation is in place before a lower one
+ * plans. Only gangs whose pods or PodGroup changed since the last pass are looked at, plus every
+ * gang with members at our gate when room was freed (a pod that used capacity ended or went, a
+ * node was added or its allocatable, labels or taints changed, a reservation dropped, a new DRA
+ * view set) or a backoff one of them waits for ended. A pod handed out stays "ungating" (never
+ * handed out again) until the books see it without our gate, or gang_ungate_failed.
+ */
+
+enum gang_ungate_why {
+    GANG_UNGATE_PLACED = 1, /* the whole gang was placed; its plan is reserved */
+    GANG_UNGATE_PREEMPT, /* fits only with lower-priority pods evicted: kube-scheduler preempts */
+    GANG_UNGATE_ALONE    /* no gang wait: phased member, minMember 0, admitted or active gang */
+};
+
+/* One pod to ungate: remove GANG_SCHEDULING_GATE from its spec.schedulingGates. */
+struct gang_ungate {
+    struct gang_pod_ref pod;
+    char gang[320];      /* "namespace/name" of its PodGroup */
+    uint32_t gate_index; /* the gate's index in spec.schedulingGates as the books last saw it
+                            (a JSON patch tests it before removing) */
+    enum gang_ungate_why why;
+};
+
+struct gang_ungate_result {
+    size_t n;          /* entries written to out[0..n) */
+    uint32_t gangs;    /* gangs that had members handed out in this pass */
+    uint32_t waiting;  /* gangs left with members at our gate (a gauge) */
+    uint32_t examined; /* gangs looked at in this pass */
+    int more; /* out had no room for a whole gang, or ungate_max_plans gangs were planned: call
+                 again (the gangs not looked at stay marked) */
+};
+
+/*
+ * gang_ungate - the ungating pass at now (ms): fills out[0..cap) with the members whose
+ * GANG_SCHEDULING_GATE the glue removes now (every member of a gang at once: a gang that does
+ * not fit in the room left is not started, res->more says so) and *res. Each pod is handed out
+ * once. Deterministic. COMMON_OK; COMMON_ENOMEM (out[0..res->n) are still to be carried out,
+ * the gangs not looked at stay marked). Cost: one plan per gang looked at (see above); O(gangs)
+ * more when every gang is looked at.
+ */
+enum common_rc gang_ungate(struct gang_state *s, int64_t now, struct gang_ungate *out, size_t cap,
+                           struct gang_ungate_result *res, struct common_error *err);
+
+/* gang_ungate_pending - nonzero when a gang_ungate pass at now has something to look at: a
+ * marked gang with members at our gate, room freed while some wait, or a backoff ended. O(marked
+ * gangs). */
+int gang_ungate_pending(const struct gang_state *s, int64_t now);
+
+/* gang_ungate_failed - removing the gate of pod uid failed for good (not 404): the pod is at
+ * our gate again and its gang is looked at by the next pass. Unknown uids are ignored. */
+void gang_ungate_failed(struct gang_state *s, const char *uid);
 
 /* ---- preempt ---- */
 

@@ -129,7 +129,9 @@ enum {
     F_SUCCEEDED = 1u << 10,
     F_FAILED = 1u << 11,
     F_PHASED_KNOWN = 1u << 12,
-    F_GATED = 1u << 13 /* pending with spec.schedulingGates: not placeable until ungated */
+    F_GATED = 1u << 13, /* pending with Kueue's topology gate: not placeable until ungated */
+    F_OURS = 1u << 14   /* known, unbound, not finished, trainsched's gate its only gate, and
+                           not yet handed out by gang_ungate (ungate.c) */
 };
 
 struct gang;
@@ -171,14 +173,22 @@ struct gpod {
     uint8_t has_claims;
     /* labelled kueue.x-k8s.io/podset (admitted by Kueue) */
     uint8_t kueue_podset;
-    /* the first of spec.schedulingGates, NULL when the pod has none */
+    /* Kueue's topology gate when the pod has it (the gate that keeps it out of plans), NULL
+     * otherwise */
     char *gate;
+    /* spec.schedulingGates as common_pod.scheduling_gates bits, and the index of ours */
+    uint8_t gates;
+    uint32_t gate_index;
+    /* gang_ungate handed the pod out for ungating; kept until the pod shows no gate of ours
+     * (or gang_ungate_failed) */
+    uint8_t ungating;
 };
 
 struct gcounts {
     uint32_t members, known, phased_known, bound, released, held, planned, done, eligible;
     uint32_t running, succeeded, failed;
     uint32_t gated;
+    uint32_t ours;
 };
 
 #define DECL_SLOTS 4
@@ -244,6 +254,10 @@ struct gang {
     /* "" unless the PodGroup's topology request was set aside because Kueue placed the
      * members (pipeline.c): the sentence saying so */
     char topo_note[GANG_REASON_MAX];
+    /* the ungating pass (ungate.c): the gang is in s->ug_dirty; its creation order (ties of
+     * priority go to the older gang) */
+    uint8_t ug_dirty;
+    uint64_t seq;
     /* DRA: the gang-wide attribute its members' devices must agree on (PodGroup annotation
      * GANG_DRA_MATCH_ANNOTATION, "domain/name"), NULL when none */
     char *dra_match;
@@ -333,6 +347,16 @@ struct gang_state {
     struct la_memo la[LA_MEMOS];
     uint32_t la_next;
     struct names_memo names;
+    /* the ungating pass (ungate.c): gangs whose pods or PodGroup changed since the last pass;
+     * ug_all: capacity was freed (every waiting gated gang is looked at again); ug_retry_at: the
+     * earliest end of a backoff a waiting gated gang waits for; gangs created so far (their
+     * seq); gangs with a member at our gate (F_OURS), kept by pod_attach/pod_detach */
+    struct gang **ug_dirty;
+    uint32_t n_ug_dirty, cap_ug_dirty;
+    int ug_all;
+    int64_t ug_retry_at;
+    uint64_t gang_seq;
+    uint32_t n_ours_gangs;
 };
 
 /* A named topology: levels (node label keys, widest first). */
@@ -385,6 +409,14 @@ int gang_completable(const struct gang *g);
 void gang_maybe_free(struct gang_state *s, struct gang *g);
 void set_why(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- ungate.c ---- */
+
+/* g's pods or PodGroup changed: the next ungating pass looks at it (a no-op when g is NULL or
+ * already marked; without memory for the list, every gang is looked at) */
+void ug_mark(struct gang_state *s, struct gang *g);
+/* g is being freed: out of the dirty list */
+void ug_forget(struct gang_state *s, struct gang *g);
+
 /* ---- score.c ---- */
 
 /* the node in slot idx changed: its memoized scores are stale */
@@ -412,6 +444,13 @@ void prio_memo_free(struct gang_state *s);
  * must fit at once. O(members x requests) when a phased member is done, else O(1).
  */
 int64_t gang_min_res_need(const struct gang *g, uint32_t i);
+
+struct plan_out;
+/* g->why says why plan po failed (a policy's reason, no node, or the shortfall) */
+void plan_failure_why(const struct gang_state *s, struct gang *g, const struct plan_out *po);
+/* 1 when g's minResources (less its finished phase) exceeds the cluster's free sum (the
+ * reason in g->why), else 0 */
+int min_resources_short(const struct gang_state *s, struct gang *g);
 
 /*
  * gang_amount_text - amount v of resource id (as the books count it: cpu in millicores,
@@ -456,6 +495,8 @@ struct plan_req {
     /* commit what fits even when it is short of the need (out->partial says so); a pinned or
      * restricted member that does not fit still fails the plan */
     int partial;
+    /* the ungating pass: members held by a gate besides ours are left out of the plan */
+    int ungate;
 };
 
 struct plan_out {

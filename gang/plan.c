@@ -579,6 +579,8 @@ int plan_gang(struct gang_state *s, struct gang *g, const struct plan_req *rq, s
         struct gpod *p = g->members[i];
         if (!(p->a_flags & F_ELIGIBLE))
             continue;
+        if (rq && rq->ungate && (p->gates & ~COMMON_GATE_TRAINSCHED))
+            continue; /* held by another gate: it does not come yet */
         c.assign[c.n_e] = -1;
         c.e[c.n_e++] = p;
         for (uint32_t k = 0; k < p->shape->n_req; k++)

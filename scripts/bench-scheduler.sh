@@ -5,12 +5,15 @@
 #       kube-scheduler + trainsched's extender with coscheduling PodGroups, (C) scheduler-plugins'
 #       kube-scheduler with Coscheduling on the same PodGroups, (D) kube-scheduler's own gang
 #       scheduling with scheduling.k8s.io/v1beta1 PodGroups on Kubernetes 1.37 (v1alpha2 on 1.36;
-#       TESTBED_K8S_VERSION=v1.37.2 starts the bed on 1.37.2); one scheduler runs at a time
+#       TESTBED_K8S_VERSION=v1.37.2 starts the bed on 1.37.2), (E) trainsched's extender on C's
+#       binary (kube-scheduler 1.34.7 as scheduler-plugins builds it, Coscheduling off: like for
+#       like with C); B's and E's gang pods carry the gate trainsched.io/gang as the pod webhook
+#       writes it (GATE=off: without, the held-bind fallback); one scheduler runs at a time
 #       (restarted on the bed's port per run, fresh pods each run); workloads WORKLOADS:
 #       gang (created gang after gang), interleaved, mixed (80 % plain pods), contended (only half
 #       the gangs fit at once; a gang's pods are deleted 1 s after its last bind). Prints pods/s,
 #       time to all bound, attempts per pod, partial gangs, CPU per pod and the ratios.
-#       C's binary is built on demand (tests/e2e/testbed/build.sh with TESTBED_SCHEDPLUGINS=1,
+#       C's (and E's) binary is built on demand (tests/e2e/testbed/build.sh with TESTBED_SCHEDPLUGINS=1,
 #       cached; a cold build takes minutes); D needs a bed with TESTBED_NATIVE_GANG=1 (the bed this
 #       script starts has it).
 #   (b) PODS pods on NODES Nodes, A plain (no extender) against B gang pods through trainsched as
@@ -25,7 +28,7 @@
 # bed in /tmp/tb-bsched (TESTBED_CRDS=coscheduling; the controller-manager makes the
 # ServiceAccount) and stops it at the end, unless TRAINSCHED_TESTBED_RUN names a running one.
 # (b) and (c) with ONLY=b,c (about 10-15 minutes on 2 cores at their defaults).
-#   NODES=5000 PEER_GANGS=200 VARIANTS=ABCD WORKLOADS=gang,interleaved,mixed,contended \
+#   NODES=5000 PEER_GANGS=200 VARIANTS=ABCDE WORKLOADS=gang,interleaved,mixed,contended \
 #     SCHED_QPS=1000 KUBE_QPS=1000 scripts/bench-scheduler.sh
 #   ONLY=b,c NODES=5000 PODS=5000 ROUNDS=2 GANGS_C=500 scripts/bench-scheduler.sh
 set -euo pipefail
@@ -41,7 +44,8 @@ KUBE_QPS=${KUBE_QPS:-1000}
 ONLY=${ONLY:-p}
 C_ORDER=${C_ORDER:-}
 PEER_GANGS=${PEER_GANGS:-200}
-VARIANTS=${VARIANTS:-ABCD}
+VARIANTS=${VARIANTS:-ABCDE}
+GATE=${GATE:-on}
 WORKLOADS=${WORKLOADS:-gang,interleaved,mixed,contended}
 STALL=${STALL:-30}
 
@@ -79,12 +83,12 @@ trap finish EXIT
 trap 'exit 143' INT TERM
 sp_bin=
 case ",$ONLY," in *,p,*)
-  case "$VARIANTS" in *C*)
+  case "$VARIANTS" in *C*|*E*)
     # scheduler-plugins' kube-scheduler (C), cached beside the bed's binaries; not fatal
     sp_bin=$(. tests/e2e/testbed/lib.sh && echo "$TESTBED_BIN/schedplugins-scheduler")
     sp_log=${TMPDIR:-/tmp}/bench-scheduler-build.$$.log
     [ -x "$sp_bin" ] || TESTBED_SCHEDPLUGINS=1 tests/e2e/testbed/build.sh >/dev/null 2>"$sp_log" || true
-    [ -x "$sp_bin" ] || echo "bench-scheduler: no scheduler-plugins build ($sp_bin); C is skipped" \
+    [ -x "$sp_bin" ] || echo "bench-scheduler: no scheduler-plugins build ($sp_bin); C and E are skipped" \
       "(see $sp_log)" >&2
     ;;
   esac ;;
@@ -123,7 +127,7 @@ EXTENDER_PID=$ext_pid "$BUILD/bench/bench_scheduler" \
   --sched-ctl tests/e2e/testbed/scheduler-ctl.sh --nodes "$NODES" --pods "$PODS" \
   --rounds "$ROUNDS" --gangs-c "$GANGS_C" --threads "$THREADS" --sched-qps "$SCHED_QPS" \
   ${ONLY:+--only "$ONLY"} ${C_ORDER:+--c-order "$C_ORDER"} ${sp_bin:+--schedplugins "$sp_bin"} \
-  --peer-gangs "$PEER_GANGS" --variants "$VARIANTS" --workloads "$WORKLOADS" --stall "$STALL" &
+  --peer-gangs "$PEER_GANGS" --variants "$VARIANTS" --gate "$GATE" --workloads "$WORKLOADS" --stall "$STALL" &
 bench_pid=$!
 wait "$bench_pid"
 bench_pid=
@@ -131,4 +135,4 @@ echo
 echo "bench-scheduler: done in $(($(date +%s) - start)) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: NODES=$NODES PODS=$PODS ROUNDS=$ROUNDS GANGS_C=$GANGS_C SCHED_QPS=$SCHED_QPS" \
   "KUBE_QPS=$KUBE_QPS ONLY=$ONLY PEER_GANGS=$PEER_GANGS VARIANTS=$VARIANTS WORKLOADS=$WORKLOADS" \
-  "STALL=$STALL${C_ORDER:+ C_ORDER=$C_ORDER} scripts/bench-scheduler.sh"
+  "GATE=$GATE STALL=$STALL${C_ORDER:+ C_ORDER=$C_ORDER} scripts/bench-scheduler.sh"

@@ -11,6 +11,7 @@
  * REJECT. A pod the filter rejects with node lists waits in the unschedulable pool until
  * capacity is freed (a pod ends, a gang drops its reservation) or 5 minutes pass; one answered
  * with an Error (retry) or a rejected bind retries after its backoff (1 s doubling to 10 s).
+ * Pods whose answers are known in advance wait in cohorts behind one leader (see pass()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,10 @@
 /* rounds of retries with nothing left that frees capacity before the loop gives up */
 #define IDLE_ROUNDS_MAX 3
 
-enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE };
+/* P_FOLLOW: waiting as a follower of a sibling (its cohort's leader), whose state it shares;
+ * P_GATED: created with the gang gate, not in the queue until gang_ungate hands it out */
+enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE, P_FOLLOW, P_GATED };
+#define NONE UINT32_MAX
 enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE, EV_LOAD_DONE };
 
 struct spod {
@@ -41,6 +45,10 @@ struct spod {
     int64_t arrival;
     int64_t interval; /* index into intervals, -1 */
     uint8_t listed;   /* in the ready list of the coming pass */
+    uint8_t gated;    /* created with the gang gate (the books see it until ungated) */
+    uint8_t ungated;  /* the gate was removed (handed out by gang_ungate) */
+    /* a leader's followers, in queue order (f_next links them; NONE ends), n_f of them */
+    uint32_t f_head, f_tail, f_next, n_f;
 };
 
 struct sjob {
@@ -68,6 +76,7 @@ struct ev {
     uint64_t seq;
     uint32_t idx, gen;
     uint8_t type;
+    uint32_t weight; /* the pods' events it stands for (a leader's carries its followers') */
 };
 
 struct engine {
@@ -105,6 +114,7 @@ struct engine {
     uint64_t books_version; /* bumped by every change to the core's books */
     struct sim_result *r;
     const struct sim_options *opts;
+    struct gang_ungate *ug; /* gang_ungate's answers, [n_pods] when some pod is gated */
 };
 
 /* ---- the event heap ---- */
@@ -114,7 +124,8 @@ static int ev_less(const struct ev *a, const struct ev *b)
     return a->t != b->t ? a->t < b->t : a->seq < b->seq;
 }
 
-static int ev_push(struct engine *e, int64_t t, uint8_t type, uint32_t idx, uint32_t gen)
+static int ev_push_w(struct engine *e, int64_t t, uint8_t type, uint32_t idx, uint32_t gen,
+                     uint32_t weight)
 {
     size_t i;
 
@@ -127,7 +138,7 @@ static int ev_push(struct engine *e, int64_t t, uint8_t type, uint32_t idx, uint
         e->cap_heap = cap;
     }
     i = e->n_heap++;
-    e->heap[i] = (struct ev){t, e->ev_seq++, idx, gen, type};
+    e->heap[i] = (struct ev){t, e->ev_seq++, idx, gen, type, weight};
     while (i > 0 && ev_less(&e->heap[i], &e->heap[(i - 1) / 2])) {
         struct ev tmp = e->heap[i];
         e->heap[i] = e->heap[(i - 1) / 2];
@@ -162,6 +173,11 @@ static struct ev ev_pop(struct engine *e)
         top.type == EV_LOAD_DONE)
         e->n_live--;
     return top;
+}
+
+static int ev_push(struct engine *e, int64_t t, uint8_t type, uint32_t idx, uint32_t gen)
+{
+    return ev_push_w(e, t, type, idx, gen, 1);
 }
 
 /* ---- helpers ---- */
@@ -241,6 +257,12 @@ static enum common_rc books_pod(struct engine *e, const struct spod *p, const ch
 
     cp.node_name = node ? node : "";
     cp.phase = phase;
+    if (p->gated) { /* the gate as the webhook gave it, then removed by the ungating */
+        cp.n_scheduling_gates = p->ungated ? 0 : 1;
+        cp.first_scheduling_gate = p->ungated ? NULL : GANG_SCHEDULING_GATE;
+        cp.scheduling_gates = p->ungated ? 0 : COMMON_GATE_TRAINSCHED;
+        cp.trainsched_gate_index = 0;
+    }
     e->books_version++;
     return gang_pod_upsert(e->s, &cp, err);
 }
@@ -403,6 +425,7 @@ static enum common_rc schedule_one(struct engine *e, struct spod *p, int64_t now
 
     p->attempts++;
     e->r->events++;
+    e->r->pod_steps++;
     if (!e->opts->call_every_filter && answer_known(e, p, now)) {
         /* the core's answer is certain: unschedulable, for the reason it gave last */
         memset(&fr, 0, sizeof(fr));
@@ -509,19 +532,131 @@ static void sort_ready(struct engine *e, uint32_t *v, uint32_t *tmp, size_t n)
     memcpy(v, tmp, n * sizeof(*v));
 }
 
+/*
+ * Cohorts. A pod whose answer is known in advance (answer_known: a sibling found no node at this
+ * instant and the books did not change since) only goes back to the unschedulable pool, with
+ * the attempts, backoff and 5-minute flush of the sibling before it. From then on the two are
+ * moved by the same events (flushes, backoffs, idle rounds), so the pod follows that sibling (its
+ * leader) instead of being queued, flushed and retried on its own each time: a leader's events
+ * carry its followers' weight in the report's event count, and when the leader is retried its
+ * followers come right after it, as the queue's order has them (same job, later sequence); the
+ * first one whose answer is still known takes the rest along at once, each other one is retried
+ * on its own. Without cohorts, each capacity change (and each 5-minute flush) retried every
+ * waiting pod: time grew with the square of a pod-by-pod job's pods.
+ */
+
+/* may pod p, retried now after `attempts` attempts, follow run (the pod just retried, which
+ * found no node)? */
+static int can_follow(const struct engine *e, uint32_t run, const struct spod *p, uint32_t attempts,
+                      int64_t now)
+{
+    const struct spod *r;
+
+    if (run == NONE || e->opts->retry_each_pod || e->opts->call_every_filter)
+        return 0;
+    r = &e->pods[run];
+    return r->job == p->job && r->state == P_UNSCHED && r->attempts == attempts + 1 &&
+           answer_known(e, p, now);
+}
+
+/* the k pods head..tail (in queue order) follow run from now on: what each one's retry counts
+ * in the report, and its 5-minute flush (one event for them all) */
+static int follow(struct engine *e, uint32_t run, uint32_t head, uint32_t tail, uint32_t k,
+                  int64_t now)
+{
+    struct spod *r = &e->pods[run];
+
+    if (r->f_tail == NONE)
+        r->f_head = head;
+    else
+        e->pods[r->f_tail].f_next = head;
+    r->f_tail = tail;
+    r->n_f += k;
+    e->r->events += k;
+    e->r->filters_saved += k;
+    e->r->pod_steps++;
+    return ev_push_w(e, now + UNSCHED_FLUSH_MS, EV_FLUSH, run, r->gen, k);
+}
+
+/* follower f takes its own place again, in the state its leader had before this pass */
+static void unfollow(struct spod *f, uint32_t attempts, int64_t ready_at)
+{
+    f->state = P_QUEUED;
+    f->gen++;
+    f->attempts = attempts;
+    f->ready_at = ready_at;
+    f->f_next = NONE;
+}
+
+/* retry pod idx (its followers taken off): as a follower of *run when its answer is known, else
+ * a scheduling cycle; *run becomes the pod when it found no node */
+static enum common_rc retry(struct engine *e, uint32_t idx, int64_t now, uint32_t *run,
+                            struct common_error *err)
+{
+    struct spod *p = &e->pods[idx];
+    enum common_rc rc;
+
+    if (can_follow(e, *run, p, p->attempts, now)) {
+        p->state = P_FOLLOW;
+        p->gen++;
+        p->f_next = NONE;
+        return follow(e, *run, idx, idx, 1, now)
+                   ? common_error_set(err, COMMON_ENOMEM, "out of memory")
+                   : COMMON_OK;
+    }
+    rc = schedule_one(e, p, now, err);
+    *run = rc == COMMON_OK && p->state == P_UNSCHED ? idx : NONE;
+    return rc;
+}
+
 static enum common_rc pass(struct engine *e, int64_t now, uint32_t *tmp, struct common_error *err)
 {
     enum common_rc rc;
+    uint32_t run = NONE;
 
     sort_ready(e, e->ready, tmp, e->n_ready);
     for (size_t i = 0; i < e->n_ready; i++)
         e->pods[e->ready[i]].listed = 0;
     for (size_t i = 0; i < e->n_ready; i++) {
-        struct spod *p = &e->pods[e->ready[i]];
+        uint32_t idx = e->ready[i], head, tail, n, attempts;
+        struct spod *p = &e->pods[idx];
+        int64_t ready_at;
+
         if (p->state != P_QUEUED || p->ready_at > now)
             continue;
-        if ((rc = schedule_one(e, p, now, err)) != COMMON_OK)
+        head = p->f_head;
+        tail = p->f_tail;
+        n = p->n_f;
+        p->f_head = p->f_tail = NONE;
+        p->n_f = 0;
+        attempts = p->attempts;
+        ready_at = p->ready_at;
+        if (n && i + 1 < e->n_ready && ready_cmp(&e->ready[i + 1], &tail, e) < 0) {
+            /* a queued pod sorts among the followers: each takes its own place in the queue */
+            for (uint32_t f = head; f != NONE;) {
+                uint32_t next = e->pods[f].f_next;
+                unfollow(&e->pods[f], attempts, ready_at);
+                e->ready[e->n_ready++] = f;
+                e->r->pod_steps++;
+                f = next;
+            }
+            sort_ready(e, e->ready + i + 1, tmp, e->n_ready - i - 1);
+            head = NONE;
+        }
+        if ((rc = retry(e, idx, now, &run, err)) != COMMON_OK)
             return rc;
+        for (uint32_t f = head; f != NONE; n--) {
+            uint32_t next = e->pods[f].f_next;
+            if (can_follow(e, run, &e->pods[f], attempts, now)) {
+                if (follow(e, run, f, tail, n, now))
+                    return common_error_set(err, COMMON_ENOMEM, "out of memory");
+                break;
+            }
+            unfollow(&e->pods[f], attempts, ready_at);
+            if ((rc = retry(e, f, now, &run, err)) != COMMON_OK)
+                return rc;
+            f = next;
+        }
     }
     e->n_ready = 0;
     return COMMON_OK;
@@ -544,9 +679,10 @@ static int flush_unsched(struct engine *e, int64_t now)
             continue;
         p->state = P_QUEUED;
         p->gen++;
+        e->r->pod_steps++;
         if (p->ready_at <= now)
             ready_add(e, e->unsched[i]);
-        else if (ev_push(e, p->ready_at, EV_READY, e->unsched[i], p->gen))
+        else if (ev_push_w(e, p->ready_at, EV_READY, e->unsched[i], p->gen, 1 + p->n_f))
             return -1;
     }
     e->n_unsched = 0;
@@ -607,10 +743,46 @@ static enum common_rc pod_arrive(struct engine *e, struct spod *p, int64_t now,
 
     if ((rc = books_pod(e, p, NULL, "Pending", err)) != COMMON_OK)
         return rc;
-    p->state = P_QUEUED;
     p->qtime = now;
     p->ready_at = now;
+    if (p->gated) {
+        p->state = P_GATED;
+        return COMMON_OK;
+    }
+    p->state = P_QUEUED;
     ready_add(e, (uint32_t)(p - e->pods));
+    return COMMON_OK;
+}
+
+/* the extender's ungating pass at now: the members gang_ungate hands out lose the gate (the
+ * books see them without it) and join the queue, whole gangs at a time */
+static enum common_rc ungate_pass(struct engine *e, int64_t now, struct common_error *err)
+{
+    struct gang_ungate_result res;
+    enum common_rc rc;
+
+    if (!e->ug)
+        return COMMON_OK;
+    do {
+        if (!gang_ungate_pending(e->s, now))
+            return COMMON_OK;
+        if ((rc = gang_ungate(e->s, now, e->ug, e->n_pods, &res, err)) != COMMON_OK)
+            return rc;
+        e->r->events += res.n ? 1 : 0;
+        for (size_t i = 0; i < res.n; i++) {
+            struct spod *p = pod_by_uid(e, e->ug[i].pod.uid);
+            if (!p || p->state != P_GATED)
+                continue;
+            p->ungated = 1;
+            e->r->pod_steps++;
+            if ((rc = books_pod(e, p, NULL, "Pending", err)) != COMMON_OK)
+                return rc;
+            p->state = P_QUEUED;
+            p->gen++;
+            p->ready_at = now;
+            ready_add(e, (uint32_t)(p - e->pods));
+        }
+    } while (res.more && res.n);
     return COMMON_OK;
 }
 
@@ -701,7 +873,7 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
             p->ready_at = p->ready_at > now ? p->ready_at : now;
             if (p->ready_at <= now)
                 ready_add(e, ev->idx);
-            else if (ev_push(e, p->ready_at, EV_READY, ev->idx, p->gen))
+            else if (ev_push_w(e, p->ready_at, EV_READY, ev->idx, p->gen, 1 + p->n_f))
                 return common_error_set(err, COMMON_ENOMEM, "out of memory");
         }
         return COMMON_OK;
@@ -763,11 +935,18 @@ static int fits_empty(struct engine *e, size_t j, char *why, size_t whylen,
         ok = -1;
         goto out;
     }
-    for (size_t k = 0; k < job->n_pods; k++)
-        if (gang_pod_upsert(s, job->pods[k], err) != COMMON_OK) {
+    for (size_t k = 0; k < job->n_pods; k++) {
+        struct common_pod cp = *job->pods[k];
+        if (cp.scheduling_gates == COMMON_GATE_TRAINSCHED) { /* asked as if ungated */
+            cp.n_scheduling_gates = 0;
+            cp.first_scheduling_gate = NULL;
+            cp.scheduling_gates = 0;
+        }
+        if (gang_pod_upsert(s, &cp, err) != COMMON_OK) {
             ok = -1;
             goto out;
         }
+    }
     for (size_t k = 0; k < job->n_pods && ok == 1; k++) {
         if (gang_filter(s, job->pods[k], e->names, e->in->n_nodes, 0, v, &fr, err) != COMMON_OK) {
             ok = -1;
@@ -871,6 +1050,13 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
             jr->wait_ms = 0;
         jr->gang_failures = sj->failures;
         jr->filters = sj->filters;
+        if (!sj->started && !sj->reason[0] && job->gang) {
+            /* a gang that stayed at the gang gate: the ungating pass's reason */
+            struct gang_info gi;
+            if (gang_info(e->s, job->pg.namespace, job->pg.name, &gi, NULL) == COMMON_OK &&
+                gi.reason)
+                snprintf(sj->reason, sizeof(sj->reason), "%s", gi.reason);
+        }
         jr->reason = common_arena_strdup(a, sj->reason);
         jr->domain = common_arena_strdup(a, sj->domain);
         jr->domain_level = common_arena_strdup(a, sj->domain_level);
@@ -970,6 +1156,7 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
     uint32_t *tmp = NULL;
     int idle_rounds = 0;
     uint64_t next_progress = 4096;
+    size_t n_gated = 0;
 
     memset(out, 0, sizeof(*out));
     memset(&e, 0, sizeof(e));
@@ -1038,10 +1225,20 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
                 p->seq = (uint32_t)k;
                 p->node = -1;
                 p->interval = -1;
+                p->f_head = p->f_tail = p->f_next = NONE;
+                /* created gated: by the webhook (gang_gate, coscheduling gangs) or as written
+                 * (the gang gate alone: another gate would hold it forever here) */
+                p->gated = in->jobs[j].gang && in->jobs[j].pg.min_member > 0 &&
+                           (e.opts->gang_gate || p->cp->scheduling_gates == COMMON_GATE_TRAINSCHED);
+                n_gated += p->gated;
                 p->gpus = pod_gpus(p->cp, in->gpu_resource);
                 p->arrival = in->jobs[j].pod_arrival_ms ? in->jobs[j].pod_arrival_ms[q]
                                                         : in->jobs[j].arrival_ms;
             }
+        if (n_gated && !(e.ug = common_malloc((e.n_pods + 1) * sizeof(*e.ug)))) {
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+            goto out;
+        }
         qsort(e.pods, e.n_pods, sizeof(*e.pods), uid_cmp);
         for (size_t i = 1; i < e.n_pods; i++)
             if (strcmp(e.pods[i - 1].cp->uid, e.pods[i].cp->uid) == 0) {
@@ -1104,7 +1301,8 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
             e.moved = 0;
             while (e.n_heap && e.heap[0].t <= now) {
                 struct ev ev = ev_pop(&e);
-                out->events++;
+                out->events += ev.weight;
+                out->pod_steps++;
                 if ((rc = handle(&e, &ev, now, err)) != COMMON_OK)
                     goto out;
             }
@@ -1115,7 +1313,8 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
                 goto out;
             }
         }
-        if ((rc = pass(&e, now, tmp, err)) != COMMON_OK)
+        if ((rc = ungate_pass(&e, now, err)) != COMMON_OK ||
+            (rc = pass(&e, now, tmp, err)) != COMMON_OK)
             goto out;
         if (sample(&e, now)) {
             rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
@@ -1152,5 +1351,6 @@ out:
     common_free(e.unsched);
     common_free(e.iv);
     common_free(e.samples);
+    common_free(e.ug);
     return rc;
 }

@@ -305,6 +305,10 @@ struct sim_result {
     uint64_t filters;       /* gang_filter calls */
     uint64_t filters_saved; /* filters whose answer was certain (sim/engine.c answer_known) */
     uint64_t binds;         /* gang_bind calls */
+    /* pods the loop handled one at a time (scheduling cycles, queue moves, events); a pod
+     * retried as a follower of its cohort's leader is not counted. Not in the report: it
+     * measures the engine's work, which grows linearly with pods. */
+    uint64_t pod_steps;
     uint64_t gang_failures;
     /* time-weighted over [0, end_ms] */
     double util_avg;       /* GPUs used / GPUs total */
@@ -329,6 +333,16 @@ struct sim_options {
     /* 1: call the core for every filter, never reuse an answer known in advance (see
      * filters_saved); the placements are the same, only slower. For tests. */
     int call_every_filter;
+    /* 1: every waiting pod is retried on its own, never as a follower of a sibling whose
+     * answer it shares (sim/engine.c, "cohorts"); the report is the same byte for byte, only
+     * slower (time grows with waiting pods x capacity changes). For tests. */
+    int retry_each_pod;
+    /* 1: every member of a coscheduling gang (minMember > 0) is created with the gang gate
+     * (trainsched.io/gang), as the pod webhook gives it when the extender is wired. Members that
+     * carry that gate alone in the input are created gated either way. A gated member is offered
+     * to the simulated queue only when gang_ungate hands it out (whole gangs at a time), as the
+     * extender's ungating pass does. */
+    int gang_gate;
 };
 
 /*

@@ -330,18 +330,29 @@ out:
     return rc;
 }
 
-/* a pending pod as a job's pod: gates and sim- annotations dropped, status cleared */
+/* a pending pod as a job's pod: gates other than the gang gate (which the simulator models:
+ * docs/gang.md "The gang gate") and sim- annotations dropped, status cleared; *gated counts the
+ * pods that lost a gate */
 static json_t *waiting_pod(const json_t *pod, size_t *gated)
 {
-    json_t *c = slim_copy(pod, "v1", "Pod"), *spec;
+    json_t *c = slim_copy(pod, "v1", "Pod"), *spec, *gates, *g;
+    size_t i, before;
 
     if (!c)
         return NULL;
     spec = json_object_get(c, "spec");
-    if (json_array_size(json_object_get(spec, "schedulingGates"))) {
-        (*gated)++;
-        json_object_del(spec, "schedulingGates");
+    gates = json_object_get(spec, "schedulingGates");
+    before = json_array_size(gates);
+    for (i = json_array_size(gates); i-- > 0;) {
+        g = json_array_get(gates, i);
+        const char *name = json_string_value(json_object_get(g, "name"));
+        if (!name || strcmp(name, GANG_SCHEDULING_GATE) != 0)
+            json_array_remove(gates, i);
     }
+    if (json_array_size(gates) < before)
+        (*gated)++;
+    if (gates && !json_array_size(gates))
+        json_object_del(spec, "schedulingGates");
     json_object_del(spec, "nodeName");
     json_object_del(c, "status");
     drop_sim_annotations(c);
@@ -609,8 +620,8 @@ enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot
         }
         if (gated)
             NOTE(N_GATED,
-                 "PodGroup %s: %zu of its pending pods carry schedulingGates: simulated "
-                 "as if the gates were removed now",
+                 "PodGroup %s: %zu of its pending pods carry schedulingGates other than "
+                 "trainsched.io/gang: simulated as if those were removed now",
                  key, gated);
         if (b)
             NOTE(N_JOB,
@@ -667,7 +678,8 @@ enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot
                 }
                 if (gated)
                     NOTE(N_GATED,
-                         "Pod %s carries schedulingGates: simulated as if they were removed now",
+                         "Pod %s carries schedulingGates other than trainsched.io/gang: simulated "
+                         "as if those were removed now",
                          key_of(item, name, key, sizeof(key)));
                 if ((rc = job_loads(docs, runtimes, &ok, why, sizeof(why), err)) != COMMON_OK) {
                     json_decref(docs);

@@ -562,6 +562,54 @@ void e2e_sched_config(FILE *f, int port, int bind_timeout_s)
             port, bind_timeout_s);
 }
 
+void e2e_device_class(struct common_kube *k, const char *name, const char *driver)
+{
+    static const struct common_kube_resource classes = {"resource.k8s.io", "v1", "deviceclasses",
+                                                        0};
+    e2e_create(k, &classes, NULL,
+               e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\n"
+                         "metadata: {name: %s}\n"
+                         "spec: {selectors: [{cel: {expression: \"device.driver == '%s'\"}}]}\n",
+                         name, driver));
+}
+
+void e2e_claim_template(struct common_kube *k, const char *ns, const char *name, const char *cls,
+                        int count)
+{
+    static const struct common_kube_resource templates = {"resource.k8s.io", "v1",
+                                                          "resourceclaimtemplates", 1};
+    e2e_create(k, &templates, ns,
+               e2e_yamlf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+                         "metadata: {name: %s, namespace: %s}\n"
+                         "spec:\n  spec:\n    devices:\n      requests:\n"
+                         "      - name: gpu\n"
+                         "        exactly: {deviceClassName: %s, allocationMode: ExactCount, "
+                         "count: %d}\n",
+                         name, ns, cls, count));
+}
+
+int e2e_explain(const char *kc, const char *args, const char *dir, char **out, char **err)
+{
+    char cmd[2048], errpath[600];
+    int st;
+    FILE *p;
+    size_t n = 0, cap = 1 << 20;
+
+    snprintf(errpath, sizeof(errpath), "%s/explain.err", dir);
+    snprintf(cmd, sizeof(cmd), "'%s' explain %s --kubeconfig '%s' 2>'%s'", TS_BINARY, args, kc,
+             errpath);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    *out = calloc(1, cap);
+    ck_assert_ptr_nonnull(*out);
+    n = fread(*out, 1, cap - 1, p);
+    (*out)[n] = '\0';
+    st = pclose(p);
+    *err = e2e_read_text(errpath);
+    fprintf(stderr, "$ trainsched explain %s -> %s\n%s%s", args, e2e_exit_text(st), *out, *err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 int e2e_sched_ctl(const char *args)
 {
     char cmd[1024];

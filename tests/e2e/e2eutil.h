@@ -197,6 +197,19 @@ int e2e_http_get(int port, const char *path, char **body);
  * labels (e.g. "verb=\"create\""; NULL: any), or NAN when there is none. */
 double e2e_metric(const char *text, const char *name, const char *labels);
 
+/* e2e_device_class - DeviceClass name selecting the devices of driver (cluster-scoped; the
+ * caller deletes it). e2e_claim_template - ResourceClaimTemplate ns/name: one request "gpu" of
+ * count devices of DeviceClass cls. Failures fail the test. */
+void e2e_device_class(struct common_kube *k, const char *name, const char *driver);
+void e2e_claim_template(struct common_kube *k, const char *ns, const char *name, const char *cls,
+                        int count);
+
+/* e2e_explain - run `trainsched explain ARGS --kubeconfig KC` (the real binary; args a shell
+ * word list), its stderr into dir/explain.err: the exit status (-1 when it did not exit); its
+ * stdout and stderr into *out and *err (malloc'd). Both are echoed to stderr with the command,
+ * so a suite's log holds the outputs docs/explain-examples.md shows. */
+int e2e_explain(const char *kc, const char *args, const char *dir, char **out, char **err);
+
 /* e2e_exit_text - a wait status as "exit N", "signal N" or "status N" (a static buffer). */
 const char *e2e_exit_text(int st);
 

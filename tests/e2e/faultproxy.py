@@ -31,7 +31,8 @@ Faults are armed on a plain-HTTP control port and apply to the NEXT watch reques
   GET /release  let held requests go
   GET /reset    disarm and forget the records
   GET /state    JSON: counters, the armed fault, the faults applied (with what happened), the
-                last 50 watch request targets (after any rewrite)
+                last 50 watch request targets (after any rewrite), and the last 200 request
+                lines of any kind ("METHOD target", recent_requests; /reset forgets them)
 
 "Events" are ADDED/MODIFIED/DELETED/ERROR lines; BOOKMARK lines are forwarded but not counted, and
 a cut never falls on one. Other requests are forwarded byte for byte (keep-alive on both sides).
@@ -72,6 +73,7 @@ class State:
         self.held = 0
         self.release = asyncio.Event()
         self.recent = []  # the last 50 watch request targets as forwarded
+        self.recent_requests = []  # the last 200 "METHOD target" of any request
         self.hidden = []  # path prefixes answered 404 (/hide)
         self.hidden_answered = 0
 
@@ -84,6 +86,7 @@ class State:
             "active_watches": len(self.active),
             "held": self.held,
             "recent_watches": self.recent,
+            "recent_requests": self.recent_requests,
             "hidden": self.hidden,
             "hidden_answered": self.hidden_answered,
         }
@@ -298,6 +301,7 @@ class Conn:
         method, target, version = lines[0].split(" ", 2)
         hdrs = parse_headers(lines[1:])
         STATE.requests += 1
+        STATE.recent_requests = (STATE.recent_requests + [method + " " + target])[-200:]
         path = urllib.parse.urlsplit(target).path
         if any(path.startswith(p) for p in STATE.hidden):
             # as kube-apiserver answers for a group/version it does not serve
@@ -536,6 +540,7 @@ async def control(reader, writer):
         elif u.path == "/reset":
             STATE.armed = None
             STATE.applied = []
+            STATE.recent_requests = []
             STATE.release.set()
             body = STATE.snapshot()
         elif u.path == "/state":

@@ -1740,9 +1740,8 @@ static int webhook_down(struct common_kube *admin)
 
 int main(void)
 {
-    char cfg[320], args[400], cmd[400];
+    char cmd[400];
     int failed = 0;
-    FILE *f;
     Suite *s = suite_create("the gang path through the extender, end to end");
     TCase *tc = tcase_create("flow");
     SRunner *sr;
@@ -1764,23 +1763,7 @@ int main(void)
     if (!admin)
         return 1;
     port = e2e_free_port_or_exit();
-    snprintf(cfg, sizeof(cfg), "%s/scheduler-config.yaml", tmpdir);
-    f = fopen(cfg, "w");
-    if (!f) {
-        perror(cfg);
-        return 1;
-    }
-    e2e_sched_config(f, port, BIND_TIMEOUT_S);
-    fclose(f);
-    if (webhook_up(admin) != 0) {
-        webhook_down(admin);
-        common_kube_client_destroy(admin);
-        return 1;
-    }
-    snprintf(args, sizeof(args), "restart %s", cfg);
-    if (e2e_sched_ctl(args) != 0) {
-        fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
-        e2e_sched_ctl("restore");
+    if (webhook_up(admin) != 0 || e2e_sched_extender_up(tmpdir, port, BIND_TIMEOUT_S) != 0) {
         webhook_down(admin);
         common_kube_client_destroy(admin);
         return 1;

@@ -471,6 +471,42 @@ static void assert_preview_matches(const json_t *tj, const json_t *wl)
  * in its runtimePatches entry and in its JobSet, which runs), the second stays suspended with
  * its Workload pending; the Workload's name is the one integrations/kueue.c computes. Once a
  * node appears the first runs to Complete and the second is admitted and completes too. */
+/* `trainsched explain name` of a TrainJob whose Workload waits for the 8 GPUs the first one
+ * holds: the cause quota, the resource, the flavor and the amount, in the text and the JSON */
+static void explain_waits_for_quota(const char *name)
+{
+    char dir[] = "/tmp/ts-kueue-explain-XXXXXX", args[300], want[400], *out, *err;
+    json_t *story;
+    json_error_t je;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(args, sizeof(args), "%s -n %s", name, ns);
+    ck_assert_int_eq(e2e_explain(getenv("KUBECONFIG"), args, dir, &out, &err), 0);
+    ck_assert_msg(strstr(out, "Waiting (quota): "), "no quota wait in:\n%s", out);
+    snprintf(want, sizeof(want),
+             "insufficient unused quota for nvidia.com/gpu in flavor %s, 8 more needed", ns);
+    ck_assert_msg(strstr(out, want), "no \"%s\" in:\n%s", want, out);
+    snprintf(want, sizeof(want),
+             "Would unblock: needs 8 more nvidia.com/gpu of unused quota in flavor %s", ns);
+    ck_assert_msg(strstr(out, want), "no \"%s\" in:\n%s", want, out);
+    ck_assert_msg(strstr(out, "Backend: ") && strstr(out, "Workload "), "%s", out);
+    free(out);
+    free(err);
+    snprintf(args, sizeof(args), "%s -n %s -o json", name, ns);
+    ck_assert_int_eq(e2e_explain(getenv("KUBECONFIG"), args, dir, &out, &err), 0);
+    story = json_loads(out, 0, &je);
+    ck_assert_msg(story != NULL, "-o json is no JSON: %s", je.text);
+    ck_assert_str_eq(json_string_value(at(story, "wait.cause")), "quota");
+    ck_assert_str_eq(json_string_value(at(story, "wait.numbers.resource")), "nvidia.com/gpu");
+    ck_assert_str_eq(json_string_value(at(story, "wait.numbers.flavor")), ns);
+    ck_assert_str_eq(json_string_value(at(story, "wait.numbers.moreNeeded")), "8");
+    json_decref(story);
+    free(out);
+    free(err);
+    snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+    (void)system(args);
+}
+
 START_TEST(second_trainjob_waits_for_the_quota_of_the_first)
 {
     int no = 0;
@@ -506,6 +542,7 @@ START_TEST(second_trainjob_waits_for_the_quota_of_the_first)
     create(&common_kube_trainjobs, queued_trainjob("second", "gpu8", NULL));
     wl = wait_for(60, workload_cond_is, "second", &pending, "Workload of second pending");
     json_decref(wl);
+    explain_waits_for_quota("second");
     b = get(&common_kube_trainjobs, "second");
     ck_assert_msg(suspended(b), "second runs without quota");
     ck_assert_msg(kueue_patch(b) != NULL, "second has no runtimePatches entry of Kueue's");
@@ -1507,23 +1544,16 @@ int main(void)
     {
         /* the bed's kube-scheduler calls an extender on ext_port (the coscheduling test starts
          * it); pods without the gang resource never reach it. Restored at the end. */
-        char cfg[] = "/tmp/ts-kueue-sched-XXXXXX", args[128];
-        int fd = mkstemp(cfg);
-        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        char dir[] = "/tmp/ts-kueue-sched-XXXXXX", cmd[100];
         ext_port = e2e_free_port_or_exit();
-        if (!f) {
-            perror(cfg);
+        if (!mkdtemp(dir)) {
+            perror(dir);
             return 1;
         }
-        e2e_sched_config(f, ext_port, BIND_TIMEOUT_S);
-        fclose(f);
-        snprintf(args, sizeof(args), "restart %s", cfg);
-        if (e2e_sched_ctl(args) != 0) {
-            fprintf(stderr, "cannot restart kube-scheduler with %s\n", cfg);
-            e2e_sched_ctl("restore");
+        if (e2e_sched_extender_up(dir, ext_port, BIND_TIMEOUT_S) != 0)
             return 1;
-        }
-        unlink(cfg);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        (void)system(cmd);
     }
     s = suite_create("kueue");
     add(s, "second_trainjob_waits_for_the_quota_of_the_first",

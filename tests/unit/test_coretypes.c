@@ -183,6 +183,9 @@ static void pod_eq(const struct common_pod *a, const struct common_pod *b)
     ck_assert_int_eq(a->priority, b->priority);
     ck_assert_int_eq(a->has_priority, b->has_priority);
     ck_assert_int_eq(a->deleting, b->deleting);
+    ck_assert_uint_eq(a->scheduling_gates, b->scheduling_gates);
+    if (a->scheduling_gates & COMMON_GATE_TRAINSCHED)
+        ck_assert_uint_eq(a->trainsched_gate_index, b->trainsched_gate_index);
     res_eq(&a->requests, &b->requests, a->name, "requests");
     kvs_eq(a->labels, a->n_labels, b->labels, b->n_labels);
     kvs_eq(a->node_selector, a->n_node_selector, b->node_selector, b->n_node_selector);
@@ -369,6 +372,47 @@ START_TEST(test_single_objects_both_ways)
     json_decref(nj);
     free(pb.data);
     free(nb.data);
+}
+END_TEST
+
+/* spec.schedulingGates: which gates (ours, Kueue's topology gate, any other) and ours' index */
+START_TEST(test_pod_scheduling_gates)
+{
+    static const struct {
+        const char *gates;
+        unsigned bits, index;
+    } cases[] = {
+        {"[]", 0, 0},
+        {"[{\"name\": \"trainsched.io/gang\"}]", COMMON_GATE_TRAINSCHED, 0},
+        {"[{\"name\": \"kueue.x-k8s.io/topology\"}, {\"name\": \"trainsched.io/gang\"}]",
+         COMMON_GATE_TRAINSCHED | COMMON_GATE_KUEUE_TOPOLOGY, 1},
+        {"[{\"name\": \"example.com/a\"}, {\"name\": \"example.com/b\"}, "
+         "{\"name\": \"trainsched.io/gang\"}]",
+         COMMON_GATE_TRAINSCHED | COMMON_GATE_OTHER, 2},
+        {"[{\"name\": \"trainsched.io/gang-other\"}]", COMMON_GATE_OTHER, 0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[1024];
+        json_error_t je;
+        json_t *j;
+        struct common_pod *p;
+        struct common_error err;
+
+        snprintf(text, sizeof(text),
+                 "{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\", \"uid\": \"u\"}, "
+                 "\"spec\": {\"schedulingGates\": %s, \"containers\": []}}",
+                 cases[i].gates);
+        j = json_loads(text, 0, &je);
+        ck_assert_msg(j != NULL, "%s", je.text);
+        ck_assert_msg(common_pod_from_json(j, &p, &err) == COMMON_OK, "%s", err.msg);
+        ck_assert_msg(p->scheduling_gates == cases[i].bits, "%s: bits %u", cases[i].gates,
+                      (unsigned)p->scheduling_gates);
+        if (cases[i].bits & COMMON_GATE_TRAINSCHED)
+            ck_assert_uint_eq(p->trainsched_gate_index, cases[i].index);
+        common_pod_free(p);
+        json_decref(j);
+    }
 }
 END_TEST
 
@@ -1517,6 +1561,7 @@ static Suite *coretypes_suite(void)
     tcase_add_test(tc, test_pod_list_page_has_continue);
     tcase_add_test(tc, test_node_list_both_ways);
     tcase_add_test(tc, test_single_objects_both_ways);
+    tcase_add_test(tc, test_pod_scheduling_gates);
     tcase_add_test(tc, test_pod_watch_both_ways);
     tcase_add_test(tc, test_pod_watch_initial_events_bookmark);
     tcase_add_test(tc, test_node_watch_both_ways);

@@ -405,6 +405,250 @@ START_TEST(one_index_serves_every_node)
 }
 END_TEST
 
+/* ---- the index's lookup tables answer as the plain index ---- */
+
+#define IT_NODES 4
+
+/* a random slice: node n's own (n < IT_NODES), allNodes (n == IT_NODES) or nodeSelector (n >
+ * IT_NODES); pool "p<pool>" of 1 or 2 slices; devices d0.. with a model, mostly a clique */
+static json_t *it_slice(unsigned *seed, int i, int n, int pool, int gen, int count)
+{
+    json_t *devs = json_array(), *spec, *o;
+    char name[16], node[8], pl[8];
+    int n_dev = 1 + rand_r(seed) % 5;
+    for (int d = 0; d < n_dev; d++) {
+        char dev[8];
+        json_t *attrs = json_pack("{s:{s:s}}", "model", "string", rand_r(seed) % 3 ? "a" : "b");
+        /* two slices of a pool with the same parity repeat names: the pool is invalid */
+        snprintf(dev, sizeof(dev), "d%d", d + (i % 2) * 5);
+        if (rand_r(seed) % 6)
+            json_object_set_new(attrs, "clique",
+                                json_pack("{s:s}", "string", rand_r(seed) % 2 ? "c0" : "c1"));
+        json_array_append_new(devs, json_pack("{s:s, s:o}", "name", dev, "attributes", attrs));
+    }
+    snprintf(name, sizeof(name), "s%d", i);
+    snprintf(node, sizeof(node), "n%d", n);
+    snprintf(pl, sizeof(pl), "p%d", pool);
+    spec = json_pack("{s:s, s:{s:s, s:i, s:i}, s:o}", "driver",
+                     rand_r(seed) % 8 ? "x.example.com" : "y.example.com", "pool", "name", pl,
+                     "generation", gen, "resourceSliceCount", count, "devices", devs);
+    if (n < IT_NODES)
+        json_object_set_new(spec, "nodeName", json_string(node));
+    else if (n == IT_NODES)
+        json_object_set_new(spec, "allNodes", json_true());
+    else
+        json_object_set_new(spec, "nodeSelector",
+                            json_pack("{s:[{s:[{s:s, s:s, s:[s]}]}]}", "nodeSelectorTerms",
+                                      "matchFields", "key", "metadata.name", "operator", "In",
+                                      "values", "n0"));
+    o = json_pack("{s:{s:s}, s:o}", "metadata", "name", name, "spec", spec);
+    return o;
+}
+
+/* a random request (exactly, All, firstAvailable; adminAccess now and then) */
+static json_t *it_request(unsigned *seed, const char *name)
+{
+    json_t *x = json_pack("{s:s}", "deviceClassName", rand_r(seed) % 2 ? "any" : "x");
+    int k = rand_r(seed) % 10;
+    if (k == 0)
+        json_object_set_new(x, "allocationMode", json_string("All"));
+    else
+        json_object_set_new(x, "count", json_integer(1 + rand_r(seed) % 3));
+    if (rand_r(seed) % 3 == 0)
+        json_object_set_new(x, "selectors",
+                            json_pack("[{s:{s:s}}]", "cel", "expression",
+                                      "device.attributes['x.example.com'].model == 'a'"));
+    if (rand_r(seed) % 12 == 0)
+        json_object_set_new(x, "adminAccess", json_true());
+    if (k == 1) {
+        json_object_set_new(x, "name", json_string("first"));
+        return json_pack("{s:s, s:[o, {s:s, s:s, s:i}]}", "name", name, "firstAvailable", x, "name",
+                         "then", "deviceClassName", "any", "count", 1);
+    }
+    return json_pack("{s:s, s:o}", "name", name, "exactly", x);
+}
+
+/* a random claim of one or two requests, maybe with a matchAttribute on the clique; with
+ * allocated: its results name n_res random devices (some absent) */
+static json_t *it_claim(unsigned *seed, int i, int n_res)
+{
+    char name[16];
+    json_t *reqs = json_array(), *devices, *o;
+    int n_req = 1 + rand_r(seed) % 2;
+    for (int r = 0; r < n_req; r++)
+        json_array_append_new(reqs, it_request(seed, r ? "r1" : "r0"));
+    devices = json_pack("{s:o}", "requests", reqs);
+    if (rand_r(seed) % 3 == 0)
+        json_object_set_new(devices, "constraints",
+                            json_pack("[{s:s}]", "matchAttribute", "x.example.com/clique"));
+    snprintf(name, sizeof(name), "c%d", i);
+    o = json_pack("{s:{s:s, s:s}, s:{s:o}}", "metadata", "name", name, "namespace", "ml", "spec",
+                  "devices", devices);
+    if (n_res) {
+        json_t *res = json_array();
+        for (int k = 0; k < n_res; k++) {
+            char pl[8], dev[8];
+            snprintf(pl, sizeof(pl), "p%d", rand_r(seed) % 7);
+            snprintf(dev, sizeof(dev), "d%d", rand_r(seed) % 11);
+            json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:s, s:b}", "request", "r0",
+                                                 "driver", "x.example.com", "pool", pl, "device",
+                                                 dev, "adminAccess", rand_r(seed) % 8 == 0));
+        }
+        json_object_set_new(o, "status",
+                            json_pack("{s:{s:{s:o}}}", "allocation", "devices", "results", res));
+    }
+    return o;
+}
+
+/* one answer of an index as text: an allocation's devices or its error */
+static void it_alloc(struct common_arena *a, const struct dra_index *ix, const char *node,
+                     const struct dra_claim *cl, size_t n, const struct dra_alloc_opts *o,
+                     json_t *into)
+{
+    struct dra_claim_alloc out[2];
+    struct common_error e;
+    enum common_rc rc = dra_allocate_opts(a, ix, node, cl, n, o, out, &e);
+    json_t *got = json_array();
+    if (rc != COMMON_OK) {
+        json_array_append_new(into, json_pack("[s, s]", common_rc_name(rc), e.msg));
+        json_decref(got);
+        return;
+    }
+    for (size_t c = 0; c < n; c++)
+        for (size_t r = 0; r < out[c].n_results; r++)
+            json_array_append_new(got, json_pack("[s, s, s, b]", out[c].results[r].request,
+                                                 out[c].results[r].pool, out[c].results[r].device,
+                                                 out[c].results[r].admin_access));
+    json_array_append_new(into, got);
+}
+
+/* everything an index answers for the snapshot, as text */
+static char *it_dump(struct common_arena *a, const struct dra_index *ix,
+                     const struct dra_snapshot *sn, const struct dra_claim *cl, size_t n_cl,
+                     const struct dra_result *extra, size_t n_extra)
+{
+    json_t *o = json_array();
+    const struct dra_attr **vals;
+    size_t n_vals;
+    struct common_error e;
+    char *txt;
+
+    ck_assert_int_eq(dra_attr_values(a, ix, "x.example.com", "clique", &vals, &n_vals, &e),
+                     COMMON_OK);
+    json_array_append_new(o, json_integer((json_int_t)n_vals));
+    for (int n = -1; n <= IT_NODES; n++) { /* "" (allNodes only) and a node without slices */
+        char node[8] = "";
+        struct dra_alloc_opts opt;
+        if (n >= 0)
+            snprintf(node, sizeof(node), "n%d", n);
+        memset(&opt, 0, sizeof(opt));
+        json_array_append_new(o,
+                              json_pack("[s, I, I]", node, (json_int_t)dra_node_devices(ix, node),
+                                        (json_int_t)dra_node_pools(ix, node)));
+        for (size_t c = 0; c < n_cl; c++)
+            it_alloc(a, ix, node, &cl[c], 1, NULL, o);
+        if (n_cl >= 2)
+            it_alloc(a, ix, node, cl, 2, NULL, o);
+        opt.extra_used = extra;
+        opt.n_extra_used = n_extra;
+        for (size_t v = 0; v <= n_vals && n_cl; v++) {
+            if (v < n_vals) {
+                opt.match_domain = "x.example.com";
+                opt.match_name = "clique";
+                opt.match_value = vals[v];
+            }
+            it_alloc(a, ix, node, cl, 1, &opt, o);
+        }
+        for (size_t s = 0; s < sn->n_slices; s++)
+            for (size_t d = 0; d < sn->slices[s].n_devices; d++) {
+                struct dra_result r = {"r0", sn->slices[s].driver, sn->slices[s].pool,
+                                       sn->slices[s].devices[d].name, 0};
+                const struct dra_attr *at =
+                    dra_device_attr(ix, n >= 0 ? node : NULL, &r, "x.example.com", "clique");
+                json_array_append_new(
+                    o, json_pack("[s, i, i]", at ? at->s : "-", dra_device_node_local(ix, node, &r),
+                                 dra_device_in_use(ix, r.driver, r.pool, r.device)));
+            }
+    }
+    for (size_t s = 0; s < sn->n_slices; s++)
+        json_array_append_new(o, json_integer(dra_slice_current(ix, &sn->slices[s])));
+    txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return txt;
+}
+
+START_TEST(the_index_tables_answer_as_the_plain_index)
+{
+    unsigned seed = 29;
+    json_t *cls = json_pack("[{s:{s:s}, s:{s:[{s:{s:s}}]}}, {s:{s:s}}]", "metadata", "name", "x",
+                            "spec", "selectors", "cel", "expression",
+                            "device.driver == 'x.example.com'", "metadata", "name", "any");
+    size_t allocs = 0, fits = 0;
+
+    for (int round = 0; round < 300; round++) {
+        struct common_arena *a = common_arena_create(0);
+        struct common_error e;
+        struct dra_snapshot sn;
+        struct dra_slice *slices;
+        struct dra_class *classes;
+        struct dra_claim *inuse, *claims;
+        struct dra_index *fast, *plain;
+        struct dra_result extra[6];
+        size_t n_claims, n_extra = (size_t)(rand_r(&seed) % 4);
+        json_t *sl = json_array(), *iu = json_array(), *cl = json_array();
+        char *fd, *pd;
+        int n_sl = 1 + rand_r(&seed) % 10;
+
+        for (int i = 0; i < n_sl; i++) {
+            int pool = rand_r(&seed) % 6, count = 1 + rand_r(&seed) % 2;
+            int n = pool < IT_NODES ? pool : rand_r(&seed) % (IT_NODES + 2);
+            json_array_append_new(sl, it_slice(&seed, i, n, pool, 1 + rand_r(&seed) % 2, count));
+        }
+        for (int i = 0, k = rand_r(&seed) % 4; i < k; i++)
+            json_array_append_new(iu, it_claim(&seed, 100 + i, 1 + rand_r(&seed) % 3));
+        for (int i = 0; i < 2; i++)
+            json_array_append_new(cl, it_claim(&seed, i, 0));
+        memset(&sn, 0, sizeof(sn));
+        ck_assert_msg(decode_list(a, sl, sizeof(*slices), (void **)&slices, &sn.n_slices, 0, &e) ==
+                          COMMON_OK,
+                      "%s", e.msg);
+        ck_assert_int_eq(
+            decode_list(a, cls, sizeof(*classes), (void **)&classes, &sn.n_classes, 1, &e),
+            COMMON_OK);
+        ck_assert_msg(decode_list(a, iu, sizeof(*inuse), (void **)&inuse, &sn.n_allocated, 2, &e) ==
+                          COMMON_OK,
+                      "%s", e.msg);
+        ck_assert_msg(decode_list(a, cl, sizeof(*claims), (void **)&claims, &n_claims, 2, &e) ==
+                          COMMON_OK,
+                      "%s", e.msg);
+        sn.slices = slices;
+        sn.classes = classes;
+        sn.allocated = inuse;
+        for (size_t i = 0; i < n_extra; i++) {
+            const struct dra_slice *s = &slices[rand_r(&seed) % (unsigned)sn.n_slices];
+            extra[i] = (struct dra_result){"r0", s->driver, s->pool,
+                                           s->devices[rand_r(&seed) % s->n_devices].name, 0};
+        }
+        ck_assert_int_eq(dra_index_build(a, &sn, &fast, &e), COMMON_OK);
+        ck_assert_int_eq(dra_index_build_plain(a, &sn, &plain, &e), COMMON_OK);
+        fd = it_dump(a, fast, &sn, claims, n_claims, extra, n_extra);
+        pd = it_dump(a, plain, &sn, claims, n_claims, extra, n_extra);
+        ck_assert_msg(strcmp(fd, pd) == 0, "round %d:\ntables %s\nplain  %s", round, fd, pd);
+        allocs++;
+        fits += strstr(fd, "\"d") != NULL;
+        free(fd);
+        free(pd);
+        json_decref(sl);
+        json_decref(iu);
+        json_decref(cl);
+        common_arena_destroy(a);
+    }
+    /* the inputs are varied enough that claims fit somewhere most rounds */
+    ck_assert_uint_gt(fits, allocs / 2);
+    json_decref(cls);
+}
+END_TEST
+
 /* ---- a view built on devices decoded earlier equals a full rebuild ---- */
 
 #define VN_NODES 4
@@ -747,6 +991,7 @@ int main(void)
     tcase_add_test(tc, allocator_fixtures);
     tcase_add_test(tc, allocation_failures_are_clean);
     tcase_add_test(tc, one_index_serves_every_node);
+    tcase_add_test(tc, the_index_tables_answer_as_the_plain_index);
     tcase_add_test(tc, a_view_on_devices_decoded_before_equals_a_full_rebuild);
     tcase_add_test(tc, sweep_fixtures);
     tcase_add_test(tc, status_fixtures);

@@ -86,6 +86,21 @@ START_TEST(story_without_trainjob)
 }
 END_TEST
 
+/* a snapshot time that is no RFC 3339 time is refused naming snapshot.now */
+START_TEST(story_with_a_bad_now_names_the_field)
+{
+    json_t *snap = json_pack("{s:{s:{s:s}}, s:s}", "trainJob", "metadata", "name", "a", "now",
+                             "yesterday"),
+           *story = NULL;
+    struct common_error e = {0};
+
+    ck_assert_int_eq(explain_story(snap, &story, &e), COMMON_EINVAL);
+    ck_assert_ptr_null(story);
+    ck_assert_msg(strstr(e.msg, "snapshot.now") && strstr(e.msg, "yesterday"), "%s", e.msg);
+    json_decref(snap);
+}
+END_TEST
+
 struct run {
     int status;
     char *out, *err;
@@ -201,13 +216,14 @@ int main(void)
     TCase *tc = tcase_create("fixtures"), *cli = tcase_create("cli");
 
     ncases = testutil_cases("explain", cases, 64);
-    if (ncases < 5) {
-        fprintf(stderr, "test_explain: %d cases under tests/fixtures/explain, want at least 5\n",
+    if (ncases < 12) {
+        fprintf(stderr, "test_explain: %d cases under tests/fixtures/explain, want at least 12\n",
                 ncases);
         return 1;
     }
     tcase_add_loop_test(tc, story_case, 0, ncases);
     tcase_add_test(tc, story_without_trainjob);
+    tcase_add_test(tc, story_with_a_bad_now_names_the_field);
     tcase_add_test(cli, cli_bad_output_names_the_flag);
     tcase_add_test(cli, cli_without_trainjob_or_with_unknown_flag_is_bad_usage);
     tcase_add_test(cli, cli_unreadable_kubeconfig_exits_1);

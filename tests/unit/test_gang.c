@@ -201,6 +201,9 @@ struct run {
     int has_dra;
     json_t *slices, *classes, *claims; /* name or "ns/name" -> object */
     struct common_arena *dra_a;
+    /* for restart: the document and the configuration */
+    const json_t *doc;
+    struct gang_config cfg;
 };
 
 /* build the DRA view from the fixture's objects and every pod, hand it to the books, then
@@ -734,6 +737,7 @@ static void step_info(struct run *r, const json_t *op, const json_t *exp)
     NUM(failures, "failures");
     NUM(podgroup_unblocks, "podgroupUnblocks");
     NUM(timeout_ms, "timeoutMs");
+    NUM(gated_ours, "gatedOurs");
     BOOL(active, "active");
     BOOL(admitted, "admitted");
     BOOL(has_podgroup, "hasPodGroup");
@@ -854,6 +858,16 @@ static void step_pod_change(struct run *r, const json_t *op)
     if (json_is_true(json_object_get(op, "deleting")))
         json_object_set_new(json_object_get(pj, "metadata"), "deletionTimestamp",
                             json_string("2025-01-01T00:00:00Z"));
+    if (json_object_get(op, "gates")) { /* spec.schedulingGates, by name ([]: none) */
+        json_t *gl = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(op, "gates"), i, x)
+            json_array_append_new(gl, json_pack("{s:O}", "name", x));
+        if (!json_object_get(pj, "spec"))
+            json_object_set_new(pj, "spec", json_object());
+        json_object_set_new(json_object_get(pj, "spec"), "schedulingGates", gl);
+    }
     if (json_object_get(op, "labels")) {
         json_t *meta = json_object_get(pj, "metadata");
         if (!json_object_get(meta, "labels"))
@@ -862,6 +876,118 @@ static void step_pod_change(struct run *r, const json_t *op)
     }
     feed_pod(r, pj);
     json_decref(pj);
+}
+
+/* restart: new books (the same configuration and topologies) fed the fixture's nodes and
+ * podGroups and every pod as it is now, as the extender rebuilds them from its informers */
+static void step_restart(struct run *r)
+{
+    struct common_error e;
+    json_t *list, *x, *pods = json_deep_copy(r->pods);
+    const char *k;
+    size_t i;
+
+    gang_state_destroy(r->s);
+    ck_assert_msg(gang_state_create(&r->cfg, &r->s, &e) == COMMON_OK, "%s: %s", r->name, e.msg);
+    list = json_object_get(json_object_get(r->doc, "config"), "topologies");
+    json_array_foreach(list, i, x) step_topology(r, x, NULL);
+    json_array_clear(r->nodes);
+    list = expand(json_object_get(r->doc, "nodes"));
+    json_array_foreach(list, i, x) feed_node(r, x);
+    json_decref(list);
+    list = expand(json_object_get(r->doc, "podGroups"));
+    json_array_foreach(list, i, x) feed_pg(r, x);
+    json_decref(list);
+    json_object_foreach(pods, k, x)
+    {
+        json_t *c = json_deep_copy(x);
+        feed_pod(r, c);
+        json_decref(c);
+    }
+    json_decref(pods);
+    dra_refresh(r);
+}
+
+/*
+ * ungate: {cap: N}: gang_ungate (cap defaults to 4096); expect `pods` (exact list, any order,
+ * "ns/name"), `placed`/`preempt`/`alone` (sub-lists by why), `gangs`, `waiting`, `more`,
+ * `gateIndex: {pod: index}`, `pending` (gang_ungate_pending before the call)
+ */
+static void step_ungate(struct run *r, const json_t *op, const json_t *exp)
+{
+    size_t cap =
+        json_object_get(op, "cap") ? (size_t)json_integer_value(json_object_get(op, "cap")) : 4096;
+    struct gang_ungate *out = calloc(cap ? cap : 1, sizeof(*out));
+    struct gang_ungate_result res;
+    struct common_error e;
+    json_t *all = json_array(), *by[4];
+    static const char *const why_key[4] = {NULL, "placed", "preempt", "alone"};
+    char **keys = calloc(cap ? cap : 1, sizeof(*keys));
+    int pending = gang_ungate_pending(r->s, r->now);
+
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(keys);
+    if (json_object_get(exp, "pending"))
+        ck_assert_msg((pending != 0) == json_is_true(json_object_get(exp, "pending")),
+                      "%s step %d: pending %d", r->name, r->step, pending);
+    ck_assert_msg(gang_ungate(r->s, r->now, out, cap, &res, &e) == COMMON_OK, "%s step %d: %s",
+                  r->name, r->step, e.msg);
+    for (int k = 1; k < 4; k++)
+        by[k] = json_array();
+    for (size_t i = 0; i < res.n; i++) {
+        size_t len = strlen(out[i].pod.namespace) + strlen(out[i].pod.name) + 2;
+        keys[i] = malloc(len);
+        ck_assert_ptr_nonnull(keys[i]);
+        snprintf(keys[i], len, "%s/%s", out[i].pod.namespace, out[i].pod.name);
+        ck_assert_msg(out[i].pod.uid[0] && out[i].gang[0], "%s step %d: entry %zu incomplete",
+                      r->name, r->step, i);
+        ck_assert_msg(out[i].why >= GANG_UNGATE_PLACED && out[i].why <= GANG_UNGATE_ALONE,
+                      "%s step %d: why %d", r->name, r->step, (int)out[i].why);
+        if (json_object_get(json_object_get(exp, "gateIndex"), keys[i]))
+            ck_assert_msg(out[i].gate_index == (uint32_t)json_integer_value(json_object_get(
+                                                   json_object_get(exp, "gateIndex"), keys[i])),
+                          "%s step %d: gate index of %s %u", r->name, r->step, keys[i],
+                          out[i].gate_index);
+    }
+    {
+        struct gang_ungate *sorted = out;
+        for (size_t i = 0; i < res.n; i++)
+            for (size_t j = i + 1; j < res.n; j++)
+                if (strcmp(keys[j], keys[i]) < 0) {
+                    char *t = keys[i];
+                    struct gang_ungate u = sorted[i];
+                    keys[i] = keys[j];
+                    keys[j] = t;
+                    sorted[i] = sorted[j];
+                    sorted[j] = u;
+                }
+    }
+    for (size_t i = 0; i < res.n; i++) {
+        json_array_append_new(all, json_string(keys[i]));
+        json_array_append_new(by[out[i].why], json_string(keys[i]));
+        free(keys[i]);
+    }
+    if (json_object_get(exp, "pods"))
+        check_list(r, "ungated pods", all, json_object_get(exp, "pods"));
+    for (int k = 1; k < 4; k++) {
+        if (json_object_get(exp, why_key[k]))
+            check_list(r, why_key[k], by[k], json_object_get(exp, why_key[k]));
+        json_decref(by[k]);
+    }
+#define RES(field, key)                                                                            \
+    if (json_object_get(exp, key))                                                                 \
+    ck_assert_msg((long long)res.field ==                                                          \
+                      (long long)json_integer_value(json_object_get(exp, key)),                    \
+                  "%s step %d: %s %lld", r->name, r->step, key, (long long)res.field)
+    RES(gangs, "gangs");
+    RES(waiting, "waiting");
+#undef RES
+    if (json_object_get(exp, "more"))
+        ck_assert_msg((res.more != 0) == json_is_true(json_object_get(exp, "more")),
+                      "%s step %d: more %d", r->name, r->step, res.more);
+    json_decref(all);
+    free(keys);
+    free(out);
 }
 
 /* the uid of a victim reference: a fixture pod key, or "uid:<x>" taken as is */
@@ -1031,6 +1157,14 @@ static void run_step(struct run *r, const json_t *st)
         step_info(r, op, exp);
     } else if ((op = json_object_get(st, "waiting"))) {
         step_waiting(r, op, exp);
+    } else if ((op = json_object_get(st, "restart"))) {
+        step_restart(r);
+    } else if ((op = json_object_get(st, "ungate"))) {
+        step_ungate(r, op, exp);
+    } else if ((op = json_object_get(st, "ungateFailed"))) {
+        json_t *pj = pod_json(r, json_string_value(op));
+        gang_ungate_failed(
+            r->s, json_string_value(json_object_get(json_object_get(pj, "metadata"), "uid")));
     } else if ((op = json_object_get(st, "addPod"))) {
         json_t *c = json_deep_copy(op);
         feed_pod(r, c);
@@ -1103,6 +1237,7 @@ static void config_of(const json_t *c, struct gang_config *cfg, const char **ign
     cfg->hold_margin_ms = json_integer_value(json_object_get(c, "holdMarginMs"));
     cfg->backoff_initial_ms = json_integer_value(json_object_get(c, "backoffInitialMs"));
     cfg->backoff_max_ms = json_integer_value(json_object_get(c, "backoffMaxMs"));
+    cfg->ungate_max_plans = (uint32_t)json_integer_value(json_object_get(c, "ungateMaxPlans"));
     json_array_foreach(ir, i, x) if (i < max) ign[i] = json_string_value(x);
     cfg->ignored_resources = ign;
     cfg->n_ignored_resources = json_array_size(ir) < max ? json_array_size(ir) : max;
@@ -1130,6 +1265,8 @@ START_TEST(fixture_case)
     ck_assert_msg(json_string_length(json_object_get(doc, "rule")) > 0,
                   "%s: no rule: says what the case checks", r.name);
     config_of(json_object_get(doc, "config"), &cfg, ign, 8);
+    r.doc = doc;
+    r.cfg = cfg;
     ck_assert_msg(gang_state_create(&cfg, &r.s, &e) == COMMON_OK, "%s: %s", r.name, e.msg);
     list = json_object_get(json_object_get(doc, "config"), "topologies");
     json_array_foreach(list, i, x) step_topology(&r, x, NULL);

@@ -193,6 +193,13 @@ START_TEST(fixtures)
         first = simulate_json(&x, &opts, &report);
         second = simulate_json(&x, &opts, NULL);
         ck_assert_msg(strcmp(first, second) == 0, "%s: two runs differ", de->d_name);
+        free(second);
+        /* cohorts (followers retried with their leader) change nothing in the report */
+        opts.retry_each_pod = 1;
+        second = simulate_json(&x, &opts, NULL);
+        opts.retry_each_pod = 0;
+        ck_assert_msg(strcmp(first, second) == 0, "%s: retrying each pod alone differs:\n%s\n%s",
+                      de->d_name, first, second);
         {
             /* the saved filter calls change no placement */
             json_t *every;
@@ -282,7 +289,13 @@ START_TEST(saved_filters_change_no_placement_on_a_busy_trace)
     {
         struct loaded lx = {.in = in};
         lx.a = a;
+        char *se;
         sx = simulate_json(&lx, &opts, &x);
+        opts.retry_each_pod = 1;
+        se = simulate_json(&lx, &opts, NULL);
+        opts.retry_each_pod = 0;
+        ck_assert_msg(strcmp(sx, se) == 0, "busy trace: retrying each pod alone differs");
+        free(se);
         opts.call_every_filter = 1;
         sy = simulate_json(&lx, &opts, &y);
     }
@@ -302,6 +315,66 @@ START_TEST(saved_filters_change_no_placement_on_a_busy_trace)
     common_yaml_docs_free(&jf);
     common_buf_free(&b);
     common_arena_destroy(a);
+}
+END_TEST
+
+/* A TrainJob placed pod by pod with many more pods than the cluster runs at once (8 GPUs
+ * each on the built-in 32 nodes of 8): each pod's run frees capacity, and the waiting pods are
+ * retried. The engine's work per pod (pod_steps: scheduling cycles, queue moves and events it
+ * handled one pod at a time) stays flat from 320 to 3,200 pods (it grew with the pods when every
+ * waiting pod was retried on its own each time), and the report is the same byte for byte as
+ * with every pod retried on its own. */
+START_TEST(a_wide_pod_by_pod_job_costs_the_same_work_per_pod_at_ten_times_the_pods)
+{
+    static const long sizes[] = {320, 3200};
+    double per_pod[2];
+
+    for (int k = 0; k < 2; k++) {
+        char yaml[1024];
+        struct common_yaml_docs cf, jf;
+        struct common_error e;
+        struct common_arena *a = common_arena_create(0);
+        struct sim_loader *l = sim_loader_create(a, NULL);
+        struct sim_input in;
+        struct sim_options opts;
+        struct sim_result r;
+
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                 "metadata: {name: wide, namespace: ml}\n"
+                 "spec:\n  runtimeRef: {apiGroup: trainer.kubeflow.org, kind: "
+                 "ClusterTrainingRuntime, name: torch-distributed}\n"
+                 "  trainer: {numNodes: %ld, resourcesPerNode: {limits: {nvidia.com/gpu: 8}}}\n",
+                 sizes[k]);
+        ck_assert(common_yaml_load(sim_default_cluster_yaml, strlen(sim_default_cluster_yaml),
+                                   "builtin", NULL, &cf, &e) == COMMON_OK);
+        ck_assert_msg(common_yaml_load(yaml, strlen(yaml), "job", NULL, &jf, &e) == COMMON_OK, "%s",
+                      e.msg);
+        ck_assert(sim_load_cluster(l, &cf, &e) == COMMON_OK);
+        ck_assert_msg(sim_load_jobs(l, &jf, &e) == COMMON_OK, "%s", e.msg);
+        ck_assert_msg(sim_loader_finish(l, &in, &e) == COMMON_OK, "%s", e.msg);
+        memset(&opts, 0, sizeof(opts));
+        ck_assert_msg(sim_run(&in, &opts, a, &r, &e) == COMMON_OK, "%s", e.msg);
+        ck_assert_uint_eq(in.n_jobs, 1);
+        ck_assert_int_eq(r.jobs[0].state, SIM_JOB_COMPLETED);
+        ck_assert_uint_eq(r.binds, (uint64_t)sizes[k]);
+        per_pod[k] = (double)r.pod_steps / (double)sizes[k];
+        if (k == 0) {
+            struct loaded lx = {.in = in, .a = a};
+            char *cohorts = simulate_json(&lx, &opts, NULL), *each;
+            opts.retry_each_pod = 1;
+            each = simulate_json(&lx, &opts, NULL);
+            ck_assert_msg(strcmp(cohorts, each) == 0, "retrying each pod alone differs");
+            free(cohorts);
+            free(each);
+        }
+        sim_loader_destroy(l);
+        common_yaml_docs_free(&cf);
+        common_yaml_docs_free(&jf);
+        common_arena_destroy(a);
+    }
+    ck_assert_msg(per_pod[1] < 1.5 * per_pod[0], "steps per pod: %.1f at %ld pods, %.1f at %ld",
+                  per_pod[0], sizes[0], per_pod[1], sizes[1]);
 }
 END_TEST
 
@@ -350,12 +423,19 @@ static json_t *pod_json(struct loaded *x, const struct common_pod *cp)
 /* what serve leaves out of fit (extender/server.c): the pod webhook's virtual resource */
 static const char *const ignored_resources[] = {EXTENDER_GANG_RESOURCE};
 
-static void same_as_extender(const char *case_name, const char *serve_topology)
+/* gated: the simulation with --gang-gate, and the extender's books with every member of a
+ * coscheduling gang created at the gang gate and one ungating pass (gang_ungate, as the timer
+ * runs it) at time 0 before the queue: only the members it hands out (their gate removed, as
+ * the watch then shows them) are offered to the queue */
+static void same_as_extender_gate(const char *case_name, const char *serve_topology, int gated)
 {
     char dir[2048];
     struct loaded x;
     struct sim_result r;
+    struct sim_options so;
     struct common_error e;
+    uint8_t *at_gate;
+    size_t n_all = 0, n_ungated = 0;
     struct gang_config cfg;
     struct gang_state *s = NULL;
     size_t total_sim = 0, total_ext = 0, nnodes;
@@ -363,7 +443,9 @@ static void same_as_extender(const char *case_name, const char *serve_topology)
 
     snprintf(dir, sizeof(dir), "%s", testutil_path(case_name));
     load_case(dir, &x);
-    ck_assert(sim_run(&x.in, NULL, x.a, &r, &e) == COMMON_OK);
+    memset(&so, 0, sizeof(so));
+    so.gang_gate = gated;
+    ck_assert(sim_run(&x.in, &so, x.a, &r, &e) == COMMON_OK);
     nnodes = x.in.n_nodes;
     sim_count = calloc(x.in.n_jobs * nnodes, sizeof(*sim_count));
     ext_count = calloc(x.in.n_jobs * nnodes, sizeof(*ext_count));
@@ -391,12 +473,41 @@ static void same_as_extender(const char *case_name, const char *serve_topology)
     for (size_t j = 0; j < x.in.n_jobs; j++)
         ck_assert(gang_podgroup_upsert(s, &x.in.jobs[j].pg, &e) == COMMON_OK);
     for (size_t j = 0; j < x.in.n_jobs; j++)
-        for (size_t k = 0; k < x.in.jobs[j].n_pods; k++)
-            ck_assert(gang_pod_upsert(s, x.in.jobs[j].pods[k], &e) == COMMON_OK);
-    /* kube-scheduler's queue at time 0: jobs in order, pods in order */
-    for (size_t j = 0; j < x.in.n_jobs; j++)
-        for (size_t k = 0; k < x.in.jobs[j].n_pods; k++) {
+        n_all += x.in.jobs[j].n_pods;
+    at_gate = calloc(n_all + 1, 1);
+    for (size_t j = 0, q = 0; j < x.in.n_jobs; j++)
+        for (size_t k = 0; k < x.in.jobs[j].n_pods; k++, q++) {
+            struct common_pod cp = *x.in.jobs[j].pods[k];
+            if (gated && x.in.jobs[j].gang && x.in.jobs[j].pg.min_member > 0) {
+                cp.n_scheduling_gates = 1; /* the webhook's gate */
+                cp.first_scheduling_gate = GANG_SCHEDULING_GATE;
+                cp.scheduling_gates = COMMON_GATE_TRAINSCHED;
+                cp.trainsched_gate_index = 0;
+                at_gate[q] = 1;
+            }
+            ck_assert(gang_pod_upsert(s, &cp, &e) == COMMON_OK);
+        }
+    if (gated) { /* the ungating pass: the handed-out members lose the gate */
+        struct gang_ungate *ug = calloc(n_all + 1, sizeof(*ug));
+        struct gang_ungate_result ur;
+        ck_assert(gang_ungate(s, 0, ug, n_all, &ur, &e) == COMMON_OK);
+        for (size_t i = 0; i < ur.n; i++)
+            for (size_t j = 0, q = 0; j < x.in.n_jobs; j++)
+                for (size_t k = 0; k < x.in.jobs[j].n_pods; k++, q++)
+                    if (strcmp(x.in.jobs[j].pods[k]->uid, ug[i].pod.uid) == 0) {
+                        ck_assert(gang_pod_upsert(s, x.in.jobs[j].pods[k], &e) == COMMON_OK);
+                        at_gate[q] = 0;
+                        n_ungated++;
+                    }
+        ck_assert_uint_gt(n_ungated, 0);
+        free(ug);
+    }
+    /* kube-scheduler's queue at time 0: jobs in order, pods in order (gated ones left out) */
+    for (size_t j = 0, q = 0; j < x.in.n_jobs; j++)
+        for (size_t k = 0; k < x.in.jobs[j].n_pods; k++, q++) {
             const struct common_pod *cp = x.in.jobs[j].pods[k];
+            if (at_gate[q])
+                continue;
             struct common_arena *a = common_arena_create(0);
             json_t *args = json_object(), *names = json_array();
             struct extender_args *ea;
@@ -485,8 +596,14 @@ static void same_as_extender(const char *case_name, const char *serve_topology)
                       ext_count[i]);
     free(sim_count);
     free(ext_count);
+    free(at_gate);
     gang_state_destroy(s);
     loaded_free(&x);
+}
+
+static void same_as_extender(const char *case_name, const char *serve_topology)
+{
+    same_as_extender_gate(case_name, serve_topology, 0);
 }
 
 START_TEST(extender_verbs_decide_the_same_placements)
@@ -504,6 +621,20 @@ START_TEST(extender_verbs_decide_the_same_topology_placements)
                      "extender-places-them",
                      "default=cloud.provider.com/topology-block,cloud.provider.com/topology-rack,"
                      "kubernetes.io/hostname");
+}
+END_TEST
+
+/* the same with the gang gate: members created gated (as the pod webhook gates them) reach the
+ * queue when the ungating pass releases their gang, in the simulator as in the extender */
+START_TEST(extender_verbs_decide_the_same_placements_behind_the_gang_gate)
+{
+    same_as_extender_gate("simulate/gangs-arriving-together-are-placed-as-the-extender-places-them",
+                          NULL, 1);
+    same_as_extender_gate("simulate/gangs-asking-for-racks-arriving-together-are-placed-as-the-"
+                          "extender-places-them",
+                          "default=cloud.provider.com/topology-block,cloud.provider.com/"
+                          "topology-rack,kubernetes.io/hostname",
+                          1);
 }
 END_TEST
 
@@ -1049,8 +1180,10 @@ int main(void)
     tcase_add_test(tc, fixtures);
     tcase_add_test(tc, extender_verbs_decide_the_same_placements);
     tcase_add_test(tc, extender_verbs_decide_the_same_topology_placements);
+    tcase_add_test(tc, extender_verbs_decide_the_same_placements_behind_the_gang_gate);
     tcase_add_test(tc, command_line_topology_example);
     tcase_add_test(tc, saved_filters_change_no_placement_on_a_busy_trace);
+    tcase_add_test(tc, a_wide_pod_by_pod_job_costs_the_same_work_per_pod_at_ten_times_the_pods);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, command_line);
     tcase_add_test(tc, report_text_and_svg);

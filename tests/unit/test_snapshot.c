@@ -7,8 +7,8 @@
  * rack r0, n3 in r1) and a Node without allocatable; bound pods a-0 (8 GPUs on n1, run time 2h
  * by annotation, started 30 min before the snapshot), b-0 (4 on n2, activeDeadlineSeconds 3600,
  * started 10 min before), c-0 (2 on n3, nothing declared), ghost-0 on a node that is not there,
- * done-0 Succeeded; the gang g (PodGroup minMember 2, run time 30m, one member gated) of two
- * pending 8-GPU pods; a pending pod with a ResourceClaim; a pending pod naming a PodGroup that
+ * done-0 Succeeded; the gang g (PodGroup minMember 2, run time 30m, one member gated by Kueue) of
+ * two pending 8-GPU pods; a pending pod with a ResourceClaim; a pending pod naming a PodGroup that
  * does not exist; a PodGroup without pods; ResourceSlices (one without a node) and a claim;
  * TrainJobs g (has pods), norunt (its runtime is missing) and old (Complete); PodGroup ran whose
  * only pod Succeeded.
@@ -144,7 +144,8 @@ START_TEST(the_snapshot_becomes_nodes_load_and_waiting_jobs)
     ck_assert_int_eq(x.in.jobs[g].run_ms, 30 * MIN);
     ck_assert_int_eq(x.in.jobs[g].gpus, 16);
     ck_assert_str_eq(sim_job_trainjob(&x.in.jobs[g], buf, sizeof(buf)), "default/g");
-    note(&x.in, "PodGroup default/g: 1 of its pending pods carry schedulingGates");
+    note(&x.in, "PodGroup default/g: 1 of its pending pods carry schedulingGates other than "
+                "trainsched.io/gang");
     /* a pod naming a missing PodGroup is simulated alone, its run time assumed */
     g = job_of(&x.in, "default/orphan-0");
     ck_assert_str_eq(x.in.jobs[g].kind, "Pod");
