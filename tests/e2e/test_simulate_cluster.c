@@ -117,23 +117,7 @@ static void teardown(void)
  * stderr into *out and *err (malloc'd) */
 static int ts(const char *kc, const char *args, char **out, char **err)
 {
-    char cmd[2048], errpath[300];
-    int st;
-    FILE *p;
-    size_t n, cap = 1 << 22;
-
-    snprintf(errpath, sizeof(errpath), "%s/ts.err", tmpdir);
-    snprintf(cmd, sizeof(cmd), "'%s' %s --kubeconfig '%s' 2>'%s'", TS_BINARY, args, kc, errpath);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    *out = calloc(1, cap);
-    ck_assert_ptr_nonnull(*out);
-    n = fread(*out, 1, cap - 1, p);
-    (*out)[n] = '\0';
-    st = pclose(p);
-    *err = e2e_read_text(errpath);
-    fprintf(stderr, "$ trainsched %s -> %s\n%.4000s%s", args, e2e_exit_text(st), *out, *err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return e2e_trainsched(kc, args, tmpdir, out, err);
 }
 
 static void contains(const char *text, const char *want)
