@@ -454,7 +454,7 @@ static void list_path(char *path, size_t size, const char *cont)
 /* json-list: common_kube_list, then decode every item */
 static void run_json_list(struct result *r)
 {
-    struct common_kube_list_opts lo = {NULL, NULL, cfg.page, NULL};
+    struct common_kube_list_opts lo = {.limit = cfg.page};
     struct common_error err;
     json_t *items = NULL, *it;
     size_t i;

@@ -8,6 +8,8 @@
 
 #include "cmd/cli.h"
 #include "cmd/explain.h"
+#include "cmd/snapshot.h"
+#include "cmd/whatif.h"
 #include "common/alloc.h"
 #include "common/kube.h"
 #include "common/kubeconfig.h"
@@ -20,7 +22,8 @@
 static void usage(FILE *f)
 {
     fputs("Usage: trainsched explain TRAINJOB [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
-          "                          [-o text|json]\n"
+          "                          [-o text|json] [--what-if [--assume-run-time DURATION]\n"
+          "                          [--topology NAME=LEVEL,...]...]\n"
           "       kubectl trainsched explain TRAINJOB ... (installed as kubectl-trainsched)\n\n"
           "Why a TrainJob waits, from the API alone (read-only: get/list): its state and\n"
           "conditions, its runtime and backend and why that backend, the JobSet and gang objects\n"
@@ -34,6 +37,11 @@ static void usage(FILE *f)
           "                       ~/.kube/config)\n"
           "  --context NAME       kubeconfig context (default: current-context)\n"
           "  -o, --output FORMAT  text (default) or json (the story, docs/explain.md)\n"
+          "  --what-if            also predict when and where it starts: a read-only snapshot\n"
+          "                       of the cluster simulated from now (simulate --from-cluster)\n"
+          "  --assume-run-time D  with --what-if: how much longer a running pod runs when\n"
+          "                       nothing declares it (default 1h)\n"
+          "  --topology SPEC      with --what-if: NAME=LEVEL,... as serve's --extender-topology\n"
           "  -h, --help           this help\n\n"
           "Exit status: 0 an answer; 1 the API could not be read (a forbidden read names the\n"
           "permission; a cluster without the TrainJob CRD says so); 2 bad usage, or the TrainJob\n"
@@ -215,19 +223,14 @@ static void get_runtime(struct fetch *f, const json_t *tj)
     json_array_append_new(f->notes, json_string(msg));
 }
 
-static enum common_rc load_config(const char *path, const char *context,
-                                  struct common_kubeconfig *kc, struct common_error *e)
-{
-    if (path)
-        return common_kubeconfig_load(path, context, kc, e);
-    if (getenv("KUBERNETES_SERVICE_HOST") && !context)
-        return common_kubeconfig_in_cluster(NULL, kc, e);
-    return common_kubeconfig_load(NULL, context, kc, e);
-}
-
 int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *name = NULL, *ns = NULL, *kcpath = NULL, *context = NULL, *format = "text";
+    const char *assume_s = NULL, *topos[64];
+    size_t nt = 0;
+    int what_if = 0;
+    int64_t assume = SIM_DEFAULT_RUN_MS;
+    json_t *report = NULL, *answer = NULL;
     struct common_kubeconfig kc = {0};
     struct common_kube *k = NULL;
     struct common_error e = {0};
@@ -246,8 +249,23 @@ int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
             usage(out);
             return 0;
         }
+        if (strcmp(a, "--what-if") == 0) {
+            what_if = 1;
+            continue;
+        }
+        if (strcmp(a, "--topology") == 0) {
+            if (i + 1 >= argc || nt >= sizeof(topos) / sizeof(topos[0])) {
+                fprintf(err, "trainsched explain: --topology: Required value: a value must "
+                             "follow (at most 64)\n");
+                return 2;
+            }
+            topos[nt++] = argv[++i];
+            continue;
+        }
         if (strcmp(a, "-n") == 0 || strcmp(a, "--namespace") == 0)
             dst = &ns;
+        else if (strcmp(a, "--assume-run-time") == 0)
+            dst = &assume_s;
         else if (strcmp(a, "--kubeconfig") == 0)
             dst = &kcpath;
         else if (strcmp(a, "--context") == 0)
@@ -280,12 +298,24 @@ int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
                 format);
         return 2;
     }
+    if (assume_s) {
+        struct common_error pe;
+        if (sim_parse_duration(assume_s, &assume, &pe) != COMMON_OK) {
+            fprintf(err, "trainsched explain: --assume-run-time: %s\n", pe.msg);
+            return 2;
+        }
+    }
+    if (!what_if && (assume_s || nt)) {
+        fprintf(err, "trainsched explain: %s: only with --what-if\n",
+                assume_s ? "--assume-run-time" : "--topology");
+        return 2;
+    }
     if (!name || !*name) {
         fputs("trainsched explain: TRAINJOB: Required value: name the TrainJob\n\n", err);
         usage(err);
         return 2;
     }
-    if (load_config(kcpath, context, &kc, &e) != COMMON_OK) {
+    if (cmd_kubeconfig(kcpath, context, &kc, &e) != COMMON_OK) {
         fprintf(err, "trainsched explain: kubeconfig: %s\n", e.msg);
         return 1;
     }
@@ -358,14 +388,29 @@ int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "trainsched explain: %s\n", e.msg);
         goto out;
     }
+    if (what_if) { /* the prediction: the same snapshot and simulation as simulate's */
+        int st = cmd_snapshot_report(k, assume, topos, nt, "trainsched explain", err, &report);
+        if (st) {
+            status = st;
+            goto out;
+        }
+        if (!(answer = whatif_answer(report, ns, name)) ||
+            json_object_set(story, "whatIf", answer)) {
+            fputs("trainsched explain: out of memory\n", err);
+            goto out;
+        }
+    }
     if (strcmp(format, "json") == 0) {
         if (json_dumpf(story, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
             goto out;
-    } else if (explain_text(story, out) != 0) {
+    } else if (explain_text(story, out) != 0 ||
+               (answer && (fputc('\n', out) == EOF || whatif_text(answer, out) != 0))) {
         goto out;
     }
     status = fflush(out) == 0 ? 0 : 1;
 out:
+    json_decref(answer);
+    json_decref(report);
     json_decref(story);
     json_decref(f.snap);
     json_decref(f.notes);

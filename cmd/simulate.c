@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "cmd/snapshot.h"
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -25,6 +26,8 @@ static const char usage[] =
     "                           [--svg FILE] [--until DURATION] [--bind-timeout DURATION]\n"
     "                           [--gpu-resource NAME] [--topology NAME=LEVEL,...]...\n"
     "                           [--gang-gate]\n"
+    "       trainsched simulate --from-cluster [--kubeconfig FILE] [--context NAME]\n"
+    "                           [--assume-run-time DURATION] [-f FILE]... [options above]\n"
     "\n"
     "Place the jobs in FILE on a simulated cluster over simulated time, with the same gang\n"
     "core the scheduler extender runs (whole-gang planning, holds, timeouts, backoff), and\n"
@@ -41,6 +44,13 @@ static const char usage[] =
     "kubernetes.io/hostname); Kueue or KAI Topology objects in a cluster file and --topology\n"
     "add named ones. Gangs asking a topology level are placed as the extender places them.\n"
     "\n"
+    "From the cluster: --from-cluster takes a read-only snapshot (list only: Nodes, Pods,\n"
+    "PodGroups, ResourceSlices, ResourceClaims, TrainJobs and runtimes; progress on stderr),\n"
+    "runs the pods that are bound as load for their remaining time (trainsched.io/sim-run-time\n"
+    "or activeDeadlineSeconds less the time run, else --assume-run-time), and simulates the\n"
+    "pending pods and not-yet-started TrainJobs, plus any -f what-if jobs, from now: each\n"
+    "waiting gang's predicted start and placement. docs/simulate.md \"From the cluster\".\n"
+    "\n"
     "Options:\n"
     "  -f, --filename FILE       jobs (\"-\" reads standard input; a folder: its .yaml, .yml\n"
     "                            and .json files in name order); repeatable, required\n"
@@ -53,6 +63,13 @@ static const char usage[] =
     "      --gpu-resource NAME   the GPU resource name (default nvidia.com/gpu)\n"
     "      --topology SPEC       NAME=LEVEL,LEVEL,... node label keys widest first, as serve's\n"
     "                            --extender-topology; repeatable; replaces a declared name\n"
+    "      --from-cluster        the cluster and its waiting jobs from the API (read-only)\n"
+    "      --kubeconfig FILE     with --from-cluster: kubeconfig (default: in-cluster, else\n"
+    "                            $KUBECONFIG or ~/.kube/config)\n"
+    "      --context NAME        with --from-cluster: kubeconfig context\n"
+    "      --assume-run-time DUR with --from-cluster: how much longer a running pod runs, and\n"
+    "                            how long a waiting job runs, when nothing declares it\n"
+    "                            (default 1h)\n"
     "      --gang-gate           members of coscheduling gangs are created with the gang gate\n"
     "                            (trainsched.io/gang), as the pod webhook gives it, and join\n"
     "                            the queue when the extender's ungating pass releases their\n"
@@ -60,7 +77,8 @@ static const char usage[] =
     "  -h, --help                this help\n"
     "\n"
     "Exit status: 0 simulated; 2 bad usage or invalid input (the message names the file,\n"
-    "line:column and field); 1 internal error. docs/simulate.md explains the model.\n";
+    "line:column and field); 1 internal error, or the cluster could not be read (a forbidden\n"
+    "list names the permission). docs/simulate.md explains the model.\n";
 
 struct progress {
     FILE *err;
@@ -161,6 +179,10 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                                              {"bind-timeout", required_argument, NULL, 'b'},
                                              {"gpu-resource", required_argument, NULL, 'g'},
                                              {"topology", required_argument, NULL, 't'},
+                                             {"from-cluster", no_argument, NULL, 'F'},
+                                             {"kubeconfig", required_argument, NULL, 'K'},
+                                             {"context", required_argument, NULL, 'C'},
+                                             {"assume-run-time", required_argument, NULL, 'A'},
                                              {"gang-gate", no_argument, NULL, 'G'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
@@ -168,7 +190,12 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
     char *fpaths[MAX_FILES], *cpaths[MAX_FILES];
     size_t nf = 0, nc = 0, nt = 0, nloaded = 0, nfp = 0, ncp = 0;
     const char *format = "text", *svg = NULL, *gpu = NULL;
-    int64_t until = 0, bind_timeout = -1;
+    int64_t until = 0, bind_timeout = -1, assume = SIM_DEFAULT_RUN_MS;
+    int from_cluster = 0, assume_given = 0, have_kc = 0;
+    const char *kcpath = NULL, *context = NULL;
+    struct common_kubeconfig kc = {0};
+    struct common_kube *kube = NULL;
+    struct cmd_snapshot snap = {0};
     struct common_yaml_docs *loaded = NULL;
     struct common_arena *a = NULL;
     struct sim_loader *l = NULL;
@@ -245,6 +272,22 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                 return 2;
             }
             break;
+        case 'F':
+            from_cluster = 1;
+            break;
+        case 'K':
+            kcpath = optarg;
+            break;
+        case 'C':
+            context = optarg;
+            break;
+        case 'A':
+            if (sim_parse_duration(optarg, &assume, &e)) {
+                fprintf(err, "error: --assume-run-time: %s\n", e.msg);
+                return 2;
+            }
+            assume_given = 1;
+            break;
         case 'G':
             gang_gate = 1;
             break;
@@ -264,7 +307,19 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
                 argv[optind], usage);
         return 2;
     }
-    if (!nf) {
+    if (!from_cluster && (kcpath || context || assume_given)) {
+        fprintf(err, "error: %s: only with --from-cluster\n",
+                kcpath    ? "--kubeconfig"
+                : context ? "--context"
+                          : "--assume-run-time");
+        return 2;
+    }
+    if (from_cluster && nc) {
+        fprintf(err, "error: --cluster: the cluster comes from the API with --from-cluster; "
+                     "give one or the other\n");
+        return 2;
+    }
+    if (!nf && !from_cluster) {
         fprintf(err, "error: no job files: give at least one -f FILE\n\n%s", usage);
         return 2;
     }
@@ -287,7 +342,27 @@ int cmd_simulate(int argc, char **argv, FILE *out, FILE *err)
         status = 1;
         goto out;
     }
-    if (!nc) {
+    if (from_cluster) {
+        if (cmd_kubeconfig(kcpath, context, &kc, &e) != COMMON_OK) {
+            fprintf(err, "error: kubeconfig: %s\n", e.msg);
+            status = 1;
+            goto out;
+        }
+        have_kc = 1;
+        if (!(kube = common_kube_client_create(&kc, NULL, &e))) {
+            fprintf(err, "error: API client: %s\n", e.msg);
+            status = 1;
+            goto out;
+        }
+        if ((status = cmd_snapshot_take(kube, cmd_snapshot_now_ms(), assume, "simulate", err, err,
+                                        &snap)))
+            goto out;
+        if ((rc = sim_load_snapshot(l, &snap.snap, &e))) {
+            fprintf(err, "error: %s\n", e.msg);
+            status = status_of(rc);
+            goto out;
+        }
+    } else if (!nc) {
         memset(&loaded[0], 0, sizeof(loaded[0]));
         nloaded = 1;
         if (common_yaml_load(sim_default_cluster_yaml, strlen(sim_default_cluster_yaml),
@@ -371,5 +446,9 @@ out:
     common_arena_destroy(a);
     cli_free_paths(fpaths, nfp);
     cli_free_paths(cpaths, ncp);
+    cmd_snapshot_free(&snap);
+    common_kube_client_destroy(kube);
+    if (have_kc)
+        common_kubeconfig_free(&kc);
     return status;
 }

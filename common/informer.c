@@ -483,9 +483,10 @@ static enum common_rc relist(struct common_informer *inf, char **rv, struct comm
         } while (!rc && cont && !inf->stop);
         common_free(cont);
     } else {
-        struct common_kube_list_opts lo = {inf->label_selector, inf->field_selector,
-                                           inf->opts.page_size > 0 ? inf->opts.page_size : 5000,
-                                           NULL};
+        struct common_kube_list_opts lo = {.label_selector = inf->label_selector,
+                                           .field_selector = inf->field_selector,
+                                           .limit = inf->opts.page_size > 0 ? inf->opts.page_size
+                                                                            : 5000};
         json_t *items = NULL, *it;
         size_t i;
         rc = common_kube_list(inf->kube, inf->ops.resource, inf->ns, &lo, &items, rv, err);

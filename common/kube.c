@@ -859,6 +859,8 @@ enum common_rc common_kube_list(struct common_kube *k, const struct common_kube_
             break;
         json_array_foreach(json_object_get(page, "items"), i, it)
         {
+            if (opts && opts->item)
+                opts->item(opts->ctx, it);
             if (json_array_append(all, it)) {
                 rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
                 break;
@@ -870,6 +872,8 @@ enum common_rc common_kube_list(struct common_kube *k, const struct common_kube_
             common_free(*resource_version);
             *resource_version = rv ? common_strdup(rv) : NULL;
         }
+        if (opts && opts->page && !rc)
+            opts->page(opts->ctx, json_array_size(all));
         c = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
         common_free(cont);
         cont = c && *c ? common_strdup(c) : NULL;

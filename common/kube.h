@@ -146,6 +146,12 @@ struct common_kube_list_opts {
     const char *label_selector, *field_selector;
     long limit;                   /* page size (limit=); 0 = 500 */
     const char *resource_version; /* resourceVersion= for the first page, or NULL */
+    /* each item as its page arrives, before it is kept (borrowed; it may be trimmed in place, so
+     * a large list keeps only what the caller reads); NULL: none */
+    void (*item)(void *ctx, json_t *item);
+    /* after each page: the items kept so far (for progress); NULL: none */
+    void (*page)(void *ctx, size_t items);
+    void *ctx;
 };
 
 /*

@@ -29,7 +29,7 @@
  * P_GATED: created with the gang gate, not in the queue until gang_ungate hands it out */
 enum pstate { P_FUTURE = 0, P_QUEUED, P_UNSCHED, P_HELD, P_RUNNING, P_DONE, P_FOLLOW, P_GATED };
 #define NONE UINT32_MAX
-enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE };
+enum evtype { EV_ARRIVE = 0, EV_DONE, EV_READY, EV_FLUSH, EV_POD_ARRIVE, EV_LOAD_DONE };
 
 struct spod {
     const struct common_pod *cp;
@@ -145,7 +145,7 @@ static int ev_push_w(struct engine *e, int64_t t, uint8_t type, uint32_t idx, ui
         e->heap[(i - 1) / 2] = tmp;
         i = (i - 1) / 2;
     }
-    if (type == EV_ARRIVE || type == EV_DONE || type == EV_POD_ARRIVE)
+    if (type == EV_ARRIVE || type == EV_DONE || type == EV_POD_ARRIVE || type == EV_LOAD_DONE)
         e->n_live++;
     return 0;
 }
@@ -169,7 +169,8 @@ static struct ev ev_pop(struct engine *e)
         e->heap[m] = tmp;
         i = m;
     }
-    if (top.type == EV_ARRIVE || top.type == EV_DONE || top.type == EV_POD_ARRIVE)
+    if (top.type == EV_ARRIVE || top.type == EV_DONE || top.type == EV_POD_ARRIVE ||
+        top.type == EV_LOAD_DONE)
         e->n_live--;
     return top;
 }
@@ -815,6 +816,21 @@ static enum common_rc handle(struct engine *e, const struct ev *ev, int64_t now,
             common_error_prefix(err, "job %s", j->name);
         return rc;
     }
+    if (ev->type == EV_LOAD_DONE) { /* a pod that ran when the snapshot was taken ends */
+        const struct sim_load *ld = &e->in->load[ev->idx];
+        struct common_pod cp = *ld->pod;
+        int32_t n = node_index(e, ld->pod->node_name);
+        int64_t g = pod_gpus(ld->pod, e->in->gpu_resource);
+        cp.phase = "Succeeded";
+        e->books_version++;
+        if ((rc = gang_pod_upsert(e->s, &cp, err)) != COMMON_OK)
+            return rc;
+        e->gpus_used -= g;
+        if (n >= 0)
+            e->node_gpu_free[n] += (int32_t)g;
+        e->moved = 1;
+        return COMMON_OK;
+    }
     struct spod *p = &e->pods[ev->idx];
     if (ev->gen != p->gen)
         return COMMON_OK;
@@ -999,7 +1015,8 @@ static enum common_rc finish(struct engine *e, int64_t end, struct common_arena 
     r->intervals = common_arena_alloc(a, (e->n_iv + 1) * sizeof(*r->intervals));
     if (!r->jobs || !r->jobs_in_one_domain || !r->samples || !r->intervals)
         return common_error_set(err, COMMON_ENOMEM, "out of memory");
-    memcpy(r->samples, e->samples, e->n_samples * sizeof(*r->samples));
+    if (e->n_samples) /* none: a snapshot with nothing waiting or running */
+        memcpy(r->samples, e->samples, e->n_samples * sizeof(*r->samples));
     r->n_samples = e->n_samples;
     for (size_t i = 0; i < e->n_iv; i++) {
         r->intervals[i] = e->iv[i];
@@ -1175,6 +1192,27 @@ enum common_rc sim_run(const struct sim_input *in, const struct sim_options *opt
         out->gpus_total += g;
         if ((rc = gang_node_upsert(e.s, in->nodes[i], err)) != COMMON_OK)
             goto out;
+    }
+    /* the pods already running (a snapshot of a cluster): on their nodes from time 0 */
+    for (size_t i = 0; i < in->n_load; i++) {
+        const struct common_pod *lp = in->load[i].pod;
+        struct common_pod cp = *lp;
+        int32_t n = node_index(&e, lp->node_name ? lp->node_name : "");
+        int64_t g = pod_gpus(lp, in->gpu_resource);
+        if (n < 0) {
+            rc = common_error_set(err, COMMON_EINVAL, "running pod %s/%s: unknown node \"%s\"",
+                                  lp->namespace, lp->name, lp->node_name ? lp->node_name : "");
+            goto out;
+        }
+        cp.phase = "Running";
+        if ((rc = gang_pod_upsert(e.s, &cp, err)) != COMMON_OK)
+            goto out;
+        e.gpus_used += g;
+        e.node_gpu_free[n] -= (int32_t)g;
+        if (ev_push(&e, in->load[i].end_ms, EV_LOAD_DONE, (uint32_t)i, 0)) {
+            rc = common_error_set(err, COMMON_ENOMEM, "out of memory");
+            goto out;
+        }
     }
     {
         size_t k = 0;

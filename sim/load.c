@@ -80,6 +80,16 @@ struct sim_loader {
     size_t n_jobs, cap_jobs;
     const struct item **job_src; /* [n_jobs]: the object each job was made from */
     size_t cap_job_src;
+    /* a snapshot of a cluster (sim/snapshot.c): pods running at time 0, remarks, documents
+     * made in memory (freed at destroy), the snapshot's time, and no jobs is no error */
+    struct sim_load *load;
+    size_t n_load, cap_load;
+    const char **notes;
+    size_t n_notes, cap_notes;
+    struct common_yaml_docs **owned;
+    size_t n_owned, cap_owned;
+    int64_t epoch_ms;
+    int snapshot;
 };
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
@@ -140,6 +150,13 @@ void sim_loader_destroy(struct sim_loader *l)
     common_free(l->runtimes.v);
     common_free(l->podgroups.v);
     common_free(l->pods.v);
+    common_free(l->load);
+    common_free(l->notes);
+    for (size_t i = 0; i < l->n_owned; i++) {
+        common_yaml_docs_free(l->owned[i]);
+        common_free(l->owned[i]);
+    }
+    common_free(l->owned);
     common_free(l);
 }
 
@@ -2118,6 +2135,11 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
     enum common_rc rc = COMMON_OK;
 
     memset(in, 0, sizeof(*in));
+    if (!l->n_nodes && l->snapshot) /* a live cluster: nothing could start */
+        return common_error_set(err, COMMON_EINVAL,
+                                "the cluster has no nodes: the snapshot listed no Node with a "
+                                "name and status.allocatable, so nothing can be placed%s%s",
+                                l->n_notes ? "; " : "", l->n_notes ? l->notes[0] : "");
     if (!l->n_nodes)
         return common_error_set(err, COMMON_EINVAL,
                                 "%s: the cluster has no nodes: give Node objects or a SimCluster "
@@ -2169,12 +2191,12 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
         rc = check_made_twice(l, err);
     if (rc != COMMON_OK)
         return rc;
-    if (!l->n_jobs)
+    if (!l->n_jobs && !l->snapshot)
         return common_error_set(err, COMMON_EINVAL,
                                 "no jobs: give TrainJobs, PodGroups with pods, or Pods");
     /* stable sort by arrival: order[] keeps the input order as the tie-break */
-    order = common_malloc(l->n_jobs * sizeof(*order));
-    sorted = common_arena_alloc(l->a, l->n_jobs * sizeof(*sorted));
+    order = common_malloc((l->n_jobs + 1) * sizeof(*order));
+    sorted = common_arena_alloc(l->a, (l->n_jobs + 1) * sizeof(*sorted));
     if (!order || !sorted) {
         common_free(order);
         return oom(err);
@@ -2244,8 +2266,69 @@ enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
         memcpy(in->topologies, l->topos, l->n_topos * sizeof(*in->topologies));
     in->n_topologies = l->n_topos;
     in->gpu_resource = l->gpu;
+    in->load = l->load;
+    in->n_load = l->n_load;
+    in->notes = l->notes;
+    in->n_notes = l->n_notes;
+    in->epoch_ms = l->epoch_ms;
     gang_config_default(&in->gang);
     /* the bind extender's httpTimeout of the shipped scheduler config (manifests/scheduler) */
     in->gang.bind_http_timeout_ms = 630000;
+    return COMMON_OK;
+}
+
+/* ---- a snapshot of a cluster (sim_int.h) ---- */
+
+void sim_loader_snapshot(struct sim_loader *l, int64_t epoch_ms)
+{
+    l->snapshot = 1;
+    l->epoch_ms = epoch_ms;
+}
+
+enum common_rc sim_loader_note(struct sim_loader *l, const char *msg, struct common_error *err)
+{
+    if (grow((void **)&l->notes, &l->cap_notes, l->n_notes, sizeof(*l->notes)) ||
+        !(l->notes[l->n_notes] = common_arena_strdup(l->a, msg)))
+        return oom(err);
+    l->n_notes++;
+    return COMMON_OK;
+}
+
+enum common_rc sim_loader_own(struct sim_loader *l, struct common_yaml_docs *d,
+                              struct common_error *err)
+{
+    if (grow((void **)&l->owned, &l->cap_owned, l->n_owned, sizeof(*l->owned))) {
+        common_yaml_docs_free(d);
+        common_free(d);
+        return oom(err);
+    }
+    l->owned[l->n_owned++] = d;
+    return COMMON_OK;
+}
+
+enum common_rc sim_loader_add_node(struct sim_loader *l, json_t *node, struct common_error *err)
+{
+    return node_from_doc(l, NULL, node, err);
+}
+
+enum common_rc sim_loader_add_load(struct sim_loader *l, json_t *pod, int64_t end_ms,
+                                   struct common_error *err)
+{
+    struct common_pod *cp = NULL;
+    enum common_rc rc;
+
+    if (default_requests(pod))
+        return oom(err);
+    if ((rc = common_pod_from_json(pod, &cp, err)) != COMMON_OK)
+        return rc;
+    if (grow((void **)&l->all_pods, &l->cap_all_pods, l->n_all_pods, sizeof(*l->all_pods)) ||
+        grow((void **)&l->load, &l->cap_load, l->n_load, sizeof(*l->load))) {
+        common_pod_free(cp);
+        return oom(err);
+    }
+    l->all_pods[l->n_all_pods++] = cp;
+    l->load[l->n_load].pod = cp;
+    l->load[l->n_load].end_ms = end_ms < 0 ? 0 : end_ms;
+    l->n_load++;
     return COMMON_OK;
 }

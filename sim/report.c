@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "sim/sim.h"
@@ -65,6 +66,17 @@ static json_t *secs(int64_t ms)
     return json_real((double)ms / 1000.0);
 }
 
+/* Unix ms as RFC 3339 UTC, seconds precision ("2026-12-08T01:02:03Z") */
+static const char *utc_text(int64_t ms, char *buf, size_t n)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, n, "?");
+    return buf;
+}
+
 static json_t *round4(double v)
 {
     return json_real((double)(long long)(v * 10000.0 + 0.5) / 10000.0);
@@ -116,6 +128,15 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
         }
         if (o && j->note)
             bad |= json_object_set_new(o, "note", json_string(j->note));
+        if (o && in->epoch_ms) { /* a snapshot: its TrainJob and the start as a time */
+            char tj[600], t[40];
+            if (sim_job_trainjob(j, tj, sizeof(tj)))
+                bad |= json_object_set_new(o, "trainJob", json_string(tj));
+            bad |= json_object_set_new(
+                o, "startTime",
+                jr->start_ms >= 0 ? json_string(utc_text(in->epoch_ms + jr->start_ms, t, sizeof(t)))
+                                  : json_null());
+        }
         bad |= !o || !nodes || !dom || json_array_append_new(jobs, o);
     }
     for (size_t i = 0; !bad && i < r->n_samples; i++) {
@@ -157,6 +178,16 @@ json_t *sim_report_json(const struct sim_input *in, const struct sim_result *r)
         bad |= !tps || !cl || json_object_set_new(cl, "topologies", tps);
         bad |= !cl || !s2 || json_object_set_new(root, "cluster", cl) ||
                json_object_set_new(root, "summary", s2);
+        if (in->epoch_ms) { /* --from-cluster: when, the running load, what was not modelled */
+            char t[40];
+            json_t *notes = json_array(), *snap;
+            for (size_t k = 0; notes && k < in->n_notes; k++)
+                bad |= json_array_append_new(notes, json_string(in->notes[k]));
+            snap = json_pack("{s:s, s:I, s:o}", "time", utc_text(in->epoch_ms, t, sizeof(t)),
+                             "runningPods", (json_int_t)in->n_load, "notes",
+                             notes ? notes : json_null());
+            bad |= !notes || !snap || json_object_set_new(root, "snapshot", snap);
+        }
         bad |= json_object_set(root, "jobs", jobs) || json_object_set(root, "timeline", tl);
     }
     json_decref(sum);
@@ -262,6 +293,15 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
         for (size_t l = 0; l < in->topologies[t].n_levels; l++)
             fprintf(out, "%s%s", l ? "," : "", in->topologies[t].levels[l]);
     }
+    if (in->epoch_ms) {
+        fprintf(out, "\nSnapshot: taken %s; %zu running %s as load; times count from then",
+                utc_text(in->epoch_ms, a, sizeof(a)), in->n_load,
+                plural(in->n_load, "pod", "pods"));
+        for (size_t k = 0; k < in->n_notes; k++)
+            fprintf(out, "\n  note: %s", in->notes[k]);
+        if (!in->n_jobs)
+            fprintf(out, "\nNothing waits: no pending pod and no TrainJob without pods");
+    }
     fprintf(out, "\n\n%-*s %-8s %5s %5s %8s %8s %8s %8s  %-10s %s\n", (int)width, "JOB", "KIND",
             "PODS", "GPUS", "ARRIVAL", "START", "WAIT", "END", "STATE", "NODES");
     for (size_t i = 0; i < in->n_jobs; i++) {
@@ -276,6 +316,14 @@ int sim_report_text(const struct sim_input *in, const struct sim_result *r, FILE
             j->n_pods, (long long)j->gpus, sim_format_duration(j->arrival_ms, a, sizeof(a)),
             sim_format_duration(jr->start_ms, b, sizeof(b)), wait_text(jr->wait_ms, c, sizeof(c)),
             sim_format_duration(jr->end_ms, d, sizeof(d)), state_names[jr->state], nodes);
+        if (in->epoch_ms && jr->start_ms >= 0) {
+            char tj[600];
+            fprintf(out, "%*s starts at %s", (int)width, "",
+                    utc_text(in->epoch_ms + jr->start_ms, a, sizeof(a)));
+            if (sim_job_trainjob(j, tj, sizeof(tj)))
+                fprintf(out, " (TrainJob %s)", tj);
+            fputc('\n', out);
+        }
         if (jr->domain && jr->domain[0])
             fprintf(out, "%*s placed in %s %s\n", (int)width, "",
                     jr->domain_level[0] ? jr->domain_level : "the whole cluster", jr->domain);

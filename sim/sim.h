@@ -87,6 +87,14 @@ struct sim_job {
     const char *note; /* a loader remark printed with the job ("volcano backend: ...") or NULL */
 };
 
+/* A pod that runs when the simulation starts (a snapshot of a live cluster, sim/snapshot.c): it
+ * holds its requests on pod->node_name (a node of the input) from time 0 until end_ms, then
+ * Succeeds. It is no job: the report does not list it. */
+struct sim_load {
+    const struct common_pod *pod;
+    int64_t end_ms;
+};
+
 struct sim_input {
     struct common_node **nodes; /* in name order */
     size_t n_nodes;
@@ -105,6 +113,16 @@ struct sim_input {
     size_t n_topologies;
     const char *gpu_resource;
     struct gang_config gang; /* the extender's gang configuration */
+    /* pods running at time 0 (sim_load_snapshot), in input order; none for files */
+    struct sim_load *load;
+    size_t n_load;
+    /* remarks on the input as a whole (what a snapshot could not model), printed with the
+     * report; none for files */
+    const char **notes;
+    size_t n_notes;
+    /* wall-clock time of simulated time 0 in Unix milliseconds (a snapshot's time), 0: none;
+     * the report then gives each start as a time of day too */
+    int64_t epoch_ms;
 };
 
 /* ---- loading ---- */
@@ -164,6 +182,53 @@ enum common_rc sim_load_jobs(struct sim_loader *l, const struct common_yaml_docs
  */
 enum common_rc sim_loader_finish(struct sim_loader *l, struct sim_input *in,
                                  struct common_error *err);
+
+/*
+ * A read-only snapshot of a live cluster, as `trainsched simulate --from-cluster` lists it: each
+ * member is the items array of the API's list (objects as the API serves them, wire format;
+ * apiVersion and kind may be missing), NULL when the kind was not read (not served, or
+ * forbidden: the glue says which).
+ */
+struct sim_snapshot {
+    const json_t *nodes;                     /* v1 Nodes */
+    const json_t *pods;                      /* v1 Pods, all namespaces */
+    const json_t *pod_groups;                /* scheduling.x-k8s.io/v1alpha1 PodGroups */
+    const json_t *resource_slices;           /* resource.k8s.io/v1 ResourceSlices */
+    const json_t *resource_claims;           /* resource.k8s.io/v1 ResourceClaims */
+    const json_t *train_jobs;                /* trainer.kubeflow.org/v1alpha1 TrainJobs */
+    const json_t *training_runtimes;         /* ... TrainingRuntimes */
+    const json_t *cluster_training_runtimes; /* ... ClusterTrainingRuntimes */
+    int64_t now_ms;                          /* when it was taken (Unix ms): simulated time 0 */
+    int64_t assume_run_ms; /* a pod's remaining run time when nothing declares it */
+};
+
+/*
+ * sim_load_snapshot - add snapshot s (borrowed) to loader l (docs/simulate.md "From the
+ * cluster"): the Nodes become the cluster; every bound pod that has not ended becomes load
+ * (struct sim_load) on its node until its remaining time: its trainsched.io/sim-run-time (on
+ * the pod, its PodGroup or its TrainJob) or spec.activeDeadlineSeconds, less the time since
+ * status.startTime (never below 0), else s->assume_run_ms; the pending pods become the waiting
+ * jobs, arriving at 0: a PodGroup's pending members with their PodGroup (minMember less its
+ * bound members), other pending pods one Pod job each, with the run time they declare or
+ * assume_run_ms; a TrainJob that has not finished and has no pod yet is rendered as -f renders
+ * it. Waiting jobs enter in the order they were created. Partly missing data is no error: a Node
+ * without allocatable, a pod on a node the snapshot does not hold, a PodGroup without pods, a
+ * pod naming a missing PodGroup, a job the loader refuses (ResourceClaims: DRA is not
+ * modelled), a ResourceSlice without a node each become a note (sim_input.notes; five of a kind,
+ * then a count). Call sim_load_jobs for -f files after it, then sim_loader_finish (no jobs at
+ * all is then a result, not an error). Returns COMMON_OK or COMMON_ENOMEM.
+ */
+enum common_rc sim_load_snapshot(struct sim_loader *l, const struct sim_snapshot *s,
+                                 struct common_error *err);
+
+/* sim_job_trainjob - "namespace/name" of the TrainJob job j stands for (a TrainJob job, or pods
+ * labelled jobset.sigs.k8s.io/jobset-name, which the TrainJob's JobSet carries) into buf;
+ * NULL when none. */
+const char *sim_job_trainjob(const struct sim_job *j, char *buf, size_t n);
+
+/* sim_parse_time - RFC 3339 ("2026-12-08T00:53:55Z", fractions and offsets read) -> Unix ms;
+ * -1 when NULL or malformed. */
+int64_t sim_parse_time(const char *s);
 
 /* sim_loader_destroy - free the decoded nodes and pods. NULL is a no-op. */
 void sim_loader_destroy(struct sim_loader *l);

@@ -39,4 +39,28 @@ void sim_configure(const struct sim_input *in, struct gang_config *cfg);
 enum common_rc sim_state_create(const struct sim_input *in, struct gang_state **out,
                                 struct common_error *err);
 
+/* ---- the loader's side of a snapshot (load.c, used by snapshot.c) ---- */
+
+/* sim_loader_snapshot - the input is a cluster snapshot taken at epoch_ms (Unix ms): no jobs is
+ * a result (nothing waits), not an error, and sim_input.epoch_ms is set. */
+void sim_loader_snapshot(struct sim_loader *l, int64_t epoch_ms);
+
+/* sim_loader_note - a remark for sim_input.notes (copied). COMMON_OK or COMMON_ENOMEM. */
+enum common_rc sim_loader_note(struct sim_loader *l, const char *msg, struct common_error *err);
+
+/* sim_loader_own - the loader frees d (common_malloc'd, documents made in memory) at destroy,
+ * also when this fails (COMMON_ENOMEM). */
+enum common_rc sim_loader_own(struct sim_loader *l, struct common_yaml_docs *d,
+                              struct common_error *err);
+
+/* sim_loader_add_node - one Node object (borrowed), checked as sim_load_cluster checks it
+ * (the message has no file position). */
+enum common_rc sim_loader_add_node(struct sim_loader *l, json_t *node, struct common_error *err);
+
+/* sim_loader_add_load - one bound pod (owned JSON, modified: requests defaulted) running on its
+ * spec.nodeName until end_ms (negative: 0). The caller checks the node exists. COMMON_EINVAL
+ * (the pod decoder's message), COMMON_ENOMEM. */
+enum common_rc sim_loader_add_load(struct sim_loader *l, json_t *pod, int64_t end_ms,
+                                   struct common_error *err);
+
 #endif

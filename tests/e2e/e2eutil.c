@@ -588,16 +588,15 @@ void e2e_claim_template(struct common_kube *k, const char *ns, const char *name,
                          name, ns, cls, count));
 }
 
-int e2e_explain(const char *kc, const char *args, const char *dir, char **out, char **err)
+int e2e_trainsched(const char *kc, const char *args, const char *dir, char **out, char **err)
 {
     char cmd[2048], errpath[600];
     int st;
     FILE *p;
-    size_t n = 0, cap = 1 << 20;
+    size_t n = 0, cap = 1 << 22;
 
-    snprintf(errpath, sizeof(errpath), "%s/explain.err", dir);
-    snprintf(cmd, sizeof(cmd), "'%s' explain %s --kubeconfig '%s' 2>'%s'", TS_BINARY, args, kc,
-             errpath);
+    snprintf(errpath, sizeof(errpath), "%s/trainsched.err", dir);
+    snprintf(cmd, sizeof(cmd), "'%s' %s --kubeconfig '%s' 2>'%s'", TS_BINARY, args, kc, errpath);
     p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     *out = calloc(1, cap);
@@ -606,8 +605,16 @@ int e2e_explain(const char *kc, const char *args, const char *dir, char **out, c
     (*out)[n] = '\0';
     st = pclose(p);
     *err = e2e_read_text(errpath);
-    fprintf(stderr, "$ trainsched explain %s -> %s\n%s%s", args, e2e_exit_text(st), *out, *err);
+    fprintf(stderr, "$ trainsched %s -> %s\n%s%s", args, e2e_exit_text(st), *out, *err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int e2e_explain(const char *kc, const char *args, const char *dir, char **out, char **err)
+{
+    char full[1800];
+
+    snprintf(full, sizeof(full), "explain %s", args);
+    return e2e_trainsched(kc, full, dir, out, err);
 }
 
 int e2e_sched_ctl(const char *args)

@@ -205,10 +205,13 @@ void e2e_claim_template(struct common_kube *k, const char *ns, const char *name,
                         int count);
 
 /* e2e_explain - run `trainsched explain ARGS --kubeconfig KC` (the real binary; args a shell
- * word list), its stderr into dir/explain.err: the exit status (-1 when it did not exit); its
+ * word list), its stderr into dir/trainsched.err: the exit status (-1 when it did not exit); its
  * stdout and stderr into *out and *err (malloc'd). Both are echoed to stderr with the command,
  * so a suite's log holds the outputs docs/explain-examples.md shows. */
 int e2e_explain(const char *kc, const char *args, const char *dir, char **out, char **err);
+/* e2e_trainsched - the same for any subcommand: `trainsched ARGS --kubeconfig KC` (args start
+ * with the subcommand), stderr through dir/trainsched.err. */
+int e2e_trainsched(const char *kc, const char *args, const char *dir, char **out, char **err);
 
 /* e2e_exit_text - a wait status as "exit N", "signal N" or "status N" (a static buffer). */
 const char *e2e_exit_text(int st);
