@@ -62,6 +62,14 @@ struct pgrec {
     char verdict[2 * GANG_REASON_MAX];
     int64_t verdict_backoff;
     int gone;
+    /* write coalescing (timer.c): the reason seen last and since when (mono ms; a reason other
+     * than "released" is written only once it has stood for REASON_SETTLE_MS), when the status
+     * was last patched (the next patch waits STATUS_COALESCE_MS), and when the gang is to be
+     * looked at again for a write put off (0: nothing put off) */
+    char cand[2 * GANG_REASON_MAX];
+    int64_t cand_since;
+    int64_t status_at;
+    int64_t recheck_at;
 };
 
 struct extender_server {

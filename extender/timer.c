@@ -17,6 +17,14 @@
 #define STATUS_PERIOD_MS 2000
 /* the ungating pass runs at most this often while gangs are marked (feed events coalesce) */
 #define UNGATE_PERIOD_MS 100
+/* A gang's waiting reason (GangWaiting, GangUngated, the verdict annotation) is written once it
+ * has stood this long: a gang that goes through "2 of 8 exist", "ungated", "released" within a
+ * second costs no write for the passing states (each was a PodGroup patch and two Events per
+ * member, more API server work than scheduling the pod). A "released" reason is written at once. */
+#define REASON_SETTLE_MS 1000
+/* The PodGroup status is patched at most once per this period per gang (running counts move with
+ * every member that starts); the last state is always written. */
+#define STATUS_COALESCE_MS 1000
 /* entries of the pass's first output buffer (grown when one gang needs more) */
 #define UNGATE_FIRST_CAP 1024
 
@@ -46,6 +54,52 @@ static struct pgrec *rec_get(struct extender_server *x, const char *key)
     memset(&x->recs[x->n_recs], 0, sizeof(x->recs[0]));
     extender_copy_str(x->recs[x->n_recs].key, KEY_MAX, key);
     return &x->recs[x->n_recs++];
+}
+
+/* put a write of r off until at (the timer looks at the gang again then) */
+static void recheck(struct pgrec *r, int64_t at)
+{
+    if (!r->recheck_at || at < r->recheck_at)
+        r->recheck_at = at;
+}
+
+/* x->mu held: the gangs whose put-off writes are due are marked dirty; returns the earliest
+ * later one (INT64_MAX: none) */
+static int64_t rechecks_due(struct extender_server *x, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < x->n_recs; i++) {
+        struct pgrec *r = &x->recs[i];
+        if (!r->recheck_at || r->gone)
+            continue;
+        if (r->recheck_at <= now) {
+            char ns[64], name[254];
+            const char *slash = strchr(r->key, '/');
+            size_t n = slash ? (size_t)(slash - r->key) : 0;
+            r->recheck_at = 0;
+            if (!slash || n >= sizeof(ns))
+                continue;
+            memcpy(ns, r->key, n);
+            ns[n] = '\0';
+            extender_copy_str(name, sizeof(name), slash + 1);
+            extender_mark_dirty(x, ns, name);
+        } else if (r->recheck_at < next) {
+            next = r->recheck_at;
+        }
+    }
+    return next;
+}
+
+/* 1 when the cached PodGroup key carries the verdict annotation */
+static int cached_verdict(struct extender_server *x, const char *key)
+{
+    struct common_pmap_snap *snap = x->pg_inf ? common_informer_snapshot(x->pg_inf) : NULL;
+    const json_t *pg = snap ? common_pmap_snap_get(snap, key) : NULL;
+    int has = json_is_string(json_object_get(
+        json_object_get(json_object_get(pg, "metadata"), "annotations"), GANG_VERDICT_ANNOTATION));
+    if (snap)
+        common_pmap_snap_release(snap);
+    return has;
 }
 
 static void split_key(const char *key, char *ns, size_t nsz, char *name, size_t namesz)
@@ -147,6 +201,13 @@ static void write_verdict(struct extender_server *x, struct pgrec *r, const stru
     if (x->o.write_podgroup_status <= 0 || !v->reason[0] ||
         (strcmp(r->verdict, v->reason) == 0 && r->verdict_backoff == v->backoff_until))
         return;
+    /* a gang released without a verdict written before (it never waited a second): nothing
+     * stale to overwrite, no write */
+    if (strncmp(v->reason, "released", 8) == 0 && !r->verdict[0] && !cached_verdict(x, v->key)) {
+        extender_copy_str(r->verdict, sizeof(r->verdict), v->reason);
+        r->verdict_backoff = v->backoff_until;
+        return;
+    }
     format_time(now, since, sizeof(since));
     verdict = json_pack("{s:s, s:s, s:s}", "reason",
                         strncmp(v->reason, "released", 8) == 0 ? "GangReleased" : "GangWaiting",
@@ -177,6 +238,8 @@ static void write_verdict(struct extender_server *x, struct pgrec *r, const stru
 static void write_status(struct extender_server *x, const struct pg_view *v)
 {
     struct pgrec *r = rec_get(x, v->key);
+    int64_t now = extender_mono_ms();
+    int settled, changed;
     char ns[64], name[254], start[40];
     struct common_error e = {0};
     struct common_kube_write_opts wo = {0};
@@ -190,15 +253,21 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         r->written = 0;
         r->reason[0] = '\0';
         r->verdict[0] = '\0';
+        r->cand[0] = '\0';
+        r->recheck_at = 0;
         return;
     }
     r->gone = 0;
     split_key(v->key, ns, sizeof(ns), name, sizeof(name));
-    if (x->o.write_podgroup_status > 0 &&
-        (!r->written || strcmp(r->phase, v->phase) != 0 || r->running != v->s.running ||
-         r->succeeded != v->s.succeeded || r->failed != v->s.failed ||
-         strcmp(r->occupied_by, v->s.occupied_by) != 0 || r->has_start != v->s.has_schedule_start ||
-         (v->s.has_schedule_start && r->start != v->s.schedule_start))) {
+    changed = !r->written || strcmp(r->phase, v->phase) != 0 || r->running != v->s.running ||
+              r->succeeded != v->s.succeeded || r->failed != v->s.failed ||
+              strcmp(r->occupied_by, v->s.occupied_by) != 0 ||
+              r->has_start != v->s.has_schedule_start ||
+              (v->s.has_schedule_start && r->start != v->s.schedule_start);
+    if (x->o.write_podgroup_status > 0 && changed && r->written &&
+        now - r->status_at < STATUS_COALESCE_MS) {
+        recheck(r, r->status_at + STATUS_COALESCE_MS);
+    } else if (x->o.write_podgroup_status > 0 && changed) {
         status = json_pack("{s:s, s:i, s:i, s:i}", "phase", v->phase, "running", (int)v->s.running,
                            "succeeded", (int)v->s.succeeded, "failed", (int)v->s.failed);
         if (status && v->s.occupied_by[0])
@@ -214,6 +283,7 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         if (body && common_kube_patch(x->kube, &common_kube_podgroups, ns, name,
                                       COMMON_KUBE_MERGE_PATCH, body, &wo, NULL, &e) == COMMON_OK) {
             r->written = 1;
+            r->status_at = now;
             extender_copy_str(r->phase, sizeof(r->phase), v->phase);
             r->running = v->s.running;
             r->succeeded = v->s.succeeded;
@@ -229,6 +299,16 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
                        "error", e.msg, NULL);
         }
         free(body);
+    }
+    if (strcmp(r->cand, v->reason) != 0) {
+        extender_copy_str(r->cand, sizeof(r->cand), v->reason);
+        r->cand_since = now;
+    }
+    settled = !v->reason[0] || strncmp(v->reason, "released", 8) == 0 ||
+              now - r->cand_since >= REASON_SETTLE_MS;
+    if (!settled) {
+        recheck(r, r->cand_since + REASON_SETTLE_MS);
+        return;
     }
     write_verdict(x, r, v, ns, name);
     if (x->o.events && v->reason[0] && strcmp(r->reason, v->reason) != 0) {
@@ -397,7 +477,7 @@ void *extender_timer_main(void *arg)
         size_t n_views = 0;
         struct node_todo *todo = NULL;
         size_t n_todo = 0;
-        int64_t ug_due;
+        int64_t ug_due, re_due;
         int ug_again = 0;
 
         if (x->tick_req || now >= gang_next_deadline(x->gs)) {
@@ -419,6 +499,7 @@ void *extender_timer_main(void *arg)
         /* after the feed events: gates to remove, and the reasons of the gangs left gated (their
          * status waits for a pass that is due) */
         ug_due = ungate_pass(x, now, &head, &tail, &ug_again);
+        re_due = rechecks_due(x, now);
         if (x->n_dirty && ug_due == INT64_MAX) {
             views = common_calloc(x->n_dirty, sizeof(*views));
             for (size_t i = 0; i < x->n_dirty; i++) {
@@ -481,6 +562,8 @@ void *extender_timer_main(void *arg)
             next = now + STATUS_PERIOD_MS;
         if (ug_due < next)
             next = ug_due;
+        if (re_due < next)
+            next = re_due;
         for (size_t i = 0; i < x->n_todo; i++)
             if (x->todo[i].not_before < next)
                 next = x->todo[i].not_before;
