@@ -189,7 +189,9 @@ void e2e_make_ns(struct common_kube *admin, const char *prefix, char *out, size_
     json_t *ns, *sa, *rb;
     enum common_rc rc;
 
-    snprintf(out, size, "%s-%ld-%d", prefix, (long)time(NULL) % 100000, rand() % 10000);
+    /* the pid too: suites started in the same second share rand()'s unseeded sequence */
+    snprintf(out, size, "%s-%ld-%d-%d", prefix, (long)time(NULL) % 100000, (int)getpid() % 100000,
+             rand() % 10000);
     ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
                    "name", out);
     ck_assert_msg(common_kube_create(admin, &common_kube_namespaces, NULL, ns, NULL, NULL, &err) ==
@@ -227,7 +229,16 @@ void e2e_create(struct common_kube *k, const struct common_kube_resource *r, con
 {
     struct common_kube_write_opts wo = {.strict = 1};
     struct common_error err;
-    enum common_rc rc = common_kube_create(k, r, r->namespaced ? ns : NULL, obj, &wo, NULL, &err);
+    double end = e2e_now_s() + 20;
+    enum common_rc rc;
+
+    /* Kueue's TrainJob webhook reads the runtime from its own cache, which may not hold a
+     * runtime created a moment ago: that one refusal ("runtime 'x' not found") is retried */
+    while ((rc = common_kube_create(k, r, r->namespaced ? ns : NULL, obj, &wo, NULL, &err)) !=
+               COMMON_OK &&
+           r == &common_kube_trainjobs && strstr(err.msg, "runtime '") &&
+           strstr(err.msg, "' not found") && e2e_now_s() < end)
+        e2e_nap(500);
     ck_assert_msg(rc == COMMON_OK, "create %s: %s", r->resource, err.msg);
     json_decref(obj);
 }

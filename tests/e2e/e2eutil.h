@@ -41,7 +41,9 @@ void e2e_drop_ns(struct common_kube *admin, const char *ns);
 /* ---- generic helpers (shared by the e2e test files) ---- */
 
 /* e2e_create - create obj (stolen) in ns (ignored for cluster-scoped r) with
- * fieldValidation=Strict through k; a failure fails the running test. */
+ * fieldValidation=Strict through k; a failure fails the running test, except that a TrainJob
+ * refused by Kueue's webhook with "runtime 'x' not found" (its cache lags a runtime just
+ * created) is tried again for up to 20 s. */
 void e2e_create(struct common_kube *k, const struct common_kube_resource *r, const char *ns,
                 json_t *obj);
 /* e2e_get - GET name (a new reference), or NULL when it does not exist; any other failure

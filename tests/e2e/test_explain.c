@@ -225,26 +225,14 @@ static void make_runtime(const char *name, int num_nodes, int timeout_s, const c
                   claim ? ", claims: [{name: gpu}]" : ""));
 }
 
-/* TrainJob name of TrainingRuntime runtime. A bed running Kueue validates TrainJobs with a
- * webhook that reads the runtime from its cache, which may not hold a runtime created a moment
- * ago ("runtime 'x' not found"): that refusal is retried for up to 20 s. */
+/* TrainJob name of TrainingRuntime runtime (e2e_create retries Kueue's cache-lag refusal) */
 static void make_trainjob(const char *name, const char *runtime)
 {
-    json_t *tj = e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
-                           "metadata: {name: %s, namespace: %s}\n"
-                           "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
-                           name, ns, runtime);
-    struct common_error err;
-    double end = e2e_now_s() + 20;
-
-    for (;; e2e_nap(500)) {
-        if (common_kube_create(kube, &common_kube_trainjobs, ns, tj, NULL, NULL, &err) == COMMON_OK)
-            break;
-        ck_assert_msg(strstr(err.msg, "runtime '") && strstr(err.msg, "' not found") &&
-                          e2e_now_s() < end,
-                      "create TrainJob %s: %s", name, err.msg);
-    }
-    json_decref(tj);
+    e2e_create(kube, &common_kube_trainjobs, ns,
+               e2e_yamlf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+                         "metadata: {name: %s, namespace: %s}\n"
+                         "spec:\n  runtimeRef: {name: %s, kind: TrainingRuntime}\n",
+                         name, ns, runtime));
 }
 
 /* 1 when text holds one of the '|'-separated alternatives of want */
