@@ -17,10 +17,12 @@
 #define STATUS_PERIOD_MS 2000
 /* the ungating pass runs at most this often while gangs are marked (feed events coalesce) */
 #define UNGATE_PERIOD_MS 100
-/* A gang's waiting reason (GangWaiting, GangUngated, the verdict annotation) is written once it
- * has stood this long: a gang that goes through "2 of 8 exist", "ungated", "released" within a
- * second costs no write for the passing states (each was a PodGroup patch and two Events per
- * member, more API server work than scheduling the pod). A "released" reason is written at once. */
+/* A gang's passing reason ("waiting for ..." members, gates or phased pods, and "ungated": the
+ * GangWaiting or GangUngated Event and the verdict annotation) is written once it has stood this
+ * long: a gang that goes through "2 of 8 exist", "ungated", "released" within a second costs no
+ * write for the passing states (each was a PodGroup patch and two Events per member, more API
+ * server work than scheduling the pod). Any other reason (released, a failure) is written at
+ * once. */
 #define REASON_SETTLE_MS 1000
 /* The PodGroup status is patched at most once per this period per gang (running counts move with
  * every member that starts); the last state is always written. */
@@ -304,8 +306,12 @@ static void write_status(struct extender_server *x, const struct pg_view *v)
         extender_copy_str(r->cand, sizeof(r->cand), v->reason);
         r->cand_since = now;
     }
-    settled = !v->reason[0] || strncmp(v->reason, "released", 8) == 0 ||
-              now - r->cand_since >= REASON_SETTLE_MS;
+    /* only the states a gang passes through on its way in (members arriving, members at a
+     * gate, ungated) wait to settle; a failure (a node taken, a timeout, too little room) is
+     * news at once */
+    settled =
+        (strncmp(v->reason, "waiting for ", 12) != 0 && strncmp(v->reason, "ungated", 7) != 0) ||
+        now - r->cand_since >= REASON_SETTLE_MS;
     if (!settled) {
         recheck(r, r->cand_since + REASON_SETTLE_MS);
         return;
