@@ -32,6 +32,8 @@ struct cmd_snapshot {
 int cmd_snapshot_take(struct common_kube *k, int64_t now_ms, int64_t assume_run_ms,
                       const char *prog, FILE *progress, FILE *err, struct cmd_snapshot *out);
 
+/* cmd_snapshot_free - release the lists of s (each NULL or a JSON array) and zero it (s not
+ * NULL). Safe after a failed cmd_snapshot_take and twice. */
 void cmd_snapshot_free(struct cmd_snapshot *s);
 
 /*
